@@ -1,0 +1,34 @@
+# One-command set-up and the project's two entry points (see README.md).
+#   make smoke   the whole workflow at smoke scale (offline with ../shared/data as the mirror)
+#   make test    the test suite (unit, property, data, workflow, dry runs, lint)
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+MIRROR ?= $(firstword $(wildcard ../shared/data))
+CORES ?= 2
+# pip on these machines also sees a local CPU-only torch wheel (find-links) whose torchvision does not
+# exist; ignore machine pip config so torch and torchvision resolve from the same registry release.
+PIP := env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL -u PIP_INDEX_URL PIP_CONFIG_FILE=/dev/null $(VENV)/bin/pip
+
+.PHONY: setup smoke test lint clean-env
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: envs/requirements.txt envs/constraints.txt pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip==25.3
+	$(PIP) install --quiet -r envs/requirements.txt -c envs/constraints.txt
+	$(PIP) install --quiet --no-deps --no-build-isolation -e .
+	$(PY) -c "import torch, torchvision.ops, torch_fidelity, opacus, dpvae; print('torch', torch.__version__, 'torchvision', torchvision.__version__)"
+	touch $@
+
+smoke: setup
+	DPVAE_DATA_MIRROR=$(abspath $(MIRROR)) $(VENV)/bin/snakemake --cores $(CORES) --configfile tests/config/smoke.yaml
+
+test: setup
+	DPVAE_DATA_MIRROR=$(abspath $(MIRROR)) $(VENV)/bin/python -m pytest
+
+lint: setup
+	$(VENV)/bin/snakemake --lint
+
+clean-env:
+	rm -rf $(VENV)

@@ -1,0 +1,45 @@
+# dpvae: every figure and table of four DP-VAE papers as a Snakemake target.
+#   snakemake --cores 2 figures/p3gm/table6.pdf        one item (figures/<paper>/<item>.pdf)
+#   snakemake --cores 2 figures/table2.pdf             an item id gathered across papers
+#   snakemake --cores 2                                every item that can be built today
+# Configuration: config.yaml (paper scale) or --configfile tests/config/smoke.yaml (CI scale).
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+wildcard_constraints:
+    source=r"[a-z0-9][a-z0-9_.-]*",
+    dataset=r"[a-z0-9][a-z0-9_.-]*",
+    variant=r"[a-z0-9][a-z0-9_.=@-]*",
+    eps=r"[0-9][0-9.e+-]*|inf",
+    seed=r"\d+",
+    metric=r"[a-z0-9_]+",
+    experiment=r"[a-z0-9][a-z0-9_.-]*",
+    paper=r"privae|lvae|p3gm|dp2vae",
+    item=r"(table|fig)\d+",
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/render.smk"
+
+
+localrules:
+    aggregate,
+    analyze,
+    render_table,
+    render_figure,
+    gather,
+
+
+rule all:
+    default_target: True
+    input:
+        default_targets(),

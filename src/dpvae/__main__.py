@@ -1,0 +1,7 @@
+"""python -m dpvae."""
+
+import sys
+
+from dpvae.cli import main
+
+sys.exit(main())

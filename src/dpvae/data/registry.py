@@ -1,0 +1,209 @@
+"""Every dataset id of the workflow: its raw source, its files, how it is prepared; fetch/prepare entry points.
+
+Root layout: raw files in ``<root>/raw/<source>/`` (several ids share one source), prepared datasets in
+``<root>/prepared/<dataset_id>/`` (see `dpvae.data.store`). Parametric ids: ``twogauss-d<d>`` for any
+positive integer d.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from dpvae.data import celeba, images, synthetic, tabular
+from dpvae.data.sources import RemoteFile, fetch, verify_local
+from dpvae.data.store import Prepared, write_prepared
+
+Builder = Callable[[Path | None, int], Prepared]
+TWO_GAUSSIANS_PATTERN = re.compile(r"twogauss-d([1-9][0-9]*)")
+PARAMETRIC_IDS = ("twogauss-d<d>",)
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One dataset id: raw source (None when generated), its remote files, builder and documented rules."""
+
+    dataset_id: str
+    description: str
+    source: str | None
+    files: tuple[RemoteFile, ...]
+    build: Builder
+    split: str
+    scaling: str
+    n_train: int | None = None  # documented training-set size (tested; used by config validation)
+
+    def prepare(self, raw_dir: Path | None, out_dir: Path, seed: int = 0) -> Path:
+        """Verify the raw files, build the splits and write them to ``out_dir``; return ``out_dir``."""
+        raw_sha256 = verify_local(self.files, raw_dir) if self.files else {}
+        built = self.build(raw_dir, seed)
+        meta = {
+            "dataset_id": self.dataset_id,
+            "description": self.description,
+            "documented_split": self.split,
+            "documented_scaling": self.scaling,
+            "raw_source": self.source,
+            "raw_files_sha256": raw_sha256,
+            "seed": seed,
+            **built.meta,
+        }
+        return write_prepared(out_dir, built.train, built.test, meta)
+
+
+HOLDOUT = "seeded 90/10 holdout of all records (test = ceil(0.1 N))"
+P3GM_HOLDOUT = HOLDOUT + " -> 63,000 / 7,000; P3GM's own split is unseeded"
+OFFICIAL = "official train/test split"
+
+
+def _specs() -> dict[str, DatasetSpec]:
+    mnist, fashion = images.MNIST_FILES, images.FASHION_MNIST_FILES
+    adult, credit = tabular.ADULT_FILES, tabular.CREDIT_FILES
+    specs = [
+        DatasetSpec(
+            "mnist", "MNIST, official split, (N,1,28,28) in [0,1] (DP²-VAE)", "mnist", mnist,
+            partial(images.build_official, family="mnist"), OFFICIAL, "pixel/255", n_train=60000,
+        ),
+        DatasetSpec(
+            "fashion-mnist", "Fashion-MNIST, official split, (N,1,28,28) in [0,1] (DP²-VAE)", "fashion-mnist", fashion,
+            partial(images.build_official, family="fashion-mnist"), OFFICIAL, "pixel/255", n_train=60000,
+        ),
+        DatasetSpec(
+            "mnist-p3gm", "MNIST as P3GM: train+test (70k) flattened (N,784) in [0,1]", "mnist", mnist,
+            partial(images.build_p3gm, family="mnist"), P3GM_HOLDOUT, "pixel/255", n_train=63000,
+        ),
+        DatasetSpec(
+            "fashion-mnist-p3gm", "Fashion-MNIST as P3GM: train+test (70k) flattened (N,784) in [0,1]", "fashion-mnist",
+            fashion, partial(images.build_p3gm, family="fashion-mnist"), P3GM_HOLDOUT, "pixel/255", n_train=63000,
+        ),
+        DatasetSpec(
+            "fashion-mnist-32", "Fashion-MNIST as Mathieu et al./PriVAE: 32x32, clamped to [1e-6, 1-1e-6]",
+            "fashion-mnist", fashion, images.build_fashion_32, OFFICIAL,
+            "PIL bilinear 28->32, pixel/255, clamp [1e-6, 1-1e-6]", n_train=60000,
+        ),
+        DatasetSpec(
+            "mnist-lvae", "MNIST as LVAE: binarised; 9,999 seeded train images + one all-white outlier", "mnist", mnist,
+            images.build_lvae, "train: 9,999 seeded draws from MNIST train + white image; test: MNIST test",
+            "pixel/255 > 0.5", n_train=10000,
+        ),
+        DatasetSpec(
+            "adult", "Adult as P3GM's code: adult.data + adult.test, '?' kept as a category (48,842 rows)", "adult",
+            adult, partial(tabular.build_adult, drop_missing=False), HOLDOUT, "label-encode, min-max [0,1]", n_train=43957,
+        ),
+        DatasetSpec(
+            "adult-dropna", "Adult as P3GM's paper text: rows with '?' dropped (45,222 rows)", "adult",
+            adult, partial(tabular.build_adult, drop_missing=True), HOLDOUT, "label-encode, min-max [0,1]", n_train=40699,
+        ),
+        DatasetSpec(
+            "credit", "Kaggle Credit as P3GM's code: all 492 frauds + 10,000 seeded normal rows (10,492)", "credit",
+            credit, tabular.build_credit, HOLDOUT, "drop Time; min-max V1..V28, Amount on the subsample", n_train=9442,
+        ),
+        DatasetSpec(
+            "credit-full", "Kaggle Credit as P3GM's paper text: all 284,807 rows", "credit",
+            credit, partial(tabular.build_credit, n_normal=None), HOLDOUT, "drop Time; min-max V1..V28, Amount", n_train=256326,
+        ),
+        DatasetSpec(
+            "isolet", "UCI ISOLET: isolet1+2+3+4 + isolet5 (7,797 rows), y = vowel", "isolet",
+            tabular.ISOLET_FILES, tabular.build_isolet, HOLDOUT, "none (617 features as distributed)", n_train=7017,
+        ),
+        DatasetSpec(
+            "esr", "UCI Epileptic Seizure Recognition (11,500 rows), y = seizure (y == 1)", "esr",
+            tabular.ESR_FILES, tabular.build_esr, HOLDOUT, "drop id; min-max X1..X178", n_train=10350,
+        ),
+        DatasetSpec(
+            "celeba32", "CelebA 32x32 (centre crop 178x178), y = Male; 60,000 seeded train images", "celeba",
+            celeba.CELEBA_FILES, celeba.build_celeba,
+            "train: 60,000 seeded draws from the official train partition; test: official test partition",
+            "centre crop, PIL bilinear to 32x32, pixel/255", n_train=60000,
+        ),
+        DatasetSpec(
+            "pinwheel", "Pinwheel (Johnson et al., MATLAB behaviour as Mathieu et al.): 4 arms x 100 points", None, (),
+            synthetic.build_pinwheel, "independent seeded draws of 400 train and 400 test points", "none", n_train=400,
+        ),
+    ]  # fmt: skip
+    return {spec.dataset_id: spec for spec in specs}
+
+
+DATASETS: dict[str, DatasetSpec] = _specs()
+
+
+def dataset_ids() -> list[str]:
+    """The fixed dataset ids (parametric families are listed in ``PARAMETRIC_IDS``)."""
+    return list(DATASETS)
+
+
+def get_dataset(dataset_id: str) -> DatasetSpec:
+    """The spec of ``dataset_id``; ``twogauss-d<d>`` is built on demand for any positive integer d."""
+    if dataset_id in DATASETS:
+        return DATASETS[dataset_id]
+    match = TWO_GAUSSIANS_PATTERN.fullmatch(dataset_id) if isinstance(dataset_id, str) else None
+    if match:
+        dim = int(match.group(1))
+        description = f"Two Gaussians N(-1, I) vs N(+1, I) in {dim} dimensions, 10,000 points per class (P3GM Fig. 6)"
+        build = partial(synthetic.build_two_gaussians, dim=dim)
+        return DatasetSpec(dataset_id, description, None, (), build, HOLDOUT, "none", n_train=18000)
+    known = ", ".join([*DATASETS, *PARAMETRIC_IDS])
+    raise ValueError(f"unknown dataset_id {dataset_id!r}; known ids: {known} (d = any positive integer)")
+
+
+def raw_dir_of(dataset_id: str, root: str | Path) -> Path | None:
+    """``<root>/raw/<source>`` of a dataset id, or None for a generated dataset."""
+    source = get_dataset(dataset_id).source
+    return None if source is None else Path(root) / "raw" / source
+
+
+def prepared_dir_of(dataset_id: str, root: str | Path) -> Path:
+    """``<root>/prepared/<dataset_id>``."""
+    get_dataset(dataset_id)
+    return Path(root) / "prepared" / dataset_id
+
+
+def fetch_dataset(
+    dataset_id: str,
+    root: str | Path,
+    mirror: str | Path | None = None,
+    *,
+    timeout: float = 60.0,
+    allow_unverified: bool = False,
+) -> Path | None:
+    """Bring the raw files of ``dataset_id`` into ``<root>/raw/<source>/`` (mirror first, then the URLs).
+
+    Returns the raw directory, or None for a generated dataset (nothing to fetch).
+    """
+    spec = get_dataset(dataset_id)
+    raw_dir = raw_dir_of(dataset_id, root)
+    if raw_dir is not None:
+        options = {"timeout": timeout, "allow_unverified": allow_unverified}
+        fetch(spec.files, raw_dir, mirror=mirror, source_name=spec.source, **options)
+    return raw_dir
+
+
+def source_files(source: str) -> tuple[RemoteFile, ...]:
+    """The raw files of a source (the ``<root>/raw/<source>`` several dataset ids may share)."""
+    for spec in DATASETS.values():
+        if spec.source == source:
+            return spec.files
+    known = sorted({s.source for s in DATASETS.values() if s.source})
+    raise ValueError(f"unknown raw source {source!r}; known sources: {', '.join(known)}")
+
+
+def fetch_source(source: str, root: str | Path, mirror: str | Path | None = None, *,
+                 allow_unverified: bool = False) -> Path:
+    """Fetch and verify a source's raw files, then write ``<root>/raw/<source>/SHA256SUMS`` (the workflow's
+    marker that the source is complete, in ``sha256sum`` format); return the marker's path."""
+    raw_dir = Path(root) / "raw" / source
+    observed = fetch(source_files(source), raw_dir, mirror=mirror, source_name=source,
+                     allow_unverified=allow_unverified)
+    marker = raw_dir / "SHA256SUMS"
+    staging = marker.with_name(".SHA256SUMS.tmp")
+    staging.write_text("".join(f"{digest}  {name}\n" for name, digest in sorted(observed.items())))
+    staging.replace(marker)
+    return marker
+
+
+def prepare_dataset(dataset_id: str, root: str | Path, seed: int = 0) -> Path:
+    """Prepare ``dataset_id`` from verified raw files into ``<root>/prepared/<dataset_id>/``; return that path."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return get_dataset(dataset_id).prepare(raw_dir_of(dataset_id, root), prepared_dir_of(dataset_id, root), seed)

@@ -1,0 +1,265 @@
+"""Privacy ledger: the records that fully determine a release's (epsilon, delta).
+
+A `Mechanism` is one (possibly subsampled, possibly repeated) Gaussian mechanism, normalised so that
+`noise_multiplier` = noise standard deviation / l2-sensitivity under the ledger's adjacency (for a
+subsampled mechanism under replace-one: / one record's contribution bound, see
+`dpvae.privacy.accounting`). An `Accounting` composes mechanisms with a named accountant and always
+*computes* its (ε, order). A `Ledger` (the run's `privacy.json`) holds the paper's own accounting as the
+headline and, where the paper's accounting is questionable, a strict alternative.
+
+JSON layout of a ledger (`Ledger.to_dict`)::
+
+    {epsilon, order, delta, accountant, conversion, adjacency, orders,
+     mechanisms: [{name, noise_multiplier, sample_rate, steps, sensitivity}, ...],   # headline = paper
+     paper: {...same keys...}, strict: {...same keys...},                            # only with a strict one
+     target_epsilon, notes}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+import numpy as np
+
+from dpvae.privacy.accounting import (
+    ADJACENCIES,
+    CONVERSIONS,
+    DEFAULT_ORDERS,
+    Adjacency,
+    Conversion,
+    account,
+    mechanism_rdp,
+)
+from dpvae.privacy.accounting import epsilon as composed_epsilon
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """One Gaussian mechanism applied `steps` times, each time to a Poisson subsample of rate `sample_rate`.
+
+    `sensitivity` is the l2-sensitivity in the data's own units (e.g. the clipping norm C); it is
+    informational: `noise_multiplier` is already the ratio noise std / sensitivity and alone enters the
+    accountant.
+    """
+
+    name: str
+    noise_multiplier: float
+    sample_rate: float = 1.0
+    steps: int = 1
+    sensitivity: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.noise_multiplier >= 0:
+            raise ValueError(f"{self.name}: noise_multiplier must be >= 0, got {self.noise_multiplier}")
+        if not 0 < self.sample_rate <= 1:
+            raise ValueError(f"{self.name}: sample_rate must be in (0, 1], got {self.sample_rate}")
+        if int(self.steps) != self.steps or self.steps < 0:
+            raise ValueError(f"{self.name}: steps must be a non-negative integer, got {self.steps}")
+        if not self.sensitivity > 0:
+            raise ValueError(f"{self.name}: sensitivity must be > 0, got {self.sensitivity}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> Mechanism:
+        """Inverse of `to_dict`; unknown or missing keys raise ValueError."""
+        names = {f.name for f in fields(cls)}
+        if set(data) != names:
+            raise ValueError(f"mechanism keys must be {sorted(names)}, got {sorted(data)}")
+        return cls(
+            name=str(data["name"]),
+            noise_multiplier=float(data["noise_multiplier"]),
+            sample_rate=float(data["sample_rate"]),
+            steps=int(data["steps"]),
+            sensitivity=float(data["sensitivity"]),
+        )
+
+    def rdp(self, orders: Sequence[float], adjacency: Adjacency = "add/remove-one") -> np.ndarray:
+        """RDP curve at `orders` (q = 1 ⇒ steps·α/(2σ²); σ = 0 ⇒ inf; 0 steps ⇒ 0)."""
+        return mechanism_rdp(self, orders, adjacency)
+
+
+_ACCOUNTING_KEYS = ("epsilon", "order", "delta", "accountant", "conversion", "adjacency", "orders", "mechanisms")
+_LEDGER_KEYS = (*_ACCOUNTING_KEYS, "paper", "strict", "target_epsilon", "notes")
+
+
+@dataclass(frozen=True)
+class Accounting:
+    """Mechanisms composed by one accountant; `epsilon` and `order` are computed, never given.
+
+    `accountant` is "rdp" (RDP sum over `orders`), "rdp-order-search" (continuous order search in
+    [min(orders), max(orders)], pyvacy) or "<part>+… (sequential)" (one of rdp/moments/zcdp/gaussian
+    per mechanism, δ split equally, ε summed); see `dpvae.privacy.accounting.parse_accountant`.
+    `order` is the optimal RDP order (None for sequential accountants).
+    """
+
+    mechanisms: tuple[Mechanism, ...]
+    delta: float
+    adjacency: Adjacency = "add/remove-one"
+    accountant: str = "rdp"
+    conversion: Conversion = "improved"
+    orders: tuple[float, ...] = DEFAULT_ORDERS
+    epsilon: float = field(init=False)
+    order: float | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        mechanisms = tuple(self.mechanisms)
+        if not mechanisms or not all(isinstance(m, Mechanism) for m in mechanisms):
+            raise ValueError(f"mechanisms must be a non-empty sequence of Mechanism, got {self.mechanisms!r}")
+        if self.adjacency not in ADJACENCIES:
+            raise ValueError(f"adjacency must be one of {ADJACENCIES}, got {self.adjacency!r}")
+        if self.conversion not in CONVERSIONS:
+            raise ValueError(f"conversion must be one of {CONVERSIONS}, got {self.conversion!r}")
+        object.__setattr__(self, "mechanisms", mechanisms)
+        object.__setattr__(self, "delta", float(self.delta))
+        object.__setattr__(self, "orders", tuple(float(a) for a in self.orders))
+        eps, order = account(mechanisms, self.delta, self.accountant, self.conversion, self.orders, self.adjacency)
+        object.__setattr__(self, "epsilon", float(eps))
+        object.__setattr__(self, "order", None if order is None else float(order))
+
+    def to_dict(self) -> dict:
+        return {
+            "epsilon": self.epsilon,
+            "order": self.order,
+            "delta": self.delta,
+            "accountant": self.accountant,
+            "conversion": self.conversion,
+            "adjacency": self.adjacency,
+            "orders": list(self.orders),
+            "mechanisms": [m.to_dict() for m in self.mechanisms],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> Accounting:
+        """Rebuild from `to_dict` output, recomputing ε; a stored ε that disagrees raises ValueError."""
+        missing = [k for k in _ACCOUNTING_KEYS if k not in data]
+        if missing:
+            raise ValueError(f"accounting is missing keys {missing}")
+        accounting = cls(
+            mechanisms=tuple(Mechanism.from_dict(m) for m in data["mechanisms"]),
+            delta=float(data["delta"]),
+            adjacency=data["adjacency"],
+            accountant=data["accountant"],
+            conversion=data["conversion"],
+            orders=tuple(data["orders"]),
+        )
+        stored = float(data["epsilon"])
+        if not (stored == accounting.epsilon or math.isclose(stored, accounting.epsilon, rel_tol=1e-9)):
+            raise ValueError(f"stored epsilon {stored} does not match the recomputed {accounting.epsilon}")
+        return accounting
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """A release's privacy record: the paper's own accounting (headline) and an optional strict one."""
+
+    paper: Accounting
+    strict: Accounting | None = None
+    target_epsilon: float | None = None
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        if self.target_epsilon is not None and not self.target_epsilon > 0:
+            raise ValueError(f"target_epsilon must be > 0 or None, got {self.target_epsilon}")
+
+    @property
+    def epsilon(self) -> float:
+        """The headline ε (the paper's own accounting)."""
+        return self.paper.epsilon
+
+    @property
+    def delta(self) -> float:
+        return self.paper.delta
+
+    def to_dict(self) -> dict:
+        data = self.paper.to_dict()
+        if self.strict is not None:
+            data["paper"] = self.paper.to_dict()
+            data["strict"] = self.strict.to_dict()
+        data["target_epsilon"] = self.target_epsilon
+        data["notes"] = self.notes
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> Ledger:
+        """Rebuild from `to_dict` output (every ε is recomputed and checked)."""
+        unknown = sorted(set(data) - set(_LEDGER_KEYS))
+        if unknown:
+            raise ValueError(f"unknown ledger keys {unknown}")
+        paper = Accounting.from_dict(data)
+        if "paper" in data and Accounting.from_dict(data["paper"]) != paper:
+            raise ValueError("the top-level (headline) accounting differs from the 'paper' sub-object")
+        strict = Accounting.from_dict(data["strict"]) if "strict" in data else None
+        target = data.get("target_epsilon")
+        return cls(paper, strict, None if target is None else float(target), str(data.get("notes", "")))
+
+    def write(self, path: str | os.PathLike) -> Path:
+        """Write the JSON atomically (temporary file in the same folder, then rename); returns the path."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w") as stream:
+                json.dump(self.to_dict(), stream, indent=2)
+                stream.write("\n")
+            os.replace(temporary, target)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+        return target
+
+    @classmethod
+    def read(cls, path: str | os.PathLike) -> Ledger:
+        with open(path) as stream:
+            return cls.from_dict(json.load(stream))
+
+
+class PrivacyBudgetExceeded(RuntimeError):
+    """The achieved ε is above the target (beyond the relative tolerance)."""
+
+    def __init__(self, target_epsilon: float, achieved_epsilon: float, rel_tol: float) -> None:
+        self.target_epsilon, self.achieved_epsilon, self.rel_tol = target_epsilon, achieved_epsilon, rel_tol
+        super().__init__(
+            f"privacy budget exceeded: achieved epsilon={achieved_epsilon:.6g} > target epsilon="
+            f"{target_epsilon:.6g} (relative tolerance {rel_tol:g})"
+        )
+
+
+def check_budget(
+    spent: Ledger | Accounting | Sequence[Mechanism],
+    target_epsilon: float,
+    delta: float | None = None,
+    conversion: Conversion | None = None,
+    rel_tol: float = 0.0,
+) -> float:
+    """Return the achieved ε, or raise `PrivacyBudgetExceeded` if it exceeds target·(1 + rel_tol).
+
+    A `Ledger` is judged by its headline ε and an `Accounting` by its own ε (`delta`/`conversion`, if
+    given, must agree with theirs); bare mechanisms are accounted here by RDP over DEFAULT_ORDERS with
+    `delta` (required) and `conversion` (default "improved").
+    """
+    if not target_epsilon > 0:
+        raise ValueError(f"target_epsilon must be > 0, got {target_epsilon}")
+    if not rel_tol >= 0:
+        raise ValueError(f"rel_tol must be >= 0, got {rel_tol}")
+    accounting = spent.paper if isinstance(spent, Ledger) else spent
+    if isinstance(accounting, Accounting):
+        if delta is not None and delta != accounting.delta:
+            raise ValueError(f"delta={delta} differs from the accounting's delta={accounting.delta}")
+        if conversion is not None and conversion != accounting.conversion:
+            raise ValueError(f"conversion={conversion!r} differs from the accounting's {accounting.conversion!r}")
+        achieved = accounting.epsilon
+    else:
+        if delta is None:
+            raise ValueError("delta is required when checking bare mechanisms")
+        achieved = composed_epsilon(list(accounting), delta, conversion or "improved")[0]
+    if achieved > target_epsilon * (1 + rel_tol):
+        raise PrivacyBudgetExceeded(target_epsilon, achieved, rel_tol)
+    return achieved

@@ -1,0 +1,116 @@
+"""DP-PCA, Gaussian version (P3GM §II-D footnote; `tkgsn/P3GM` HEAD `dp_utils/dp_pca.py`).
+
+Mechanism: centre with `mean`, clip each row to l2 norm <= 1, A = XᵀX (un-normalised), release
+A + E with E symmetric (upper triangle incl. diagonal i.i.d. N(0, σ_p²), mirrored), then — as
+post-processing — divide by N and keep the top-d' eigenvectors.
+
+Sensitivity of A in Frobenius norm (the noised upper triangle, as a vector, moves by no more):
+* add/remove one row x: ‖xxᵀ‖_F = ‖x‖² <= 1, so the record's noise_multiplier is σ_p;
+* replace one row x by y: ‖xxᵀ − yyᵀ‖_F² = ‖x‖⁴ + ‖y‖⁴ − 2(x·y)² <= 2, i.e. <= √2 (effective
+  multiplier σ_p/√2). The paper states Hamming (replace-one) adjacency but uses the add/remove value 1.
+Both bounds assume the centring mean does not depend on the data. With `mean="nonprivate"` (what the
+reference code does) the empirical mean is neither released privately nor accounted for, and one row
+moves every centred row, so A can change by far more than 1 (see the tests' counter-example).
+
+Differences from the reference code, all deliberate:
+* it calls the general eigensolver `numpy.linalg.eig` and keeps the first d' eigenvectors *in the
+  order returned* (not sorted by eigenvalue, possibly complex); here `numpy.linalg.eigh` (symmetric
+  solver), eigenvalues sorted descending, and each eigenvector's sign fixed (largest-magnitude entry
+  positive) so output does not depend on the LAPACK build;
+* it draws the noise from the global numpy RNG; here only from the `rng` argument;
+* it fills the lower triangle and mirrors it; the distribution of E is the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dpvae.privacy.ledger import Mechanism
+from dpvae.privacy.mechanisms.gaussian import (
+    check_count,
+    check_generator,
+    check_matrix,
+    check_noise_multiplier,
+    clip_rows,
+    gaussian_noise,
+)
+
+NONPRIVATE_MEAN = "nonprivate"
+
+
+@dataclass(frozen=True)
+class DPPCA:
+    """A fitted DP-PCA: `components` (d × d'), their noisy `eigenvalues` (descending), the centring `mean`."""
+
+    components: np.ndarray
+    eigenvalues: np.ndarray
+    mean: np.ndarray
+    mechanism: Mechanism
+
+    def transform(self, x: ArrayLike) -> np.ndarray:
+        """Project rows of `x` onto the components: (x − mean) · W (no clipping, as in P3GM's encoder)."""
+        return (np.asarray(x, dtype=np.float64) - self.mean) @ self.components
+
+
+def resolve_mean(x: np.ndarray, mean: ArrayLike | Literal["nonprivate"]) -> np.ndarray:
+    """The centring vector: the data's empirical mean for "nonprivate", else `mean` broadcast to d."""
+    if isinstance(mean, str):
+        if mean != NONPRIVATE_MEAN:
+            raise ValueError(f'mean must be an array, a number or "{NONPRIVATE_MEAN}", got "{mean}"')
+        return x.mean(axis=0)
+    vector = np.asarray(mean, dtype=np.float64)
+    if vector.shape not in ((), (x.shape[1],)):
+        raise ValueError(f"mean must be a number or have shape ({x.shape[1]},), got shape {vector.shape}")
+    vector = np.broadcast_to(vector, (x.shape[1],)).copy()
+    if not np.all(np.isfinite(vector)):
+        raise ValueError("mean contains NaN or infinite values")
+    return vector
+
+
+def clipped_second_moment(x: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """The pre-noise aggregate A = XᵀX of the centred rows, each clipped to l2 norm <= 1."""
+    centred = clip_rows(x - mean)
+    return centred.T @ centred
+
+
+def symmetric_gaussian_noise(dimension: int, std: float, rng: np.random.Generator) -> np.ndarray:
+    """A symmetric matrix whose upper triangle (incl. diagonal) is i.i.d. N(0, std²), mirrored below."""
+    upper = np.triu(gaussian_noise((dimension, dimension), std, rng))
+    return upper + np.triu(upper, k=1).T
+
+
+def dp_pca(
+    x: ArrayLike,
+    n_components: int,
+    noise_multiplier: float,
+    rng: np.random.Generator,
+    *,
+    mean: ArrayLike | Literal["nonprivate"],
+) -> DPPCA:
+    """Fit DP-PCA (Gaussian mechanism on XᵀX with noise std σ_p = `noise_multiplier`; see module doc).
+
+    `mean` is explicit on purpose: an array or number (0 for no centring) is taken as public;
+    "nonprivate" uses the empirical mean as the P3GM code does, which this mechanism does not protect.
+    `n_components` above d is capped at d.
+    """
+    data = check_matrix(x, "x")
+    n_kept = min(check_count(n_components, "n_components", 1), data.shape[1])
+    sigma = check_noise_multiplier(noise_multiplier)
+    centre = resolve_mean(data, mean)
+    noise = symmetric_gaussian_noise(data.shape[1], sigma, check_generator(rng))
+    covariance = (clipped_second_moment(data, centre) + noise) / data.shape[0]
+    eigenvalues, eigenvectors = np.linalg.eigh(covariance)
+    order = np.argsort(eigenvalues)[::-1][:n_kept]
+    components = eigenvectors[:, order]
+    largest = np.argmax(np.abs(components), axis=0)
+    components = components * np.sign(components[largest, np.arange(n_kept)])
+    return DPPCA(
+        components=components,
+        eigenvalues=eigenvalues[order],
+        mean=centre,
+        mechanism=Mechanism("dp_pca", sigma, sensitivity=1.0),
+    )

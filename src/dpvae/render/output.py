@@ -1,0 +1,117 @@
+"""Writing rendered items: tables as PDF + CSV + TeX, figures as PDF + PNG, all atomically, one style."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+PAPER_LABEL = "paper"
+STYLE = {"context": "paper", "style": "whitegrid", "palette": "colorblind", "font_scale": 1.0}
+
+
+def apply_style() -> None:
+    """The one seaborn style every figure uses."""
+    sns.set_theme(**STYLE)
+    plt.rcParams.update({"figure.dpi": 150, "savefig.bbox": "tight", "pdf.fonttype": 42})
+
+
+def atomic_write(path: str | Path, write: Callable[[str], None]) -> None:
+    """Call write(tmp_path) and rename the result onto `path` (never a half-written file)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def save_figure(fig: plt.Figure, prefix: str | Path) -> None:
+    """<prefix>.pdf and <prefix>.png."""
+    for ext in ("pdf", "png"):
+        atomic_write(f"{prefix}.{ext}", lambda tmp, ext=ext: fig.savefig(tmp, format=ext))
+    plt.close(fig)
+
+
+def save_table(table: pd.DataFrame, prefix: str | Path, title: str, notes: list[str] = (),
+               escape: bool = True) -> None:
+    """<prefix>.csv (the data), <prefix>.tex (booktabs; `escape=False` keeps LaTeX cells) and <prefix>.pdf."""
+    table = integral_columns(table)
+    atomic_write(f"{prefix}.csv", lambda tmp: table.to_csv(tmp, index=False))
+    tex = table.to_latex(index=False, escape=escape, na_rep="--", float_format=_fmt, caption=title)
+    atomic_write(f"{prefix}.tex", lambda tmp: Path(tmp).write_text(tex))
+    fig = table_figure(table, title, notes)
+    atomic_write(f"{prefix}.pdf", lambda tmp: fig.savefig(tmp, format="pdf"))
+    plt.close(fig)
+
+
+def integral_columns(table: pd.DataFrame) -> pd.DataFrame:
+    """Float columns holding only whole numbers (counts, epochs, batch sizes) become integer columns."""
+    table = table.copy()
+    for column in table.columns:
+        values = table[column]
+        if pd.api.types.is_float_dtype(values) and values.notna().any() and (values.dropna() % 1 == 0).all():
+            table[column] = values.astype("Int64")
+    return table
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return "" if value is None else str(value)
+
+
+def table_figure(table: pd.DataFrame, title: str, notes: list[str] = ()) -> plt.Figure:
+    """A table drawn on a figure page, with wrapped cells (never inside $math$), a title and notes."""
+    apply_style()
+    cells = [[_wrap(_fmt(v) if not pd.isna(v) else "--", 30) for v in row] for row in table.itertuples(index=False)]
+    header = [_wrap(str(c), 16) for c in table.columns]
+    lines = max([1] + [c.count("\n") + 1 for row in cells + [header] for c in row])
+    rows = max(1, len(cells)) + 1
+    width = max(6.0, 0.08 * sum(max(len(line) for cell in column for line in cell.split("\n")) + 2
+                                for column in zip(header, *(cells or [header]))))
+    table_height = 0.2 * lines * rows
+    notes_height = 0.12 * sum(len(textwrap.wrap(n, 150)) for n in notes)
+    fig = plt.figure(figsize=(width, table_height + notes_height + 0.5))
+    ax = fig.add_axes((0.02, (notes_height + 0.1) / fig.get_figheight(), 0.96,
+                       table_height / fig.get_figheight()))
+    ax.axis("off")
+    ax.set_title(title, fontsize=10, loc="left")
+    body = cells or [["(empty)"] + [""] * (len(header) - 1)]
+    longest = [max(len(line) for cell in column for line in cell.split("\n")) + 2 for column in zip(header, *body)]
+    drawn = ax.table(cellText=body, colLabels=header, colWidths=[n / sum(longest) for n in longest],
+                     loc="center", cellLoc="center", bbox=(0, 0, 1, 1))
+    drawn.auto_set_font_size(False)
+    drawn.set_fontsize(7)
+    for (row, _), cell in drawn.get_celld().items():
+        if row == 0:
+            cell.set_text_props(weight="bold")
+            cell.set_facecolor("#e8e8e8")
+    if notes:
+        fig.text(0.02, 0.02, "\n".join(textwrap.fill(n, 150) for n in notes), fontsize=6, va="bottom")
+    return fig
+
+
+def _wrap(text: str, width: int) -> str:
+    """Greedy line wrap that never breaks inside a $math$ span."""
+    lines: list[str] = []
+    for word in re.findall(r"\S*\$[^$]*\$\S*|\S+", text):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "\n".join(lines)

@@ -1,0 +1,199 @@
+"""Load and validate the papers' published numbers (`workflow/resources/published/`).
+
+Published numbers are comparison data for the renderers (a column or marker labelled "paper"), never
+results. One tidy CSV per paper holds the numbers; two small CSVs hold P3GM's text-only tables. The
+column dictionary and conventions are in the directory's README.md.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpvae.paths import PUBLISHED_DIR
+
+PUBLISHED_DIR_ENV = "DPVAE_PUBLISHED_DIR"
+
+COLUMNS: tuple[str, ...] = (
+    "paper", "item", "dataset", "method", "epsilon", "delta", "metric", "classifier", "setting",
+    "value", "source", "cited_from", "note",
+)  # fmt: skip
+KEY_COLUMNS: tuple[str, ...] = (
+    "paper", "item", "dataset", "method", "epsilon", "metric", "classifier", "setting", "source",
+)  # fmt: skip
+NUMERIC_COLUMNS: tuple[str, ...] = ("epsilon", "delta", "value")
+
+PAPERS: tuple[str, ...] = ("privae", "lvae", "p3gm", "dp2vae")
+# Target ids of PAPERS.md section 6 with panel letters dropped (panels go in `setting` or `note`).
+ITEMS: dict[str, frozenset[str]] = {
+    "privae": frozenset({"table1", "fig1", "fig2"}),
+    "lvae": frozenset({"fig1", "fig2", "fig3"}),
+    "p3gm": frozenset({f"table{i}" for i in range(1, 9)} | {f"fig{i}" for i in range(1, 10)}),
+    "dp2vae": frozenset({"table1", "table2"} | {f"fig{i}" for i in range(1, 10)}),
+}
+DATASETS = frozenset(
+    {"mnist", "fashion-mnist", "celeba", "adult", "credit", "isolet", "esr", "pinwheel", "twogauss"}
+)
+METHODS = frozenset(
+    {
+        "vae", "pgm", "p3gm", "p3gm-ae", "dp-vae", "privbayes", "ryan", "dp-gm", "original",
+        "dp2vae", "dp-merf", "dp-cgan", "g-pate", "datalens", "gs-wgan", "dp-sinkhorn-m1",
+        "dp-sinkhorn-m3", "pate-gan", "real",
+        "privae-mmd", "privae", "vae-mmd", "micro-agg", "batch-agg",
+    }
+)  # fmt: skip
+CLASSIFIERS = frozenset({"", "lr", "mlp", "cnn", "ab", "gbm", "xgb", "mean4"})
+SOURCES = frozenset({"paper", "reference-code"})
+
+# metric -> (lowest allowed, highest allowed, must be an integer)
+METRIC_RANGES: dict[str, tuple[float, float, bool]] = {
+    "auroc": (0.0, 1.0, False),
+    "auprc": (0.0, 1.0, False),
+    "accuracy": (0.0, 1.0, False),
+    "tvd2": (0.0, 1.0, False),
+    "fid": (0.0, math.inf, False),
+    "n_records": (1, math.inf, True),
+    "n_features": (1, math.inf, True),
+    "n_classes": (2, math.inf, True),
+    "pct_positive": (0.0, 100.0, False),
+    "sigma_s": (0.0, math.inf, False),
+    "lr": (0.0, math.inf, False),
+    "epochs": (0, math.inf, True),
+    "batch_size": (1, math.inf, True),
+}
+
+TEXT_TABLES: dict[str, tuple[str, ...]] = {
+    "p3gm_table1": ("feature", "method", "value", "footnote"),
+    "p3gm_table2": ("symbol", "meaning"),
+}
+TABLE1_MARKS = frozenset({"✓", "–"})
+
+_SETTING = re.compile(r"^[a-z][a-z0-9_]*=[^=,;\s]+$")
+
+
+def published_dir() -> Path:
+    """Directory of the published CSVs.
+
+    `$DPVAE_PUBLISHED_DIR` if set, else `<repo>/workflow/resources/published`, found from the location of
+    the (editable-installed) `dpvae` package in `<repo>/src/dpvae`.
+    """
+    override = os.environ.get(PUBLISHED_DIR_ENV)
+    if override:
+        directory = Path(override)
+    else:
+        directory = PUBLISHED_DIR
+    if not directory.is_dir():
+        raise FileNotFoundError(
+            f"published-numbers directory {directory} does not exist; set {PUBLISHED_DIR_ENV} to point at it"
+        )
+    return directory
+
+
+def load_published(paper: str | None = None) -> pd.DataFrame:
+    """All validated published numbers, or those of one `paper` (privae, lvae, p3gm, dp2vae).
+
+    String columns hold "" where empty; `epsilon`, `delta` are NaN where empty (non-private, or not
+    applicable) and `value` is never empty. Raises ValueError naming file and row on any bad row.
+    """
+    if paper is not None and paper not in PAPERS:
+        raise ValueError(f"paper must be one of {PAPERS} or None, got {paper!r}")
+    directory = published_dir()
+    frames = [_read_numeric_file(directory / f"{name}.csv") for name in PAPERS if paper in (None, name)]
+    return pd.concat(frames, ignore_index=True)
+
+
+def published_text_table(name: str) -> pd.DataFrame:
+    """A validated text-only table: `p3gm_table1` (feature, method, ✓/–, footnote) or `p3gm_table2`."""
+    if name not in TEXT_TABLES:
+        raise ValueError(f"name must be one of {sorted(TEXT_TABLES)}, got {name!r}")
+    path = published_dir() / f"{name}.csv"
+    table = _read_strings(path, TEXT_TABLES[name])
+    required = ("feature", "method", "value") if name == "p3gm_table1" else TEXT_TABLES[name]
+    checks = [(table[col] == "", f"{col} is empty") for col in required]
+    if name == "p3gm_table1":
+        checks += [
+            (~table["value"].isin(TABLE1_MARKS), "value {value!r} is not ✓ or –"),
+            (~table["method"].isin(METHODS), "unknown method {method!r}"),
+        ]
+    _raise_if(_failures(path, table, checks))
+    return table
+
+
+def _read_numeric_file(path: Path) -> pd.DataFrame:
+    """Read one paper's CSV, validate every row, return it with float numeric columns."""
+    table = _read_strings(path, COLUMNS)
+    numbers = pd.DataFrame({col: pd.to_numeric(table[col].where(table[col] != ""), errors="coerce")
+                            for col in NUMERIC_COLUMNS})  # fmt: skip
+    ranges = pd.DataFrame.from_dict(METRIC_RANGES, orient="index", columns=["low", "high", "integer"])
+    context = table.join(ranges, on="metric")
+    context["integer"] = context["integer"].astype("boolean").fillna(False).astype(bool)
+    problems = _failures(path, context, _row_checks(context, numbers, path.stem))
+    duplicated = table.duplicated(list(KEY_COLUMNS), keep=False)
+    for key, group in table[duplicated].groupby(list(KEY_COLUMNS), sort=False):
+        rows = ", ".join(str(index + 1) for index in group.index)
+        problems.append(f"{path.name}: rows {rows} share the key {dict(zip(KEY_COLUMNS, key))}")
+    _raise_if(problems)
+    table[list(NUMERIC_COLUMNS)] = numbers.astype(float)
+    return table
+
+
+def _row_checks(table: pd.DataFrame, numbers: pd.DataFrame, paper: str) -> list[tuple[pd.Series, str]]:
+    """(rows that fail, message template filled from the row) for every per-row rule.
+
+    `table` carries the metric's allowed range in the helper columns `low`, `high`, `integer`.
+    """
+    epsilon, delta, value = numbers["epsilon"], numbers["delta"], numbers["value"]
+    has = {col: table[col] != "" for col in ("epsilon", "delta", "value", "setting", "cited_from")}
+    checkable = table["low"].notna() & value.notna()
+    return [
+        (table["paper"] != paper, "paper {paper!r} does not match the file " + f"{paper}.csv"),
+        (~table["item"].isin(ITEMS[paper]), "item {item!r} is not a PAPERS.md section-6 id of " + paper),
+        (~table["dataset"].isin(DATASETS), "unknown dataset {dataset!r}"),
+        (~table["method"].isin(METHODS), "unknown method {method!r}"),
+        (~table["metric"].isin(METRIC_RANGES), "unknown metric {metric!r}"),
+        (~table["classifier"].isin(CLASSIFIERS), "unknown classifier {classifier!r}"),
+        (~table["source"].isin(SOURCES), "unknown source {source!r}, expected " + " or ".join(sorted(SOURCES))),
+        (has["setting"] & ~table["setting"].str.match(_SETTING), "setting {setting!r} is not key=value"),
+        (has["cited_from"] & (table["source"] != "paper"), "cited_from is set but source is {source!r}"),
+        (~has["value"], "value is empty"),
+        (has["epsilon"] != has["delta"], "epsilon and delta must be both set or both empty"),
+        (has["epsilon"] & ~(epsilon > 0), "epsilon {epsilon!r} is not a number > 0"),
+        (has["delta"] & ~((delta > 0) & (delta < 1)), "delta {delta!r} is not a number in (0, 1)"),
+        (has["value"] & value.isna(), "value {value!r} is not a number"),
+        (checkable & ~value.between(table["low"], table["high"]), "{metric} value {value} is outside [{low}, {high}]"),
+        (checkable & table["integer"] & (value != value.round()), "{metric} value {value} is not an integer"),
+    ]
+
+
+def _read_strings(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
+    """Read a CSV as strings ("" for empty cells) and check it has exactly `columns`, in order."""
+    if not path.is_file():
+        raise FileNotFoundError(f"published file {path} does not exist")
+    table = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+    if tuple(table.columns) != columns:
+        raise ValueError(f"{path.name}: columns {list(table.columns)} differ from the expected {list(columns)}")
+    return table
+
+
+def _failures(path: Path, table: pd.DataFrame, checks: list[tuple[pd.Series, str]]) -> list[str]:
+    """One message per (failing row, check), naming the file and the row."""
+    return [
+        f"{_where(path, index + 1)}: {template.format(**table.iloc[index])}"
+        for mask, template in checks
+        for index in np.flatnonzero(mask.to_numpy())
+    ]
+
+
+def _where(path: Path, row_number: int) -> str:
+    """Data row n of a CSV sits on file line n + 1 (after the header)."""
+    return f"{path.name} row {row_number} (line {row_number + 1})"
+
+
+def _raise_if(problems: list[str]) -> None:
+    if problems:
+        raise ValueError("invalid published data:\n" + "\n".join(problems))

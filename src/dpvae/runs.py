@@ -1,0 +1,114 @@
+"""The run table: expand a validated config into every run an experiment needs.
+
+A run is (dataset, variant, epsilon label, seed). Variants of an experiment with a sweep are derived ids
+`<variant>@<sweep name>=<point>`. Non-private variants run once per seed with epsilon label 'inf'.
+Hyper-parameters resolve as: variant params < per_dataset < per_epsilon < sweep point.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+from dpvae.config import format_eps
+from dpvae.paths import run_dir
+
+SWEEP_SEPARATOR = "@"
+
+
+@dataclass(frozen=True, order=True)
+class Run:
+    dataset: str
+    variant: str
+    eps: str
+    seed: int
+
+    @property
+    def path(self) -> str:
+        return run_dir(self.dataset, self.variant, self.eps, self.seed)
+
+    @property
+    def base_variant(self) -> str:
+        return split_variant(self.variant)[0]
+
+
+def split_variant(variant_id: str) -> tuple[str, tuple[str, str] | None]:
+    """'p3gm@d_p=10' -> ('p3gm', ('d_p', '10')); 'p3gm' -> ('p3gm', None)."""
+    if SWEEP_SEPARATOR not in variant_id:
+        return variant_id, None
+    base, point = variant_id.split(SWEEP_SEPARATOR, 1)
+    name, label = point.split("=", 1)
+    return base, (name, label)
+
+
+def variant_ids(experiment: dict) -> list[str]:
+    """The (possibly sweep-derived) variant ids of an experiment."""
+    sweep = experiment.get("sweep")
+    if not sweep:
+        return list(experiment.get("variants", []))
+    return [f"{v}{SWEEP_SEPARATOR}{sweep['name']}={p}" for v in experiment["variants"] for p in sweep["points"]]
+
+
+def is_private(config: dict, variant_id: str) -> bool:
+    from dpvae.methods.registry import METHODS
+
+    spec = config["variants"][split_variant(variant_id)[0]]
+    return bool(spec.get("private", METHODS[spec["method"]].private))
+
+
+def experiment_runs(config: dict, experiment: str, dataset: str | None = None) -> list[Run]:
+    """Every run of `experiment` (optionally on one dataset), in a stable order."""
+    exp = config["experiments"][experiment]
+    datasets = [dataset] if dataset else exp["datasets"]
+    runs = []
+    for ds in datasets:
+        for vid in variant_ids(exp):
+            labels = [format_eps(e) for e in exp["epsilons"]] if is_private(config, vid) else ["inf"]
+            runs += [Run(ds, vid, eps, seed) for eps in labels for seed in range(exp["seeds"])]
+    return runs
+
+
+def resolve_params(config: dict, variant: str, dataset: str, eps: str,
+                   sweep: dict | None = None, point: str | None = None) -> dict:
+    """Hyper-parameters of one run: variant params < per_dataset < per_epsilon < sweep point."""
+    spec = config["variants"][variant]
+    params = copy.deepcopy(spec.get("params", {}))
+    params.update(spec.get("per_dataset", {}).get(dataset, {}))
+    params.update(spec.get("per_epsilon", {}).get(eps, {}))
+    if sweep and point is not None:
+        params.update(sweep["points"][point])
+    return params
+
+
+def run_spec(config: dict, run: Run) -> dict:
+    """Everything a stage needs to train, sample or evaluate one run (JSON-serialisable)."""
+    base, point = split_variant(run.variant)
+    sweep = None
+    if point:
+        sweep = next(e["sweep"] for e in config["experiments"].values()
+                     if (e.get("sweep") or {}).get("name") == point[0] and base in e.get("variants", []))
+    spec = config["variants"][base]
+    private = is_private(config, run.variant)
+    return {
+        "run": run.path,
+        "dataset": run.dataset,
+        "variant": run.variant,
+        "method": spec["method"],
+        "private": private,
+        "params": resolve_params(config, base, run.dataset, run.eps, sweep, point[1] if point else None),
+        "epsilon": float(run.eps) if private else None,
+        "delta": config["delta"],
+        "epsilon_rel_tol": config["privacy"]["epsilon_rel_tol"],
+        "seed": run.seed,
+        "device": config["device"],
+        "data_root": config["data"]["root"],
+    }
+
+
+def find_run(config: dict, dataset: str, variant: str, eps: str, seed: int | str) -> Run:
+    """The run with these wildcards if some experiment needs it, else a ValueError."""
+    run = Run(dataset, variant, eps, int(seed))
+    for name, exp in config["experiments"].items():
+        if "analysis" not in exp and dataset in exp["datasets"] and run in experiment_runs(config, name, dataset):
+            return run
+    raise ValueError(f"no experiment in the configuration needs run {run.path}")

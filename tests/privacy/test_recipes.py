@@ -1,0 +1,262 @@
+"""Each paper's accounting against the known values of PAPERS.md, strict variants, stated sensitivities."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpvae.privacy.accounting import INTEGER_ORDERS, abadi_kappa, epsilon, replace_one_rdp, rdp_to_dp
+from dpvae.privacy.ledger import Accounting, Mechanism
+from dpvae.privacy.recipes import (
+    PRIVAE_ORDERS,
+    P3GMSetting,
+    dp2vae_epsilon,
+    dp2vae_ledger,
+    dp2vae_noise,
+    p3gm_accounting,
+    p3gm_composition_comparison,
+    p3gm_ledger,
+    p3gm_mechanisms,
+    p3gm_train_size,
+    privae_kappa,
+    privae_ledger,
+    privae_noise,
+)
+
+DELTA = 1e-5
+
+# ------------------------------------------------------------------------------------------------ P3GM
+
+# exp.sh (PAPERS.md §3.4): rows before the 90/10 split, B, epochs, σ_s, σ_p, [computed] ε.
+EXP_SH = {
+    "credit": (10_492, 100, 15, 2.1, 10.0, 0.976),
+    "isolet": (7_797, 100, 2, 1.6, 5.0, 1.006),
+    "esr": (11_500, 100, 2, 1.4, 5.0, 1.000),
+    "adult": (48_842, 200, 5, 1.4, 5.0, 1.009),
+    "mnist": (70_000, 300, 4, 1.4, 5.0, 0.986),
+}
+
+
+def test_train_size_is_sklearn_split() -> None:
+    assert [p3gm_train_size(n) for n, *_ in EXP_SH.values()] == [9442, 7017, 10350, 43957, 63000]
+    with pytest.raises(ValueError, match="n_rows"):
+        p3gm_train_size(1)
+
+
+@pytest.mark.parametrize("dataset", EXP_SH)
+def test_p3gm_exp_sh_epsilons(dataset: str) -> None:
+    rows, batch, epochs, sgd_sigma, pca_sigma, expected = EXP_SH[dataset]
+    setting = P3GMSetting(p3gm_train_size(rows), batch, epochs, sgd_sigma, pca_sigma)
+    assert p3gm_accounting(setting).epsilon == pytest.approx(expected, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    "sgd_sigma, epochs, pca_sigma, em_sigma, em_iters, expected",
+    [(0.0, 0, 35.0, 250.0, 2, 0.103), (2.2, 2, 10.0, 150.0, 10, 0.494), (2.1, 15, 10.0, 100.0, 20, 0.976),
+     (1.0, 20, 1.2, 100.0, 20, 5.002)],
+)
+def test_p3gm_fig4_epsilons(
+    sgd_sigma: float, epochs: int, pca_sigma: float, em_sigma: float, em_iters: int, expected: float
+) -> None:
+    setting = P3GMSetting(9442, 100, epochs, sgd_sigma, pca_sigma, em_sigma, em_iters)
+    assert p3gm_accounting(setting).epsilon == pytest.approx(expected, rel=0.01)
+
+
+def test_p3gm_fig5_and_fig7_epsilons() -> None:
+    """Further [computed] values of PAPERS.md §3.5 (DP-VAE = the DP-SGD mechanism alone)."""
+    assert p3gm_accounting(P3GMSetting(63000, 300, 3, 1.1, 10.0)).epsilon == pytest.approx(0.957, rel=0.01)
+    assert p3gm_accounting(P3GMSetting(63000, 300, 10, 1.27, 10.0)).epsilon == pytest.approx(1.004, rel=0.01)
+    assert p3gm_accounting(P3GMSetting(9442, 100, 30, 2.7, 10.0)).epsilon == pytest.approx(1.025, rel=0.01)
+    dp_vae = P3GMSetting(63000, 300, 10, 1.2, 10.0)
+    sgd_only = Accounting(p3gm_mechanisms(dp_vae)[2:], DELTA)
+    assert sgd_only.epsilon == pytest.approx(0.974, rel=0.01)
+
+
+FIG9 = {  # σ_s: (RDP ε, baseline ε), K = 1 and K = 3, classic conversion (PAPERS.md §3.5 fig9)
+    1: {0.8: (2.750, 4.237), 1.0: (1.722, 3.019), 1.4: (1.205, 2.208), 2.0: (1.116, 1.836), 3.0: (1.078, 1.652)},
+    3: {0.8: (2.774, 4.446), 1.0: (1.762, 3.228), 1.4: (1.282, 2.418), 2.0: (1.201, 2.046), 3.0: (1.166, 1.861)},
+}
+
+
+@pytest.mark.parametrize("components", FIG9)
+def test_p3gm_fig9_rdp_and_baseline(components: int) -> None:
+    for sgd_sigma, (rdp, baseline) in FIG9[components].items():
+        setting = P3GMSetting(63000, 300, 4, sgd_sigma, 5.0, n_components=components)
+        comparison = p3gm_composition_comparison(setting)
+        assert comparison.proposed.epsilon == pytest.approx(rdp, rel=0.01)
+        assert comparison.baseline.epsilon == pytest.approx(baseline, rel=0.01)
+        assert comparison.proposed.epsilon < comparison.baseline.epsilon
+    improved = p3gm_composition_comparison(P3GMSetting(63000, 300, 4, 1.4, 5.0), conversion="improved")
+    if components == 1:
+        assert improved.proposed.epsilon == pytest.approx(0.986, rel=0.01)
+
+
+def test_p3gm_strict_choices() -> None:
+    setting = P3GMSetting(9442, 100, 15, 2.1, 10.0, n_components=3)
+    pca, em, sgd = p3gm_mechanisms(setting, strict=True)
+    assert pca.noise_multiplier == pytest.approx(10.0 / math.sqrt(2)) and pca.sensitivity == pytest.approx(2**0.5)
+    assert em.steps == (20 + 1) * 7 and p3gm_mechanisms(setting)[1].steps == 20 * 7
+    assert (sgd.noise_multiplier, sgd.sample_rate, sgd.steps) == (2.1, 100 / 9442, 1417)
+    ledger = p3gm_ledger(setting, target_epsilon=1.0)
+    assert ledger.strict is not None and ledger.strict.adjacency == "replace-one" and "replace-one" in ledger.notes
+    by_hand = (
+        pca.rdp(ledger.strict.orders) + em.rdp(ledger.strict.orders)
+        + replace_one_rdp(2.1, 100 / 9442, 1417, ledger.strict.orders)
+    )
+    assert ledger.strict.epsilon == pytest.approx(rdp_to_dp(ledger.strict.orders, by_hand, DELTA, "improved")[0])
+    assert ledger.strict.epsilon > ledger.epsilon
+
+
+def test_p3gm_setting_rejects_bad_input() -> None:
+    with pytest.raises(ValueError, match="batch_size"):
+        P3GMSetting(100, 200, 1, 1.0, 5.0)
+    with pytest.raises(ValueError, match="pca_sigma"):
+        P3GMSetting(100, 10, 1, 1.0, 0.0)
+    with pytest.raises(ValueError, match="em_iters"):
+        P3GMSetting(100, 10, 1, 1.0, 5.0, em_iters=-1)
+
+
+# ---------------------------------------------------------------------------------------------- PriVAE
+
+PRIVAE_RATE, PRIVAE_STEPS = 256 / 60000, math.ceil(10 * 60000 / 256)
+# ε: (σ for (ε, δ), σ for (ε/2, δ/2)), PAPERS.md §1.4, classic conversion, δ = 1e-5.
+PRIVAE_TABLE = {
+    1: (1.322, 2.226), 2: (0.939, 1.353), 5: (0.664, 0.878), 10: (0.543, 0.679),
+    20: (0.434, 0.546), 50: (0.383, 0.419), 100: (0.361, 0.384),
+}
+
+
+def _within_one_percent_of_calibrated(sigma: float, target: float, delta: float, rate: float, steps: int) -> bool:
+    """ε decreases in σ, so the calibrated σ lies in [0.99σ, 1.01σ] iff ε(0.99σ) ≥ target ≥ ε(1.01σ)."""
+
+    def eps(s: float) -> float:
+        return epsilon([Mechanism("dp-sgd", s, rate, steps)], delta, "classic", PRIVAE_ORDERS)[0]
+
+    return eps(0.99 * sigma) >= target >= eps(1.01 * sigma)
+
+
+@pytest.mark.parametrize("eps", PRIVAE_TABLE)
+def test_privae_sigma_table(eps: float) -> None:
+    sigma, sigma_half = PRIVAE_TABLE[eps]
+    assert PRIVAE_STEPS == 2344
+    assert _within_one_percent_of_calibrated(sigma, eps, DELTA, PRIVAE_RATE, PRIVAE_STEPS)
+    assert _within_one_percent_of_calibrated(sigma_half, eps / 2, DELTA / 2, PRIVAE_RATE, PRIVAE_STEPS)
+
+
+def test_privae_noise_and_kappa() -> None:
+    assert privae_kappa(DELTA, 0.005) == abadi_kappa(DELTA)
+    assert privae_kappa(DELTA, 0.005, "tight") == math.sqrt(5)
+    assert privae_kappa(DELTA, 0.0, "paper") == privae_kappa(DELTA, 0.0, "tight") == 1.0
+    noise = privae_noise(1.0, DELTA, PRIVAE_RATE, PRIVAE_STEPS, c2=0.005)
+    assert noise == pytest.approx(abadi_kappa(DELTA) * 1.322, rel=0.01)
+    with pytest.raises(ValueError, match="kappa"):
+        privae_kappa(DELTA, 0.005, "loose")  # type: ignore[arg-type]
+
+
+def test_privae_ledgers() -> None:
+    sigma = 1.322  # σ(ε = 1) from the table
+    paper = privae_ledger(abadi_kappa(DELTA) * sigma, PRIVAE_RATE, PRIVAE_STEPS, DELTA, 0.05, 0.005, 1.0)
+    halves = [
+        epsilon([m], DELTA / 2, "classic", PRIVAE_ORDERS)[0] for m in paper.paper.mechanisms
+    ]
+    assert paper.epsilon == pytest.approx(sum(halves)) and paper.epsilon < 1.0  # κ is conservative
+    assert paper.paper.accountant == "rdp+rdp (sequential)"
+    # The paper's κ = 2.06 < √5: with the sound sub-group sensitivity its runs overshoot the target.
+    assert paper.strict is not None and paper.strict.epsilon > 1.0 > paper.epsilon
+    assert paper.strict.mechanisms[0].sensitivity == pytest.approx(math.sqrt(5))
+    # At large ε the halves' separate amplification (same subsample) under-counts even more.
+    large = privae_ledger(abadi_kappa(DELTA) * 0.361, PRIVAE_RATE, PRIVAE_STEPS, DELTA, 0.05, 0.005, 100.0)
+    assert large.strict is not None and large.epsilon < 100.0 < large.strict.epsilon
+
+    tight = privae_ledger(math.sqrt(5) * sigma, PRIVAE_RATE, PRIVAE_STEPS, DELTA, 0.05, 0.005, 1.0)
+    assert tight.strict is not None
+    assert tight.strict.mechanisms[0].noise_multiplier == pytest.approx(sigma)
+    assert tight.strict.epsilon == pytest.approx(1.0, rel=0.01)
+
+    plain = privae_ledger(sigma, PRIVAE_RATE, PRIVAE_STEPS, DELTA, 0.05, 0.0, 1.0)
+    assert plain.strict is None and plain.epsilon == pytest.approx(1.0, rel=0.01)
+
+
+# --------------------------------------------------------------------------------------------- DP²-VAE
+
+# T: σ for ε = 10, 1, 0.2 at q = 1/1000 (PAPERS.md §4.5; classic conversion, integer orders 2-256).
+DP2VAE_TABLE = {
+    1_000: (0.434, 0.977, 2.11), 5_000: (0.461, 1.018, 2.31),
+    10_000: (0.475, 1.038, 2.61), 20_000: (0.492, 1.099, 3.50),
+}
+
+
+@pytest.mark.parametrize("steps", DP2VAE_TABLE)
+def test_dp2vae_sigma_table(steps: int) -> None:
+    for target, sigma in zip((10.0, 1.0, 0.2), DP2VAE_TABLE[steps]):
+
+        def eps(s: float) -> float:
+            return epsilon([Mechanism("decoder", s, 1e-3, steps)], DELTA, "classic", INTEGER_ORDERS)[0]
+
+        assert eps(0.99 * sigma) >= target >= eps(1.01 * sigma), (steps, target)
+
+
+def test_dp2vae_pyvacy_way() -> None:
+    sigma = dp2vae_noise(1.0, num_subsets=1000, steps=20000)
+    assert dp2vae_epsilon(1000, sigma, 20000) == pytest.approx(1.0, rel=1e-8)
+    integer_orders = epsilon([Mechanism("decoder", sigma, 1e-3, 20000)], DELTA, "classic", INTEGER_ORDERS)[0]
+    assert dp2vae_epsilon(1000, sigma, 20000) <= integer_orders
+    assert sigma == pytest.approx(1.099, rel=0.01)  # the order search barely matters at ε = 1
+    ledger = dp2vae_ledger(sigma, 1000, 20000, batch_size=32, target_epsilon=1.0)
+    assert ledger.epsilon == pytest.approx(1.0, rel=1e-8)
+    assert ledger.strict is not None and ledger.strict.mechanisms[0].steps == 20000 * 32
+    assert ledger.strict.epsilon > 3 * ledger.epsilon
+    with pytest.raises(ValueError, match="num_subsets"):
+        dp2vae_epsilon(0, 1.0, 10)
+
+
+# ---------------------------------------------------------------------------- stated sensitivities
+
+
+def _unit_rows(rng: np.random.Generator, count: int, dim: int) -> np.ndarray:
+    rows = rng.normal(size=(count, dim))
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True) * rng.uniform(0, 1, size=(count, 1))
+
+
+def test_pca_covariance_sensitivities() -> None:
+    """XᵀX with ‖x‖ ≤ 1: removing a row moves it by ‖xxᵀ‖_F ≤ 1; replacing one by ≤ √2 (strict P3GM),
+    which orthogonal unit rows attain, so the add/remove value 1 is not a replace-one sensitivity."""
+    rng = np.random.default_rng(0)
+    x, y = _unit_rows(rng, 20000, 5), _unit_rows(rng, 20000, 5)
+    outer_x, outer_y = np.einsum("ni,nj->nij", x, x), np.einsum("ni,nj->nij", y, y)
+    assert np.linalg.norm(outer_x, axis=(1, 2)).max() <= 1 + 1e-12
+    assert np.linalg.norm(outer_x - outer_y, axis=(1, 2)).max() <= math.sqrt(2) + 1e-12
+    e1, e2 = np.eye(5)[0], np.eye(5)[1]
+    worst = np.linalg.norm(np.outer(e1, e1) - np.outer(e2, e2))
+    assert worst == pytest.approx(math.sqrt(2)) and worst > 1
+
+
+def test_clipped_sum_sensitivities() -> None:
+    """Σ clip_C(g_i): add/remove moves it by ≤ C, replace-one by ≤ 2C (attained by g' = −g)."""
+    rng = np.random.default_rng(1)
+    clip = 0.05
+
+    def clip_rows(g: np.ndarray) -> np.ndarray:
+        return g * np.minimum(1, clip / np.linalg.norm(g, axis=-1, keepdims=True))
+
+    g, g_new = clip_rows(rng.normal(size=(10000, 7))), clip_rows(rng.normal(size=(10000, 7)))
+    assert np.linalg.norm(g, axis=1).max() <= clip * (1 + 1e-12)
+    assert np.linalg.norm(g - g_new, axis=1).max() <= 2 * clip * (1 + 1e-12)
+    assert np.linalg.norm(g[0] - clip_rows(-g[0:1])[0]) == pytest.approx(2 * clip)
+
+
+def test_termwise_subgroup_term_can_move_by_twice_c2() -> None:
+    """Counter-example to Lemma 2's C2 for the sub-group term: when a record joins an existing sub-group,
+    clip_{C2}(∇ψ(s ∪ {x})) − clip_{C2}(∇ψ(s)) can reach 2·C2 (here ψ's gradient is the group mean).
+    The strict PriVAE ledger still uses Lemma 2's (C1, C2), see the recipe's docstring."""
+    c2 = 0.005
+
+    def clipped_mean(group: np.ndarray) -> np.ndarray:
+        mean = group.mean(axis=0)
+        return mean * min(1.0, c2 / np.linalg.norm(mean))
+
+    group = np.array([[1.0, 0.0]])
+    joined = np.vstack([group, [[-3.0, 0.0]]])
+    assert np.linalg.norm(clipped_mean(joined) - clipped_mean(group)) == pytest.approx(2 * c2)

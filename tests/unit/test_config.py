@@ -1,0 +1,99 @@
+"""Configuration validation: the shipped configs are valid; bad input fails naming the key."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from dpvae.config import ConfigError, format_eps, load_config, validate_config
+from dpvae.paths import REPO_ROOT
+
+PAPER_CONFIG = REPO_ROOT / "config.yaml"
+SMOKE_CONFIG = REPO_ROOT / "tests" / "config" / "smoke.yaml"
+
+
+def _raw(path=PAPER_CONFIG) -> dict:
+    return yaml.safe_load(path.read_text())
+
+
+def _error(config: dict) -> str:
+    with pytest.raises(ConfigError) as excinfo:
+        validate_config(config)
+    return str(excinfo.value)
+
+
+def test_paper_and_smoke_configs_are_valid(paper_config, smoke_config):
+    assert paper_config["scale"] == "paper" and smoke_config["scale"] == "smoke"
+    assert set(paper_config["experiments"]) == set(smoke_config["experiments"])
+
+
+def test_smoke_overlay_adds_no_experiment_or_variant():
+    """smoke.yaml only shrinks values of config.yaml: it names no variant or experiment of its own
+    (the schema already rejects unknown keys inside them)."""
+    smoke, paper = _raw(SMOKE_CONFIG), _raw(PAPER_CONFIG)
+    for section in ("variants", "experiments"):
+        assert set(smoke.get(section, {})) <= set(paper[section]), section
+    assert set(smoke) <= set(paper) | {"evaluation"}
+
+
+def test_defaults_are_filled_in():
+    config = validate_config(_raw())
+    assert config["privacy"]["epsilon_rel_tol"] == 0.01
+    assert config["evaluation"]["fid"]["batch_size"] == 64
+    assert config["experiments"]["p3gm_table3"]["seeds"] == 1
+
+
+@pytest.mark.parametrize(("mutate", "expected"), [
+    (lambda c: c.update(colour="red"), "config key 'colour': unknown key"),
+    (lambda c: c["variants"]["p3gm"]["params"].update(epochz=3), "config key 'variants.p3gm.params.epochz': unknown key"),
+    (lambda c: c["variants"]["p3gm"]["params"].update(lr="fast"), "'variants.p3gm.params.lr': 'fast' is not of type 'number'"),
+    (lambda c: c["experiments"]["p3gm_tabular"].update(epsilons=[0]), "'experiments.p3gm_tabular.epsilons[0]'"),
+    (lambda c: c["experiments"]["p3gm_tabular"].update(epsilons=[-1.0]), "'experiments.p3gm_tabular.epsilons[0]'"),
+    (lambda c: c.update(delta=1.0), "config key 'delta'"),
+    (lambda c: c.update(delta=0), "config key 'delta'"),
+    (lambda c: c["experiments"]["p3gm_tabular"]["datasets"].append("mnistt"),
+     "'experiments.p3gm_tabular.datasets[4]': unknown dataset_id 'mnistt'"),
+    (lambda c: c["experiments"]["p3gm_tabular"]["variants"].append("p3gmm"),
+     "'experiments.p3gm_tabular.variants[5]': unknown variant 'p3gmm'"),
+    (lambda c: c["variants"]["p3gm"].update(method="p4gm"), "'variants.p3gm.method': unknown method 'p4gm'"),
+    (lambda c: c["experiments"]["p3gm_tabular"].update(metrics=["auroc"]), "unknown metric 'auroc'"),
+    (lambda c: c["experiments"]["p3gm_tabular"].update(epsilons=[]), "'experiments.p3gm_tabular.epsilons': variant"),
+    (lambda c: c["experiments"]["p3gm_table3"].update(analysis="stats"), "unknown analysis 'stats'"),
+    (lambda c: c["variants"]["p3gm"]["per_epsilon"].update({"one": {}}), "variants.p3gm.per_epsilon.one"),
+])
+def test_bad_config_names_the_offending_key(mutate, expected):
+    config = _raw()
+    mutate(config)
+    assert expected in _error(config)
+
+
+def test_batch_larger_than_training_set_is_rejected():
+    config = _raw()
+    config["variants"]["p3gm"]["per_dataset"]["adult"]["batch_size"] = 10 ** 6
+    assert "batch_size 1000000 is larger than" in _error(config)
+    config = _raw()
+    config["variants"]["p3gm"]["params"]["max_train"] = 50   # smaller than credit's batch of 100
+    assert "'variants.p3gm' (experiment" in _error(config)
+
+
+def test_every_error_is_reported_at_once():
+    config = _raw()
+    config.update(colour="red", delta=2)
+    message = _error(config)
+    assert "'colour'" in message and "'delta'" in message
+
+
+def test_epsilon_keys_are_normalised():
+    config = _raw()
+    per_eps = config["variants"]["p3gm"]["per_epsilon"]
+    per_eps[0.5] = per_eps.pop("0.5")
+    validated = validate_config(copy.deepcopy(config))
+    assert "0.5" in validated["variants"]["p3gm"]["per_epsilon"]
+    assert [format_eps(x) for x in (1, 1.0, 0.1, 10, 0.2, float("inf"))] == ["1", "1", "0.1", "10", "0.2", "inf"]
+
+
+def test_missing_config_file_is_named(tmp_path):
+    with pytest.raises(ConfigError, match="nope.yaml"):
+        load_config([tmp_path / "nope.yaml"])

@@ -1,0 +1,35 @@
+"""The item inventory: all 34 figures and tables, their experiments, and derived status."""
+
+from __future__ import annotations
+
+from dpvae.items import ITEMS, done_items, items_with_id, missing_parts
+
+EXPECTED = (
+    ["privae/table1", "privae/fig1", "privae/fig2", "lvae/fig1", "lvae/fig2", "lvae/fig3"]
+    + [f"p3gm/table{i}" for i in range(1, 9)] + [f"p3gm/fig{i}" for i in range(1, 10)]
+    + ["dp2vae/table1", "dp2vae/table2"] + [f"dp2vae/fig{i}" for i in range(1, 10)]
+)
+
+
+def test_all_34_items_are_known():
+    assert sorted(ITEMS) == sorted(EXPECTED) and len(ITEMS) == 34
+
+
+def test_every_item_experiment_exists_in_both_configs(paper_config, smoke_config):
+    for config in (paper_config, smoke_config):
+        for item in ITEMS.values():
+            for name in item.experiments:
+                assert name in config["experiments"], (item.key, name)
+                assert config["experiments"][name]["paper"] == item.paper
+
+
+def test_status_is_derived_from_registries(paper_config):
+    done = {i.key for i in done_items(paper_config)}
+    assert {"p3gm/table1", "p3gm/table2", "p3gm/table3", "p3gm/table4", "p3gm/fig1", "p3gm/fig3",
+            "dp2vae/fig6"} <= done
+    assert "method p3gm" in missing_parts(ITEMS["p3gm/table6"], paper_config)
+
+
+def test_items_with_id_gathers_across_papers():
+    assert {i.key for i in items_with_id("table2")} == {"p3gm/table2", "dp2vae/table2"}
+    assert len(items_with_id("fig1")) == 4
