@@ -4,12 +4,15 @@
 #   snakemake --cores 2                                every item that can be built today
 # Configuration: config.yaml (paper scale) or --configfile tests/config/smoke.yaml (CI scale).
 
+import os
+
 from snakemake.utils import min_version
 
 min_version("9.0")
 
 
-configfile: "config.yaml"
+# Paper scale, always loaded (beside this Snakefile); --configfile overlays are merged on top of it.
+configfile: os.path.join(workflow.basedir, "config.yaml")
 
 
 wildcard_constraints:

@@ -7,6 +7,7 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 
 def _json(text: str) -> object:
@@ -22,6 +23,10 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check-config", help="validate configuration files and summarise the run table")
     p.add_argument("configfiles", nargs="+")
+
+    p = sub.add_parser("status", help="print the item status table (markdown), or write it into README.md")
+    p.add_argument("configfiles", nargs="*", default=["config.yaml"])
+    p.add_argument("--update-readme", metavar="README", help="replace the status block of this README")
 
     p = sub.add_parser("fetch", help="download or copy from the mirror, and verify, a dataset's raw files")
     p.add_argument("--source", required=True, help="raw source name (data/raw/<source>)")
@@ -99,6 +104,16 @@ def _run_stage(args: argparse.Namespace) -> int:
         done = [k for k, item in ITEMS.items() if not missing_parts(item, config)]
         print(f"configuration valid: {len(config['experiments'])} experiments, {len(runs)} distinct runs, "
               f"{len(done)}/{len(ITEMS)} items buildable: {', '.join(done)}")
+    elif args.stage == "status":
+        from dpvae.config import load_config
+        from dpvae.items import readme_with_status, status_table
+
+        config = load_config(args.configfiles)
+        if args.update_readme:
+            path = Path(args.update_readme)
+            path.write_text(readme_with_status(path.read_text(), config))
+        else:
+            print(status_table(config))
     elif args.stage == "fetch":
         from dpvae.data.registry import fetch_source
 

@@ -122,3 +122,27 @@ def missing_parts(item: Item, config: dict) -> list[str]:
 
 def done_items(config: dict) -> list[Item]:
     return [item for item in ITEMS.values() if not missing_parts(item, config)]
+
+
+def status_table(config: dict) -> str:
+    """README's status table: every item, done / partial / not yet, and what it still needs."""
+    from dpvae.render.items import RENDERERS
+
+    lines = ["| item | title | status | still needed |", "|---|---|---|---|"]
+    for item in ITEMS.values():
+        missing = missing_parts(item, config)
+        parts = len(item.experiments) + 1
+        status = "done" if not missing else ("partial" if RENDERERS.get(item.key) or len(missing) < parts else "not yet")
+        title = item.title.replace("|", "\\|")
+        lines.append(f"| `{item.key}` | {title} | {status} | {', '.join(missing) or '-'} |")
+    return "\n".join(lines)
+
+
+STATUS_BEGIN, STATUS_END = "<!-- status:begin -->", "<!-- status:end -->"
+
+
+def readme_with_status(readme: str, config: dict) -> str:
+    """README text with the block between the status markers replaced by the current table."""
+    head, rest = readme.split(STATUS_BEGIN, 1)
+    _, tail = rest.split(STATUS_END, 1)
+    return f"{head}{STATUS_BEGIN}\n{status_table(config)}\n{STATUS_END}{tail}"

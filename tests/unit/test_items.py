@@ -33,3 +33,12 @@ def test_status_is_derived_from_registries(paper_config):
 def test_items_with_id_gathers_across_papers():
     assert {i.key for i in items_with_id("table2")} == {"p3gm/table2", "dp2vae/table2"}
     assert len(items_with_id("fig1")) == 4
+
+
+def test_readme_status_table_is_current(paper_config):
+    """README.md's status block equals `python -m dpvae status` (update it with --update-readme)."""
+    from dpvae.items import readme_with_status
+    from dpvae.paths import REPO_ROOT
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert readme == readme_with_status(readme, paper_config), "run: python -m dpvae status --update-readme README.md"

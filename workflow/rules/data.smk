@@ -7,12 +7,14 @@ rule fetch:
     log:
         "logs/fetch/{source}.log",
     params:
+        dpvae=DPVAE,
+        root=lambda w, output: Path(output[0]).parents[2],  # <root>/raw/<source>/SHA256SUMS
         mirror=f"--mirror {MIRROR}" if MIRROR else "",
         unverified=lambda w: "--allow-unverified" if w.source in config["data"]["allow_unverified"] else "",
     conda:
         ENV
     shell:
-        "{DPVAE} fetch --source {wildcards.source} --root {DATA} {params.mirror} {params.unverified} > {log} 2>&1"
+        "{params.dpvae} fetch --source {wildcards.source} --root {params.root} {params.mirror} {params.unverified} > {log} 2>&1"
 
 
 rule prepare:
@@ -23,8 +25,10 @@ rule prepare:
     log:
         "logs/prepare/{dataset}.log",
     params:
+        dpvae=DPVAE,
+        root=lambda w, output: Path(output[0]).parents[1],  # <root>/prepared/<dataset>
         seed=config["data"]["split_seed"],
     conda:
         ENV
     shell:
-        "{DPVAE} prepare --dataset {wildcards.dataset} --root {DATA} --seed {params.seed} > {log} 2>&1"
+        "{params.dpvae} prepare --dataset {wildcards.dataset} --root {params.root} --seed {params.seed} > {log} 2>&1"

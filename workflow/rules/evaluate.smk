@@ -12,6 +12,7 @@ rule evaluate:
     log:
         f"logs/{RUN}/evaluate-{{metric}}.log",
     params:
+        dpvae=DPVAE,
         spec=spec_json,
         options=metric_options,
     threads: 2
@@ -21,7 +22,7 @@ rule evaluate:
     conda:
         ENV
     shell:
-        "OMP_NUM_THREADS={threads} {DPVAE} evaluate --spec {params.spec:q} --metric {wildcards.metric} "
+        "OMP_NUM_THREADS={threads} {params.dpvae} evaluate --spec {params.spec:q} --metric {wildcards.metric} "
         "--options {params.options:q} --out {output} > {log} 2>&1"
 
 
@@ -33,6 +34,7 @@ rule aggregate:
     log:
         "logs/aggregate/{experiment}/{dataset}.log",
     params:
+        dpvae=DPVAE,
         context=lambda w: json.dumps({
             "experiment": config["experiments"][w.experiment],
             "runs": [run_spec(config, r) for r in experiment_runs(config, w.experiment, w.dataset)],
@@ -40,7 +42,7 @@ rule aggregate:
     conda:
         ENV
     shell:
-        "{DPVAE} aggregate --experiment {wildcards.experiment} --context {params.context:q} "
+        "{params.dpvae} aggregate --experiment {wildcards.experiment} --context {params.context:q} "
         "--out {output} > {log} 2>&1"
 
 
@@ -52,9 +54,10 @@ rule analyze:
     log:
         "logs/analyze/{experiment}.log",
     params:
+        dpvae=DPVAE,
         context=analysis_context,
     conda:
         ENV
     shell:
-        "{DPVAE} analyze --experiment {wildcards.experiment} --context {params.context:q} "
+        "{params.dpvae} analyze --experiment {wildcards.experiment} --context {params.context:q} "
         "--out {output} > {log} 2>&1"

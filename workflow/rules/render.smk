@@ -14,12 +14,13 @@ rule render_table:
     wildcard_constraints:
         item=r"table\d+",
     params:
+        dpvae=DPVAE,
         args=render_args,
         context=render_context,
     conda:
         ENV
     shell:
-        "{DPVAE} render --item {wildcards.paper}/{wildcards.item} --context {params.context:q} "
+        "{params.dpvae} render --item {wildcards.paper}/{wildcards.item} --context {params.context:q} "
         "{params.args} > {log} 2>&1"
 
 
@@ -34,12 +35,13 @@ rule render_figure:
     wildcard_constraints:
         item=r"fig\d+",
     params:
+        dpvae=DPVAE,
         args=render_args,
         context=render_context,
     conda:
         ENV
     shell:
-        "{DPVAE} render --item {wildcards.paper}/{wildcards.item} --context {params.context:q} "
+        "{params.dpvae} render --item {wildcards.paper}/{wildcards.item} --context {params.context:q} "
         "{params.args} > {log} 2>&1"
 
 
@@ -51,10 +53,11 @@ rule gather:
     log:
         "logs/gather/{item}.log",
     params:
+        dpvae=DPVAE,
         pdfs=lambda w, input: " ".join(f"--pdf {p}" for p in input),
         pending=gather_pending,
     conda:
         ENV
     shell:
-        "{DPVAE} gather --item {wildcards.item} {params.pdfs} --pending {params.pending:q} "
+        "{params.dpvae} gather --item {wildcards.item} {params.pdfs} --pending {params.pending:q} "
         "--out {output} > {log} 2>&1"

@@ -14,6 +14,7 @@ rule train:
     log:
         f"logs/{RUN}/train.log",
     params:
+        dpvae=DPVAE,
         spec=spec_json,
     threads: 2
     resources:
@@ -22,7 +23,7 @@ rule train:
     conda:
         ENV
     shell:
-        "OMP_NUM_THREADS={threads} {DPVAE} train --spec {params.spec:q} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads} {params.dpvae} train --spec {params.spec:q} > {log} 2>&1"
 
 
 rule sample:
@@ -34,11 +35,12 @@ rule sample:
     log:
         f"logs/{RUN}/sample.log",
     params:
+        dpvae=DPVAE,
         spec=spec_json,
         n=lambda w: config["evaluation"]["n_samples"] or "",
     threads: 2
     conda:
         ENV
     shell:
-        "OMP_NUM_THREADS={threads} {DPVAE} sample --spec {params.spec:q} "
+        "OMP_NUM_THREADS={threads} {params.dpvae} sample --spec {params.spec:q} "
         "$( [ -n '{params.n}' ] && echo --n {params.n} ) > {log} 2>&1"

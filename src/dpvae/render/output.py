@@ -51,7 +51,7 @@ def save_table(table: pd.DataFrame, prefix: str | Path, title: str, notes: list[
                escape: bool = True) -> None:
     """<prefix>.csv (the data), <prefix>.tex (booktabs; `escape=False` keeps LaTeX cells) and <prefix>.pdf."""
     table = integral_columns(table)
-    atomic_write(f"{prefix}.csv", lambda tmp: table.to_csv(tmp, index=False))
+    atomic_write(f"{prefix}.csv", lambda tmp: table.to_csv(tmp, index=False, float_format="%.6g"))
     tex = table.to_latex(index=False, escape=escape, na_rep="--", float_format=_fmt, caption=title)
     atomic_write(f"{prefix}.tex", lambda tmp: Path(tmp).write_text(tex))
     fig = table_figure(table, title, notes)

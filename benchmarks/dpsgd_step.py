@@ -1,0 +1,199 @@
+"""Seconds per optimizer step of every DP-SGD engine on the project's two VAEs (CPU, 2 threads).
+
+    python benchmarks/dpsgd_step.py [--steps 10] [--models mlp conv] [--engines dpsgd termwise ...] [--quick]
+
+Prints one line per case: `model=mlp engine=termwise sec_per_step=0.0123 ratio_to_nonprivate=1.42`.
+Models: `mlp` = P3GM MLP VAE 784→1000→30, `conv` = PriVAE conv VAE (32×32, D = 50, GroupNorm).
+Every step is a full one: forward, gradient, optimizer step, on a fixed batch of 256. Cases are timed
+round-robin (one step of each in turn, `--steps` rounds, median) so that load from other processes
+affects them alike.
+Engines: `nonprivate` (plain backward), `loop` (per-example forward/backward loop, the reference code's
+way), `opacus` (opacus ghost clipping), `opacus-hooks` (opacus per-sample hooks), and this project's
+`dpsgd`, `termwise` (b = 16 sub-groups, MMD_DIM batch term), `micro`, `batch`, `partial` (decoder private,
+encoder public with clipped mean). Batch-wise terms: α·MMD_DIM between posterior and prior samples.
+Objectives differ: φ alone (nonprivate, loop, opacus, dpsgd, partial), φ + ψ on 16 sub-groups (termwise),
+φ + ψ on the whole batch (micro, batch; MMD over 256² pairs is itself costly). Each private engine's
+ratio is to the non-private step of its own objective; those baselines are printed as
+`nonprivate`, `nonprivate-subgroup-mmd` and `nonprivate-batch-mmd`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from dpvae.models.conv_vae import ConvVAE
+from dpvae.models.losses import mixture_kl, mmd_dim
+from dpvae.models.mlp_vae import MLPVAE
+from dpvae.privacy.dpsgd import (
+    DPSGD, BatchAggregation, MicroAggregation, OpacusDPSGD, TermwiseDPSGD, Units, random_groups)
+
+ENGINES = ("nonprivate", "loop", "opacus", "opacus-hooks", "dpsgd", "termwise", "micro", "batch", "partial")
+DEFAULT_ENGINES = tuple(e for e in ENGINES if e != "opacus-hooks")
+# each private engine is compared with a non-private step of the same objective
+BASELINES = {"termwise": "nonprivate-subgroup-mmd", "micro": "nonprivate-batch-mmd", "batch": "nonprivate-batch-mmd"}
+NUM_GROUPS, ALPHA, CLIP, SIGMA = 16, 100.0, 1.0, 1.0
+
+
+@dataclass
+class Workload:
+    """A model, a fixed batch and its loss terms: φ per example and ψ per sub-group."""
+
+    model: nn.Module
+    batch: Tensor
+    terms: Callable[[Tensor, Tensor | None, int], tuple[Tensor, Tensor]]  # (x, groups, b) -> (φ [B], ψ [b])
+    decoder: list[nn.Parameter]
+
+
+def mlp_workload(batch_size: int, hidden: int) -> Workload:
+    model = MLPVAE(784, 30, hidden)
+
+    def terms(x: Tensor, groups: Tensor | None, b: int) -> tuple[Tensor, Tensor]:
+        mu, logvar = model.encode(x)
+        z = mu + torch.randn_like(mu) * (0.5 * logvar).exp()
+        phi = (model.decode(z) - x).square().sum(1) + mixture_kl(mu, logvar)
+        if groups is None:
+            return phi, phi.new_zeros(b)
+        return phi, ALPHA * mmd_dim(z, torch.randn_like(z), Units(groups, b))
+
+    decoder = [*model.fc3.parameters(), *model.fc4.parameters()]
+    return Workload(model, torch.rand(batch_size, 784), terms, decoder)
+
+
+def conv_workload(batch_size: int, channels: int) -> Workload:
+    model = ConvVAE(latent_dim=50, base_channels=channels, norm="group")
+
+    def terms(x: Tensor, groups: Tensor | None, b: int) -> tuple[Tensor, Tensor]:
+        noise, prior = torch.randn(len(x), 1, 50), torch.randn(len(x), 50)
+        return model.loss_terms(x, noise, prior, groups, b, alpha=0.0 if groups is None else ALPHA)
+
+    return Workload(model, torch.rand(batch_size, 1, 32, 32), terms, list(model.decoder.parameters()))
+
+
+def make_step(engine: str, work: Workload) -> Callable[[], None]:
+    """One full optimizer step of `engine` on the workload's batch."""
+    model, x, n = work.model, work.batch, len(work.batch)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.SGD(params, lr=1e-6)
+    common = dict(noise_multiplier=SIGMA, sample_rate=n / 60000)
+    whole_batch = torch.zeros(n, dtype=torch.long)
+
+    def phi(batch: Tensor) -> Tensor:
+        return work.terms(batch, None, 1)[0]
+
+    if engine == "nonprivate":
+        def run() -> None:
+            optimizer.zero_grad()
+            phi(x).mean().backward()
+    elif engine == "nonprivate-subgroup-mmd":
+        def run() -> None:
+            optimizer.zero_grad()
+            sample, group = work.terms(x, random_groups(n, NUM_GROUPS), NUM_GROUPS)
+            (sample.mean() + group.mean()).backward()
+    elif engine == "nonprivate-batch-mmd":
+        def run() -> None:
+            optimizer.zero_grad()
+            sample, whole = work.terms(x, whole_batch, 1)
+            (sample.mean() + whole[0]).backward()
+    elif engine == "loop":
+        def run() -> None:
+            total = [torch.zeros_like(p) for p in params]
+            for i in range(n):
+                grads = torch.autograd.grad(phi(x[i:i + 1]).sum(), params)
+                factor = min(1.0, CLIP / float(torch.sqrt(sum(g.square().sum() for g in grads))))
+                torch._foreach_add_(total, grads, alpha=factor)
+            for p, g in zip(params, total):
+                p.grad = (g + torch.randn_like(g) * SIGMA * CLIP) / n
+    elif engine in ("opacus", "opacus-hooks"):
+        reference = OpacusDPSGD(model, max_grad_norm=CLIP, noise_multiplier=SIGMA, expected_batch_size=n,
+                                mode="ghost" if engine == "opacus" else "hooks")
+
+        def run() -> None:
+            reference.step(phi(x))
+    elif engine in ("dpsgd", "partial"):
+        private = work.decoder if engine == "partial" else None
+        dpsgd = DPSGD(model, max_grad_norm=CLIP, expected_batch_size=n, private_params=private,
+                      public_max_grad_norm=CLIP if private else None, **common)
+
+        def run() -> None:
+            dpsgd.step(phi(x))
+    elif engine == "termwise":
+        termwise = TermwiseDPSGD(model, sample_clip=CLIP, batch_clip=CLIP / 10, expected_batch_size=n,
+                                 num_groups=NUM_GROUPS, **common)
+
+        def run() -> None:
+            groups = random_groups(n, NUM_GROUPS)
+            termwise.step(*work.terms(x, groups, NUM_GROUPS), groups)
+    elif engine == "micro":
+        micro = MicroAggregation(model, max_grad_norm=CLIP, expected_batch_size=n, **common)
+
+        def run() -> None:
+            sample, whole = work.terms(x, whole_batch, 1)
+            micro.step(sample, whole[0])
+    elif engine == "batch":
+        batch = BatchAggregation(model, max_grad_norm=CLIP, **common)
+
+        def run() -> None:
+            sample, whole = work.terms(x, whole_batch, 1)
+            batch.step(sample.mean() + whole[0])
+    else:
+        raise ValueError(f"unknown engine {engine!r}; choose from {ENGINES}")
+
+    def step() -> None:
+        run()
+        optimizer.step()
+
+    return step
+
+
+def seconds_per_step(steps: dict[str, Callable[[], None]], rounds: int, warmup: int) -> dict[str, float]:
+    """Median seconds per step of each case, timed round-robin so that load changes hit all cases alike."""
+    for step in steps.values():
+        for _ in range(warmup):
+            step()
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(rounds):
+        for name, step in steps.items():
+            start = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=10, help="timed steps per case (median reported)")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed steps first")
+    parser.add_argument("--models", nargs="+", default=["mlp", "conv"], choices=["mlp", "conv"])
+    parser.add_argument("--engines", nargs="+", default=list(DEFAULT_ENGINES),
+                        choices=ENGINES + tuple(BASELINES.values()))
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--quick", action="store_true", help="tiny models, batch 8, one step: a smoke test")
+    args = parser.parse_args(argv)
+    if args.steps < 1 or args.warmup < 0 or args.batch_size < 1:
+        parser.error("--steps and --batch-size must be >= 1 and --warmup >= 0")
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    batch_size, width, channels = (8, 16, 4) if args.quick else (args.batch_size, 1000, 32)
+    steps, warmup = (1, 0) if args.quick else (args.steps, args.warmup)
+    for model_name in args.models:
+        baselines = {e: BASELINES.get(e, "nonprivate") for e in args.engines}
+        cases = list(dict.fromkeys(["nonprivate", *baselines.values(), *args.engines]))
+        make = mlp_workload if model_name == "mlp" else conv_workload
+        seconds = seconds_per_step({e: make_step(e, make(batch_size, width if model_name == "mlp" else channels))
+                                    for e in cases}, steps, warmup)
+        for engine in [c for c in cases if c.startswith("nonprivate")] + [e for e in args.engines
+                                                                         if e != "nonprivate"]:
+            baseline = BASELINES.get(engine, engine if engine.startswith("nonprivate") else "nonprivate")
+            print(f"model={model_name} engine={engine} sec_per_step={seconds[engine]:.4f} "
+                  f"ratio_to_nonprivate={seconds[engine] / seconds[baseline]:.2f}", flush=True)
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""PriVAE Table 1: sensitivity and noise scale of micro aggregation, batch aggregation and term-wise DP-SGD,
+analytic (the paper's formulas and the strict add/remove bounds) and measured by the engines on a real batch.
+
+The measured column removes, or replaces with another real record, one record of a real batch at a time
+(every other record keeps its reparameterisation noise, prior sample and sub-group label) and reports the
+largest change of the pre-noise aggregate: the paper's bounds are claims a planted bug would break.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from dpvae.models.conv_vae import ConvVAE
+from dpvae.models.losses import sample_sparse_prior
+from dpvae.privacy.dpsgd import BatchAggregation, MicroAggregation, TermwiseDPSGD, measured_sensitivity
+from dpvae.privacy.recipes import privae_kappa, privae_noise
+
+
+@dataclass(frozen=True)
+class Table1Setting:
+    batch_size: int          # B
+    groups: int              # b
+    clip_sample: float       # C1
+    clip_batch: float        # C2
+    clip: float              # C of the aggregation baselines
+    epsilon: float
+    delta: float
+    n_train: int
+    epochs: float
+    probes: int              # records removed / replaced when measuring
+
+    @property
+    def sample_rate(self) -> float:
+        return self.batch_size / self.n_train
+
+    @property
+    def steps(self) -> int:
+        return math.ceil(self.epochs * self.n_train / self.batch_size)
+
+
+FORMULAS = {  # method -> (loss L, l2-sensitivity, noise scale on the averaged gradient), PriVAE Table 1
+    "micro agg.": ("(1/B) Σ_i (φ(x_i) + ψ(batch))", "B·C", "C·σ"),
+    "batch agg.": ("ψ(batch) (whole-batch loss)", "C", "C·σ"),
+    "term-wise": ("(1/B) Σ_i φ(x_i) + (1/b) Σ_j ψ(s_j)", "C1 + C2", "(C1/B + C2/b)·κ·σ"),
+}
+
+
+def privae_table1_rows(setting: Table1Setting, images: np.ndarray, seed: int = 0) -> list[dict]:
+    """Tidy rows (method, metric, value) of Table 1 for `setting`; `images` = B + probes real records."""
+    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
+    sigma = privae_noise(setting.epsilon, setting.delta, setting.sample_rate, setting.steps, c2=0.0)
+    kappa = privae_kappa(setting.delta, setting.clip_batch, "paper")
+    big_b, b = setting.batch_size, setting.groups
+    common = {"sample_rate": setting.sample_rate, "noise_multiplier": sigma}
+    model = ConvVAE(norm="group").double()
+    engines = {
+        "micro agg.": MicroAggregation(model, max_grad_norm=setting.clip, expected_batch_size=big_b, **common),
+        "batch agg.": BatchAggregation(model, max_grad_norm=setting.clip, **common),
+        "term-wise": TermwiseDPSGD(model, sample_clip=setting.clip_sample, batch_clip=setting.clip_batch,
+                                   expected_batch_size=big_b, num_groups=b,
+                                   **{**common, "noise_multiplier": kappa * sigma}),
+    }
+    x = torch.as_tensor(images[:big_b], dtype=torch.float64)
+    spare = torch.as_tensor(images[big_b:big_b + setting.probes], dtype=torch.float64)
+    noise = torch.randn(big_b, 1, model.mu_head.out_channels, generator=generator, dtype=torch.float64)
+    prior = sample_sparse_prior((big_b, model.mu_head.out_channels), 0.8, generator=generator).double()
+    labels = torch.randint(b, (big_b,), generator=generator)
+
+    def terms(x, noise, prior, labels, num_groups):
+        return model.loss_terms(x, noise, prior, labels, num_groups, beta=1.0, alpha=100.0)
+
+    def micro(x, noise, prior, labels):      # unit i: φ(x_i) + ψ(whole batch)
+        phi, psi = terms(x, noise, prior, torch.zeros_like(labels), 1)
+        return engines["micro agg."].pre_noise(phi, psi[0])
+
+    def whole_batch(x, noise, prior, labels):  # one unit: mean φ + ψ(whole batch)
+        phi, psi = terms(x, noise, prior, torch.zeros_like(labels), 1)
+        return engines["batch agg."].pre_noise(phi.mean() + psi[0])
+
+    def termwise(x, noise, prior, labels):    # φ per example, ψ per sub-group
+        return engines["term-wise"].pre_noise(*terms(x, noise, prior, labels, b), labels)
+
+    pre_noise = {"micro agg.": micro, "batch agg.": whole_batch, "term-wise": termwise}
+    analytic = {"micro agg.": big_b * setting.clip, "batch agg.": setting.clip,
+                "term-wise": setting.clip_sample + setting.clip_batch}
+    rows = []
+    for method, engine in engines.items():
+        profile = engine.noise_profile()
+        batch = (x, noise, prior, labels)
+        records = range(setting.probes)
+        removed = measured_sensitivity(pre_noise[method], batch, records=records)
+        replaced = max(measured_sensitivity(pre_noise[method], batch, records=[k],
+                                            replacement=(spare[k], noise[k], prior[k], labels[k]))
+                       for k in records)
+        values = {"sensitivity": analytic[method], "sensitivity_engine": profile.sensitivity,
+                  "sensitivity_strict": profile.strict_sensitivity, "sensitivity_measured_remove": removed,
+                  "sensitivity_measured_replace": replaced, "noise_scale": profile.table_noise_scale,
+                  "noise_std": profile.noise_std, "sigma": sigma, "kappa": kappa if method == "term-wise" else 1.0}
+        rows += [{"method": method, "metric": k, "value": float(v)} for k, v in values.items()]
+        engine.close()
+    return rows
+
+
+def privae_table1(name: str, experiment: dict, context: dict) -> pd.DataFrame:
+    """The analysis behind `privae/table1` (parameters: experiments.privae_table1.params)."""
+    from pathlib import Path
+
+    from dpvae.analyses.tidy import tidy
+    from dpvae.data.store import load_prepared
+
+    params = experiment["params"]
+    (dataset,) = experiment["datasets"]
+    prepared = load_prepared(Path(context["data_root"]) / "prepared" / dataset)
+    setting = Table1Setting(batch_size=params["batch_size"], groups=params["groups"],
+                            clip_sample=params["clip_sample"], clip_batch=params["clip_batch"], clip=params["clip"],
+                            epsilon=params["epsilon"], delta=context["delta"], n_train=len(prepared.train),
+                            epochs=params["epochs"], probes=params["probes"])
+    images = prepared.train.x[: setting.batch_size + setting.probes]
+    rows = privae_table1_rows(setting, images)
+    return tidy([{"experiment": name, "dataset": dataset, "epsilon": setting.epsilon, **row} for row in rows])

@@ -1,0 +1,456 @@
+"""Vectorised DP-SGD engines: per-unit clipping with one forward pass and one weight-gradient pass per layer.
+
+How a step works (ghost / mixed ghost clipping, Bu et al. 2022-23):
+
+1. forward hooks record every trainable layer's inputs a_l and output z_l (z_l stays in the graph);
+2. for each term t (a vector of unit losses), Δ^t_l = ∂(Σ_u loss_u)/∂z_l for all layers at once with
+   `torch.autograd.grad` -- no weight gradients are formed;
+3. per-unit gradient norms layer by layer from (a_l, Δ^t_l) (`layers.py`: ghost/Gram or instantiation;
+   micro aggregation adds 2⟨g_u, ∇ψ⟩ + ‖∇ψ‖² with ⟨g_u, ∇ψ⟩ from a forward pass of the layer along ∇ψ;
+   a whole-batch unit's gradient is simply the layer's gradient, reused for the release);
+4. clip factors c^t_u = min(1, C_t/‖g^t_u‖);
+5. one local backward per layer through its own op only, with the combined output gradient
+   Σ_t w_t c^t_{u(r)} Δ^t_r, gives Σ_t w_t Σ_u c^t_u g^t_u -- the weight gradient is formed once;
+6. Gaussian noise with the mechanism's std is added and written to `.grad`; any optimizer steps.
+
+A unit's loss may depend only on the examples of that unit (no BatchNorm in training mode; checked).
+Parameters outside `private_params` ("public", e.g. DP²-VAE's encoder, PAPERS.md §4.1/A-D2) get the
+same aggregate without noise, unclipped or clipped per unit at `public_max_grad_norm`; frozen
+parameters are not touched. The engines record privacy only for the private parameters.
+`step()` overwrites `.grad`; call one engine method (`step` or `pre_noise`) per forward pass. With a
+`budget` (`dpvae.privacy.budget.StepBudget`) a step that would exceed the target epsilon is refused.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+from torch.nn.modules.batchnorm import _BatchNorm
+
+from dpvae.privacy.dpsgd.hooks import Call, CallRecorder, reject_batch_mixing
+from dpvae.privacy.dpsgd.layers import check_supported, per_example_dots, per_example_view, trainable_params
+from dpvae.privacy.dpsgd.units import Units
+from dpvae.privacy.budget import StepBudget
+from dpvae.privacy.ledger import Mechanism
+
+
+@dataclass(frozen=True)
+class Term:
+    """One clipped sum Σ_u clip(∇loss_u [+ ∇shared]) with its noise std, weighted by `scale` in the gradient.
+
+    `shared` is a scalar loss whose gradient is added to every unit's gradient before clipping
+    (micro aggregation: each example's loss is φ(x_i) + ψ(batch)).
+    """
+
+    name: str
+    losses: Tensor
+    units: Units
+    clip: float
+    noise_std: float
+    scale: float
+    shared: Tensor | None = None
+
+
+@dataclass(frozen=True)
+class NoiseProfile:
+    """Sensitivity of the pre-noise sum and noise on the final gradient (PriVAE Table 1, PAPERS.md §1.3).
+
+    `sensitivity` is the paper's l2-sensitivity; `strict_sensitivity` the add/remove-one bound (they
+    differ where a removed record modifies clipped units instead of removing one); `noise_std` the
+    exact per-coordinate noise std on the final (averaged) gradient; `table_noise_scale` Table 1's
+    "noise scale" expression (for term-wise the sum (C1/B + C2/b)σ', an upper bound of `noise_std`).
+    """
+
+    sensitivity: float
+    strict_sensitivity: float
+    noise_std: float
+    table_noise_scale: float
+
+
+def _positive(name: str, value: float, allow_zero: bool = False) -> float:
+    if not (value >= 0 if allow_zero else value > 0) or not math.isfinite(value):
+        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'} and finite, got {value}")
+    return float(value)
+
+
+def _per_example_losses(name: str, losses: Tensor) -> Tensor:
+    if not isinstance(losses, Tensor) or losses.dim() != 1:
+        raise ValueError(f"{name} must be a 1-d tensor of per-example losses, got "
+                         f"{getattr(losses, 'shape', type(losses))}")
+    return losses
+
+
+class _Engine:
+    """Hooks, validation and the clipped-sum machinery shared by all engines."""
+
+    def __init__(self, model: nn.Module, *, noise_multiplier: float, sample_rate: float,
+                 private_params: Iterable[nn.Parameter] | None, public_max_grad_norm: float | None,
+                 generator: torch.Generator | None, budget: StepBudget | None) -> None:
+        self.budget = budget
+        self.noise_multiplier = _positive("noise_multiplier", noise_multiplier, allow_zero=True)
+        if not 0 < sample_rate <= 1:
+            raise ValueError(f"sample_rate must be in (0, 1], got {sample_rate}")
+        self.sample_rate = float(sample_rate)
+        if public_max_grad_norm is not None:
+            _positive("public_max_grad_norm", public_max_grad_norm)
+        self.public_max_grad_norm = public_max_grad_norm
+        self.generator = generator
+        self.steps = 0
+        layers = {name: m for name, m in model.named_modules() if trainable_params(m)}
+        owners = [p for m in layers.values() for p in trainable_params(m)]
+        if len({id(p) for p in owners}) != len(owners):
+            raise ValueError("model shares a trainable parameter between layers; not supported")
+        trainable = {id(p) for p in owners}
+        private = owners if private_params is None else list(private_params)
+        if not private or any(id(p) not in trainable for p in private):
+            raise ValueError("private_params must be a non-empty subset of the model's trainable parameters")
+        private_ids = {id(p) for p in private}
+        self._private_layers, self._public_layers = [], []
+        for name, layer in layers.items():
+            kinds = {id(p) in private_ids for p in trainable_params(layer)}
+            if len(kinds) > 1:
+                raise ValueError(f"layer '{name}' mixes private and public parameters; split them by layer")
+            (self._private_layers if kinds == {True} else self._public_layers).append(layer)
+            if kinds == {True} or public_max_grad_norm is not None:
+                check_supported(layer)
+        self._model = model
+        reject_batch_mixing(model, self._private_layers)
+        self._has_batchnorm = any(isinstance(m, _BatchNorm) for m in model.modules())
+        self._recorder = CallRecorder(layers)
+
+    # -- the clipped-sum machinery --------------------------------------------------------------
+
+    def _output_grads(self, calls: dict[nn.Module, list[Call]], loss: Tensor | None
+                      ) -> dict[nn.Module, list[Tensor | None]]:
+        """∂loss/∂z for every recorded call output (None where the loss does not depend on it)."""
+        outputs = [c.output for layer_calls in calls.values() for c in layer_calls]
+        if loss is None or not loss.requires_grad or not outputs:
+            flat: Sequence[Tensor | None] = [None] * len(outputs)
+        else:
+            flat = torch.autograd.grad(loss, outputs, retain_graph=True, allow_unused=True)
+        result, start = {}, 0
+        for layer, layer_calls in calls.items():
+            result[layer] = list(flat[start:start + len(layer_calls)])
+            start += len(layer_calls)
+        return result
+
+    def _local_grads(self, layer: nn.Module, calls: list[Call], grad_outputs: list[Tensor | None]
+                     ) -> dict[nn.Parameter, Tensor]:
+        """Σ over calls of the layer's own weight gradient for the given output gradients.
+
+        A layer called several times may feed its own later calls, so then each call is re-run on
+        detached inputs to keep the gradient to the layer's own operation.
+        """
+        params = trainable_params(layer)
+        pairs = [(c, g) for c, g in zip(calls, grad_outputs) if g is not None]
+        if not pairs:
+            return {p: torch.zeros_like(p) for p in params}
+        if len(calls) == 1:
+            outputs = [pairs[0][0].output]
+        else:
+            with self._recorder.paused(), torch.enable_grad():
+                outputs = [layer(*[i.detach() for i in c.inputs]) for c, _ in pairs]
+        grads = torch.autograd.grad(outputs, params, [g for _, g in pairs], retain_graph=True, allow_unused=True)
+        return {p: torch.zeros_like(p) if g is None else g for p, g in zip(params, grads)}
+
+    def _clip_factors(self, layers: list[nn.Module], calls: dict[nn.Module, list[Call]], term: Term,
+                      deltas: dict, shared: dict | None, clip: float) -> tuple[Tensor, dict | None]:
+        """min(1, clip/‖g_u‖) per unit, norms taken over the given layers' parameters.
+
+        A whole-batch unit's gradient is the layer's plain gradient: it is computed by the layer's own
+        backward and returned per layer for reuse (None for other units).
+        """
+        sq_norms = term.losses.new_zeros(term.units.count).detach()
+        whole_batch = {} if term.units.count == 1 else None
+        for layer in layers:
+            layer_calls = calls.get(layer, [])
+            common = {} if shared is None else self._local_grads(layer, layer_calls, shared.get(layer, []))
+            if whole_batch is not None:
+                grads = self._local_grads(layer, layer_calls, deltas.get(layer, []))
+                whole_batch[layer] = {p: g + common[p] if common else g for p, g in grads.items()}
+                sq_norms += sum(g.square().sum() for g in whole_batch[layer].values())
+                continue
+            used = [(c.inputs, d) for c, d in zip(layer_calls, deltas.get(layer, [])) if d is not None]
+            if used:
+                sq_norms += per_example_view(layer, used, term.units.num_examples).unit_norms(term.units)
+                if common:  # ‖g_u + G‖² = ‖g_u‖² + 2⟨g_u, G⟩ + ‖G‖²
+                    with self._recorder.paused():
+                        dots = per_example_dots(layer, used, term.units.num_examples, common)
+                    sq_norms += 2 * term.units.sum_by_unit(dots)
+            sq_norms += sum(g.square().sum() for g in common.values())
+        norms = sq_norms.clamp_min(0).sqrt()
+        return (clip / norms.clamp_min(torch.finfo(norms.dtype).tiny)).clamp(max=1.0), whole_batch
+
+    @staticmethod
+    def _combined(call_index: int, layer: nn.Module, terms: Sequence[Term], weights: Sequence[float],
+                  factors: Sequence[Tensor | None], deltas: Sequence[dict], shared: Sequence[dict | None]
+                  ) -> Tensor | None:
+        """Σ_t w_t (c^t_{u(r)} Δ^t_r + Σ_u c^t_u Δ^{t,shared}_r) for one call of a layer."""
+        parts = []
+        for term, weight, factor, delta, common in zip(terms, weights, factors, deltas, shared):
+            if weight == 0 or term.units.num_examples == 0:
+                continue
+            d = delta[layer][call_index]
+            if d is not None and factor is None:
+                parts.append(weight * d)
+            elif d is not None:
+                per_row = (weight * factor[term.units.index]).repeat_interleave(d.shape[0] // term.units.num_examples)
+                parts.append(d * per_row.reshape(-1, *([1] * (d.dim() - 1))))
+            if common is not None and common[layer][call_index] is not None:
+                count = term.units.count if factor is None else factor.sum()
+                parts.append(weight * count * common[layer][call_index])
+        return sum(parts) if parts else None
+
+    def _aggregate(self, terms: Sequence[Term], weight_sets: Sequence[Sequence[float]], include_public: bool
+                   ) -> list[dict[nn.Parameter, Tensor]]:
+        """Clipped (private) and plain-or-clipped (public) sums, one result per weight set over the terms."""
+        calls = self._recorder.take()
+        if self._has_batchnorm:  # a BatchNorm may have been switched to training mode since construction
+            reject_batch_mixing(self._model, [])
+        for layer, layer_calls in calls.items():
+            for call in layer_calls:
+                call.check_unmodified(self._recorder.names[layer])
+        deltas = [self._output_grads(calls, t.losses.sum()) for t in terms]
+        shared = [None if t.shared is None else self._output_grads(calls, t.shared) for t in terms]
+        groups = [(self._private_layers, [t.clip for t in terms])]
+        if include_public:
+            groups.append((self._public_layers, [self.public_max_grad_norm] * len(terms)))
+        results: list[dict[nn.Parameter, Tensor]] = [{} for _ in weight_sets]
+        for layers, clips in groups:
+            clipped = [None if clip is None or t.units.num_examples == 0
+                       else self._clip_factors(layers, calls, t, d, s, clip)
+                       for t, d, s, clip in zip(terms, deltas, shared, clips)]
+            factors = [None if c is None else c[0] for c in clipped]
+            for layer in layers:
+                plain = [None if c is None or c[1] is None else c[1][layer] for c in clipped]
+                for result, weights in zip(results, weight_sets):
+                    if plain and all(g is not None for g in plain):  # whole-batch units: reuse their gradients
+                        result.update({p: sum(w * c[0] * g[p] for w, c, g in zip(weights, factors, plain))
+                                       for p in trainable_params(layer)})
+                        continue
+                    grad_outputs = [self._combined(i, layer, terms, weights, factors, deltas, shared)
+                                    for i in range(len(calls.get(layer, [])))]
+                    result.update(self._local_grads(layer, calls.get(layer, []), grad_outputs))
+        return results
+
+    def _release(self, terms: Sequence[Term]) -> None:
+        """Write the noisy clipped gradient to private `.grad`s and the noiseless one to public `.grad`s;
+        refuse (PrivacyBudgetExceeded, nothing released) a step past the budget."""
+        if self.budget is not None:
+            self.budget.check(self.steps + 1)
+        (grads,) = self._aggregate(terms, [[t.scale for t in terms]], include_public=True)
+        std = math.sqrt(sum((t.scale * t.noise_std) ** 2 for t in terms))
+        private = {id(p) for layer in self._private_layers for p in trainable_params(layer)}
+        for p, g in grads.items():
+            if id(p) in private and std > 0:
+                g = g.add_(torch.normal(0.0, std, p.shape, generator=self.generator, device=p.device, dtype=p.dtype))
+            p.grad = g.detach()
+        self.steps += 1
+
+    def _pre_noise(self, terms: Sequence[Term]) -> dict[str, Tensor]:
+        """Each term's clipped sum over the private parameters, flattened, before noise and scaling."""
+        one_hot = [[float(i == j) for j in range(len(terms))] for i in range(len(terms))]
+        results = self._aggregate(terms, one_hot, include_public=False)
+        private = {id(p) for layer in self._private_layers for p in trainable_params(layer)}
+        params = [p for p in self._model.parameters() if id(p) in private]
+        return {t.name: torch.cat([r[p].flatten() for p in params]).detach() for t, r in zip(terms, results)}
+
+    def _mechanism(self, name: str, noise_multiplier: float, sensitivity: float) -> Mechanism:
+        return Mechanism(name=name, noise_multiplier=noise_multiplier, sample_rate=self.sample_rate,
+                         steps=self.steps, sensitivity=sensitivity)
+
+    def close(self) -> None:
+        """Remove the forward hooks from the model."""
+        self._recorder.close()
+
+
+class DPSGD(_Engine):
+    """Standard DP-SGD: per-example clip C, noise N(0, σ²C²) on the sum, divided by the expected batch size.
+
+    With `private_params`, only those parameters are private (partial-model DP).
+    """
+
+    def __init__(self, model: nn.Module, *, max_grad_norm: float, noise_multiplier: float, sample_rate: float,
+                 expected_batch_size: float, private_params: Iterable[nn.Parameter] | None = None,
+                 public_max_grad_norm: float | None = None, generator: torch.Generator | None = None,
+                 budget: StepBudget | None = None) -> None:
+        super().__init__(model, noise_multiplier=noise_multiplier, sample_rate=sample_rate,
+                         private_params=private_params, public_max_grad_norm=public_max_grad_norm,
+                         generator=generator, budget=budget)
+        self.max_grad_norm = _positive("max_grad_norm", max_grad_norm)
+        self.expected_batch_size = _positive("expected_batch_size", expected_batch_size)
+
+    def _terms(self, losses: Tensor) -> list[Term]:
+        losses = _per_example_losses("losses", losses)
+        c = self.max_grad_norm
+        return [Term("dpsgd", losses, Units.per_example(len(losses), losses.device), c,
+                     self.noise_multiplier * c, 1 / self.expected_batch_size)]
+
+    def step(self, losses: Tensor) -> None:
+        """Write the private gradient of the per-example `losses [B]` to `.grad`."""
+        self._release(self._terms(losses))
+
+    def pre_noise(self, losses: Tensor) -> dict[str, Tensor]:
+        """The clipped sum Σ_i clip_C(∇loss_i) before noise, flattened over private parameters."""
+        return self._pre_noise(self._terms(losses))
+
+    def mechanisms(self, strict: bool = False) -> list[Mechanism]:
+        return [self._mechanism("dpsgd", self.noise_multiplier, self.max_grad_norm)]
+
+    def noise_profile(self) -> NoiseProfile:
+        c, std = self.max_grad_norm, self.noise_multiplier * self.max_grad_norm / self.expected_batch_size
+        return NoiseProfile(c, c, std, std)
+
+
+class TermwiseDPSGD(_Engine):
+    """PriVAE's term-wise DP-SGD (Algorithm 1, PAPERS.md §1.1).
+
+    g̃ = (Σ_i clip_C1(∇φ(x_i)) + N(0, (σ'C1)²))/B + (Σ_j clip_C2(∇ψ(s_j)) + N(0, (σ'C2)²))/b with B the
+    expected batch size, b sub-groups s_j (`random_groups`: independent labels) and σ' the given noise multiplier
+    (κσ, computed elsewhere). `batch_clip` = 0 ignores ψ (ordinary DP-SGD on φ).
+    """
+
+    def __init__(self, model: nn.Module, *, sample_clip: float, batch_clip: float, noise_multiplier: float,
+                 sample_rate: float, expected_batch_size: float, num_groups: int,
+                 private_params: Iterable[nn.Parameter] | None = None,
+                 public_max_grad_norm: float | None = None, generator: torch.Generator | None = None,
+                 budget: StepBudget | None = None) -> None:
+        super().__init__(model, noise_multiplier=noise_multiplier, sample_rate=sample_rate,
+                         private_params=private_params, public_max_grad_norm=public_max_grad_norm,
+                         generator=generator, budget=budget)
+        self.sample_clip = _positive("sample_clip", sample_clip)
+        self.batch_clip = _positive("batch_clip", batch_clip, allow_zero=True)
+        self.expected_batch_size = _positive("expected_batch_size", expected_batch_size)
+        if int(num_groups) != num_groups or num_groups < 1:
+            raise ValueError(f"num_groups must be a positive integer, got {num_groups}")
+        self.num_groups = int(num_groups)
+
+    def _terms(self, sample_losses: Tensor, group_losses: Tensor, groups: Tensor) -> list[Term]:
+        sample_losses = _per_example_losses("sample_losses", sample_losses)
+        sigma, b = self.noise_multiplier, self.num_groups
+        terms = [Term("sample", sample_losses, Units.per_example(len(sample_losses), sample_losses.device),
+                      self.sample_clip, sigma * self.sample_clip, 1 / self.expected_batch_size)]
+        if self.batch_clip == 0:
+            return terms
+        if groups.shape != sample_losses.shape:
+            raise ValueError(f"groups must have one entry per example, got {tuple(groups.shape)} "
+                             f"for {len(sample_losses)} examples")
+        if group_losses.shape != (b,):
+            raise ValueError(f"group_losses must have shape ({b},), got {tuple(group_losses.shape)}")
+        terms.append(Term("batch", group_losses, Units(groups, b), self.batch_clip, sigma * self.batch_clip, 1 / b))
+        return terms
+
+    def step(self, sample_losses: Tensor, group_losses: Tensor, groups: Tensor) -> None:
+        """Write the private gradient to `.grad`: `sample_losses [B]` = φ(x_i), `group_losses [b]` = ψ(s_j),
+        `groups [B]` the sub-group of each example."""
+        self._release(self._terms(sample_losses, group_losses, groups))
+
+    def pre_noise(self, sample_losses: Tensor, group_losses: Tensor, groups: Tensor) -> dict[str, Tensor]:
+        """g_sample and g_batch before noise, flattened over private parameters."""
+        return self._pre_noise(self._terms(sample_losses, group_losses, groups))
+
+    def mechanisms(self, strict: bool = False) -> list[Mechanism]:
+        """Paper: the two halves, each a Gaussian mechanism with multiplier σ' (Theorem 2, Lemma 2).
+        Strict: both sums are released on the same subsample, so they are one Gaussian mechanism; scaled
+        by 1/C1 and 1/C2 its sensitivity is √5 (a record joining an existing sub-group can move that
+        group's clipped gradient by 2·C2), multiplier σ'/√5 (`recipes.STRICT_TERMWISE_SENSITIVITY`)."""
+        from dpvae.privacy.recipes import STRICT_TERMWISE_SENSITIVITY as joint
+
+        sigma = self.noise_multiplier
+        if self.batch_clip == 0:
+            return [self._mechanism("termwise.sample", sigma, self.sample_clip)]
+        if strict:
+            return [self._mechanism("termwise.joint (scaled by 1/C1, 1/C2)", sigma / joint, joint)]
+        return [self._mechanism("termwise.sample", sigma, self.sample_clip),
+                self._mechanism("termwise.batch", sigma, self.batch_clip)]
+
+    def noise_profile(self) -> NoiseProfile:
+        c1, c2, sigma = self.sample_clip, self.batch_clip, self.noise_multiplier
+        per_sample, per_batch = c1 / self.expected_batch_size, c2 / self.num_groups
+        return NoiseProfile(c1 + c2, c1 + 2 * c2, sigma * math.hypot(per_sample, per_batch),
+                            sigma * (per_sample + per_batch))
+
+
+class MicroAggregation(_Engine):
+    """PriVAE's "micro agg." baseline: unit i's loss is φ(x_i) + ψ(batch); clip C; noise N(0, (σBC)²); /B.
+
+    ψ is shared by every unit, so one record moves all B clipped gradients (sensitivity B·C,
+    PriVAE Proposition 3); B is the expected batch size.
+    """
+
+    def __init__(self, model: nn.Module, *, max_grad_norm: float, noise_multiplier: float, sample_rate: float,
+                 expected_batch_size: float, private_params: Iterable[nn.Parameter] | None = None,
+                 public_max_grad_norm: float | None = None, generator: torch.Generator | None = None,
+                 budget: StepBudget | None = None) -> None:
+        super().__init__(model, noise_multiplier=noise_multiplier, sample_rate=sample_rate,
+                         private_params=private_params, public_max_grad_norm=public_max_grad_norm,
+                         generator=generator, budget=budget)
+        self.max_grad_norm = _positive("max_grad_norm", max_grad_norm)
+        self.expected_batch_size = _positive("expected_batch_size", expected_batch_size)
+
+    def _terms(self, sample_losses: Tensor, batch_loss: Tensor) -> list[Term]:
+        sample_losses = _per_example_losses("sample_losses", sample_losses)
+        if batch_loss.dim() != 0:
+            raise ValueError(f"batch_loss must be a scalar, got shape {tuple(batch_loss.shape)}")
+        b, c = self.expected_batch_size, self.max_grad_norm
+        return [Term("micro", sample_losses, Units.per_example(len(sample_losses), sample_losses.device), c,
+                     self.noise_multiplier * b * c, 1 / b, shared=batch_loss)]
+
+    def step(self, sample_losses: Tensor, batch_loss: Tensor) -> None:
+        """Write the private gradient to `.grad`: `sample_losses [B]` = φ(x_i), `batch_loss` = ψ(batch)."""
+        self._release(self._terms(sample_losses, batch_loss))
+
+    def pre_noise(self, sample_losses: Tensor, batch_loss: Tensor) -> dict[str, Tensor]:
+        """Σ_i clip_C(∇φ_i + ∇ψ) before noise, flattened over private parameters."""
+        return self._pre_noise(self._terms(sample_losses, batch_loss))
+
+    def mechanisms(self, strict: bool = False) -> list[Mechanism]:
+        """Paper: sensitivity B·C. Strict add/remove: B−1 units move by up to 2C and one vanishes."""
+        b, c = self.expected_batch_size, self.max_grad_norm
+        sensitivity = (2 * b - 1) * c if strict else b * c
+        return [self._mechanism("micro", self.noise_multiplier * b * c / sensitivity, sensitivity)]
+
+    def noise_profile(self) -> NoiseProfile:
+        b, c, sigma = self.expected_batch_size, self.max_grad_norm, self.noise_multiplier
+        return NoiseProfile(b * c, (2 * b - 1) * c, sigma * c, sigma * c)
+
+
+class BatchAggregation(_Engine):
+    """PriVAE's "batch agg." baseline: the whole-batch loss gradient clipped at C plus N(0, (σC)²), no division."""
+
+    def __init__(self, model: nn.Module, *, max_grad_norm: float, noise_multiplier: float, sample_rate: float,
+                 private_params: Iterable[nn.Parameter] | None = None,
+                 public_max_grad_norm: float | None = None, generator: torch.Generator | None = None,
+                 budget: StepBudget | None = None) -> None:
+        super().__init__(model, noise_multiplier=noise_multiplier, sample_rate=sample_rate,
+                         private_params=private_params, public_max_grad_norm=public_max_grad_norm,
+                         generator=generator, budget=budget)
+        self.max_grad_norm = _positive("max_grad_norm", max_grad_norm)
+
+    def _terms(self, batch_loss: Tensor) -> list[Term]:
+        if batch_loss.dim() != 0 or not torch.isfinite(batch_loss):
+            raise ValueError(f"batch_loss must be a finite scalar, got {batch_loss}")
+        c = self.max_grad_norm
+        return [Term("batch", batch_loss.reshape(1), Units.whole_batch(1, batch_loss.device), c,
+                     self.noise_multiplier * c, 1.0)]
+
+    def step(self, batch_loss: Tensor) -> None:
+        """Write the private gradient of the whole-batch loss (mean φ + ψ(batch)) to `.grad`."""
+        self._release(self._terms(batch_loss))
+
+    def pre_noise(self, batch_loss: Tensor) -> dict[str, Tensor]:
+        """clip_C(∇batch_loss) before noise, flattened over private parameters."""
+        return self._pre_noise(self._terms(batch_loss))
+
+    def mechanisms(self, strict: bool = False) -> list[Mechanism]:
+        """Paper: sensitivity C. Strict add/remove: the one clipped gradient can move by 2C."""
+        factor = 2.0 if strict else 1.0
+        return [self._mechanism("batch", self.noise_multiplier / factor, factor * self.max_grad_norm)]
+
+    def noise_profile(self) -> NoiseProfile:
+        c = self.max_grad_norm
+        return NoiseProfile(c, 2 * c, self.noise_multiplier * c, self.noise_multiplier * c)
