@@ -50,18 +50,22 @@ def train(spec: dict) -> Path:
     method = get_method(spec["method"])
     _seed_everything(ctx)
     started = time.time()
-    ledger = method.train(ctx)
-    if spec["private"]:
-        if ledger is None:
-            raise RuntimeError(f"private method '{method.name}' returned no privacy ledger")
-        check_budget(ledger, spec["epsilon"], spec["delta"], rel_tol=spec["epsilon_rel_tol"])
-        ledger.write(ctx.ledger_path)
-    else:
-        _write_json(ctx.ledger_path, {"private": False, "epsilon": None, "delta": None, "method": method.name,
-                                      "note": "non-private run: no differential-privacy guarantee"})
-    shutil.rmtree(final, ignore_errors=True)
-    partial.mkdir(parents=True, exist_ok=True)
-    os.replace(partial, final)
+    try:
+        ledger = method.train(ctx)
+        if spec["private"]:
+            if ledger is None:
+                raise RuntimeError(f"private method '{method.name}' returned no privacy ledger")
+            check_budget(ledger, spec["epsilon"], spec["delta"], rel_tol=spec["epsilon_rel_tol"])
+            ledger.write(ctx.ledger_path)
+        else:
+            _write_json(ctx.ledger_path, {"private": False, "epsilon": None, "delta": None, "method": method.name,
+                                          "note": "non-private run: no differential-privacy guarantee"})
+        shutil.rmtree(final, ignore_errors=True)
+        partial.mkdir(parents=True, exist_ok=True)
+        os.replace(partial, final)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
     _write_json(run_dir / "train.json", {
         "spec": spec, "seconds": round(time.time() - started, 3), "device": ctx.device,
         "python": platform.python_version(), "host": platform.node(),

@@ -1,8 +1,7 @@
-"""Shared fixtures of the data-layer tests: the offline mirror and datasets prepared from it once."""
+"""Shared fixtures of the data-layer tests: datasets prepared once from the offline mirror (tests/conftest.py)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -10,19 +9,6 @@ from pathlib import Path
 import pytest
 
 from dpvae.data import fetch_dataset, prepare_dataset
-
-# The Makefile's default mirror: ../shared/data next to the repository.
-DEFAULT_MIRROR = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-
-
-@pytest.fixture(scope="session")
-def mirror() -> Path:
-    """The verified offline data copy (env DPVAE_DATA_MIRROR, else ../shared/data); skip if absent."""
-    path = Path(os.environ.get("DPVAE_DATA_MIRROR", DEFAULT_MIRROR))
-    if not (path / "MANIFEST.tsv").is_file():
-        pytest.skip(f"offline data mirror not found at {path} (set DPVAE_DATA_MIRROR to the shared data copy)")
-    return path
-
 
 @pytest.fixture(scope="session")
 def prepared_from_mirror(tmp_path_factory: pytest.TempPathFactory, mirror: Path) -> Iterator[Callable[[str], Path]]:

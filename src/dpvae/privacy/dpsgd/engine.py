@@ -168,7 +168,9 @@ class _Engine:
         whole_batch = {} if term.units.count == 1 else None
         for layer in layers:
             layer_calls = calls.get(layer, [])
-            common = {} if shared is None else self._local_grads(layer, layer_calls, shared.get(layer, []))
+            shared_deltas = [] if shared is None else shared.get(layer, [])
+            reached = any(d is not None for d in shared_deltas)  # else ∇ψ is zero on this layer
+            common = self._local_grads(layer, layer_calls, shared_deltas) if reached else {}
             if whole_batch is not None:
                 grads = self._local_grads(layer, layer_calls, deltas.get(layer, []))
                 whole_batch[layer] = {p: g + common[p] if common else g for p, g in grads.items()}
@@ -190,20 +192,28 @@ class _Engine:
                   factors: Sequence[Tensor | None], deltas: Sequence[dict], shared: Sequence[dict | None]
                   ) -> Tensor | None:
         """Σ_t w_t (c^t_{u(r)} Δ^t_r + Σ_u c^t_u Δ^{t,shared}_r) for one call of a layer."""
-        parts = []
+        parts: list[tuple[Tensor, Tensor | float]] = []  # (output gradient, its scale)
         for term, weight, factor, delta, common in zip(terms, weights, factors, deltas, shared):
             if weight == 0 or term.units.num_examples == 0:
                 continue
             d = delta[layer][call_index]
             if d is not None and factor is None:
-                parts.append(weight * d)
+                parts.append((d, weight))
             elif d is not None:
                 per_row = (weight * factor[term.units.index]).repeat_interleave(d.shape[0] // term.units.num_examples)
-                parts.append(d * per_row.reshape(-1, *([1] * (d.dim() - 1))))
+                parts.append((d, per_row.reshape(-1, *([1] * (d.dim() - 1)))))
             if common is not None and common[layer][call_index] is not None:
                 count = term.units.count if factor is None else factor.sum()
-                parts.append(weight * count * common[layer][call_index])
-        return sum(parts) if parts else None
+                parts.append((common[layer][call_index], weight * count))
+        if not parts:
+            return None
+        total = parts[0][0] * parts[0][1]  # accumulated in place: no further batch-sized temporaries
+        for d, scale in parts[1:]:
+            if isinstance(scale, Tensor):
+                total.addcmul_(d, scale)
+            else:
+                total.add_(d, alpha=scale)
+        return total
 
     def _aggregate(self, terms: Sequence[Term], weight_sets: Sequence[Sequence[float]], include_public: bool
                    ) -> list[dict[nn.Parameter, Tensor]]:

@@ -73,6 +73,11 @@ def trainable_params(module: nn.Module) -> list[nn.Parameter]:
     return [p for p in module.parameters(recurse=False) if p.requires_grad]
 
 
+def _gram_cheaper(p: int, o: int, rows: int) -> bool:
+    """The cost model of the module docstring: Gram form for a unit of `rows` rows, else instantiation."""
+    return rows * rows * (p + o) < GRAM_ADVANTAGE * p * o
+
+
 def _sq_norm(t: Tensor) -> Tensor:
     """Squared l2 norm of each row t[u] over all remaining dimensions, shape [U]."""
     return torch.linalg.vector_norm(t.flatten(1), dim=1).square()
@@ -96,6 +101,7 @@ class RowsForm:
     weight: nn.Parameter | None
     bias: nn.Parameter | None
     transposed: bool  # weight stored as [P, O, ...] (ConvTranspose2d) instead of [O, P, ...]
+    kernel_unit_sq_norms: Callable[[Units], Tensor] | None = None  # weight ‖g_u‖² by the layer's own kernel
 
     def _instantiate(self, acts: Tensor, outs: Tensor) -> Tensor:
         """Σ_r d_r a_rᵀ per unit from [U, P, R] and [U, O, R], as [U, *weight.shape] (no transposed copy)."""
@@ -110,9 +116,16 @@ class RowsForm:
         p, o, rows = acts.shape[1], outs.shape[1], acts.shape[2]
         if rows == 1:
             return _sq_norm(acts) * _sq_norm(outs)
-        if rows * rows * (p + o) < GRAM_ADVANTAGE * p * o:
+        if _gram_cheaper(p, o, rows):
             return (torch.bmm(acts.transpose(1, 2), acts) * torch.bmm(outs.transpose(1, 2), outs)).sum((1, 2))
         return _sq_norm(self._instantiate(acts, outs))
+
+    def _by_kernel(self, units: Units) -> bool:
+        """Whether units of several examples, to be instantiated, are summed by the layer's own kernel."""
+        if self.kernel_unit_sq_norms is None or units.is_per_example or units.count == 0:
+            return False
+        p, o, rows = self.per_example_size
+        return not _gram_cheaper(p, o, rows * -(-self.num_examples // units.count))
 
     def _chunk(self, rows_per_unit: int) -> int:
         """Units per chunk so that a chunk's rows and products stay cache-sized."""
@@ -141,6 +154,8 @@ class RowsForm:
         """‖g_u‖² over the layer's trainable parameters for every unit u, shape [U]."""
         if self.weight is None:
             sq_norms = self.bias_grads.new_zeros(units.count)
+        elif self._by_kernel(units):
+            sq_norms = self.kernel_unit_sq_norms(units)
         else:
             sq_norms = torch.cat([self._weight_sq_norms(acts, outs) for acts, outs in self._unit_rows(units)])
         if self.bias is not None:
@@ -207,6 +222,32 @@ def _unfold(t: Tensor, module: nn.Conv2d | nn.ConvTranspose2d) -> Tensor:
     return patches.reshape(t.shape[0], -1, patches.shape[2] * patches.shape[3])
 
 
+def _conv_unit_sq_norms(module: nn.Conv2d | nn.ConvTranspose2d, x: Tensor, grad: Tensor, k: int, units: Units
+                        ) -> Tensor:
+    """‖weight gradient‖² of every unit, [U]: one call of the convolution's own weight-gradient kernel per
+    unit on the unit's rows (gathered a unit at a time, so no batch-sized temporary is allocated). A
+    transposed convolution's weight gradient is that of the plain convolution mapping its output
+    gradient to its input, so both take the same kernel."""
+    x, grad = x.detach(), grad.detach()
+    if isinstance(module, nn.ConvTranspose2d):
+        x, grad = grad, x
+    weight = module.weight.detach()
+    padding = (0, 0) if module.padding == "valid" else module.padding
+    order = torch.argsort(units.index, stable=True)
+    rows = (order[:, None] * k + torch.arange(k, device=order.device)).flatten()
+    sizes = (torch.bincount(units.index, minlength=units.count) * k).tolist()
+    sq_norms = []
+    for unit_rows in rows.split(sizes):
+        if len(unit_rows) == 0:
+            sq_norms.append(weight.new_zeros(()))
+            continue
+        unit_grad = torch.ops.aten.convolution_backward(
+            grad.index_select(0, unit_rows), x.index_select(0, unit_rows), weight, None, module.stride, padding,
+            module.dilation, False, (0, 0), module.groups, (False, True, False))[1]
+        sq_norms.append(torch.linalg.vector_norm(unit_grad).square())
+    return torch.stack(sq_norms)
+
+
 def _rows_form(module: nn.Module, x: Tensor, grad: Tensor, num_examples: int) -> RowsForm:
     name = type(module).__name__
     k = _rows_per_example(x, num_examples, name)
@@ -239,7 +280,12 @@ def _rows_form(module: nn.Module, x: Tensor, grad: Tensor, num_examples: int) ->
         per_row = grad.reshape(grad.shape[0], -1, grad.shape[-1]).sum(1) if isinstance(module, nn.Linear) \
             else grad.flatten(2).sum(2)
         bias_grads = per_row.reshape(num_examples, k, -1).sum(1)
-    return RowsForm(rows, num_examples, size, bias_grads, weight, bias, isinstance(module, nn.ConvTranspose2d))
+    kernel_unit_sq_norms = None
+    if weight is not None and not isinstance(module, nn.Linear) and module.padding != "same":
+        def kernel_unit_sq_norms(units: Units) -> Tensor:
+            return _conv_unit_sq_norms(module, x, grad, k, units)
+    return RowsForm(rows, num_examples, size, bias_grads, weight, bias, isinstance(module, nn.ConvTranspose2d),
+                    kernel_unit_sq_norms)
 
 
 def _instantiated(module: nn.Module, inputs: tuple[Tensor, ...], grad: Tensor, num_examples: int) -> Grads:
