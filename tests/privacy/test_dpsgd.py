@@ -20,7 +20,7 @@ from dpvae.models.mlp_vae import MLPVAE
 from dpvae.privacy.dpsgd import (
     DPSGD, BatchAggregation, MicroAggregation, OpacusDPSGD, TermwiseDPSGD, Units, conv_transpose2d_grad_sample,
     measured_sensitivity, poisson_sample, random_groups)
-from dpvae.privacy.dpsgd import layers
+from dpvae.privacy.dpsgd import engine as engine_module, layers
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMON = dict(noise_multiplier=1.0, sample_rate=0.01)
@@ -148,7 +148,9 @@ class MixedNet(nn.Module):
         return (self.shared(torch.tanh(self.shared(h))) ** 2).sum((1, 2))
 
 
-def test_per_example_clipped_sum_for_other_layer_types() -> None:
+@pytest.mark.parametrize("keep_floats", [0, engine_module.KEEP_FLOATS])  # weight-gradient pass / kept grads
+def test_per_example_clipped_sum_for_other_layer_types(monkeypatch: pytest.MonkeyPatch, keep_floats: int) -> None:
+    monkeypatch.setattr(engine_module, "KEEP_FLOATS", keep_floats)
     torch.manual_seed(12)
     model = MixedNet().double()
     tokens = torch.randint(0, 7, (6, 5))
@@ -227,7 +229,9 @@ def test_termwise_conv_with_mmd_matches_brute_force() -> None:
     torch.testing.assert_close(got["batch"], clipped_sum(batch_grads, c2), rtol=1e-9, atol=1e-12)
 
 
-def test_micro_aggregation_matches_brute_force() -> None:
+@pytest.mark.parametrize("keep_floats", [0, engine_module.KEEP_FLOATS])
+def test_micro_aggregation_matches_brute_force(monkeypatch: pytest.MonkeyPatch, keep_floats: int) -> None:
+    monkeypatch.setattr(engine_module, "KEEP_FLOATS", keep_floats)
     model, x, noise = conv_case(batch=6, samples=1)
     prior = torch.randn(6, 4, dtype=torch.double)
     whole = torch.zeros(6, dtype=torch.long)
@@ -269,6 +273,80 @@ def test_conv_transpose2d_grad_sampler_matches_torch_func(stride: int, padding: 
     assert set(got) == set(layer.parameters())
     for name, p in layer.named_parameters():
         torch.testing.assert_close(got[p], expected[name], rtol=1e-10, atol=1e-12)
+
+
+CONV_LAYERS = {  # name: (layer, input size); the phase-Gram rule applies where kernel % stride == 0
+    "k4s2p1": (lambda: nn.Conv2d(3, 5, 4, 2, 1), 8),
+    "k4x2s2x1": (lambda: nn.Conv2d(3, 5, (4, 2), (2, 1), (1, 0)), 8),
+    "k3s1p1": (lambda: nn.Conv2d(3, 5, 3, 1, 1, bias=False), 6),
+    "k3s2-no-phase": (lambda: nn.Conv2d(3, 5, 3, 2, 1), 7),
+    "dilated-no-phase": (lambda: nn.Conv2d(3, 5, 3, 1, 2, dilation=2), 7),
+    "whole-input": (lambda: nn.Conv2d(3, 5, 4), 4),
+    "transposed-k4s2p1": (lambda: nn.ConvTranspose2d(3, 5, 4, 2, 1), 4),
+    "transposed-output-padding": (lambda: nn.ConvTranspose2d(3, 5, 4, 2, 1, output_padding=1), 4),
+    "transposed-k3s1": (lambda: nn.ConvTranspose2d(3, 5, 3, 1, 0, bias=False), 4),
+}
+
+
+@pytest.mark.parametrize("name", list(CONV_LAYERS))
+@pytest.mark.parametrize("gram_advantage", [0.0, 1e9])  # instantiation / per-unit kernel, then Gram / phase Gram
+def test_conv_unit_norms_match_brute_force(monkeypatch: pytest.MonkeyPatch, name: str, gram_advantage: float) -> None:
+    """Every per-unit norm path of a convolution (unfolded Gram, phase Gram, instantiation, the layer's own
+    kernel per unit) and the unit gradients instantiated on the way, against autograd unit by unit: two
+    rows per example, per-example units and sub-groups of unequal size with an empty one."""
+    monkeypatch.setattr(layers, "GRAM_ADVANTAGE", gram_advantage)
+    monkeypatch.setattr(layers, "CHUNK_FLOATS", 4096)  # several chunks
+    torch.manual_seed(13)
+    make, size = CONV_LAYERS[name]
+    layer = make().double()
+    x = torch.randn(2 * 7, 3, size, size, dtype=torch.double)
+    grad_output = torch.randn_like(layer(x))
+    view = layers.per_example_view(layer, [((x,), grad_output)], 7)
+    assert (view.phase_sq_norms is not None) == (name in ("k4s2p1", "k4x2s2x1", "k3s1p1", "transposed-k4s2p1",
+                                                          "transposed-output-padding", "transposed-k3s1"))
+    for units in (Units.per_example(7), Units(torch.tensor([2, 0, 2, 0, 0, 3, 2]), 4)):
+        expected = []
+        for unit in range(units.count):
+            rows = torch.nonzero(units.index.repeat_interleave(2) == unit).squeeze(1)
+            loss = (layer(x[rows]) * grad_output[rows]).sum()
+            expected.append(torch.autograd.grad(loss, list(layer.parameters())))
+        sq_norms, unit_grads = view.unit_norms_and_grads(units, keep_floats=10 ** 6)
+        torch.testing.assert_close(sq_norms, torch.stack([sum(g.square().sum() for g in e) for e in expected]),
+                                   rtol=1e-10, atol=1e-12)
+        assert (unit_grads is not None) == (gram_advantage == 0)  # instantiated, not Gram
+        for i, p in enumerate(layer.parameters() if unit_grads is not None else []):
+            torch.testing.assert_close(unit_grads[p], torch.stack([e[i] for e in expected]), rtol=1e-10, atol=1e-12)
+
+
+def test_group_norm_grads_match_opacus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chunked per-example GroupNorm rule equals opacus' grad sampler."""
+    from opacus.grad_sample import GradSampleModule
+
+    monkeypatch.setattr(layers, "CHUNK_FLOATS", 100)  # several chunks
+    torch.manual_seed(14)
+    layer = nn.GroupNorm(2, 6).double()
+    layer.weight.data.normal_()
+    x, grad_output = torch.randn(9, 6, 3, 4, dtype=torch.double), torch.randn(9, 6, 3, 4, dtype=torch.double)
+    ours = layers.GRAD_SAMPLERS[nn.GroupNorm](layer, [x], grad_output)
+    theirs = GradSampleModule.GRAD_SAMPLERS[nn.GroupNorm](layer, [x], grad_output)
+    assert set(ours) == set(theirs) == {layer.weight, layer.bias}
+    for p in ours:
+        torch.testing.assert_close(ours[p], theirs[p], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_dense_conv_grads_equal_autograd(transposed: bool) -> None:
+    """A convolution that is a dense layer in disguise gets its gradient by one matrix product; others get None."""
+    torch.manual_seed(15)
+    layer = (nn.ConvTranspose2d(6, 4, 3) if transposed else nn.Conv2d(6, 4, 3)).double()
+    x = torch.randn(5, 6, *((1, 1) if transposed else (3, 3)), dtype=torch.double)
+    grad_output = torch.randn_like(layer(x))
+    got = layers.dense_conv_grads(layer, x, grad_output)
+    expected = torch.autograd.grad(layer(x), [layer.weight, layer.bias], grad_output)
+    for p, g in zip([layer.weight, layer.bias], expected):
+        torch.testing.assert_close(got[p], g, rtol=1e-12, atol=1e-12)
+    larger = torch.randn(5, 6, 4, 4, dtype=torch.double)
+    assert layers.dense_conv_grads(layer, larger, layer(larger)) is None
 
 
 # -- sensitivity ------------------------------------------------------------------------------

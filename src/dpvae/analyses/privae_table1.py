@@ -8,6 +8,7 @@ largest change of the pre-noise aggregate: the paper's bounds are claims a plant
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 
@@ -58,33 +59,36 @@ def privae_table1_rows(setting: Table1Setting, images: np.ndarray, seed: int = 0
     kappa = privae_kappa(setting.delta, setting.clip_batch, "paper")
     big_b, b = setting.batch_size, setting.groups
     common = {"sample_rate": setting.sample_rate, "noise_multiplier": sigma}
-    model = ConvVAE(norm="group").double()
+    base = ConvVAE(norm="group").double()
+    models = {method: copy.deepcopy(base) for method in FORMULAS}   # one copy per engine: hooks stay separate
     engines = {
-        "micro agg.": MicroAggregation(model, max_grad_norm=setting.clip, expected_batch_size=big_b, **common),
-        "batch agg.": BatchAggregation(model, max_grad_norm=setting.clip, **common),
-        "term-wise": TermwiseDPSGD(model, sample_clip=setting.clip_sample, batch_clip=setting.clip_batch,
+        "micro agg.": MicroAggregation(models["micro agg."], max_grad_norm=setting.clip, expected_batch_size=big_b,
+                                       **common),
+        "batch agg.": BatchAggregation(models["batch agg."], max_grad_norm=setting.clip, **common),
+        "term-wise": TermwiseDPSGD(models["term-wise"], sample_clip=setting.clip_sample, batch_clip=setting.clip_batch,
                                    expected_batch_size=big_b, num_groups=b,
                                    **{**common, "noise_multiplier": kappa * sigma}),
     }
     x = torch.as_tensor(images[:big_b], dtype=torch.float64)
     spare = torch.as_tensor(images[big_b:big_b + setting.probes], dtype=torch.float64)
-    noise = torch.randn(big_b, 1, model.mu_head.out_channels, generator=generator, dtype=torch.float64)
-    prior = sample_sparse_prior((big_b, model.mu_head.out_channels), 0.8, generator=generator).double()
+    latent = base.mu_head.out_channels
+    noise = torch.randn(big_b, 1, latent, generator=generator, dtype=torch.float64)
+    prior = sample_sparse_prior((big_b, latent), 0.8, generator=generator).double()
     labels = torch.randint(b, (big_b,), generator=generator)
 
-    def terms(x, noise, prior, labels, num_groups):
-        return model.loss_terms(x, noise, prior, labels, num_groups, beta=1.0, alpha=100.0)
+    def terms(method, x, noise, prior, labels, num_groups):
+        return models[method].loss_terms(x, noise, prior, labels, num_groups, beta=1.0, alpha=100.0)
 
     def micro(x, noise, prior, labels):      # unit i: φ(x_i) + ψ(whole batch)
-        phi, psi = terms(x, noise, prior, torch.zeros_like(labels), 1)
+        phi, psi = terms("micro agg.", x, noise, prior, torch.zeros_like(labels), 1)
         return engines["micro agg."].pre_noise(phi, psi[0])
 
     def whole_batch(x, noise, prior, labels):  # one unit: mean φ + ψ(whole batch)
-        phi, psi = terms(x, noise, prior, torch.zeros_like(labels), 1)
+        phi, psi = terms("batch agg.", x, noise, prior, torch.zeros_like(labels), 1)
         return engines["batch agg."].pre_noise(phi.mean() + psi[0])
 
     def termwise(x, noise, prior, labels):    # φ per example, ψ per sub-group
-        return engines["term-wise"].pre_noise(*terms(x, noise, prior, labels, b), labels)
+        return engines["term-wise"].pre_noise(*terms("term-wise", x, noise, prior, labels, b), labels)
 
     pre_noise = {"micro agg.": micro, "batch agg.": whole_batch, "term-wise": termwise}
     analytic = {"micro agg.": big_b * setting.clip, "batch agg.": setting.clip,

@@ -6,11 +6,13 @@ How a step works (ghost / mixed ghost clipping, Bu et al. 2022-23):
 2. for each term t (a vector of unit losses), Δ^t_l = ∂(Σ_u loss_u)/∂z_l for all layers at once with
    `torch.autograd.grad` -- no weight gradients are formed;
 3. per-unit gradient norms layer by layer from (a_l, Δ^t_l) (`layers.py`: ghost/Gram or instantiation;
-   micro aggregation adds 2⟨g_u, ∇ψ⟩ + ‖∇ψ‖² with ⟨g_u, ∇ψ⟩ from a forward pass of the layer along ∇ψ;
-   a whole-batch unit's gradient is simply the layer's gradient, reused for the release);
+   micro aggregation adds 2⟨g_u, ∇ψ⟩ + ‖∇ψ‖² with ⟨g_u, ∇ψ⟩ from a forward pass of the layer along ∇ψ,
+   on the layers ψ reaches; a whole-batch unit's gradient is simply the layer's gradient, and small
+   per-unit gradients instantiated for the norms are kept too, `KEEP_FLOATS`);
 4. clip factors c^t_u = min(1, C_t/‖g^t_u‖);
 5. one local backward per layer through its own op only, with the combined output gradient
-   Σ_t w_t c^t_{u(r)} Δ^t_r, gives Σ_t w_t Σ_u c^t_u g^t_u -- the weight gradient is formed once;
+   Σ_t w_t c^t_{u(r)} Δ^t_r, gives Σ_t w_t Σ_u c^t_u g^t_u -- the weight gradient is formed once (for a
+   layer whose unit gradients every term kept, Σ_u c^t_u g^t_u directly, without that pass);
 6. Gaussian noise with the mechanism's std is added and written to `.grad`; any optimizer steps.
 
 A unit's loss may depend only on the examples of that unit (no BatchNorm in training mode; checked).
@@ -26,13 +28,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Required, TypedDict, Unpack
 
 import torch
 from torch import Tensor, nn
 from torch.nn.modules.batchnorm import _BatchNorm
 
 from dpvae.privacy.dpsgd.hooks import Call, CallRecorder, reject_batch_mixing
-from dpvae.privacy.dpsgd.layers import check_supported, per_example_dots, per_example_view, trainable_params
+from dpvae.privacy.dpsgd.layers import (
+    Grads, check_supported, dense_conv_grads, per_example_dots, per_example_view, trainable_params)
 from dpvae.privacy.dpsgd.units import Units
 from dpvae.privacy.budget import StepBudget
 from dpvae.privacy.ledger import Mechanism
@@ -56,6 +60,15 @@ class Term:
 
 
 @dataclass(frozen=True)
+class Kept:
+    """A layer's per-unit gradients `{param: [U, *param.shape]}` of one term, kept from its norm computation,
+    and the term's shared gradient G (every unit's gradient is g_u + G; `{}` where there is none)."""
+
+    unit_grads: Grads
+    common: Grads
+
+
+@dataclass(frozen=True)
 class NoiseProfile:
     """Sensitivity of the pre-noise sum and noise on the final gradient (PriVAE Table 1, PAPERS.md §1.3).
 
@@ -71,6 +84,9 @@ class NoiseProfile:
     table_noise_scale: float
 
 
+KEEP_FLOATS = 1 << 18  # instantiated per-unit gradients up to this size are kept for the release
+
+
 def _positive(name: str, value: float, allow_zero: bool = False) -> float:
     if not (value >= 0 if allow_zero else value > 0) or not math.isfinite(value):
         raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'} and finite, got {value}")
@@ -84,12 +100,28 @@ def _per_example_losses(name: str, losses: Tensor) -> Tensor:
     return losses
 
 
+class EngineOptions(TypedDict, total=False):
+    """Constructor keywords common to all engines (see `_Engine`); the first two are required."""
+
+    noise_multiplier: Required[float]
+    sample_rate: Required[float]
+    private_params: Iterable[nn.Parameter] | None
+    public_max_grad_norm: float | None
+    generator: torch.Generator | None
+    budget: StepBudget | None
+
+
 class _Engine:
-    """Hooks, validation and the clipped-sum machinery shared by all engines."""
+    """Hooks, validation and the clipped-sum machinery shared by all engines.
+
+    `noise_multiplier` σ, `sample_rate` q (Poisson), `private_params` (default: all trainable
+    parameters), `public_max_grad_norm` (None: public parameters unclipped), `generator` for the noise,
+    `budget` to refuse steps past a target epsilon.
+    """
 
     def __init__(self, model: nn.Module, *, noise_multiplier: float, sample_rate: float,
-                 private_params: Iterable[nn.Parameter] | None, public_max_grad_norm: float | None,
-                 generator: torch.Generator | None, budget: StepBudget | None) -> None:
+                 private_params: Iterable[nn.Parameter] | None = None, public_max_grad_norm: float | None = None,
+                 generator: torch.Generator | None = None, budget: StepBudget | None = None) -> None:
         self.budget = budget
         self.noise_multiplier = _positive("noise_multiplier", noise_multiplier, allow_zero=True)
         if not 0 < sample_rate <= 1:
@@ -150,6 +182,8 @@ class _Engine:
         if not pairs:
             return {p: torch.zeros_like(p) for p in params}
         if len(calls) == 1:
+            if (dense := dense_conv_grads(layer, calls[0].inputs[0], pairs[0][1])) is not None:
+                return dense
             outputs = [pairs[0][0].output]
         else:
             with self._recorder.paused(), torch.enable_grad():
@@ -158,34 +192,55 @@ class _Engine:
         return {p: torch.zeros_like(p) if g is None else g for p, g in zip(params, grads)}
 
     def _clip_factors(self, layers: list[nn.Module], calls: dict[nn.Module, list[Call]], term: Term,
-                      deltas: dict, shared: dict | None, clip: float) -> tuple[Tensor, dict | None]:
-        """min(1, clip/‖g_u‖) per unit, norms taken over the given layers' parameters.
-
-        A whole-batch unit's gradient is the layer's plain gradient: it is computed by the layer's own
-        backward and returned per layer for reuse (None for other units).
+                      deltas: dict, shared: dict | None, clip: float) -> tuple[Tensor, dict[nn.Module, Kept]]:
+        """min(1, clip/‖g_u‖) per unit, norms taken over the given layers' parameters, and the layers whose
+        per-unit gradients g_u came out of the norm computation anyway: kept for the release, with the shared
+        gradient G (unit u's gradient is g_u + G). A whole-batch unit's gradient is the layer's plain
+        gradient; small instantiated ones (`KEEP_FLOATS`) are kept too.
         """
         sq_norms = term.losses.new_zeros(term.units.count).detach()
-        whole_batch = {} if term.units.count == 1 else None
+        kept: dict[nn.Module, Kept] = {}
         for layer in layers:
             layer_calls = calls.get(layer, [])
             shared_deltas = [] if shared is None else shared.get(layer, [])
             reached = any(d is not None for d in shared_deltas)  # else ∇ψ is zero on this layer
             common = self._local_grads(layer, layer_calls, shared_deltas) if reached else {}
-            if whole_batch is not None:
+            unit_grads: Grads | None = {}  # zero where the term does not reach the layer
+            if term.units.count == 1:
                 grads = self._local_grads(layer, layer_calls, deltas.get(layer, []))
-                whole_batch[layer] = {p: g + common[p] if common else g for p, g in grads.items()}
-                sq_norms += sum(g.square().sum() for g in whole_batch[layer].values())
+                unit_grads = {p: g[None] for p, g in grads.items()}
+                sq_norms += sum((g + common[p] if common else g).square().sum() for p, g in grads.items())
+                kept[layer] = Kept(unit_grads, common)
                 continue
             used = [(c.inputs, d) for c, d in zip(layer_calls, deltas.get(layer, [])) if d is not None]
             if used:
-                sq_norms += per_example_view(layer, used, term.units.num_examples).unit_norms(term.units)
+                view = per_example_view(layer, used, term.units.num_examples)
+                unit_sq_norms, unit_grads = view.unit_norms_and_grads(term.units, KEEP_FLOATS)
+                sq_norms += unit_sq_norms
                 if common:  # ‖g_u + G‖² = ‖g_u‖² + 2⟨g_u, G⟩ + ‖G‖²
                     with self._recorder.paused():
                         dots = per_example_dots(layer, used, term.units.num_examples, common)
                     sq_norms += 2 * term.units.sum_by_unit(dots)
             sq_norms += sum(g.square().sum() for g in common.values())
+            if unit_grads is not None:
+                kept[layer] = Kept(unit_grads, common)
         norms = sq_norms.clamp_min(0).sqrt()
-        return (clip / norms.clamp_min(torch.finfo(norms.dtype).tiny)).clamp(max=1.0), whole_batch
+        return (clip / norms.clamp_min(torch.finfo(norms.dtype).tiny)).clamp(max=1.0), kept
+
+    @staticmethod
+    def _from_kept(layer: nn.Module, weights: Sequence[float], factors: Sequence[Tensor], kept: Sequence[Kept]
+                   ) -> dict[nn.Parameter, Tensor]:
+        """Σ_t w_t Σ_u c^t_u (g^t_u + G^t) from kept per-unit gradients: no weight-gradient pass."""
+        result = {}
+        for p in trainable_params(layer):
+            total = torch.zeros_like(p)
+            for weight, factor, k in zip(weights, factors, kept):
+                if weight != 0 and p in k.unit_grads:
+                    total += weight * torch.tensordot(factor, k.unit_grads[p], dims=1)
+                if weight != 0 and p in k.common:
+                    total += (weight * factor.sum()) * k.common[p]
+            result[p] = total
+        return result
 
     @staticmethod
     def _combined(call_index: int, layer: nn.Module, terms: Sequence[Term], weights: Sequence[float],
@@ -236,11 +291,10 @@ class _Engine:
                        for t, d, s, clip in zip(terms, deltas, shared, clips)]
             factors = [None if c is None else c[0] for c in clipped]
             for layer in layers:
-                plain = [None if c is None or c[1] is None else c[1][layer] for c in clipped]
+                kept = [None if c is None else c[1].get(layer) for c in clipped]
                 for result, weights in zip(results, weight_sets):
-                    if plain and all(g is not None for g in plain):  # whole-batch units: reuse their gradients
-                        result.update({p: sum(w * c[0] * g[p] for w, c, g in zip(weights, factors, plain))
-                                       for p in trainable_params(layer)})
+                    if kept and all(k is not None for k in kept):  # every term's unit gradients are at hand
+                        result.update(self._from_kept(layer, weights, factors, kept))
                         continue
                     grad_outputs = [self._combined(i, layer, terms, weights, factors, deltas, shared)
                                     for i in range(len(calls.get(layer, [])))]
@@ -278,21 +332,21 @@ class _Engine:
         self._recorder.close()
 
 
-class DPSGD(_Engine):
+class _PerExampleEngine(_Engine):
+    """An engine clipping every example's gradient at `max_grad_norm`, averaged over `expected_batch_size`."""
+
+    def __init__(self, model: nn.Module, *, max_grad_norm: float, expected_batch_size: float,
+                 **options: Unpack[EngineOptions]) -> None:
+        super().__init__(model, **options)
+        self.max_grad_norm = _positive("max_grad_norm", max_grad_norm)
+        self.expected_batch_size = _positive("expected_batch_size", expected_batch_size)
+
+
+class DPSGD(_PerExampleEngine):
     """Standard DP-SGD: per-example clip C, noise N(0, σ²C²) on the sum, divided by the expected batch size.
 
     With `private_params`, only those parameters are private (partial-model DP).
     """
-
-    def __init__(self, model: nn.Module, *, max_grad_norm: float, noise_multiplier: float, sample_rate: float,
-                 expected_batch_size: float, private_params: Iterable[nn.Parameter] | None = None,
-                 public_max_grad_norm: float | None = None, generator: torch.Generator | None = None,
-                 budget: StepBudget | None = None) -> None:
-        super().__init__(model, noise_multiplier=noise_multiplier, sample_rate=sample_rate,
-                         private_params=private_params, public_max_grad_norm=public_max_grad_norm,
-                         generator=generator, budget=budget)
-        self.max_grad_norm = _positive("max_grad_norm", max_grad_norm)
-        self.expected_batch_size = _positive("expected_batch_size", expected_batch_size)
 
     def _terms(self, losses: Tensor) -> list[Term]:
         losses = _per_example_losses("losses", losses)
@@ -324,14 +378,9 @@ class TermwiseDPSGD(_Engine):
     (κσ, computed elsewhere). `batch_clip` = 0 ignores ψ (ordinary DP-SGD on φ).
     """
 
-    def __init__(self, model: nn.Module, *, sample_clip: float, batch_clip: float, noise_multiplier: float,
-                 sample_rate: float, expected_batch_size: float, num_groups: int,
-                 private_params: Iterable[nn.Parameter] | None = None,
-                 public_max_grad_norm: float | None = None, generator: torch.Generator | None = None,
-                 budget: StepBudget | None = None) -> None:
-        super().__init__(model, noise_multiplier=noise_multiplier, sample_rate=sample_rate,
-                         private_params=private_params, public_max_grad_norm=public_max_grad_norm,
-                         generator=generator, budget=budget)
+    def __init__(self, model: nn.Module, *, sample_clip: float, batch_clip: float, expected_batch_size: float,
+                 num_groups: int, **options: Unpack[EngineOptions]) -> None:
+        super().__init__(model, **options)
         self.sample_clip = _positive("sample_clip", sample_clip)
         self.batch_clip = _positive("batch_clip", batch_clip, allow_zero=True)
         self.expected_batch_size = _positive("expected_batch_size", expected_batch_size)
@@ -385,22 +434,12 @@ class TermwiseDPSGD(_Engine):
                             sigma * (per_sample + per_batch))
 
 
-class MicroAggregation(_Engine):
+class MicroAggregation(_PerExampleEngine):
     """PriVAE's "micro agg." baseline: unit i's loss is φ(x_i) + ψ(batch); clip C; noise N(0, (σBC)²); /B.
 
     ψ is shared by every unit, so one record moves all B clipped gradients (sensitivity B·C,
     PriVAE Proposition 3); B is the expected batch size.
     """
-
-    def __init__(self, model: nn.Module, *, max_grad_norm: float, noise_multiplier: float, sample_rate: float,
-                 expected_batch_size: float, private_params: Iterable[nn.Parameter] | None = None,
-                 public_max_grad_norm: float | None = None, generator: torch.Generator | None = None,
-                 budget: StepBudget | None = None) -> None:
-        super().__init__(model, noise_multiplier=noise_multiplier, sample_rate=sample_rate,
-                         private_params=private_params, public_max_grad_norm=public_max_grad_norm,
-                         generator=generator, budget=budget)
-        self.max_grad_norm = _positive("max_grad_norm", max_grad_norm)
-        self.expected_batch_size = _positive("expected_batch_size", expected_batch_size)
 
     def _terms(self, sample_losses: Tensor, batch_loss: Tensor) -> list[Term]:
         sample_losses = _per_example_losses("sample_losses", sample_losses)
@@ -432,13 +471,8 @@ class MicroAggregation(_Engine):
 class BatchAggregation(_Engine):
     """PriVAE's "batch agg." baseline: the whole-batch loss gradient clipped at C plus N(0, (σC)²), no division."""
 
-    def __init__(self, model: nn.Module, *, max_grad_norm: float, noise_multiplier: float, sample_rate: float,
-                 private_params: Iterable[nn.Parameter] | None = None,
-                 public_max_grad_norm: float | None = None, generator: torch.Generator | None = None,
-                 budget: StepBudget | None = None) -> None:
-        super().__init__(model, noise_multiplier=noise_multiplier, sample_rate=sample_rate,
-                         private_params=private_params, public_max_grad_norm=public_max_grad_norm,
-                         generator=generator, budget=budget)
+    def __init__(self, model: nn.Module, *, max_grad_norm: float, **options: Unpack[EngineOptions]) -> None:
+        super().__init__(model, **options)
         self.max_grad_norm = _positive("max_grad_norm", max_grad_norm)
 
     def _terms(self, batch_loss: Tensor) -> list[Term]:

@@ -3,7 +3,8 @@
 A layer call records its inputs and its output z; the engine supplies the output gradient Δ = ∂loss/∂z.
 The leading dimension of the layer's input is `k·B` for B examples, example-major (rows
 `i·k .. i·k+k-1` belong to example i, e.g. `z.repeat_interleave(L, 0)` for L Monte-Carlo samples).
-Only norms are computed here; the engine forms the clipped sum with one weight-gradient pass per layer.
+Norms are computed here; the engine forms the clipped sum with one weight-gradient pass per layer, or
+from the per-unit gradients when computing the norms instantiated them anyway (`unit_norms_and_grads`).
 
 Two representations of the per-example gradients:
 
@@ -17,17 +18,22 @@ Two representations of the per-example gradients:
   GEMM with inner dimension R, which on this CPU runs far below peak. Cost model: Gram iff
   R²(P+O) < GRAM_ADVANTAGE·P·O with GRAM_ADVANTAGE = 100 (measured: for the conv VAE's 8×8 layers,
   R = 64, both take the same time at a ratio of ~72). R = 1 is the ghost norm ‖a‖²‖d‖².
+  Convolutions refine both: the Gram of the unfolded patches of one example comes from the Gram of its
+  stride phases (`_phase_gram`: a kernel of m·stride reads each input pixel m² times, the phase Gram
+  once; ~2x faster for the conv VAE's 4×4 stride-2 layers), and units of several examples (term-wise
+  sub-groups) are instantiated by the convolution's own weight-gradient kernel, one call per unit
+  (`_conv_unit_grads`; 3-4x faster than the batched matrix products on gathered, padded rows).
   Rows are produced a chunk of units at a time (`CHUNK_FLOATS`, ~2 MB), so unfolded patches stay in
   cache and large temporaries (whose page faults dominated on this machine) are never allocated.
   Bias gradients are instantiated ([U, O]).
 * `Instantiated` (GroupNorm, LayerNorm, Embedding, grouped convolutions, anything else): per-example
-  gradients from opacus' per-layer grad samplers (`opacus.grad_sample` registry), or opacus' functorch
-  fallback for layers without one.
+  gradients from this module's rules (`GRAD_SAMPLERS`: GroupNorm, a chunk at a time), opacus'
+  per-layer grad samplers (`opacus.grad_sample` registry), or opacus' functorch fallback.
 
 `per_example_dots` gives ⟨g_i, G⟩ for a fixed direction G without per-example gradients (micro
-aggregation's ‖g_i + ∇ψ‖²).
+aggregation's ‖g_i + ∇ψ‖²); `dense_conv_grads` the weight gradient of a convolution that is a dense
+layer in disguise by one matrix product (the engine's weight-gradient pass).
 """
-
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
@@ -56,7 +62,7 @@ def _rows_supported(module: nn.Module) -> bool:
 
 def check_supported(module: nn.Module) -> None:
     """Raise ValueError if per-example gradients of `module` cannot be computed."""
-    if _rows_supported(module) or type(module) in GradSampleModule.GRAD_SAMPLERS:
+    if _rows_supported(module) or type(module) in GRAD_SAMPLERS.keys() | GradSampleModule.GRAD_SAMPLERS.keys():
         return
     if isinstance(module, nn.ConvTranspose2d):
         raise ValueError(f"{module}: ConvTranspose2d needs groups=1 and padding_mode='zeros'")
@@ -101,7 +107,8 @@ class RowsForm:
     weight: nn.Parameter | None
     bias: nn.Parameter | None
     transposed: bool  # weight stored as [P, O, ...] (ConvTranspose2d) instead of [O, P, ...]
-    kernel_unit_sq_norms: Callable[[Units], Tensor] | None = None  # weight ‖g_u‖² by the layer's own kernel
+    kernel_unit_grads: Callable[[Units, bool], tuple[Tensor, Tensor | None]] | None = None  # see _conv_unit_grads
+    phase_sq_norms: Callable[[], Tensor] | None = None  # per-example weight ‖g_i‖² by phase Grams
 
     def _instantiate(self, acts: Tensor, outs: Tensor) -> Tensor:
         """Σ_r d_r a_rᵀ per unit from [U, P, R] and [U, O, R], as [U, *weight.shape] (no transposed copy)."""
@@ -111,18 +118,20 @@ class RowsForm:
             matrices = torch.bmm(outs, acts.transpose(1, 2))
         return matrices.reshape(len(matrices), *self.weight.shape)
 
-    def _weight_sq_norms(self, acts: Tensor, outs: Tensor) -> Tensor:
-        """‖Σ_r d_r a_rᵀ‖² per unit by the cheaper of ghost/Gram and instantiation (module docstring)."""
+    def _weight_sq_norms(self, acts: Tensor, outs: Tensor) -> tuple[Tensor, Tensor | None]:
+        """‖Σ_r d_r a_rᵀ‖² per unit by the cheaper of ghost/Gram and instantiation (module docstring), and
+        the instantiated matrices where that was the cheaper."""
         p, o, rows = acts.shape[1], outs.shape[1], acts.shape[2]
         if rows == 1:
-            return _sq_norm(acts) * _sq_norm(outs)
+            return _sq_norm(acts) * _sq_norm(outs), None
         if _gram_cheaper(p, o, rows):
-            return (torch.bmm(acts.transpose(1, 2), acts) * torch.bmm(outs.transpose(1, 2), outs)).sum((1, 2))
-        return _sq_norm(self._instantiate(acts, outs))
+            return (torch.bmm(acts.transpose(1, 2), acts) * torch.bmm(outs.transpose(1, 2), outs)).sum((1, 2)), None
+        matrices = self._instantiate(acts, outs)
+        return _sq_norm(matrices), matrices
 
     def _by_kernel(self, units: Units) -> bool:
         """Whether units of several examples, to be instantiated, are summed by the layer's own kernel."""
-        if self.kernel_unit_sq_norms is None or units.is_per_example or units.count == 0:
+        if self.kernel_unit_grads is None or units.is_per_example or units.count == 0:
             return False
         p, o, rows = self.per_example_size
         return not _gram_cheaper(p, o, rows * -(-self.num_examples // units.count))
@@ -152,16 +161,33 @@ class RowsForm:
 
     def unit_norms(self, units: Units) -> Tensor:
         """‖g_u‖² over the layer's trainable parameters for every unit u, shape [U]."""
+        return self.unit_norms_and_grads(units, keep_floats=0)[0]
+
+    def unit_norms_and_grads(self, units: Units, keep_floats: int) -> tuple[Tensor, Grads | None]:
+        """‖g_u‖² for every unit u, and the per-unit gradients `{param: [U, *param.shape]}` where computing
+        the norms instantiated them and they hold at most `keep_floats` numbers (else None)."""
+        keep = self.weight is None or units.count * self.weight.numel() <= keep_floats
+        matrices = None
         if self.weight is None:
             sq_norms = self.bias_grads.new_zeros(units.count)
         elif self._by_kernel(units):
-            sq_norms = self.kernel_unit_sq_norms(units)
+            sq_norms, matrices = self.kernel_unit_grads(units, keep)
+        elif units.is_per_example and self.phase_sq_norms is not None and _gram_cheaper(*self.per_example_size):
+            sq_norms = self.phase_sq_norms()
         else:
-            sq_norms = torch.cat([self._weight_sq_norms(acts, outs) for acts, outs in self._unit_rows(units)])
+            parts = [self._weight_sq_norms(acts, outs) for acts, outs in self._unit_rows(units)]
+            sq_norms = torch.cat([norms for norms, _ in parts])
+            if keep and all(m is not None for _, m in parts):
+                matrices = torch.cat([m for _, m in parts])
+        grads: Grads | None = None if self.weight is not None and matrices is None else {}
+        if grads is not None and self.weight is not None:
+            grads[self.weight] = matrices
         if self.bias is not None:
-            sq_norms = sq_norms + _sq_norm(self.bias_grads if units.is_per_example
-                                           else units.sum_by_unit(self.bias_grads))
-        return sq_norms
+            bias_grads = self.bias_grads if units.is_per_example else units.sum_by_unit(self.bias_grads)
+            sq_norms = sq_norms + _sq_norm(bias_grads)
+            if grads is not None:
+                grads[self.bias] = bias_grads
+        return sq_norms, grads
 
     def per_example(self) -> Grads:
         """Instantiated per-example gradients `{param: [B, *param.shape]}`."""
@@ -181,8 +207,13 @@ class Instantiated:
 
     def unit_norms(self, units: Units) -> Tensor:
         """‖g_u‖² over the layer's trainable parameters for every unit u, shape [U]."""
-        per_unit = self.grads.values() if units.is_per_example else map(units.sum_by_unit, self.grads.values())
-        return sum(_sq_norm(g) for g in per_unit)
+        return self.unit_norms_and_grads(units, keep_floats=0)[0]
+
+    def unit_norms_and_grads(self, units: Units, keep_floats: int) -> tuple[Tensor, Grads | None]:
+        """‖g_u‖² for every unit u, and the per-unit gradients where they hold at most `keep_floats` numbers."""
+        per_unit = self.grads if units.is_per_example else {p: units.sum_by_unit(g) for p, g in self.grads.items()}
+        sq_norms = sum(_sq_norm(g) for g in per_unit.values())
+        return sq_norms, per_unit if sum(g.numel() for g in per_unit.values()) <= keep_floats else None
 
 
 def _rows_per_example(t: Tensor, num_examples: int, what: str) -> int:
@@ -222,12 +253,12 @@ def _unfold(t: Tensor, module: nn.Conv2d | nn.ConvTranspose2d) -> Tensor:
     return patches.reshape(t.shape[0], -1, patches.shape[2] * patches.shape[3])
 
 
-def _conv_unit_sq_norms(module: nn.Conv2d | nn.ConvTranspose2d, x: Tensor, grad: Tensor, k: int, units: Units
-                        ) -> Tensor:
-    """‖weight gradient‖² of every unit, [U]: one call of the convolution's own weight-gradient kernel per
-    unit on the unit's rows (gathered a unit at a time, so no batch-sized temporary is allocated). A
-    transposed convolution's weight gradient is that of the plain convolution mapping its output
-    gradient to its input, so both take the same kernel."""
+def _conv_unit_grads(module: nn.Conv2d | nn.ConvTranspose2d, x: Tensor, grad: Tensor, k: int, units: Units,
+                     keep: bool) -> tuple[Tensor, Tensor | None]:
+    """‖weight gradient‖² of every unit [U], and the gradients [U, *weight.shape] if `keep`: one call of the
+    convolution's own weight-gradient kernel per unit on the unit's rows (gathered a unit at a time, so no
+    batch-sized temporary is allocated). A transposed convolution's weight gradient is that of the plain
+    convolution mapping its output gradient to its input, so both take the same kernel."""
     x, grad = x.detach(), grad.detach()
     if isinstance(module, nn.ConvTranspose2d):
         x, grad = grad, x
@@ -236,16 +267,80 @@ def _conv_unit_sq_norms(module: nn.Conv2d | nn.ConvTranspose2d, x: Tensor, grad:
     order = torch.argsort(units.index, stable=True)
     rows = (order[:, None] * k + torch.arange(k, device=order.device)).flatten()
     sizes = (torch.bincount(units.index, minlength=units.count) * k).tolist()
-    sq_norms = []
-    for unit_rows in rows.split(sizes):
+
+    def unit_grad(unit_rows: Tensor) -> Tensor:
         if len(unit_rows) == 0:
-            sq_norms.append(weight.new_zeros(()))
-            continue
-        unit_grad = torch.ops.aten.convolution_backward(
+            return torch.zeros_like(weight)
+        return torch.ops.aten.convolution_backward(
             grad.index_select(0, unit_rows), x.index_select(0, unit_rows), weight, None, module.stride, padding,
             module.dilation, False, (0, 0), module.groups, (False, True, False))[1]
-        sq_norms.append(torch.linalg.vector_norm(unit_grad).square())
-    return torch.stack(sq_norms)
+    if keep:
+        unit_grads = torch.stack([unit_grad(r) for r in rows.split(sizes)])
+        return _sq_norm(unit_grads), unit_grads
+    return torch.stack([torch.linalg.vector_norm(unit_grad(r)).square() for r in rows.split(sizes)]), None
+
+
+def _phase_gram(t: Tensor, module: nn.Conv2d | nn.ConvTranspose2d, positions: tuple[int, int], k: int) -> Tensor:
+    """Gram matrices [n, R, R] of the patches `_unfold(t, module)` per example (t is [n·k, C, H, W], k rows
+    per example, R = k·positions), computed without unfolding.
+
+    With kernel = m·stride in each dimension, tap s·a + p of output position o reads phase p of the padded
+    input at o + a, so the patch Gram is G(o, o') = Σ_{a,b} M(o + (a, b), o' + (a, b)) with M the Gram of
+    the phase maps' (o + m − 1)² positions over (phase, channel): every input pixel enters M once instead
+    of m² times, ~m² fewer multiply-adds than the Gram of the unfolded patches.
+    """
+    (kh, kw), (sh, sw), (ph, pw) = module.kernel_size, module.stride, module.padding
+    (ho, wo), (mh, mw) = positions, (kh // sh, kw // sw)
+    hp, wp = ho + mh - 1, wo + mw - 1
+    rows, channels, h, w = t.shape
+    padded = F.pad(t, (pw, sw * wp - w - pw, ph, sh * hp - h - ph))  # negative: crop what no patch reads
+    phases = padded.reshape(rows // k, k, channels, hp, sh, wp, sw).permute(0, 4, 6, 2, 1, 3, 5)
+    phases = phases.reshape(rows // k, sh * sw * channels, k * hp * wp)
+    gram = torch.bmm(phases.transpose(1, 2), phases).reshape(-1, k, hp, wp, k, hp, wp)
+    rows_shifted = sum(gram[:, :, a:a + ho, :, :, a:a + ho] for a in range(1, mh)) + gram[:, :, :ho, :, :, :ho]
+    total = sum(rows_shifted[..., b:b + wo, :, :, b:b + wo] for b in range(1, mw)) + rows_shifted[..., :wo, :, :, :wo]
+    return total.reshape(len(gram), k * ho * wo, k * ho * wo)
+
+
+def _phase_gram_applies(module: nn.Conv2d | nn.ConvTranspose2d, t: Tensor, positions: tuple[int, int]) -> bool:
+    """Whether `_phase_gram` computes the patch Grams of `t` for `positions`, with fewer multiply-adds."""
+    if tuple(module.dilation) != (1, 1) or isinstance(module.padding, str):
+        return False
+    (kh, kw), (sh, sw), (ph, pw) = module.kernel_size, module.stride, module.padding
+    if kh % sh or kw % sw or (kh // sh, kw // sw) == (1, 1):
+        return False
+    unfolded = ((t.shape[2] + 2 * ph - kh) // sh + 1, (t.shape[3] + 2 * pw - kw) // sw + 1)
+    phase_positions = (positions[0] + kh // sh - 1) * (positions[1] + kw // sw - 1)
+    patch_positions = positions[0] * positions[1]
+    return unfolded == tuple(positions) and phase_positions ** 2 * sh * sw < patch_positions ** 2 * kh * kw
+
+
+def _phase_sq_norms(module: nn.Conv2d | nn.ConvTranspose2d, x: Tensor, grad: Tensor, k: int, num_examples: int
+                    ) -> Callable[[], Tensor] | None:
+    """Per-example ‖weight gradient‖² = ⟨patch Gram, Gram of the other side's rows⟩ with the patch Gram
+    from `_phase_gram`, a chunk of examples at a time; None where `_phase_gram` does not apply."""
+    transposed = isinstance(module, nn.ConvTranspose2d)
+    unfolded, other = (grad, x) if transposed else (x, grad)
+    positions = tuple(other.shape[2:])
+    if not _phase_gram_applies(module, unfolded, positions):
+        return None
+    (kh, kw), (sh, sw) = module.kernel_size, module.stride
+    phase_positions = k * (positions[0] + kh // sh - 1) * (positions[1] + kw // sw - 1)
+    rows = k * positions[0] * positions[1]
+    per_example = (sh * sw * unfolded.shape[1] * phase_positions + 2 * phase_positions ** 2 + 3 * rows ** 2
+                   + other.shape[1] * rows)
+    step = max(1, CHUNK_FLOATS // per_example)
+
+    def sq_norms() -> Tensor:
+        parts = []
+        for i in range(0, num_examples, step):
+            examples = slice(i, i + step)
+            patch_gram = _phase_gram(_select(unfolded.detach(), examples, k), module, positions, k)
+            other_rows = _examples_first(_select(other.detach(), examples, k).flatten(2), k)
+            other_gram = torch.bmm(other_rows.transpose(1, 2), other_rows)
+            parts.append(torch.linalg.vecdot(patch_gram.flatten(1), other_gram.flatten(1)))
+        return torch.cat(parts)
+    return sq_norms
 
 
 def _rows_form(module: nn.Module, x: Tensor, grad: Tensor, num_examples: int) -> RowsForm:
@@ -280,12 +375,32 @@ def _rows_form(module: nn.Module, x: Tensor, grad: Tensor, num_examples: int) ->
         per_row = grad.reshape(grad.shape[0], -1, grad.shape[-1]).sum(1) if isinstance(module, nn.Linear) \
             else grad.flatten(2).sum(2)
         bias_grads = per_row.reshape(num_examples, k, -1).sum(1)
-    kernel_unit_sq_norms = None
+    kernel_unit_grads, phase_sq_norms = None, None
     if weight is not None and not isinstance(module, nn.Linear) and module.padding != "same":
-        def kernel_unit_sq_norms(units: Units) -> Tensor:
-            return _conv_unit_sq_norms(module, x, grad, k, units)
+        def kernel_unit_grads(units: Units, keep: bool) -> tuple[Tensor, Tensor | None]:
+            return _conv_unit_grads(module, x, grad, k, units, keep)
+        phase_sq_norms = _phase_sq_norms(module, x, grad, k, num_examples)
     return RowsForm(rows, num_examples, size, bias_grads, weight, bias, isinstance(module, nn.ConvTranspose2d),
-                    kernel_unit_sq_norms)
+                    kernel_unit_grads, phase_sq_norms)
+
+
+def _group_norm_grads(module: nn.GroupNorm, inputs: list[Tensor], grad: Tensor) -> Grads:
+    """Per-row GroupNorm gradients, as opacus' grad sampler computes them (normalised input times the output
+    gradient, summed per channel) but a cache-sized chunk of rows at a time: no batch-sized temporaries."""
+    x, grad = inputs[0].detach(), grad.flatten(2)
+    out: Grads = {}
+    if module.weight is not None and module.weight.requires_grad:
+        step = max(1, CHUNK_FLOATS // x[0].numel())
+        out[module.weight] = torch.cat([
+            torch.linalg.vecdot(F.group_norm(x[i:i + step], module.num_groups, eps=module.eps).flatten(2),
+                                grad[i:i + step]) for i in range(0, len(x), step)])
+    if module.bias is not None and module.bias.requires_grad:
+        out[module.bias] = grad.sum(2)
+    return out
+
+
+GRAD_SAMPLERS: dict[type[nn.Module], Callable[[nn.Module, list[Tensor], Tensor], Grads]] = {
+    nn.GroupNorm: _group_norm_grads}  # own rules, before opacus' registry
 
 
 def _instantiated(module: nn.Module, inputs: tuple[Tensor, ...], grad: Tensor, num_examples: int) -> Grads:
@@ -293,7 +408,7 @@ def _instantiated(module: nn.Module, inputs: tuple[Tensor, ...], grad: Tensor, n
         raise ValueError(f"{type(module).__name__}: leading dimension {grad.shape[0]} is not a multiple of "
                          f"the number of examples {num_examples} (examples must come first, example-major)")
     rows = grad.shape[0] // num_examples
-    sampler = GradSampleModule.GRAD_SAMPLERS.get(type(module))
+    sampler = GRAD_SAMPLERS.get(type(module)) or GradSampleModule.GRAD_SAMPLERS.get(type(module))
     if sampler is not None:
         per_row = sampler(module, list(inputs), grad)
     else:
@@ -324,6 +439,32 @@ def per_example_view(module: nn.Module, calls: Sequence[tuple[tuple[Tensor, ...]
                         first.weight, first.bias, first.transposed)
     parts = [_instantiated(module, inputs, grad, num_examples) for inputs, grad in calls]
     return Instantiated({p: sum(part[p] for part in parts) for p in parts[0]})
+
+
+def dense_conv_grads(module: nn.Module, x: Tensor, grad: Tensor) -> Grads | None:
+    """Gradient of a convolution that is a dense layer in disguise, by one matrix product; else None.
+
+    Covers a Conv2d whose kernel spans its whole unpadded input and a ConvTranspose2d on a 1×1 input
+    (output = kernel), e.g. the conv VAE's heads and first decoder layer, for which the convolution's
+    own weight-gradient kernel is several times slower than the equivalent matrix product.
+    """
+    if type(module) not in (nn.Conv2d, nn.ConvTranspose2d) or module.groups != 1 or x.dim() != 4 \
+            or module.padding not in ((0, 0), "valid") or tuple(module.dilation) != (1, 1):
+        return None
+    if isinstance(module, nn.ConvTranspose2d):  # weight [C_in, C_out, kh, kw] = xᵀ·grad
+        if tuple(x.shape[2:]) != (1, 1) or tuple(grad.shape[2:]) != tuple(module.kernel_size):
+            return None
+        left, right = x.detach().flatten(1), grad.flatten(1)
+    else:  # weight [C_out, C_in, kh, kw] = gradᵀ·x
+        if tuple(x.shape[2:]) != tuple(module.kernel_size):
+            return None
+        left, right = grad.flatten(1), x.detach().flatten(1)
+    out: Grads = {}
+    if module.weight.requires_grad:
+        out[module.weight] = (left.T @ right).reshape(module.weight.shape)
+    if module.bias is not None and module.bias.requires_grad:
+        out[module.bias] = grad.sum((0, 2, 3))
+    return out
 
 
 # layers whose output is linear in their parameters: output(x; direction) is the derivative along it
