@@ -110,26 +110,27 @@ class MLPLoss(nn.Module):
 
 # -- clipped sums -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("gram_advantage", [0.0, 1e9])  # force instantiation, then the Gram form
-def test_per_example_clipped_sum_matches_torch_func_mlp(monkeypatch: pytest.MonkeyPatch, gram_advantage: float) -> None:
-    monkeypatch.setattr(layers, "GRAM_ADVANTAGE", gram_advantage)
+def _mlp_phi() -> tuple[nn.Module, nn.Module, tuple[Tensor, Tensor]]:
     model, x, noise = mlp_case()
-    grads = per_example_grads(MLPLoss(model), x, noise)
-    clip = float(grads.norm(dim=1).median())
-    engine = DPSGD(model, max_grad_norm=clip, expected_batch_size=7, **COMMON)
-    got = engine.pre_noise(model.loss(x, noise))["dpsgd"]
-    torch.testing.assert_close(got, clipped_sum(grads, clip), rtol=1e-10, atol=1e-12)
+    return model, MLPLoss(model), (x, noise)
 
 
-@pytest.mark.parametrize("gram_advantage", [0.0, 1e9])
-def test_per_example_clipped_sum_matches_torch_func_conv(monkeypatch: pytest.MonkeyPatch, gram_advantage: float) -> None:
+def _conv_phi() -> tuple[nn.Module, nn.Module, tuple[Tensor, Tensor]]:
     """Conv2d, ConvTranspose2d, GroupNorm; two Monte-Carlo samples per example (rows folded example-major)."""
-    monkeypatch.setattr(layers, "GRAM_ADVANTAGE", gram_advantage)
     model, x, noise = conv_case()
-    grads = per_example_grads(ConvPhi(model), x, noise)
+    return model, ConvPhi(model), (x, noise)
+
+
+@pytest.mark.parametrize("case", [_mlp_phi, _conv_phi], ids=["mlp", "conv"])
+@pytest.mark.parametrize("gram_advantage", [0.0, 1e9])  # force instantiation, then the Gram form
+def test_per_example_clipped_sum_matches_torch_func(monkeypatch: pytest.MonkeyPatch, gram_advantage: float,
+                                                    case) -> None:
+    monkeypatch.setattr(layers, "GRAM_ADVANTAGE", gram_advantage)
+    model, phi, batch = case()
+    grads = per_example_grads(phi, *batch)
     clip = float(grads.norm(dim=1).median())
-    engine = DPSGD(model, max_grad_norm=clip, expected_batch_size=5, **COMMON)
-    got = engine.pre_noise(model.loss_terms(x, noise)[0])["dpsgd"]
+    engine = DPSGD(model, max_grad_norm=clip, expected_batch_size=len(batch[0]), **COMMON)
+    got = engine.pre_noise(phi(*batch))["dpsgd"]
     torch.testing.assert_close(got, clipped_sum(grads, clip), rtol=1e-10, atol=1e-12)
 
 
