@@ -17,11 +17,12 @@ from typing import Any
 import jsonschema
 import yaml
 
+from dpvae.errors import ConfigError
 from dpvae.paths import SCHEMA_PATH
 
+__all__ = ["ConfigError", "load_config", "validate_config"]
 
-class ConfigError(ValueError):
-    """The configuration is invalid; the message names every offending key."""
+
 
 
 def format_eps(value: float | str) -> str:

@@ -1,9 +1,5 @@
-"""The one exception type of the data layer."""
+"""The data layer's exception (defined in dpvae.errors)."""
 
+from dpvae.errors import DataError
 
-class DataError(RuntimeError):
-    """A raw or prepared file is missing, corrupted, unverifiable or malformed.
-
-    The message always names the offending file (full path or URL) and, for checksum failures, the
-    expected and the actual checksum.
-    """
+__all__ = ["DataError"]

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dpvae.errors import PrivacyBudgetExceeded
 from dpvae.privacy.accounting import (
     ADJACENCIES,
     CONVERSIONS,
@@ -219,17 +220,6 @@ class Ledger:
     def read(cls, path: str | os.PathLike) -> Ledger:
         with open(path) as stream:
             return cls.from_dict(json.load(stream))
-
-
-class PrivacyBudgetExceeded(RuntimeError):
-    """The achieved ε is above the target (beyond the relative tolerance)."""
-
-    def __init__(self, target_epsilon: float, achieved_epsilon: float, rel_tol: float) -> None:
-        self.target_epsilon, self.achieved_epsilon, self.rel_tol = target_epsilon, achieved_epsilon, rel_tol
-        super().__init__(
-            f"privacy budget exceeded: achieved epsilon={achieved_epsilon:.6g} > target epsilon="
-            f"{target_epsilon:.6g} (relative tolerance {rel_tol:g})"
-        )
 
 
 def check_budget(

@@ -7,7 +7,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 from pypdf import PdfWriter
 
-from dpvae.render.output import apply_style, atomic_write
+from dpvae.files import atomic_write
+from dpvae.render.output import apply_style
 
 
 def gather(item_id: str, pdfs: list[str], pending: dict[str, list[str]], out: str | Path) -> None:

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 import textwrap
-from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
@@ -16,6 +13,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from dpvae.files import atomic_write  # noqa: E402
+
 PAPER_LABEL = "paper"
 STYLE = {"context": "paper", "style": "whitegrid", "palette": "colorblind", "font_scale": 1.0}
 
@@ -24,20 +23,6 @@ def apply_style() -> None:
     """The one seaborn style every figure uses."""
     sns.set_theme(**STYLE)
     plt.rcParams.update({"figure.dpi": 150, "savefig.bbox": "tight", "pdf.fonttype": 42})
-
-
-def atomic_write(path: str | Path, write: Callable[[str], None]) -> None:
-    """Call write(tmp_path) and rename the result onto `path` (never a half-written file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def save_figure(fig: plt.Figure, prefix: str | Path) -> None:
