@@ -128,7 +128,7 @@ def test_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 def test_budget_guard() -> None:
     ledger = p3gm_ledger(P3GMSetting(n_train=43957, batch_size=200, epochs=5, sgd_sigma=1.4, pca_sigma=5.0))
     assert ledger.epsilon > 1.0  # Adult's exp.sh setting: 1.009
-    with pytest.raises(PrivacyBudgetExceeded, match=r"achieved epsilon=1\.009.*target epsilon=1\b") as error:
+    with pytest.raises(PrivacyBudgetExceeded, match=r"accounted epsilon 1\.009.*target epsilon 1\b") as error:
         check_budget(ledger, 1.0)
     assert error.value.achieved_epsilon == ledger.epsilon and error.value.target_epsilon == 1.0
     assert check_budget(ledger, 1.0, rel_tol=0.01) == ledger.epsilon
