@@ -25,7 +25,7 @@ def test_max_steps_is_the_last_step_within_the_target():
     assert eps_after(budget.max_steps) <= 1.005 < eps_after(budget.max_steps + 1)
     assert budget.max_steps >= 2344                            # the paper's 10 epochs fit
     budget.check(budget.max_steps)
-    with pytest.raises(PrivacyBudgetExceeded, match="achieved epsilon"):
+    with pytest.raises(PrivacyBudgetExceeded, match="accounted epsilon"):
         budget.check(budget.max_steps + 1)
 
 
