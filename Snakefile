@@ -2,17 +2,25 @@
 #   snakemake --cores 2 figures/p3gm/table6.pdf        one item (figures/<paper>/<item>.pdf)
 #   snakemake --cores 2 figures/table2.pdf             an item id gathered across papers
 #   snakemake --cores 2                                every item that can be built today
-# Configuration: config.yaml (paper scale) or --configfile tests/config/smoke.yaml (CI scale).
+#   snakemake --report report.html                     every built item with its caption
+# Configuration: config.yaml (paper scale) or --configfile=tests/config/smoke.yaml (CI scale).
 
 import os
+import sys
 
 from snakemake.utils import min_version
 
 min_version("9.0")
 
+sys.path.insert(0, os.path.join(workflow.basedir, "src"))
+from dpvae.items import PAPERS  # noqa: E402
+
 
 # Paper scale, always loaded (beside this Snakefile); --configfile overlays are merged on top of it.
 configfile: os.path.join(workflow.basedir, "config.yaml")
+
+
+report: "workflow/report/workflow.rst"
 
 
 wildcard_constraints:
@@ -23,7 +31,7 @@ wildcard_constraints:
     seed=r"\d+",
     metric=r"[a-z0-9_]+",
     experiment=r"[a-z0-9][a-z0-9_.-]*",
-    paper=r"privae|lvae|p3gm|dp2vae",
+    paper="|".join(PAPERS),
     item=r"(table|fig)\d+",
 
 
@@ -35,8 +43,11 @@ include: "workflow/rules/render.smk"
 
 
 localrules:
+    aggregate_spec,
     aggregate,
+    combine,
     analyze,
+    item_spec,
     render_table,
     render_figure,
     gather,

@@ -1,4 +1,8 @@
-"""`python -m dpvae <stage> ...`: the command-line stages the Snakemake rules call."""
+"""`python -m dpvae <command> ...`: the stages the Snakemake rules call, and the user's commands.
+
+User commands: check-config, status, methods, metrics, record, scorecard. A user-fixable problem (bad
+config, data, target, privacy budget) prints one or two lines naming the key, file or value and exits 2.
+"""
 
 from __future__ import annotations
 
@@ -28,6 +32,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("configfiles", nargs="*", default=["config.yaml"])
     p.add_argument("--update-readme", metavar="README", help="replace the status block of this README")
 
+    p = sub.add_parser("methods", help="every method with its typed parameters (markdown)")
+    p.add_argument("name", nargs="?", help="only this method")
+    p = sub.add_parser("metrics", help="every metric with what it needs and its typed options (markdown)")
+    p.add_argument("name", nargs="?", help="only this metric")
+
     p = sub.add_parser("fetch", help="download or copy from the mirror, and verify, a dataset's raw files")
     p.add_argument("--source", required=True, help="raw source name (data/raw/<source>)")
     p.add_argument("--root", required=True)
@@ -40,21 +49,32 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--root", required=True)
     p.add_argument("--seed", type=int, default=0)
 
-    for name, text in (("train", "train one run"), ("sample", "draw synthetic records of one run")):
-        p = sub.add_parser(name, help=text)
-        p.add_argument("--spec", type=_json, required=True, help="the run spec (JSON, see dpvae.runs.run_spec)")
-        if name == "sample":
-            p.add_argument("--n", type=int, default=None, help="records to draw (default: the method's)")
+    p = sub.add_parser("train", help="train one run")
+    p.add_argument("--spec", type=_json, required=True, help="the run spec (JSON, see dpvae.runs.run_spec)")
+
+    p = sub.add_parser("sample", help="draw synthetic records of one trained run")
+    p.add_argument("--run", required=True, help="the run directory (holds train.json)")
+    p.add_argument("--n", type=int, default=None, help="records to draw (default: the method's)")
 
     p = sub.add_parser("evaluate", help="compute one metric of one run")
-    p.add_argument("--spec", type=_json, required=True)
+    p.add_argument("--run", required=True, help="the run directory")
+    p.add_argument("--metric", required=True)
+    p.add_argument("--options", type=_json, default={})
+    p.add_argument("--reference", default=None, help="the metric's cached reference (.npz)")
+    p.add_argument("--out", required=True)
+
+    p = sub.add_parser("reference", help="build a metric's cached per-dataset reference (e.g. FID statistics)")
+    p.add_argument("--data", required=True, help="the prepared dataset directory")
     p.add_argument("--metric", required=True)
     p.add_argument("--options", type=_json, default={})
     p.add_argument("--out", required=True)
 
     p = sub.add_parser("aggregate", help="tidy table of an experiment's runs on one dataset")
-    p.add_argument("--experiment", required=True)
-    p.add_argument("--context", type=_json, required=True, help='{"experiment": {...}, "runs": [specs]}')
+    p.add_argument("--spec", required=True, help="the aggregate spec file (experiment and run directories)")
+    p.add_argument("--out", required=True)
+
+    p = sub.add_parser("combine", help="concatenate tidy tables (one per variant) into one")
+    p.add_argument("tables", nargs="+")
     p.add_argument("--out", required=True)
 
     p = sub.add_parser("analyze", help="compute an analysis experiment's tidy table")
@@ -62,51 +82,57 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--context", type=_json, required=True, help="the config subset the analysis needs")
     p.add_argument("--out", required=True)
 
-    p = sub.add_parser("render", help="render one figure or table")
-    p.add_argument("--item", required=True, help="<paper>/<item id>")
-    p.add_argument("--context", type=_json, default={})
-    p.add_argument("--table", action="append", default=[], metavar="EXPERIMENT=PATH")
-    p.add_argument("--artifact", action="append", default=[])
+    p = sub.add_parser("render", help="render one figure or table from its spec file")
+    p.add_argument("--spec", required=True, help="results/<scale>/items/<paper>/<item>.json")
 
     p = sub.add_parser("gather", help="gather one item id from every paper into one PDF")
     p.add_argument("--item", required=True)
     p.add_argument("--pdf", action="append", default=[])
     p.add_argument("--pending", type=_json, default={})
     p.add_argument("--out", required=True)
+
+    p = sub.add_parser("record", help="record paper-scale results of built runs into reproductions/<paper>.csv")
+    p.add_argument("tables", nargs="+", help="tidy tables (results/paper/tables/<experiment>/<dataset>.csv)")
+    p.add_argument("--command", default=None, help="the command that produced them (default: this one)")
+    p.add_argument("--out-dir", default=None, help="default: <repo>/reproductions")
+
+    p = sub.add_parser("scorecard", help="every published cell beside ours, with a verdict")
+    p.add_argument("--paper", default=None)
+    p.add_argument("--reproductions", default=None, help="directory of <paper>.csv files (default: <repo>/reproductions)")
+    p.add_argument("--out", default=None, help="write the scorecard CSV here (and a PDF beside it if it ends in .pdf)")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one stage; a configuration or data error prints its message (naming the key or file), exit 2."""
-    from dpvae.config import ConfigError
-    from dpvae.data.errors import DataError
+    """Run one command; a user-fixable error prints its message (naming the key, file or value) and exits 2."""
+    from dpvae.errors import DpvaeError
 
     try:
-        return _run_stage(_parser().parse_args(argv))
-    except (ConfigError, DataError) as error:
+        return _run(_parser().parse_args(argv))
+    except DpvaeError as error:
         print(f"dpvae: error: {error}", file=sys.stderr)
         return 2
 
 
-def _run_stage(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("dpvae").setLevel(logging.INFO)
     from dpvae import stages
 
     if args.stage == "check-config":
         from dpvae.config import load_config
-        from dpvae.items import ITEMS, missing_parts
         from dpvae.runs import experiment_runs
+        from dpvae.status import done_items
 
         config = load_config(args.configfiles)
         runs = {r for name, e in config["experiments"].items() if "analysis" not in e
                 for r in experiment_runs(config, name)}
-        done = [k for k, item in ITEMS.items() if not missing_parts(item, config)]
+        done = [i.key for i in done_items(config)]
         print(f"configuration valid: {len(config['experiments'])} experiments, {len(runs)} distinct runs, "
-              f"{len(done)}/{len(ITEMS)} items buildable: {', '.join(done)}")
+              f"{len(done)}/34 items buildable: {', '.join(done)}")
     elif args.stage == "status":
         from dpvae.config import load_config
-        from dpvae.items import readme_with_status, status_table
+        from dpvae.status import readme_with_status, status_table
 
         config = load_config(args.configfiles)
         if args.update_readme:
@@ -114,6 +140,10 @@ def _run_stage(args: argparse.Namespace) -> int:
             path.write_text(readme_with_status(path.read_text(), config))
         else:
             print(status_table(config))
+    elif args.stage in ("methods", "metrics"):
+        from dpvae.catalog import method_catalog, metric_catalog
+
+        print((method_catalog if args.stage == "methods" else metric_catalog)(args.name))
     elif args.stage == "fetch":
         from dpvae.data.registry import fetch_source
 
@@ -125,23 +155,36 @@ def _run_stage(args: argparse.Namespace) -> int:
     elif args.stage == "train":
         stages.train(args.spec)
     elif args.stage == "sample":
-        stages.sample(args.spec, args.n)
+        stages.sample(args.run, args.n)
     elif args.stage == "evaluate":
-        stages.evaluate(args.spec, args.metric, args.options, args.out)
+        stages.evaluate(args.run, args.metric, args.options, args.out, args.reference)
+    elif args.stage == "reference":
+        stages.reference(args.data, args.metric, args.options, args.out)
     elif args.stage == "aggregate":
-        stages.aggregate(args.experiment, args.context["experiment"], args.context["runs"], args.out)
+        stages.aggregate(args.spec, args.out)
+    elif args.stage == "combine":
+        stages.combine(args.tables, args.out)
     elif args.stage == "analyze":
         stages.analyze(args.experiment, args.context, args.out)
     elif args.stage == "render":
-        tables: dict[str, list[str]] = {}
-        for entry in args.table:
-            experiment, _, path = entry.partition("=")
-            tables.setdefault(experiment, []).append(path)
-        stages.render(args.item, args.context, tables, args.artifact)
+        stages.render(args.spec)
     elif args.stage == "gather":
         from dpvae.render.gather import gather
 
         gather(args.item, args.pdf, args.pending, args.out)
+    elif args.stage == "record":
+        from dpvae.scorecard import record
+
+        command = args.command or "python -m dpvae record " + " ".join(args.tables)
+        for path in record(args.tables, command=command, out_dir=args.out_dir):
+            print(f"recorded into {path}")
+    elif args.stage == "scorecard":
+        from dpvae.scorecard import scorecard, write_scorecard
+
+        card = scorecard(paper=args.paper, reproductions_dir=args.reproductions)
+        if args.out:
+            write_scorecard(card, args.out)
+        print(card.to_string(index=False, max_colwidth=40))
     return 0
 
 

@@ -1,13 +1,16 @@
-"""Every figure and table of the four papers: what it reads and whether it can be built yet.
+"""Every figure and table of the four papers: the one list of papers and item ids, and what each item reads.
 
 An item is rendered from the tidy tables of its experiments (one per experiment and dataset, or one per
-analysis) plus, for qualitative figures, per-run artifacts. Its status is derived, never declared:
-an item is *done* when its renderer and every method, metric and analysis it needs are implemented.
+analysis) plus, for qualitative figures, per-run artifacts. Whether it can be built is derived from the
+registries (`dpvae.status`), never declared here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from dpvae.errors import TargetError
+from dpvae.registry import did_you_mean
 
 PAPERS = ("privae", "lvae", "p3gm", "dp2vae")
 
@@ -84,10 +87,20 @@ ITEMS: dict[str, Item] = {item.key: item for item in _items()}
 
 
 def get_item(key: str) -> Item:
-    try:
+    """The item '<paper>/<id>'; a TargetError naming the paper's valid ids (or the papers) otherwise."""
+    if key in ITEMS:
         return ITEMS[key]
-    except KeyError:
-        raise ValueError(f"unknown item '{key}' (known: {', '.join(ITEMS)})") from None
+    paper, _, item_id = key.partition("/")
+    if paper not in PAPERS:
+        raise TargetError(f"no paper '{paper}'{did_you_mean(paper, list(PAPERS))}; the papers are: {', '.join(PAPERS)}")
+    ids = [i.id for i in ITEMS.values() if i.paper == paper]
+    raise TargetError(f"no item '{item_id}' in paper '{paper}'{did_you_mean(item_id, ids)}; "
+                      f"its items are: {', '.join(ids)}")
+
+
+def item_ids(paper: str | None = None) -> list[str]:
+    """The item ids of one paper (or of all papers, without duplicates), in paper order."""
+    return list(dict.fromkeys(i.id for i in ITEMS.values() if paper in (None, i.paper)))
 
 
 def items_with_id(item_id: str) -> list[Item]:
@@ -100,49 +113,3 @@ def item_datasets(item: Item, config: dict, experiment: str) -> list[str]:
     return [d for d in datasets if not item.datasets or d in item.datasets]
 
 
-def missing_parts(item: Item, config: dict) -> list[str]:
-    """What keeps `item` from being built (empty = done)."""
-    from dpvae.analyses import ANALYSES
-    from dpvae.eval.registry import METRICS
-    from dpvae.methods.registry import METHODS
-    from dpvae.render.items import RENDERERS
-
-    missing = [] if RENDERERS.get(item.key) else [f"renderer {item.key}"]
-    for name in item.experiments:
-        exp = config["experiments"][name]
-        if "analysis" in exp:
-            missing += [] if ANALYSES.get(exp["analysis"]) else [f"analysis {exp['analysis']}"]
-            continue
-        for variant in exp["variants"]:
-            method = METHODS[config["variants"][variant]["method"]]
-            missing += [] if method.implemented else [f"method {method.name}"]
-        missing += [f"metric {m}" for m in exp["metrics"] if not METRICS[m].implemented]
-    return sorted(set(missing))
-
-
-def done_items(config: dict) -> list[Item]:
-    return [item for item in ITEMS.values() if not missing_parts(item, config)]
-
-
-def status_table(config: dict) -> str:
-    """README's status table: every item, done / partial / not yet, and what it still needs."""
-    from dpvae.render.items import RENDERERS
-
-    lines = ["| item | title | status | still needed |", "|---|---|---|---|"]
-    for item in ITEMS.values():
-        missing = missing_parts(item, config)
-        parts = len(item.experiments) + 1
-        status = "done" if not missing else ("partial" if RENDERERS.get(item.key) or len(missing) < parts else "not yet")
-        title = item.title.replace("|", "\\|")
-        lines.append(f"| `{item.key}` | {title} | {status} | {', '.join(missing) or '-'} |")
-    return "\n".join(lines)
-
-
-STATUS_BEGIN, STATUS_END = "<!-- status:begin -->", "<!-- status:end -->"
-
-
-def readme_with_status(readme: str, config: dict) -> str:
-    """README text with the block between the status markers replaced by the current table."""
-    head, rest = readme.split(STATUS_BEGIN, 1)
-    _, tail = rest.split(STATUS_END, 1)
-    return f"{head}{STATUS_BEGIN}\n{status_table(config)}\n{STATUS_END}{tail}"

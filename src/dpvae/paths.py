@@ -17,19 +17,29 @@ FIGURES = "figures"
 LOGS = "logs"
 
 
-def run_dir(dataset: str, variant: str, eps: str, seed: int | str) -> str:
-    """Directory of one run: results/runs/<dataset>/<variant>/eps<eps>/seed<seed>."""
-    return f"{RESULTS}/runs/{dataset}/{variant}/eps{eps}/seed{seed}"
+def results_dir(scale: str) -> str:
+    """Everything computed at one scale: results/<scale> (smoke and paper never share a file)."""
+    return f"{RESULTS}/{scale}"
 
 
-def experiment_table(experiment: str, dataset: str) -> str:
+def run_dir(scale: str, run_id: str) -> str:
+    """Directory of one run: results/<scale>/runs/<dataset>/<variant>/eps<eps>/seed<seed>."""
+    return f"{results_dir(scale)}/runs/{run_id}"
+
+
+def experiment_table(scale: str, experiment: str, dataset: str) -> str:
     """Tidy metrics table of one experiment on one dataset."""
-    return f"{RESULTS}/tables/{experiment}/{dataset}.csv"
+    return f"{results_dir(scale)}/tables/{experiment}/{dataset}.csv"
 
 
-def analysis_table(experiment: str) -> str:
+def analysis_table(scale: str, experiment: str) -> str:
     """Tidy table of an analysis experiment (no training runs)."""
-    return f"{RESULTS}/tables/{experiment}.csv"
+    return f"{results_dir(scale)}/tables/{experiment}.csv"
+
+
+def reference_file(scale: str, dataset: str, metric: str) -> str:
+    """A metric's cached per-dataset reference (e.g. FID's real-image statistics)."""
+    return f"{results_dir(scale)}/references/{dataset}/{metric}.npz"
 
 
 def item_prefix(paper: str, item: str) -> str:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-from dpvae.config import format_eps
+from dpvae.methods.registry import METHODS
 from dpvae.paths import run_dir
+from dpvae.schema import format_eps
 
 SWEEP_SEPARATOR = "@"
 
@@ -24,8 +25,13 @@ class Run:
     seed: int
 
     @property
-    def path(self) -> str:
-        return run_dir(self.dataset, self.variant, self.eps, self.seed)
+    def id(self) -> str:
+        """'<dataset>/<variant>/eps<eps>/seed<seed>': the run's name, the same at every scale."""
+        return f"{self.dataset}/{self.variant}/eps{self.eps}/seed{self.seed}"
+
+    def path(self, scale: str) -> str:
+        """Its directory at one scale (results/<scale>/runs/<id>)."""
+        return run_dir(scale, self.id)
 
     @property
     def base_variant(self) -> str:
@@ -50,10 +56,8 @@ def variant_ids(experiment: dict) -> list[str]:
 
 
 def is_private(config: dict, variant_id: str) -> bool:
-    from dpvae.methods.registry import METHODS
-
     spec = config["variants"][split_variant(variant_id)[0]]
-    return bool(spec.get("private", METHODS[spec["method"]].private))
+    return bool(spec.get("private", METHODS.get(spec["method"]).private))
 
 
 def experiment_runs(config: dict, experiment: str, dataset: str | None = None) -> list[Run]:
@@ -90,7 +94,9 @@ def run_spec(config: dict, run: Run) -> dict:
     spec = config["variants"][base]
     private = is_private(config, run.variant)
     return {
-        "run": run.path,
+        "run_id": run.id,
+        "run": run.path(config["scale"]),
+        "scale": config["scale"],
         "dataset": run.dataset,
         "variant": run.variant,
         "method": spec["method"],
@@ -111,4 +117,4 @@ def find_run(config: dict, dataset: str, variant: str, eps: str, seed: int | str
     for name, exp in config["experiments"].items():
         if "analysis" not in exp and dataset in exp["datasets"] and run in experiment_runs(config, name, dataset):
             return run
-    raise ValueError(f"no experiment in the configuration needs run {run.path}")
+    raise ValueError(f"no experiment in the configuration needs run {run.id}")

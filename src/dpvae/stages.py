@@ -1,27 +1,30 @@
 """The workflow's stages as plain functions (the CLI and the Snakemake rules call these).
 
-train -> sample -> evaluate per run; aggregate per (experiment, dataset); analyze per analysis experiment;
-render per item; gather per item id. Outputs are written atomically, so an interrupted job leaves
-nothing that looks finished.
+train -> sample -> evaluate per run; reference per (dataset, metric); aggregate per (experiment, dataset);
+analyze per analysis experiment; render per item; gather per item id. Outputs are written atomically, so
+an interrupted job leaves nothing that looks finished. Every stage after `train` reads the run's spec from
+its `train.json`; aggregate and render read their inputs from small spec files, never from argv.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import platform
 import random
-import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from dpvae.analyses import TIDY_COLUMNS, run_analysis, tidy
+from dpvae.errors import DataError, NotBuiltError
+from dpvae.eval.base import EvalContext
+from dpvae.eval.registry import METRICS
+from dpvae.files import atomic_directory, atomic_write, write_json
 from dpvae.methods.base import RunContext
 from dpvae.methods.registry import get_method
-from dpvae.render.output import atomic_write
+from dpvae.provenance import device_name, git_commit, machine, sha256_json
 
 
 def _seed_everything(ctx: RunContext) -> None:
@@ -33,8 +36,19 @@ def _seed_everything(ctx: RunContext) -> None:
     torch.manual_seed(seed)
 
 
-def _write_json(path: Path, payload: dict) -> None:
-    atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps(payload, indent=2, default=str) + "\n"))
+def run_context(spec: dict, **extra: Any) -> RunContext:
+    """The context of one run: its spec, its typed parameters (checked) and its directory."""
+    method = get_method(spec["method"])
+    params = method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params", name=method.name)
+    return RunContext(spec, Path(spec["run"]), params, extra)
+
+
+def read_spec(run_dir: str | Path) -> dict:
+    """The spec a run was trained with (from its train.json)."""
+    path = Path(run_dir) / "train.json"
+    if not path.is_file():
+        raise DataError(f"{path}: missing; train the run first (snakemake builds it)")
+    return json.loads(path.read_text())["spec"]
 
 
 def train(spec: dict) -> Path:
@@ -42,77 +56,91 @@ def train(spec: dict) -> Path:
     from dpvae.privacy.ledger import check_budget
 
     run_dir = Path(spec["run"])
-    run_dir.mkdir(parents=True, exist_ok=True)
-    final = run_dir / "model"
-    partial = run_dir / f"model.partial-{os.getpid()}"
-    shutil.rmtree(partial, ignore_errors=True)
-    ctx = RunContext(spec, run_dir, extra={"model_dir": partial})
     method = get_method(spec["method"])
-    _seed_everything(ctx)
     started = time.time()
-    try:
+    with atomic_directory(run_dir / "model") as partial:
+        ctx = run_context(spec, model_dir=partial)
+        _seed_everything(ctx)
         ledger = method.train(ctx)
         if spec["private"]:
             if ledger is None:
                 raise RuntimeError(f"private method '{method.name}' returned no privacy ledger")
-            check_budget(ledger, spec["epsilon"], spec["delta"], rel_tol=spec["epsilon_rel_tol"])
+            check_budget(ledger, spec["epsilon"], spec["delta"], rel_tol=spec.get("epsilon_rel_tol", 0.0))
             ledger.write(ctx.ledger_path)
         else:
-            _write_json(ctx.ledger_path, {"private": False, "epsilon": None, "delta": None, "method": method.name,
-                                          "note": "non-private run: no differential-privacy guarantee"})
-        shutil.rmtree(final, ignore_errors=True)
-        partial.mkdir(parents=True, exist_ok=True)
-        os.replace(partial, final)
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
-    _write_json(run_dir / "train.json", {
-        "spec": spec, "seconds": round(time.time() - started, 3), "device": ctx.device,
-        "python": platform.python_version(), "host": platform.node(),
-    })
-    return final
+            write_json(ctx.ledger_path, {"private": False, "epsilon": None, "delta": None, "method": method.name,
+                                         "note": "non-private run: no differential-privacy guarantee"})
+    write_json(run_dir / "train.json", {
+        "spec": spec, "spec_sha256": sha256_json(spec), "commit": git_commit(), "seed": spec["seed"],
+        "scale": spec.get("scale"), "seconds": round(time.time() - started, 3), "device": ctx.device,
+        "device_name": device_name(ctx.device), **machine()})
+    return run_dir / "model"
 
 
-def sample(spec: dict, n: int | None) -> Path:
+def sample(run_dir: str | Path, n: int | None) -> Path:
     """Draw synthetic records from a trained run into <run>/samples.npz."""
-    ctx = RunContext(spec, Path(spec["run"]))
+    ctx = run_context(read_spec(run_dir))
     _seed_everything(ctx)
-    arrays = get_method(spec["method"]).sample(ctx, n)
+    arrays = get_method(ctx.spec["method"]).sample(ctx, n)
     atomic_write(ctx.samples_path, lambda tmp: np.savez_compressed(tmp, **arrays))
     return ctx.samples_path
 
 
-def evaluate(spec: dict, metric: str, options: dict, out: str | Path) -> Path:
+def evaluate(run_dir: str | Path, metric: str, options: dict, out: str | Path,
+             reference: str | Path | None = None) -> Path:
     """Compute one metric of one run into <run>/metrics/<metric>.json (+ artifacts beside it)."""
-    from dpvae.eval.registry import METRICS
-
-    ctx = RunContext(spec, Path(spec["run"]))
-    _seed_everything(ctx)
-    with np.load(ctx.samples_path) as loaded:
-        samples = dict(loaded)
-    rows = METRICS[metric](ctx, samples, options, Path(out).parent)
-    _write_json(Path(out), {"metric": metric, "options": options, "rows": rows})
+    entry = METRICS.get(metric)
+    parsed = entry.Options.parse(options, key=f"evaluation.{metric}", name=metric)
+    run = run_context(read_spec(run_dir))
+    _seed_everything(run)
+    ctx = EvalContext(run, parsed, Path(out).parent, Path(reference) if reference else None)
+    started = time.time()
+    rows = entry(ctx)
+    write_json(Path(out), {"metric": metric, "options": parsed.to_dict(), "rows": rows,
+                           "seconds": round(time.time() - started, 3), "commit": git_commit()})
     return Path(out)
 
 
-def aggregate(experiment: str, exp: dict, runs: list[dict], out: str | Path) -> pd.DataFrame:
-    """One tidy table of every metric of every run of an experiment on one dataset (+ the spent epsilon)."""
+def reference(data_dir: str | Path, metric: str, options: dict, out: str | Path) -> Path:
+    """A metric's cached per-dataset input (e.g. FID's real-image statistics) into `out` (.npz)."""
+    entry = METRICS.get(metric)
+    parsed = entry.Options.parse(options, key=f"evaluation.{metric}", name=metric)
+    if entry.reference is None:
+        raise NotBuiltError(f"metric '{metric}' has no reference builder (not implemented yet)")
+    arrays = entry.reference(Path(data_dir), parsed)
+    atomic_write(out, lambda tmp: np.savez(tmp, **arrays))
+    return Path(out)
+
+
+def aggregate(spec_path: str | Path, out: str | Path) -> pd.DataFrame:
+    """One tidy table of every metric of every run of an experiment on one dataset (+ the spent epsilons)."""
+    spec = json.loads(Path(spec_path).read_text())
+    experiment, exp = spec["experiment"], spec["config"]
     sweep_name = (exp.get("sweep") or {}).get("name")
     rows = []
-    for run in runs:
+    for run_dir in map(Path, spec["runs"]):
+        run = read_spec(run_dir)
         base = {"experiment": experiment, "dataset": run["dataset"], "variant": run["variant"],
                 "method": run["method"], "epsilon": run["epsilon"], "seed": run["seed"],
                 "sweep": sweep_name, "point": run["variant"].split("=", 1)[1] if sweep_name else None}
-        ledger = json.loads((Path(run["run"]) / "privacy.json").read_text())
+        ledger = json.loads((run_dir / "privacy.json").read_text())
         if ledger.get("epsilon") is not None:
             rows.append({**base, "metric": "epsilon_spent", "value": ledger["epsilon"]})
-            if ledger.get("strict"):
-                rows.append({**base, "metric": "epsilon_spent_strict", "value": ledger["strict"]["epsilon"]})
+            for other in ("strict", "sound"):
+                if ledger.get(other):
+                    rows.append({**base, "metric": f"epsilon_spent_{other}", "value": ledger[other]["epsilon"]})
         for metric in exp["metrics"]:
-            result = json.loads((Path(run["run"]) / "metrics" / f"{metric}.json").read_text())
+            result = json.loads((run_dir / "metrics" / f"{metric}.json").read_text())
             rows += [{**base, **row} for row in result["rows"]]
     table = tidy(rows)
     atomic_write(out, lambda tmp: table.to_csv(tmp, index=False))
+    return table
+
+
+def combine(tables: list[str | Path], out: str | Path) -> pd.DataFrame:
+    """Concatenate tidy tables (one per variant) into one, in the given order."""
+    table = tidy([]) if not tables else pd.concat([pd.read_csv(p) for p in tables], ignore_index=True)
+    atomic_write(out, lambda tmp: table[TIDY_COLUMNS].to_csv(tmp, index=False))
     return table
 
 
@@ -122,12 +150,19 @@ def analyze(experiment: str, context: dict, out: str | Path) -> pd.DataFrame:
     return table
 
 
-def render(item_key: str, context: dict, tables: dict[str, list[str]], artifacts: list[str]) -> None:
-    """Render one item from its experiments' tidy tables (experiment -> table paths, concatenated)."""
+def render(spec_path: str | Path) -> None:
+    """Render one item from its spec file (tables, artifacts, configuration subset, scale)."""
     from dpvae.items import get_item
     from dpvae.paths import item_prefix
-    from dpvae.render.items import RENDERERS, RenderContext
+    from dpvae.render.base import RenderContext, load_renderers
+    from dpvae.render.output import Stamp, stamped
 
-    item = get_item(item_key)
-    frames = {exp: pd.concat([pd.read_csv(p) for p in paths], ignore_index=True) for exp, paths in tables.items()}
-    RENDERERS[item_key](RenderContext(item, item_prefix(item.paper, item.id), frames, artifacts, context))
+    spec = json.loads(Path(spec_path).read_text())
+    item = get_item(spec["item"])
+    frames = {exp: pd.concat([pd.read_csv(p) for p in paths], ignore_index=True) if paths else pd.DataFrame()
+              for exp, paths in spec["tables"].items()}
+    seeds = sorted({int(s) for f in frames.values() if "seed" in f for s in f["seed"].dropna()})
+    stamp = Stamp(scale=spec["scale"], commit=git_commit(), config_sha256=sha256_json(spec), seeds=tuple(seeds))
+    renderer = load_renderers().get(item.key)
+    with stamped(stamp):
+        renderer(RenderContext(item, item_prefix(item.paper, item.id), frames, spec["artifacts"], spec["context"]))

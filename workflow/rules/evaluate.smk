@@ -1,61 +1,117 @@
-# evaluate (one metric of one run) -> aggregate (one tidy table per experiment and dataset);
-# analyses are experiments computed without training runs.
+# evaluate (one metric of one run; its inputs follow from what the metric declares it needs) ->
+# aggregate (one tidy table per experiment and dataset); reference (a metric's cached per-dataset input,
+# e.g. FID's real-image statistics); analyses are experiments computed without training runs.
+import json
+
+
+def _metric(w):
+    from dpvae.eval.registry import METRICS
+
+    return METRICS.get(w.metric)
 
 
 rule evaluate:
     input:
-        samples=f"{RUN}/samples.npz",
-        model=f"{RUN}/model",
-        data=lambda w: prepared(w.dataset),
+        unpack(lambda w: PLAN.evaluate_inputs(w.dataset, RUN.format(**dict(w.items())), w.metric)),
     output:
         f"{RUN}/metrics/{{metric}}.json",
     log:
         f"logs/{RUN}/evaluate-{{metric}}.log",
+    benchmark:
+        f"{RUN}/benchmarks/evaluate-{{metric}}.tsv"
     params:
         dpvae=DPVAE,
-        spec=spec_json,
-        options=metric_options,
-    threads: 2
+        run=lambda w, input: Path(input.train).parent,
+        options=lambda w: json.dumps(PLAN.metric_options(w.metric), sort_keys=True),
+        reference=lambda w, input: f"--reference {input.reference}" if "reference" in input.keys() else "",
+    threads: lambda w: _metric(w).threads
     resources:
-        mem_mb=8000,
-        runtime=240,
+        mem_mb=lambda w: _metric(w).mem_mb,
+        runtime=lambda w: _metric(w).runtime,
+        gpu=lambda w: int(_metric(w).gpu),
     conda:
         ENV
     shell:
-        "OMP_NUM_THREADS={threads} {params.dpvae} evaluate --spec {params.spec:q} --metric {wildcards.metric} "
+        "OMP_NUM_THREADS={threads} {params.dpvae} evaluate --run {params.run} --metric {wildcards.metric} "
+        "--options {params.options:q} {params.reference} --out {output} > {log} 2>&1"
+
+
+rule reference:
+    input:
+        data=lambda w: prepared(w.dataset),
+    output:
+        f"{RESULTS}/references/{{dataset}}/{{metric}}.npz",
+    log:
+        f"logs/{RESULTS}/references/{{dataset}}/{{metric}}.log",
+    benchmark:
+        f"{RESULTS}/references/{{dataset}}/{{metric}}.benchmark.tsv"
+    params:
+        dpvae=DPVAE,
+        options=lambda w: json.dumps(PLAN.reference_options(w.metric), sort_keys=True),
+    threads: 2
+    resources:
+        mem_mb=lambda w: _metric(w).mem_mb,
+        runtime=lambda w: _metric(w).runtime,
+        gpu=lambda w: int(_metric(w).gpu),
+    conda:
+        ENV
+    shell:
+        "OMP_NUM_THREADS={threads} {params.dpvae} reference --data {input.data} --metric {wildcards.metric} "
         "--options {params.options:q} --out {output} > {log} 2>&1"
+
+
+rule aggregate_spec:
+    output:
+        f"{RESULTS}/tables/{{experiment}}/{{dataset}}/{{variant}}.runs.json",
+    params:
+        spec=lambda w: PLAN.aggregate_spec(w.experiment, w.dataset, w.variant),
+    run:
+        from dpvae.files import write_json
+
+        write_json(output[0], params.spec)
 
 
 rule aggregate:
     input:
-        aggregate_inputs,
+        spec=f"{RESULTS}/tables/{{experiment}}/{{dataset}}/{{variant}}.runs.json",
+        runs=lambda w: PLAN.aggregate_inputs(w.experiment, w.dataset, w.variant),
     output:
-        "results/tables/{experiment}/{dataset}.csv",
+        f"{RESULTS}/tables/{{experiment}}/{{dataset}}/{{variant}}.csv",
     log:
-        "logs/aggregate/{experiment}/{dataset}.log",
+        f"logs/{RESULTS}/aggregate/{{experiment}}/{{dataset}}/{{variant}}.log",
     params:
         dpvae=DPVAE,
-        context=lambda w: json.dumps({
-            "experiment": config["experiments"][w.experiment],
-            "runs": [run_spec(config, r) for r in experiment_runs(config, w.experiment, w.dataset)],
-        }, sort_keys=True),
     conda:
         ENV
     shell:
-        "{params.dpvae} aggregate --experiment {wildcards.experiment} --context {params.context:q} "
-        "--out {output} > {log} 2>&1"
+        "{params.dpvae} aggregate --spec {input.spec} --out {output} > {log} 2>&1"
+
+
+rule combine:
+    input:
+        lambda w: PLAN.variant_tables(w.experiment, w.dataset),
+    output:
+        f"{RESULTS}/tables/{{experiment}}/{{dataset}}.csv",
+    log:
+        f"logs/{RESULTS}/combine/{{experiment}}/{{dataset}}.log",
+    params:
+        dpvae=DPVAE,
+    conda:
+        ENV
+    shell:
+        "{params.dpvae} combine {input} --out {output} > {log} 2>&1"
 
 
 rule analyze:
     input:
-        analysis_inputs,
+        lambda w: [prepared(d) for d in config["experiments"][w.experiment]["datasets"]],
     output:
-        "results/tables/{experiment}.csv",
+        f"{RESULTS}/tables/{{experiment}}.csv",
     log:
-        "logs/analyze/{experiment}.log",
+        f"logs/{RESULTS}/analyze/{{experiment}}.log",
     params:
         dpvae=DPVAE,
-        context=analysis_context,
+        context=lambda w: json.dumps(PLAN.analysis_context(w.experiment), sort_keys=True),
     conda:
         ENV
     shell:

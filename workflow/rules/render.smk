@@ -1,53 +1,93 @@
-# render: one renderer per item, reading only tidy tables, run artifacts and the published numbers.
+# render: one renderer per item (render/<paper>.py), reading only tidy tables, run artifacts and the
+# paper's published numbers. A render job depends on its renderer module and its paper's published CSVs,
+# so editing a plot re-renders that paper's items and retrains nothing. Every item is in the report.
 
-PUBLISHED = sorted(str(p) for p in Path(workflow.basedir, "workflow/resources/published").glob("*.csv"))
+
+rule item_spec:
+    output:
+        f"{RESULTS}/items/{{paper}}/{{item}}.json",
+    params:
+        spec=lambda w: PLAN.item_spec(w.paper, w.item),
+    run:
+        from dpvae.files import write_json
+
+        write_json(output[0], params.spec)
+
+
+@checked
+def _render_inputs(w):
+    PLAN.check_buildable(f"figures/{w.paper}/{w.item}.pdf", dryrun=workflow.dryrun)
+    return {
+        "spec": f"{RESULTS}/items/{w.paper}/{w.item}.json",
+        "renderer": PLAN.renderer_module(w.paper),
+        "published": PLAN.published_files(w.paper),
+        "tables": PLAN.render_inputs(w.paper, w.item),
+    }
+
+
+_CAPTION = "../report/item.rst"
+# Anything under figures/ that is not an item, a gathered item id or the scorecard.
+UNKNOWN_TARGET = (r"(?!(" + "|".join(PAPERS) + r")/(table|fig)\d+\.(pdf|png|csv|tex)$)"
+                  r"(?!(table|fig)\d+\.pdf$)(?!scorecard\.(pdf|csv)$).+")
 
 
 rule render_table:
     input:
-        render_inputs,
-        published=PUBLISHED,
+        unpack(_render_inputs),
     output:
-        multiext("figures/{paper}/{item}", ".pdf", ".csv", ".tex"),
+        pdf=report("figures/{paper}/{item}.pdf", caption=_CAPTION, category="{paper}", labels={"item": "{item}", "output": "pdf"}),
+        csv=report("figures/{paper}/{item}.csv", caption=_CAPTION, category="{paper}", labels={"item": "{item}", "output": "csv"}),
+        tex="figures/{paper}/{item}.tex",
     log:
         "logs/render/{paper}/{item}.log",
     wildcard_constraints:
         item=r"table\d+",
     params:
         dpvae=DPVAE,
-        args=render_args,
-        context=render_context,
+        caption=lambda w: PLAN.caption(w.paper, w.item),
     conda:
         ENV
     shell:
-        "{params.dpvae} render --item {wildcards.paper}/{wildcards.item} --context {params.context:q} "
-        "{params.args} > {log} 2>&1"
+        "{params.dpvae} render --spec {input.spec} > {log} 2>&1"
 
 
 rule render_figure:
     input:
-        render_inputs,
-        published=PUBLISHED,
+        unpack(_render_inputs),
     output:
-        multiext("figures/{paper}/{item}", ".pdf", ".png"),
+        pdf=report("figures/{paper}/{item}.pdf", caption=_CAPTION, category="{paper}", labels={"item": "{item}", "output": "pdf"}),
+        png=report("figures/{paper}/{item}.png", caption=_CAPTION, category="{paper}", labels={"item": "{item}", "output": "png"}),
     log:
         "logs/render/{paper}/{item}.log",
     wildcard_constraints:
         item=r"fig\d+",
     params:
         dpvae=DPVAE,
-        args=render_args,
-        context=render_context,
+        caption=lambda w: PLAN.caption(w.paper, w.item),
     conda:
         ENV
     shell:
-        "{params.dpvae} render --item {wildcards.paper}/{wildcards.item} --context {params.context:q} "
-        "{params.args} > {log} 2>&1"
+        "{params.dpvae} render --spec {input.spec} > {log} 2>&1"
+
+
+rule unknown_target:
+    # Matches only what no other rule makes under figures/: explains what the valid targets are.
+    output:
+        "figures/{path}",
+    input:
+        checked(lambda w: PLAN.check_buildable(f"figures/{w.path}", dryrun=workflow.dryrun) or []),
+    wildcard_constraints:
+        path=UNKNOWN_TARGET,
+    shell:
+        "false"
+
+
+ruleorder: render_table > render_figure > gather > unknown_target
 
 
 rule gather:
     input:
-        gathered,
+        lambda w: PLAN.gathered(w.item),
     output:
         "figures/{item}.pdf",
     log:
@@ -55,7 +95,7 @@ rule gather:
     params:
         dpvae=DPVAE,
         pdfs=lambda w, input: " ".join(f"--pdf {p}" for p in input),
-        pending=gather_pending,
+        pending=lambda w: json.dumps(PLAN.gather_pending(w.item)),
     conda:
         ENV
     shell:

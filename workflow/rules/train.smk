@@ -1,25 +1,35 @@
 # One generic training rule for every method: the run spec (method, resolved hyper-parameters, target
-# epsilon, seed) comes from the run table; the method registry does the rest.
+# epsilon, seed) comes from the run table; the method registry does the rest. A method's declared
+# resources (threads, memory, runtime, GPU) size the job, here and on a cluster.
 
-RUN = "results/runs/{dataset}/{variant}/eps{eps}/seed{seed}"
+
+def _spec(w):
+    return PLAN.spec_json(w.dataset, w.variant, w.eps, w.seed)
+
+
+def _resources(w):
+    return PLAN.train_resources(w.dataset, w.variant, w.eps, w.seed)
 
 
 rule train:
     input:
-        lambda w: prepared(w.dataset),
+        data=lambda w: prepared(w.dataset),
     output:
         model=directory(f"{RUN}/model"),
         ledger=f"{RUN}/privacy.json",
         meta=f"{RUN}/train.json",
     log:
         f"logs/{RUN}/train.log",
+    benchmark:
+        f"{RUN}/benchmarks/train.tsv"
     params:
         dpvae=DPVAE,
-        spec=spec_json,
-    threads: 2
+        spec=_spec,
+    threads: lambda w: _resources(w).threads
     resources:
-        mem_mb=8000,
-        runtime=240,
+        mem_mb=lambda w: _resources(w).mem_mb,
+        runtime=lambda w: _resources(w).runtime,
+        gpu=lambda w: int(_resources(w).gpu),
     conda:
         ENV
     shell:
@@ -28,19 +38,25 @@ rule train:
 
 rule sample:
     input:
+        meta=f"{RUN}/train.json",
         model=f"{RUN}/model",
         data=lambda w: prepared(w.dataset),
     output:
         f"{RUN}/samples.npz",
     log:
         f"logs/{RUN}/sample.log",
+    benchmark:
+        f"{RUN}/benchmarks/sample.tsv"
     params:
         dpvae=DPVAE,
-        spec=spec_json,
+        run=lambda w, output: Path(output[0]).parent,
         n=lambda w: config["evaluation"]["n_samples"] or "",
     threads: 2
+    resources:
+        mem_mb=8000,
+        runtime=60,
     conda:
         ENV
     shell:
-        "OMP_NUM_THREADS={threads} {params.dpvae} sample --spec {params.spec:q} "
+        "OMP_NUM_THREADS={threads} {params.dpvae} sample --run {params.run} "
         "$( [ -n '{params.n}' ] && echo --n {params.n} ) > {log} 2>&1"

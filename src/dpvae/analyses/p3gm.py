@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from dpvae.analyses import register_analysis
 from dpvae.analyses.tidy import tidy
 
 
+@register_analysis("dataset_statistics")
 def dataset_statistics(name: str, experiment: dict, context: dict) -> pd.DataFrame:
     """P3GM Table III from the prepared data: records, features, classes, % positive."""
     from dpvae.data.stats import dataset_statistics as statistics
@@ -23,6 +25,7 @@ def dataset_statistics(name: str, experiment: dict, context: dict) -> pd.DataFra
     return tidy(rows)
 
 
+@register_analysis("p3gm_hyperparameters")
 def p3gm_hyperparameters(name: str, experiment: dict, context: dict) -> pd.DataFrame:
     """P3GM Table IV from this configuration: DP-SGD sigma_s, lr, epochs and batch size per dataset."""
     from dpvae.runs import resolve_params
@@ -37,6 +40,7 @@ def p3gm_hyperparameters(name: str, experiment: dict, context: dict) -> pd.DataF
     return tidy(rows)
 
 
+@register_analysis("p3gm_composition")
 def p3gm_composition(name: str, experiment: dict, context: dict) -> pd.DataFrame:
     """P3GM Fig. 9: total epsilon vs the DP-SGD noise sigma_s, for each number of mixture components K,
     under Theorem 4's RDP composition (classic conversion as the [computed] reference values, and the

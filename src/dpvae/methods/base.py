@@ -1,4 +1,9 @@
-"""The method interface every generative method implements, and the context a run gives it."""
+"""The contract every generative method implements, and the context a run gives it.
+
+A method lives in `methods/<name>.py`: a `MethodParams` subclass (its typed parameters) and a `Method`
+subclass registered with `@register_method`. Heavy libraries (torch, scikit-learn, jax, ...) are imported
+inside `train`/`sample` or from a model module, so that validating a configuration stays fast (a test checks).
+"""
 
 from __future__ import annotations
 
@@ -11,21 +16,31 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from dpvae.errors import NotBuiltError
+from dpvae.params import MethodParams
+
 if TYPE_CHECKING:
     from dpvae.privacy.ledger import Ledger
 
 
+@dataclass(frozen=True)
+class Resources:
+    """What one training job of a method needs; the rules and the SLURM profile read it."""
+
+    threads: int = 2
+    mem_mb: int = 4000
+    runtime: int = 60        # minutes of wall time on the CPU reference machine
+    gpu: bool = False        # asks the cluster for a GPU (runs on CPU when none is there)
+
+
 @dataclass
 class RunContext:
-    """One run's resolved spec (see dpvae.runs.run_spec) and the places its outputs go."""
+    """One run's resolved spec (see dpvae.runs.run_spec), its typed parameters and where outputs go."""
 
     spec: dict
     run_dir: Path
+    params: Any = None                       # the method's MethodParams instance
     extra: dict = field(default_factory=dict)
-
-    @property
-    def params(self) -> dict:
-        return self.spec["params"]
 
     @property
     def model_dir(self) -> Path:
@@ -49,21 +64,38 @@ class RunContext:
 
         return "cuda" if torch.cuda.is_available() else "cpu"
 
+    @property
+    def epsilon(self) -> float | None:
+        """The run's target epsilon (None for a non-private run)."""
+        return self.spec["epsilon"]
+
+    @property
+    def delta(self) -> float:
+        return self.spec["delta"]
+
     def seed_for(self, stream: str) -> int:
         """A 32-bit seed for a named random stream of this run (same run + stream => same seed)."""
-        digest = hashlib.sha256(f"{self.spec['run']}|{self.spec['seed']}|{stream}".encode()).digest()
+        digest = hashlib.sha256(f"{self.spec['run_id']}|{self.spec['seed']}|{stream}".encode()).digest()
         return int.from_bytes(digest[:4], "little")
 
     def rng(self, stream: str) -> np.random.Generator:
         return np.random.default_rng(self.seed_for(stream))
 
+    def torch_generator(self, stream: str, device: str | None = None) -> Any:
+        """A seeded `torch.Generator` for a named stream (on `device`, default the run's)."""
+        import torch
+
+        generator = torch.Generator(device=device or self.device)
+        generator.manual_seed(self.seed_for(stream))
+        return generator
+
     @cached_property
     def data(self) -> Any:
-        """The prepared dataset, its training split subsampled to params['max_train'] if set."""
+        """The prepared dataset, its training split subsampled to `params.max_train` if set."""
         from dpvae.data.store import load_prepared
 
         prepared = load_prepared(Path(self.spec["data_root"]) / "prepared" / self.spec["dataset"])
-        limit = self.params.get("max_train")
+        limit = getattr(self.params, "max_train", None)
         if limit and limit < len(prepared.train.y):
             keep = np.sort(self.rng("max_train").choice(len(prepared.train.y), size=limit, replace=False))
             prepared = prepared.subset_train(keep)
@@ -71,13 +103,23 @@ class RunContext:
 
 
 class Method(ABC):
-    """A generative method: trains from a run context and samples synthetic records."""
+    """A generative method: trains from a run context and samples synthetic records.
+
+    Class attributes: `name` (registry key), `paper`, `private` (default privacy of its variants),
+    `description` (one line), `Params` (its typed parameters) and `RESOURCES` (a training job's needs).
+    """
 
     name: ClassVar[str]
     paper: ClassVar[str]
     private: ClassVar[bool]
     description: ClassVar[str]
+    Params: ClassVar[type[MethodParams]] = MethodParams
+    RESOURCES: ClassVar[Resources] = Resources()
     implemented: ClassVar[bool] = True
+
+    def resources(self, params: MethodParams, dataset: str) -> Resources:
+        """A training job's resources for these parameters (override to scale with them)."""
+        return self.RESOURCES
 
     @abstractmethod
     def train(self, ctx: RunContext) -> Ledger | None:
@@ -85,24 +127,35 @@ class Method(ABC):
 
     @abstractmethod
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
-        """Draw `n` synthetic records (None = the method's natural size) as arrays 'x' and 'y'."""
+        """Draw `n` synthetic records (None = the method's natural size) as arrays 'x' and 'y'.
+
+        'x' has the prepared data's per-record shape and dtype float32, 'y' int64 labels in the data's
+        label range; the same run and seed give the same arrays on CPU.
+        """
+
+    def __repr__(self) -> str:
+        return f"<method {self.name} ({type(self).__module__})>"
 
 
 class PlannedMethod(Method):
-    """A method the workflow knows about (its runs are in the DAG) but that is not implemented yet."""
+    """A method the workflow knows about (its runs are in the DAG) but whose module does not exist yet."""
 
     implemented = False
 
-    def __init__(self, name: str, paper: str, private: bool, description: str) -> None:
+    def __init__(self, name: str, paper: str, private: bool, description: str,
+                 params: type[MethodParams] = MethodParams, resources: Resources = Resources()) -> None:
         self.name, self.paper, self.private, self.description = name, paper, private, description
+        self.Params, self.RESOURCES = params, resources
 
     def _refuse(self) -> None:
-        raise NotImplementedError(
-            f"method '{self.name}' ({self.description}) is not implemented yet; "
-            f"see the open issues (`issues list`) and README.md's status table")
+        raise NotBuiltError(f"method '{self.name}' ({self.description}) is not implemented yet; "
+                            f"see README.md's status table")
 
     def train(self, ctx: RunContext) -> Ledger | None:
         self._refuse()
 
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
         self._refuse()
+
+    def __repr__(self) -> str:
+        return f"<planned method {self.name}>"

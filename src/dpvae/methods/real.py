@@ -6,9 +6,11 @@ import json
 
 import numpy as np
 
-from dpvae.methods.base import Method, RunContext
+from dpvae.methods.base import Method, Resources, RunContext
+from dpvae.methods.registry import register_method
 
 
+@register_method
 class RealData(Method):
     """Releases the (possibly subsampled) real training split itself; not private."""
 
@@ -16,6 +18,7 @@ class RealData(Method):
     paper = "p3gm, dp2vae"
     private = False
     description = "the real training split (upper reference for utility metrics)"
+    RESOURCES = Resources(threads=1, mem_mb=2000, runtime=5)
 
     def train(self, ctx: RunContext) -> None:
         ctx.model_dir.mkdir(parents=True, exist_ok=True)

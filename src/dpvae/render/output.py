@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import re
 import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -25,10 +29,53 @@ def apply_style() -> None:
     plt.rcParams.update({"figure.dpi": 150, "savefig.bbox": "tight", "pdf.fonttype": 42})
 
 
+@dataclass(frozen=True)
+class Stamp:
+    """Scale and provenance of one rendered item: on the page unless paper scale, always in the metadata."""
+
+    scale: str = "paper"
+    commit: str = "unknown"
+    config_sha256: str = ""
+    seeds: tuple[int, ...] = ()
+
+    @property
+    def label(self) -> str | None:
+        """The on-page scale label (None at paper scale)."""
+        if self.scale == "paper":
+            return None
+        return f"{self.scale} scale: not the paper's setting (a check that the pipeline runs, not a reproduction)"
+
+    def metadata(self, ext: str) -> dict[str, str]:
+        text = (f"scale={self.scale}; commit={self.commit}; config_sha256={self.config_sha256}; "
+                f"seeds={','.join(map(str, self.seeds)) or '-'}")
+        return {"Subject": text} if ext == "pdf" else {"Description": text}
+
+
+_STAMP: contextvars.ContextVar[Stamp] = contextvars.ContextVar("stamp", default=Stamp())
+
+
+@contextlib.contextmanager
+def stamped(stamp: Stamp) -> Iterator[None]:
+    """Render everything inside with this scale label and provenance."""
+    token = _STAMP.set(stamp)
+    try:
+        yield
+    finally:
+        _STAMP.reset(token)
+
+
+def current_stamp() -> Stamp:
+    return _STAMP.get()
+
+
 def save_figure(fig: plt.Figure, prefix: str | Path) -> None:
-    """<prefix>.pdf and <prefix>.png."""
+    """<prefix>.pdf and <prefix>.png, labelled with the scale unless paper scale, provenance in the metadata."""
+    stamp = current_stamp()
+    if stamp.label:
+        fig.text(0.5, -0.02, stamp.label, ha="center", va="top", fontsize=7, color="#b00020", style="italic")
     for ext in ("pdf", "png"):
-        atomic_write(f"{prefix}.{ext}", lambda tmp, ext=ext: fig.savefig(tmp, format=ext))
+        atomic_write(f"{prefix}.{ext}",
+                     lambda tmp, ext=ext: fig.savefig(tmp, format=ext, metadata=stamp.metadata(ext)))
     plt.close(fig)
 
 
@@ -36,11 +83,13 @@ def save_table(table: pd.DataFrame, prefix: str | Path, title: str, notes: list[
                escape: bool = True) -> None:
     """<prefix>.csv (the data), <prefix>.tex (booktabs; `escape=False` keeps LaTeX cells) and <prefix>.pdf."""
     table = integral_columns(table)
+    stamp = current_stamp()
+    notes = [*([stamp.label] if stamp.label else []), *notes]
     atomic_write(f"{prefix}.csv", lambda tmp: table.to_csv(tmp, index=False, float_format="%.6g"))
     tex = table.to_latex(index=False, escape=escape, na_rep="--", float_format=_fmt, caption=title)
     atomic_write(f"{prefix}.tex", lambda tmp: Path(tmp).write_text(tex))
     fig = table_figure(table, title, notes)
-    atomic_write(f"{prefix}.pdf", lambda tmp: fig.savefig(tmp, format="pdf"))
+    atomic_write(f"{prefix}.pdf", lambda tmp: fig.savefig(tmp, format="pdf", metadata=stamp.metadata("pdf")))
     plt.close(fig)
 
 

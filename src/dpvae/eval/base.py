@@ -1,0 +1,97 @@
+"""The contract every metric implements: what it reads, its typed options, and the rows it returns.
+
+A metric lives in `eval/<name>.py` and registers a function with `@register_metric`, declaring what it
+needs — `samples` (the run's synthetic records), `model` (the trained model directory), `data` (the
+prepared dataset) and optionally a cached per-dataset `reference` (e.g. FID's real-image statistics,
+built once by the `reference` rule) — so that the evaluate rule asks for exactly those inputs: a
+model-only metric never forces a sampling job. It returns tidy rows
+`{"metric": ..., "value": ..., "classifier": ..., "step": ...}`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpvae.errors import NotBuiltError
+from dpvae.methods.base import RunContext
+from dpvae.params import MetricOptions
+
+NEEDS: tuple[str, ...] = ("samples", "model", "data", "reference")
+
+
+@dataclass
+class EvalContext:
+    """What a metric gets: the run (spec, typed method params, data), its options and input paths."""
+
+    run: RunContext
+    options: Any                             # the metric's MetricOptions instance
+    out_dir: Path                            # where artifacts (images, arrays) go, beside the metric's JSON
+    reference_path: Path | None = None
+
+    @cached_property
+    def samples(self) -> dict[str, np.ndarray]:
+        with np.load(self.run.samples_path) as loaded:
+            return dict(loaded)
+
+    @property
+    def data(self) -> Any:
+        return self.run.data
+
+    @property
+    def model_dir(self) -> Path:
+        return self.run.run_dir / "model"
+
+    def reference(self) -> dict[str, np.ndarray]:
+        if self.reference_path is None:
+            raise RuntimeError("this metric declared no reference")
+        with np.load(self.reference_path) as loaded:
+            return dict(loaded)
+
+
+Rows = list[dict[str, Any]]
+MetricFn = Callable[[EvalContext], Rows]
+ReferenceFn = Callable[[Path, Any], dict[str, np.ndarray]]   # (prepared dataset dir, options) -> arrays
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A registered metric; `fn` None = planned (its jobs stay in the DAG and refuse to run).
+
+    A metric that needs "reference" has `reference(prepared_dir, options) -> arrays`, cached once per dataset
+    by the reference rule; `reference_keys` are the option names it reads (other options never rebuild it).
+    """
+
+    name: str
+    description: str
+    needs: tuple[str, ...]
+    Options: type[MetricOptions] = MetricOptions
+    fn: MetricFn | None = None
+    reference: ReferenceFn | None = None
+    reference_keys: tuple[str, ...] = ()
+    threads: int = 2
+    mem_mb: int = 4000
+    runtime: int = 30
+    gpu: bool = False
+
+    def __post_init__(self) -> None:
+        unknown = [n for n in self.needs if n not in NEEDS]
+        if unknown:
+            raise ValueError(f"metric '{self.name}': unknown needs {unknown} (known: {', '.join(NEEDS)})")
+        if self.fn is not None and ("reference" in self.needs) != (self.reference is not None):
+            raise ValueError(f"metric '{self.name}': a 'reference' need and a reference builder go together")
+
+    @property
+    def implemented(self) -> bool:
+        return self.fn is not None
+
+    def __call__(self, ctx: EvalContext) -> Rows:
+        if self.fn is None:
+            raise NotBuiltError(f"metric '{self.name}' ({self.description}) is not implemented yet; "
+                                "see README.md's status table")
+        return self.fn(ctx)

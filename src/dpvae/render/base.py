@@ -1,0 +1,73 @@
+"""What every renderer gets (`RenderContext`), the renderer registry, and helpers shared by the papers.
+
+A renderer lives in `render/<paper>.py` and registers itself for one item key with `@register_renderer`;
+it reads only tidy tables, per-run artifacts and the published numbers, and writes through
+`render.output` (which labels every item that is not at paper scale).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from dpvae.items import Item
+from dpvae.registry import Registry, discover
+from dpvae.render.output import PAPER_LABEL
+from dpvae.render.published import load_published
+
+Renderer = Callable[["RenderContext"], None]
+RENDERERS: Registry[Renderer] = Registry("renderer")
+
+
+def register_renderer(key: str) -> Callable[[Renderer], Renderer]:
+    """Function decorator: render item `key` ('<paper>/<item id>') with `fn` (duplicates refused)."""
+
+    def decorate(fn: Renderer) -> Renderer:
+        RENDERERS.add(key, fn)
+        return fn
+
+    return decorate
+
+
+@dataclass
+class RenderContext:
+    item: Item
+    prefix: str                                   # figures/<paper>/<item>
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)   # experiment -> tidy table
+    artifacts: list[str] = field(default_factory=list)
+    config: dict = field(default_factory=dict)    # the experiments and variants the item uses
+
+    def published(self) -> pd.DataFrame:
+        frame = load_published(self.item.paper)
+        return frame[frame["item"] == self.item.id]
+
+
+def paper_dataset(dataset: str) -> str:
+    """The dataset name the published CSVs use for one of our dataset ids."""
+    for suffix in ("-p3gm", "-32", "-lvae", "-dropna", "-full"):
+        dataset = dataset.removesuffix(suffix)
+    return "celeba" if dataset == "celeba32" else ("twogauss" if dataset.startswith("twogauss") else dataset)
+
+
+def side_by_side(reproduced: pd.DataFrame, published: pd.DataFrame, metrics: dict[str, str],
+                  index: str = "dataset") -> pd.DataFrame:
+    """One row per `index` value; for each metric a reproduced column and a 'paper' column."""
+    published = published.assign(key=published[index])
+    table = pd.DataFrame({index: list(dict.fromkeys(reproduced[index]))})
+    key = table[index].map(paper_dataset) if index == "dataset" else table[index]
+    for metric, label in metrics.items():
+        ours = reproduced[reproduced["metric"] == metric].set_index(index)["value"]
+        theirs = published[published["metric"] == metric].set_index("key")["value"]
+        table[label] = table[index].map(ours)
+        table[f"{label} ({PAPER_LABEL})"] = key.map(theirs)
+    return table
+
+
+
+
+def load_renderers() -> Registry[Renderer]:
+    """Import every `render/<paper>.py` so that its renderers are registered; return the registry."""
+    discover("dpvae.render", skip=("base", "output", "published", "schematic", "gather", "items"))
+    return RENDERERS

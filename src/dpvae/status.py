@@ -1,0 +1,56 @@
+"""Which items can be built today, derived from the registries (methods, metrics, analyses, renderers).
+
+An item is *done* when its renderer and every method, metric and analysis it needs are implemented. The
+README's status table is generated here (a test keeps it true).
+"""
+
+from __future__ import annotations
+
+from dpvae.analyses import ANALYSES
+from dpvae.eval.registry import METRICS
+from dpvae.items import ITEMS, Item
+from dpvae.methods.registry import METHODS
+from dpvae.render.base import load_renderers
+
+RENDERERS = load_renderers()
+
+
+def missing_parts(item: Item, config: dict) -> list[str]:
+    """What keeps `item` from being built (empty = done)."""
+    missing = [] if (item.key in RENDERERS) else [f"renderer {item.key}"]
+    for name in item.experiments:
+        exp = config["experiments"][name]
+        if "analysis" in exp:
+            missing += [] if (exp["analysis"] in ANALYSES) else [f"analysis {exp['analysis']}"]
+            continue
+        for variant in exp["variants"]:
+            method = METHODS.get(config["variants"][variant]["method"])
+            missing += [] if method.implemented else [f"method {method.name}"]
+        missing += [f"metric {m}" for m in exp["metrics"] if not METRICS.get(m).implemented]
+    return sorted(set(missing))
+
+
+def done_items(config: dict) -> list[Item]:
+    return [item for item in ITEMS.values() if not missing_parts(item, config)]
+
+
+def status_table(config: dict) -> str:
+    """README's status table: every item, done / partial / not yet, and what it still needs."""
+    lines = ["| item | title | status | still needed |", "|---|---|---|---|"]
+    for item in ITEMS.values():
+        missing = missing_parts(item, config)
+        parts = len(item.experiments) + 1
+        status = "done" if not missing else ("partial" if (item.key in RENDERERS) or len(missing) < parts else "not yet")
+        title = item.title.replace("|", "\\|")
+        lines.append(f"| `{item.key}` | {title} | {status} | {', '.join(missing) or '-'} |")
+    return "\n".join(lines)
+
+
+STATUS_BEGIN, STATUS_END = "<!-- status:begin -->", "<!-- status:end -->"
+
+
+def readme_with_status(readme: str, config: dict) -> str:
+    """README text with the block between the status markers replaced by the current table."""
+    head, rest = readme.split(STATUS_BEGIN, 1)
+    _, tail = rest.split(STATUS_END, 1)
+    return f"{head}{STATUS_BEGIN}\n{status_table(config)}\n{STATUS_END}{tail}"

@@ -1,0 +1,249 @@
+"""The Snakemake rules' view of a validated configuration: targets, inputs, specs and resources.
+
+`Plan(config)` validates the configuration once and answers every question a rule's input function or
+params ask, from an index of all runs (so that planning 7,000 jobs stays linear). Rules pass file paths,
+never run tables: the run lists of an aggregate and the inputs of a render job are written to small JSON
+spec files by local rules (`aggregate_spec`, `item_spec`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from dpvae.config import validate_config
+from dpvae.data.registry import get_dataset
+from dpvae.errors import NotBuiltError, TargetError
+from dpvae.eval.registry import METRICS
+from dpvae.items import ITEMS, PAPERS, Item, get_item, item_datasets, items_with_id
+from dpvae.methods.base import Resources
+from dpvae.methods.registry import METHODS
+from dpvae.paths import analysis_table, item_prefix, reference_file, results_dir
+from dpvae.runs import Run, experiment_runs, run_spec
+from dpvae.status import done_items, missing_parts
+
+_ITEM_TARGET = re.compile(r"^(?:\./)?figures/(?P<paper>[^/]+)/(?P<item>[^/.]+)\.(?P<ext>pdf|png|csv|tex)$")
+_GATHER_TARGET = re.compile(r"^(?:\./)?figures/(?P<item>[^/.]+)\.pdf$")
+RULE_TARGETS = frozenset({"all"})
+
+
+class Plan:
+    """Every rule-level question about one configuration (validated on construction)."""
+
+    def __init__(self, config: dict, basedir: str | Path = ".") -> None:
+        self.config = validate_config(config)
+        self.basedir = Path(basedir)
+        self.scale = config["scale"]
+        self.results = results_dir(self.scale)
+
+    # -- runs ------------------------------------------------------------------------------------
+
+    @cached_property
+    def _runs(self) -> dict[str, list[Run]]:
+        """(experiment, dataset) -> runs; experiments without training are left out."""
+        index: dict[str, list[Run]] = {}
+        for name, exp in self.config["experiments"].items():
+            if "analysis" not in exp:
+                for dataset in exp["datasets"]:
+                    index[f"{name}/{dataset}"] = experiment_runs(self.config, name, dataset)
+        return index
+
+    @cached_property
+    def _all_runs(self) -> set[Run]:
+        return {run for runs in self._runs.values() for run in runs}
+
+    def runs(self, experiment: str, dataset: str) -> list[Run]:
+        return self._runs[f"{experiment}/{dataset}"]
+
+    def run(self, dataset: str, variant: str, eps: str, seed: int | str) -> Run:
+        run = Run(dataset, variant, eps, int(seed))
+        if run not in self._all_runs:
+            raise TargetError(f"no experiment in the configuration needs run {run.id}")
+        return run
+
+    def run_dir(self, run: Run) -> str:
+        return run.path(self.scale)
+
+    def spec(self, dataset: str, variant: str, eps: str, seed: int | str) -> dict:
+        return run_spec(self.config, self.run(dataset, variant, eps, seed))
+
+    def spec_json(self, dataset: str, variant: str, eps: str, seed: int | str) -> str:
+        return json.dumps(self.spec(dataset, variant, eps, seed), sort_keys=True, separators=(",", ":"))
+
+    def train_resources(self, dataset: str, variant: str, eps: str, seed: int | str) -> Resources:
+        spec = self.spec(dataset, variant, eps, seed)
+        method = METHODS.get(spec["method"])
+        return method.resources(method.Params.parse(spec["params"], name=method.name), dataset)
+
+    # -- metrics ---------------------------------------------------------------------------------
+
+    def metric_options(self, metric: str) -> dict:
+        """The configured options of `metric` (its defaults apply to the rest)."""
+        return dict(self.config.get("evaluation", {}).get(metric) or {})
+
+    def reference_options(self, metric: str) -> dict:
+        keys = METRICS.get(metric).reference_keys
+        return {k: v for k, v in self.metric_options(metric).items() if k in keys}
+
+    def evaluate_inputs(self, dataset: str, run_dir: str, metric: str) -> dict[str, str]:
+        """Exactly what the metric needs: samples, the model, the prepared data and/or its reference."""
+        needs = METRICS.get(metric).needs
+        inputs = {"train": f"{run_dir}/train.json"}
+        if "samples" in needs:
+            inputs["samples"] = f"{run_dir}/samples.npz"
+        if "model" in needs:
+            inputs["model"] = f"{run_dir}/model"
+        if "data" in needs or "samples" in needs:
+            inputs["data"] = f"{self.config['data']['root']}/prepared/{dataset}"
+        if "reference" in needs:
+            inputs["reference"] = reference_file(self.scale, dataset, metric)
+        return inputs
+
+    # -- aggregate, analyze, render, gather -------------------------------------------------------
+
+    def analysis_context(self, experiment: str) -> dict:
+        """The configuration subset an analysis reads (its experiment, the variant it names, data root, delta)."""
+        exp = self.config["experiments"][experiment]
+        names = [exp.get("params", {}).get("variant")]
+        return {"experiments": {experiment: exp}, "variants": {n: self.config["variants"][n] for n in names if n},
+                "data_root": self.config["data"]["root"], "delta": self.config["delta"]}
+
+    def _variant_runs(self, experiment: str, dataset: str, variant: str) -> list[Run]:
+        runs = [r for r in self.runs(experiment, dataset) if r.variant == variant]
+        if not runs:
+            raise TargetError(f"experiment '{experiment}' has no variant '{variant}' on dataset '{dataset}'")
+        return runs
+
+    def aggregate_spec(self, experiment: str, dataset: str, variant: str) -> dict:
+        """What `dpvae aggregate` reads: the experiment and the directory of each run of one variant."""
+        return {"experiment": experiment, "dataset": dataset, "variant": variant,
+                "config": self.config["experiments"][experiment],
+                "runs": [self.run_dir(r) for r in self._variant_runs(experiment, dataset, variant)]}
+
+    def variant_tables(self, experiment: str, dataset: str) -> list[str]:
+        """One tidy table per variant (so that no job lists thousands of inputs); `combine` joins them."""
+        variants = dict.fromkeys(r.variant for r in self.runs(experiment, dataset))
+        return [f"{self.results}/tables/{experiment}/{dataset}/{v}.csv" for v in variants]
+
+    def aggregate_inputs(self, experiment: str, dataset: str, variant: str) -> list[str]:
+        metrics = self.config["experiments"][experiment]["metrics"]
+        files = []
+        for run in self._variant_runs(experiment, dataset, variant):
+            path = self.run_dir(run)
+            files += [f"{path}/train.json", f"{path}/privacy.json"] + [f"{path}/metrics/{m}.json" for m in metrics]
+        return files
+
+    def item_tables(self, item: Item) -> dict[str, list[str]]:
+        """experiment -> the tidy tables an item reads."""
+        tables = {}
+        for name in item.experiments:
+            if "analysis" in self.config["experiments"][name]:
+                tables[name] = [analysis_table(self.scale, name)]
+            else:
+                tables[name] = [f"{self.results}/tables/{name}/{d}.csv" for d in item_datasets(item, self.config, name)]
+        return tables
+
+    def item_artifacts(self, item: Item) -> list[str]:
+        files = []
+        for name in item.experiments:
+            if "analysis" in self.config["experiments"][name]:
+                continue
+            for dataset in item_datasets(item, self.config, name):
+                files += [f"{self.run_dir(run)}/metrics/{a}.json" for run in self.runs(name, dataset)
+                          for a in item.artifacts]
+        return files
+
+    def item_spec(self, paper: str, item_id: str) -> dict:
+        """What `dpvae render` reads: tables, artifacts, the configuration subset the renderer uses, scale."""
+        item = get_item(f"{paper}/{item_id}")
+        experiments = {n: self.config["experiments"][n] for n in item.experiments}
+        variants = {v.split("@")[0] for e in experiments.values() for v in e.get("variants", [])}
+        return {"item": item.key, "scale": self.scale, "tables": self.item_tables(item),
+                "artifacts": self.item_artifacts(item),
+                "context": {"experiments": experiments, "delta": self.config["delta"], "scale": self.scale,
+                            "variants": {v: self.config["variants"][v] for v in sorted(variants)}}}
+
+    def render_inputs(self, paper: str, item_id: str) -> list[str]:
+        item = get_item(f"{paper}/{item_id}")
+        return [p for paths in self.item_tables(item).values() for p in paths] + self.item_artifacts(item)
+
+    def renderer_module(self, paper: str) -> str:
+        return str(self.basedir / "src" / "dpvae" / "render" / f"{paper}.py")
+
+    def published_files(self, paper: str) -> list[str]:
+        directory = self.basedir / "workflow" / "resources" / "published"
+        return sorted(str(p) for p in directory.glob(f"{paper}*.csv"))
+
+    def caption(self, paper: str, item_id: str) -> str:
+        """The item's report caption (workflow/report/<paper>/<item>.rst) and its scale."""
+        path = self.basedir / "workflow" / "report" / paper / f"{item_id}.rst"
+        text = path.read_text().strip() if path.is_file() else get_item(f"{paper}/{item_id}").title
+        scale = "" if self.scale == "paper" else (f"\n\n**Scale: {self.scale}** — not the paper's setting; "
+                                                  "numbers are a check that the pipeline runs, not a reproduction.")
+        return text + scale
+
+    def gathered(self, item_id: str) -> list[str]:
+        return [f"{item_prefix(i.paper, i.id)}.pdf" for i in items_with_id(item_id) if not missing_parts(i, self.config)]
+
+    def gather_pending(self, item_id: str) -> dict[str, list[str]]:
+        return {i.key: missing_parts(i, self.config) for i in items_with_id(item_id) if missing_parts(i, self.config)}
+
+    def default_targets(self) -> list[str]:
+        return [f"{item_prefix(i.paper, i.id)}.pdf" for i in done_items(self.config)]
+
+    def fetch_inputs(self, dataset: str) -> list[str]:
+        spec = get_dataset(dataset)
+        return [f"{self.config['data']['root']}/raw/{spec.source}/SHA256SUMS"] if spec.files else []
+
+    # -- targets ---------------------------------------------------------------------------------
+
+    def check_buildable(self, target: str, dryrun: bool) -> None:
+        """Refuse a target that names no item (with the valid ids); unless `dryrun`, also an item whose
+        methods, metrics, analyses or renderer do not exist yet — while planning, before any job runs."""
+        self.check_targets([target], built_only=not dryrun)
+
+    def check_targets(self, targets: Iterable[str], built_only: bool) -> None:
+        """`check_buildable` for several targets at once (one message naming every missing part)."""
+        not_built: dict[str, list[str]] = {}
+        for target in targets:
+            items = self._target_items(str(target))
+            for item in items:
+                if built_only and (missing := missing_parts(item, self.config)):
+                    not_built[item.key] = missing
+        if not_built:
+            needed: dict[str, list[str]] = {}
+            for key, parts in not_built.items():
+                for part in parts:
+                    needed.setdefault(part, []).append(key)
+            lines = [f"  {part} (needed by {', '.join(keys)})" for part, keys in sorted(needed.items())]
+            raise NotBuiltError("cannot build " + ", ".join(sorted(not_built)) + ": not implemented yet:\n"
+                                + "\n".join(lines) + "\n(`snakemake -n` still plans them; "
+                                "`python -m dpvae status` lists what builds today)")
+
+    def _target_items(self, target: str) -> list[Item]:
+        if target in RULE_TARGETS or not target.startswith(("figures/", "./figures/")):
+            return []
+        if (m := _ITEM_TARGET.match(target)):
+            item = get_item(f"{m['paper']}/{m['item']}")
+            if m["ext"] not in item.outputs:
+                raise TargetError(f"{target}: item {item.key} is a {item.kind}; its outputs are "
+                                  + ", ".join(f"{item_prefix(item.paper, item.id)}.{e}" for e in item.outputs))
+            return [item]
+        if (m := _GATHER_TARGET.match(target)):
+            if m["item"] == "scorecard":
+                return []
+            if not items_with_id(m["item"]):
+                if m["item"] in PAPERS:
+                    raise TargetError(f"{target}: '{m['item']}' is a paper; ask for figures/{m['item']}/<item>.pdf "
+                                      f"with an item id of {', '.join(i.id for i in ITEMS.values() if i.paper == m['item'])}")
+                from dpvae.registry import did_you_mean
+                ids = sorted({i.id for i in ITEMS.values()})
+                raise TargetError(f"{target}: no item '{m['item']}' in any paper{did_you_mean(m['item'], ids)}; "
+                                  f"item ids: {', '.join(ids)}")
+            return []  # a gather includes only what builds, with a cover page saying what is pending
+        raise TargetError(f"{target}: not a target of this workflow; ask for figures/<paper>/<item>.pdf "
+                          f"(papers: {', '.join(PAPERS)}), figures/<item>.pdf or figures/scorecard.pdf")
