@@ -23,6 +23,7 @@ from dpvae.eval.base import EvalContext
 from dpvae.eval.registry import METRICS
 from dpvae.files import atomic_directory, atomic_write, write_json
 from dpvae.methods.base import RunContext
+from dpvae.methods.checkpoint import CHECKPOINT_NAME
 from dpvae.methods.registry import get_method
 from dpvae.provenance import device_name, git_commit, machine, sha256_json
 
@@ -70,6 +71,7 @@ def train(spec: dict) -> Path:
         else:
             write_json(ctx.ledger_path, {"private": False, "epsilon": None, "delta": None, "method": method.name,
                                          "note": "non-private run: no differential-privacy guarantee"})
+    (run_dir / CHECKPOINT_NAME).unlink(missing_ok=True)   # the model is in place: a resume point is moot
     write_json(run_dir / "train.json", {
         "spec": spec, "spec_sha256": sha256_json(spec), "commit": git_commit(), "seed": spec["seed"],
         "scale": spec.get("scale"), "seconds": round(time.time() - started, 3), "device": ctx.device,

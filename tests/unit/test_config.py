@@ -41,14 +41,14 @@ def test_smoke_overlay_adds_no_experiment_or_variant():
 def test_defaults_are_filled_in():
     config = validate_config(_raw())
     assert config["privacy"]["epsilon_rel_tol"] == 0.01
-    assert config["evaluation"]["fid"]["batch_size"] == 64
+    assert config["evaluation"]["n_samples"] is None
     assert config["experiments"]["p3gm_table3"]["seeds"] == 1
 
 
 @pytest.mark.parametrize(("mutate", "expected"), [
     (lambda c: c.update(colour="red"), "config key 'colour': unknown key"),
-    (lambda c: c["variants"]["p3gm"]["params"].update(epochz=3), "config key 'variants.p3gm.params.epochz': unknown key"),
-    (lambda c: c["variants"]["p3gm"]["params"].update(lr="fast"), "'variants.p3gm.params.lr': 'fast' is not of type 'number'"),
+    (lambda c: c["variants"]["p3gm"]["params"].update(epochz=3), "config key 'variants.p3gm.params.epochz': not a parameter of method 'p3gm'"),
+    (lambda c: c["variants"]["p3gm"]["params"].update(lr="fast"), "'variants.p3gm.params.lr': 'fast' is not of type float"),
     (lambda c: c["experiments"]["p3gm_tabular"].update(epsilons=[0]), "'experiments.p3gm_tabular.epsilons[0]'"),
     (lambda c: c["experiments"]["p3gm_tabular"].update(epsilons=[-1.0]), "'experiments.p3gm_tabular.epsilons[0]'"),
     (lambda c: c.update(delta=1.0), "config key 'delta'"),
@@ -62,6 +62,15 @@ def test_defaults_are_filled_in():
     (lambda c: c["experiments"]["p3gm_tabular"].update(epsilons=[]), "'experiments.p3gm_tabular.epsilons': variant"),
     (lambda c: c["experiments"]["p3gm_table3"].update(analysis="stats"), "unknown analysis 'stats'"),
     (lambda c: c["variants"]["p3gm"]["per_epsilon"].update({"one": {}}), "variants.p3gm.per_epsilon.one"),
+    (lambda c: c["variants"]["privae"]["params"].update(discriminators=1000),
+     "config key 'variants.privae.params.discriminators': not a parameter of method 'privae'"),
+    (lambda c: c["variants"]["p3gm"]["per_dataset"]["adult"].update(sigma_sgd="lots"),
+     "config key 'variants.p3gm.per_dataset.adult.sigma_sgd': 'lots' is not of type float | 'auto'"),
+    (lambda c: c["experiments"]["p3gm_pca_dim"]["sweep"]["points"]["2"].update(pca_components=0),
+     "config key 'experiments.p3gm_pca_dim.sweep.points.2.pca_components': 0 is less than the minimum 1"),
+    (lambda c: c["evaluation"].update(fid={"n_sampels": 10}), "config key 'evaluation.fid.n_sampels': not a parameter of metric 'fid'"),
+    (lambda c: c["evaluation"].update(fdi={}), "config key 'evaluation.fdi': unknown metric 'fdi'; did you mean 'fid'?"),
+    (lambda c: c["experiments"]["p3gm_tabular"].update(paper="p4gm"), "config key 'experiments.p3gm_tabular.paper': unknown paper 'p4gm'"),
 ])
 def test_bad_config_names_the_offending_key(mutate, expected):
     config = _raw()

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dpvae.items import ITEMS, done_items, items_with_id, missing_parts
+from dpvae.items import ITEMS, items_with_id
+from dpvae.status import done_items, missing_parts
 
 EXPECTED = (
     ["privae/table1", "privae/fig1", "privae/fig2", "lvae/fig1", "lvae/fig2", "lvae/fig3"]
@@ -37,7 +38,7 @@ def test_items_with_id_gathers_across_papers():
 
 def test_readme_status_table_is_current(paper_config):
     """README.md's status block equals `python -m dpvae status` (update it with --update-readme)."""
-    from dpvae.items import readme_with_status
+    from dpvae.status import readme_with_status
     from dpvae.paths import REPO_ROOT
 
     readme = (REPO_ROOT / "README.md").read_text()

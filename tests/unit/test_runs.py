@@ -43,7 +43,8 @@ def test_runs_are_shared_between_experiments(paper_config):
 def test_spec_of_private_and_nonprivate_runs(paper_config):
     private = run_spec(paper_config, Run("fashion-mnist-32", "privae-mmd", "10", 3))
     assert private["private"] and private["epsilon"] == 10.0 and private["delta"] == 1e-5
-    assert private["run"] == "results/runs/fashion-mnist-32/privae-mmd/eps10/seed3"
+    assert private["run"] == "results/paper/runs/fashion-mnist-32/privae-mmd/eps10/seed3"
+    assert private["run_id"] == "fashion-mnist-32/privae-mmd/eps10/seed3" and private["scale"] == "paper"
     public = run_spec(paper_config, Run("fashion-mnist-32", "vae-mmd", "inf", 0))
     assert not public["private"] and public["epsilon"] is None
     pgm = run_spec(paper_config, Run("credit", "pgm", "inf", 0))

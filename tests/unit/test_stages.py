@@ -10,6 +10,8 @@ import pytest
 
 from dpvae import stages
 from dpvae.data.registry import prepare_dataset
+from dpvae.errors import NotBuiltError
+from dpvae.params import MethodParams
 from dpvae.runs import Run, run_spec
 
 
@@ -29,21 +31,24 @@ def test_train_and_sample_a_nonprivate_method(pinwheel_spec):
     assert json.loads((run / "privacy.json").read_text())["private"] is False
     meta = json.loads((run / "train.json").read_text())
     assert meta["spec"] == pinwheel_spec and meta["seconds"] >= 0
-    assert not list(run.glob("model.partial-*"))
-    with np.load(stages.sample(pinwheel_spec, None)) as samples:
+    assert not list(run.glob(".model.partial-*"))
+    assert meta["spec_sha256"] and meta["commit"] and meta["seed"] == 0
+    with np.load(stages.sample(run, None)) as samples:
         assert samples["x"].shape == (100, 2) and samples["y"].shape == (100,)   # max_train subsample
 
 
 def test_the_training_subsample_is_seeded(pinwheel_spec):
-    first = np.load(stages.sample(pinwheel_spec, 10))["x"]
-    again = np.load(stages.sample(pinwheel_spec, 10))["x"]
-    other = np.load(stages.sample({**pinwheel_spec, "seed": 1}, 10))["x"]
+    stages.train(pinwheel_spec)
+    stages.train({**pinwheel_spec, "seed": 1, "run": pinwheel_spec["run"] + "-1"})
+    first = np.load(stages.sample(pinwheel_spec["run"], 10))["x"]
+    again = np.load(stages.sample(pinwheel_spec["run"], 10))["x"]
+    other = np.load(stages.sample(pinwheel_spec["run"] + "-1", 10))["x"]
     assert np.array_equal(first, again) and not np.array_equal(first, other)
 
 
 def test_a_failing_method_leaves_no_model(pinwheel_spec):
     spec = {**pinwheel_spec, "method": "privae", "private": True, "epsilon": 10.0}
-    with pytest.raises(NotImplementedError, match="not implemented yet"):
+    with pytest.raises(NotBuiltError, match="not implemented yet"):
         stages.train(spec)
     run = Path(spec["run"])
     assert not (run / "model").exists() and not (run / "privacy.json").exists()
@@ -53,22 +58,23 @@ class _Overspender:
     """A private 'method' whose ledger spends more than any target."""
 
     name, paper, private, description, implemented = "overspender", "test", True, "test double", True
+    Params = MethodParams
 
     def train(self, ctx):
         from dpvae.privacy.ledger import Accounting, Ledger, Mechanism
 
-        ctx.model_dir.mkdir(parents=True)
+        ctx.model_dir.mkdir(parents=True, exist_ok=True)
         (ctx.model_dir / "weights.bin").write_bytes(b"0")
         return Ledger(Accounting((Mechanism("dpsgd", 0.5, 1.0, 100),), 1e-5), target_epsilon=1.0)
 
 
 def test_a_run_past_its_target_epsilon_is_refused(pinwheel_spec, monkeypatch):
     from dpvae.methods.registry import METHODS
-    from dpvae.privacy.ledger import PrivacyBudgetExceeded
+    from dpvae.errors import PrivacyBudgetExceeded
 
-    monkeypatch.setitem(METHODS, "overspender", _Overspender())
+    monkeypatch.setitem(METHODS._entries, "overspender", _Overspender())
     spec = {**pinwheel_spec, "method": "overspender", "private": True, "epsilon": 1.0}
     with pytest.raises(PrivacyBudgetExceeded, match="target epsilon 1"):
         stages.train(spec)
     run = Path(spec["run"])
-    assert not (run / "model").exists() and not (run / "privacy.json").exists() and not list(run.glob("model.*"))
+    assert not (run / "model").exists() and not (run / "privacy.json").exists() and not list(run.glob(".model.*"))

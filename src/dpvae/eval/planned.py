@@ -62,12 +62,6 @@ class MCAttackOptions(MetricOptions):
     radius: Literal["median"] = param("median", "neighbourhood radius heuristic")
 
 
-@dataclass(frozen=True)
-class SampleGridOptions(MetricOptions):
-    rows: int = param(10, "grid rows", minimum=1)
-    cols: int = param(10, "grid columns", minimum=1)
-
-
 PLANNED: tuple[Metric, ...] = (
     Metric("tabular_classifiers", "P3GM's LR / AdaBoost / GBM / XGBoost trained on synthetic, AUROC and AUPRC on real test",
            ("samples", "data"), TabularClassifierOptions),
@@ -81,8 +75,6 @@ PLANNED: tuple[Metric, ...] = (
            ("samples", "data"), ImageClassifierOptions, gpu=True),
     Metric("fid", "Frechet Inception Distance to real images (torch-fidelity)", ("samples", "reference"), FIDOptions,
            reference_keys=("reference", "reference_n", "batch_size"), gpu=True, runtime=240),
-    Metric("sample_grid", "a grid of generated samples (artifact for qualitative figures)", ("samples",),
-           SampleGridOptions),
     Metric("hoyer_sparsity", "Hoyer sparsity of standardised posterior means on the test set", ("model", "data")),
     Metric("iwae_loglik", "importance-weighted test log-likelihood", ("model", "data"), IWAEOptions, runtime=240),
     Metric("latent_mmd", "dimension-wise Cauchy MMD between aggregate posterior and prior samples", ("model", "data"),

@@ -11,7 +11,7 @@ from dpvae.methods.base import Method
 from dpvae.registry import Registry, discover
 
 METHODS: Registry[Method] = Registry("method")
-_NOT_METHODS = ("base", "registry", "planned")
+_NOT_METHODS = ("base", "registry", "planned", "checkpoint")
 
 
 def register_method(cls: type[Method]) -> type[Method]:

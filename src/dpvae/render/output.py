@@ -10,23 +10,35 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import matplotlib
+from typing import TYPE_CHECKING, Any
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
+import pandas as pd
 
-from dpvae.files import atomic_write  # noqa: E402
+from dpvae.files import atomic_write
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 PAPER_LABEL = "paper"
 STYLE = {"context": "paper", "style": "whitegrid", "palette": "colorblind", "font_scale": 1.0}
 
 
+def pyplot() -> Any:
+    """matplotlib.pyplot on the file-only Agg backend (imported on use: validation stays light)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def apply_style() -> None:
     """The one seaborn style every figure uses."""
+    import seaborn as sns
+
     sns.set_theme(**STYLE)
-    plt.rcParams.update({"figure.dpi": 150, "savefig.bbox": "tight", "pdf.fonttype": 42})
+    pyplot().rcParams.update({"figure.dpi": 150, "savefig.bbox": "tight", "pdf.fonttype": 42})
 
 
 @dataclass(frozen=True)
@@ -68,7 +80,7 @@ def current_stamp() -> Stamp:
     return _STAMP.get()
 
 
-def save_figure(fig: plt.Figure, prefix: str | Path) -> None:
+def save_figure(fig: Figure, prefix: str | Path) -> None:
     """<prefix>.pdf and <prefix>.png, labelled with the scale unless paper scale, provenance in the metadata."""
     stamp = current_stamp()
     if stamp.label:
@@ -76,7 +88,7 @@ def save_figure(fig: plt.Figure, prefix: str | Path) -> None:
     for ext in ("pdf", "png"):
         atomic_write(f"{prefix}.{ext}",
                      lambda tmp, ext=ext: fig.savefig(tmp, format=ext, metadata=stamp.metadata(ext)))
-    plt.close(fig)
+    pyplot().close(fig)
 
 
 def save_table(table: pd.DataFrame, prefix: str | Path, title: str, notes: list[str] = (),
@@ -90,7 +102,7 @@ def save_table(table: pd.DataFrame, prefix: str | Path, title: str, notes: list[
     atomic_write(f"{prefix}.tex", lambda tmp: Path(tmp).write_text(tex))
     fig = table_figure(table, title, notes)
     atomic_write(f"{prefix}.pdf", lambda tmp: fig.savefig(tmp, format="pdf", metadata=stamp.metadata("pdf")))
-    plt.close(fig)
+    pyplot().close(fig)
 
 
 def integral_columns(table: pd.DataFrame) -> pd.DataFrame:
@@ -109,7 +121,7 @@ def _fmt(value: object) -> str:
     return "" if value is None else str(value)
 
 
-def table_figure(table: pd.DataFrame, title: str, notes: list[str] = ()) -> plt.Figure:
+def table_figure(table: pd.DataFrame, title: str, notes: list[str] = ()) -> Figure:
     """A table drawn on a figure page, with wrapped cells (never inside $math$), a title and notes."""
     apply_style()
     cells = [[_wrap(_fmt(v) if not pd.isna(v) else "--", 30) for v in row] for row in table.itertuples(index=False)]
@@ -120,7 +132,7 @@ def table_figure(table: pd.DataFrame, title: str, notes: list[str] = ()) -> plt.
                                 for column in zip(header, *(cells or [header]))))
     table_height = 0.2 * lines * rows
     notes_height = 0.12 * sum(len(textwrap.wrap(n, 150)) for n in notes)
-    fig = plt.figure(figsize=(width, table_height + notes_height + 0.5))
+    fig = pyplot().figure(figsize=(width, table_height + notes_height + 0.5))
     ax = fig.add_axes((0.02, (notes_height + 0.1) / fig.get_figheight(), 0.96,
                        table_height / fig.get_figheight()))
     ax.axis("off")

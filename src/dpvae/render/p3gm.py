@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dpvae.render import schematic
 from dpvae.render.base import RenderContext, register_renderer, side_by_side
 from dpvae.render.output import PAPER_LABEL, save_figure, save_table
 from dpvae.render.published import published_text_table
@@ -79,9 +78,13 @@ def p3gm_fig9(ctx: RenderContext) -> None:
 
 @register_renderer("p3gm/fig1")
 def p3gm_fig1(ctx: RenderContext) -> None:
+    from dpvae.render import schematic
+
     save_figure(schematic.p3gm_release(), ctx.prefix)
 
 
 @register_renderer("p3gm/fig3")
 def p3gm_fig3(ctx: RenderContext) -> None:
+    from dpvae.render import schematic
+
     save_figure(schematic.p3gm_phases(), ctx.prefix)

@@ -1,0 +1,86 @@
+"""The one contract every registered method meets (opacus' grad-sample `common.py` is the model).
+
+For each implemented method, at tiny scale on a dataset of one of its smoke-config experiments: it trains
+through the train stage; a private run's ledger states an epsilon no larger than its target, and Google's
+dp-accounting re-derives every accounting in it; samples have the prepared data's per-record shape, float32
+inputs and int64 labels in the data's label range; the same run gives identical samples on CPU. A new
+method gets these checks by registering.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpvae import stages
+from dpvae.data.registry import get_dataset
+from dpvae.methods.registry import METHODS
+from dpvae.runs import Run, experiment_runs, run_spec
+from support.dp_accounting_check import rederive
+
+TINY_TRAIN = 256
+IMPLEMENTED = [m for m in METHODS.values() if m.implemented]
+
+
+def _offline(dataset: str, mirror: Path | None) -> bool:
+    spec = get_dataset(dataset)
+    if not spec.files:
+        return True
+    return mirror is not None and all((mirror / spec.source / f.filename).is_file() for f in spec.files)
+
+
+def contract_run(config: dict, method: str, mirror: Path | None) -> Run:
+    """The first run of the smoke configuration that uses `method` on data available offline."""
+    for name, exp in config["experiments"].items():
+        if "analysis" in exp:
+            continue
+        for run in experiment_runs(config, name):
+            base = run.base_variant
+            if config["variants"][base]["method"] == method and _offline(run.dataset, mirror):
+                return run
+    pytest.skip(f"no smoke-config experiment runs method '{method}' on offline data")
+
+
+@pytest.fixture()
+def trained(request, smoke_config, prepared_from_mirror, mirror, tmp_path, monkeypatch):
+    method = request.param
+    run = contract_run(smoke_config, method.name, mirror)
+    data = prepared_from_mirror(run.dataset)
+    monkeypatch.chdir(tmp_path)
+    spec = run_spec(smoke_config, run)
+    params = dict(spec["params"])
+    params["max_train"] = min(params.get("max_train") or TINY_TRAIN, TINY_TRAIN)
+    spec = {**spec, "params": params, "data_root": str(Path(data).parents[1]), "device": "cpu"}
+    stages.train(spec)
+    return method, spec
+
+
+@pytest.mark.parametrize("trained", IMPLEMENTED, ids=[m.name for m in IMPLEMENTED], indirect=True)
+def test_method_meets_the_contract(trained):
+    method, spec = trained
+    run = Path(spec["run"])
+    assert (run / "model").is_dir() and (run / "train.json").is_file()
+    ledger = json.loads((run / "privacy.json").read_text())
+    if spec["private"]:
+        assert ledger["epsilon"] <= spec["epsilon"], "the headline epsilon exceeds the run's target"
+        assert rederive(ledger) == pytest.approx(ledger["epsilon"], rel=1e-4)
+        for other in ("paper", "strict", "sound"):
+            if isinstance(ledger.get(other), dict) and ledger[other].get("mechanisms"):
+                assert rederive(ledger[other]) == pytest.approx(ledger[other]["epsilon"], rel=1e-4), other
+    else:
+        assert ledger["private"] is False and ledger["epsilon"] is None
+
+    ctx = stages.run_context(spec)
+    first = dict(np.load(stages.sample(run, 64)))
+    again = dict(np.load(stages.sample(run, 64)))
+    train = ctx.data.train
+    assert set(first) >= {"x", "y"}
+    assert first["x"].dtype == np.float32 and first["y"].dtype == np.int64
+    assert first["x"].shape == (64, *train.x.shape[1:]) and first["y"].shape == (64,)
+    assert np.isfinite(first["x"]).all()
+    assert set(np.unique(first["y"])) <= set(np.unique(np.concatenate([train.y, ctx.data.test.y])))
+    for key in first:
+        assert np.array_equal(first[key], again[key]), f"'{key}' differs between two samplings of the same run"
