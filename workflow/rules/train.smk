@@ -3,14 +3,6 @@
 # resources (threads, memory, runtime, GPU) size the job, here and on a cluster.
 
 
-def _spec(w):
-    return PLAN.spec_json(w.dataset, w.variant, w.eps, w.seed)
-
-
-def _resources(w):
-    return PLAN.train_resources(w.dataset, w.variant, w.eps, w.seed)
-
-
 rule train:
     input:
         data=lambda w: prepared(w.dataset),
