@@ -69,6 +69,16 @@ def test_config_fid_n_samples_reaches_the_fid_job(tmp_path):
     assert fid and all('"n_samples": 1234' in line for line in fid)
 
 
+def test_job_resources_come_from_the_method(tmp_path):
+    """A method that wants a GPU (DP2-VAE) asks the scheduler for one, unless the config says device: cpu."""
+    target = "results/paper/runs/mnist/dp2vae/eps10/seed0/train.json"
+    planned = snakemake("-n", target, cwd=tmp_path)
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    assert re.search(r"resources: .*gpu=1.*mem_mb=8000", planned.stdout), planned.stdout[-2000:]
+    on_cpu = snakemake("-n", target, "--config", "device=cpu", cwd=tmp_path)
+    assert "gpu=1" not in on_cpu.stdout and "gpu=0" in on_cpu.stdout
+
+
 def test_lint_is_clean():
     result = subprocess.run([sys.executable, "-m", "snakemake", "--lint"], capture_output=True, text=True,
                             cwd=REPO_ROOT)

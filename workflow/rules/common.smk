@@ -53,6 +53,11 @@ def fetch_inputs(wildcards):
     return PLAN.fetch_inputs(wildcards.dataset)
 
 
+def gpus(wanted):
+    """GPUs a job asks the scheduler for: 1 if its method or metric wants one, unless `device: cpu`."""
+    return int(bool(wanted) and config["device"] != "cpu")
+
+
 def default_targets():
     """Every item that can be built today (its methods, metrics and renderer exist)."""
     return PLAN.default_targets()

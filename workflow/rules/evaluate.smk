@@ -19,7 +19,7 @@ rule evaluate:
     resources:
         mem_mb=lambda w: _metric(w).mem_mb,
         runtime=lambda w: _metric(w).runtime,
-        gpu=lambda w: int(_metric(w).gpu),
+        gpu=lambda w: gpus(_metric(w).gpu),
     conda:
         ENV
     shell:
@@ -43,7 +43,7 @@ rule reference:
     resources:
         mem_mb=lambda w: _metric(w).mem_mb,
         runtime=lambda w: _metric(w).runtime,
-        gpu=lambda w: int(_metric(w).gpu),
+        gpu=lambda w: gpus(_metric(w).gpu),
     conda:
         ENV
     shell:

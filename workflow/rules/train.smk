@@ -21,7 +21,7 @@ rule train:
     resources:
         mem_mb=lambda w: _resources(w).mem_mb,
         runtime=lambda w: _resources(w).runtime,
-        gpu=lambda w: int(_resources(w).gpu),
+        gpu=lambda w: gpus(_resources(w).gpu),
     conda:
         ENV
     shell:
