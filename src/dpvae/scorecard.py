@@ -24,6 +24,7 @@ from dpvae.files import atomic_write
 from dpvae.items import ITEMS, PAPERS
 from dpvae.paths import REPO_ROOT
 from dpvae.provenance import git_commit
+from dpvae.runs import split_variant
 from dpvae.schema import format_eps
 
 REPRODUCTIONS_DIR = REPO_ROOT / "reproductions"
@@ -67,7 +68,8 @@ ITEM_SETTINGS = {
 
 def published_key(paper: str, item: str, row: pd.Series) -> dict:
     """The published key columns of one tidy row of `paper`, as item `item` shows it."""
-    base, _, point = str(row["variant"]).partition("@")
+    base, sweep_point = split_variant(str(row["variant"]))
+    point = "=".join(sweep_point) if sweep_point else ""
     dataset, implied = published_dataset(str(row["dataset"]))
     settings = [s for s in (implied, point) if s]
     if (paper, item) in ITEM_SETTINGS:
