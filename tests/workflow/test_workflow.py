@@ -180,8 +180,9 @@ def _planned_jobs(repo: Path, mirror: Path) -> tuple[set[str], set[str]]:
     """(rules, papers of the render jobs) that `snakemake -n all` would run now."""
     result = snakemake("-n", smoke(repo), "all", cwd=repo, mirror=mirror, repo=repo)
     assert result.returncode == 0, result.stderr[-3000:]
-    rules = set(re.findall(r"^rule (\w+):", result.stdout, re.M)) - {"all"}
-    return rules, set(re.findall(r"wildcards: paper=(\w+)", result.stdout))
+    output = result.stdout + result.stderr
+    rules = set(re.findall(r"^rule (\w+):", output, re.M)) - {"all"}
+    return rules, set(re.findall(r"wildcards: paper=(\w+)", output))
 
 
 def test_editing_a_renderer_or_published_file_rerenders_only_its_papers_items(smoke_build, mirror):
