@@ -234,3 +234,30 @@ def test_fig9_rdp_composition_is_below_the_baseline(smoke_build):
             assert np.all(np.diff(curve.to_numpy()) < 0)
     assert wide.loc[("K=1", 1.4), "rdp-improved"] == pytest.approx(0.986, abs=0.002)   # MNIST exp.sh setting
     assert wide.loc[("K=1", 1.4), "baseline"] == pytest.approx(2.208, rel=0.01)         # PAPERS.md [computed]
+
+
+
+def built_tex_tables(smoke_build) -> list[Path]:
+    tables = sorted((smoke_build / "figures").rglob("*.tex"))
+    assert {"p3gm/table1.tex", "p3gm/table3.tex", "privae/table1.tex"} <= {f"{p.parent.name}/{p.name}" for p in tables}
+    return tables
+
+
+def test_every_tex_table_is_ascii(smoke_build):
+    """pdflatex-safe .tex: no raw Unicode (escapes and \\ensuremath instead)."""
+    for path in built_tex_tables(smoke_build):
+        text = path.read_bytes()
+        assert text.isascii(), f"{path}: raw non-ASCII bytes {sorted({b for b in text if b > 127})[:5]}"
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not on the PATH (Debian: "
+                    "texlive-latex-base texlive-latex-recommended); test_every_tex_table_is_ascii still runs")
+def test_every_tex_table_compiles_with_pdflatex(smoke_build, tmp_path):
+    from dpvae.render.latex import standalone_document
+
+    tables = built_tex_tables(smoke_build)
+    (tmp_path / "tables.tex").write_text(standalone_document([p.read_text() for p in tables]))
+    result = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "tables.tex"], cwd=tmp_path,
+                            capture_output=True, text=True, errors="replace", timeout=300)
+    assert result.returncode == 0 and (tmp_path / "tables.pdf").is_file(), result.stdout[-3000:]
+    assert "Missing character" not in (tmp_path / "tables.log").read_text(errors="replace")
