@@ -1,7 +1,8 @@
 """`python -m dpvae <command> ...`: the stages the Snakemake rules call, and the user's commands.
 
 User commands: check-config, status, methods, metrics, record, scorecard. A user-fixable problem (bad
-config, data, target, privacy budget) prints one or two lines naming the key, file or value and exits 2.
+config, data, target, privacy budget, a missing or unreadable file) prints one or two lines naming the
+key, file or value and exits 2; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -111,6 +112,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(_parser().parse_args(argv))
     except DpvaeError as error:
         print(f"dpvae: error: {error}", file=sys.stderr)
+        return 2
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError) as error:
+        if error.filename is None:       # not about a path the user gave: a bug, keep the traceback
+            raise
+        print(f"dpvae: error: {error.filename}: {error.strerror}", file=sys.stderr)
         return 2
 
 

@@ -16,14 +16,25 @@ from dpvae.errors import DpvaeError
 from dpvae.paths import data_mirror, item_prefix, results_dir
 from dpvae.workflow import Plan
 
+
+def stop(error):
+    """End the run while the Snakefile is read, before any job: the message alone, no traceback.
+
+    (A WorkflowError raised here would print this file's name, line and a traceback line around it.)
+    """
+    print(f"dpvae: error: {error}", file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
 try:
     PLAN = Plan(config, workflow.basedir)
 except DpvaeError as error:
-    raise WorkflowError(str(error)) from None
+    stop(error)
 
 
 def checked(fn):
-    """An input function whose user-fixable errors (unknown or not-yet-built item) end the run plainly."""
+    """An input function whose user-fixable errors (unknown or not-yet-built item, unverifiable data) end
+    the run while the DAG is built, before any job. Snakemake wraps the message (rule, wildcards)."""
 
     def wrapped(wildcards):
         try:
@@ -48,9 +59,10 @@ def prepared(dataset):
     return f"{DATA}/prepared/{dataset}"
 
 
+@checked
 def fetch_inputs(wildcards):
     """The verified raw files a dataset is prepared from (none for generated datasets)."""
-    return PLAN.fetch_inputs(wildcards.dataset)
+    return PLAN.fetch_inputs(wildcards.dataset, dryrun=workflow.dryrun)
 
 
 def gpus(wanted):
