@@ -121,6 +121,7 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path)
     partial = Path(tempfile.mkdtemp(dir=path.parent, prefix=_temp_prefix(path)))
+    os.chmod(partial, 0o777 & ~_umask())   # mkdtemp makes 0700; outputs get the usual permissions
     try:
         yield partial
         _replace_directory(partial, path)

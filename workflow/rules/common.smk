@@ -50,7 +50,9 @@ MIRROR = data_mirror(config["data"]["mirror"])
 # Under --sdm conda the rule's environment provides python; otherwise the interpreter running Snakemake.
 USES_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 PYTHON = "python" if USES_CONDA else sys.executable
-DPVAE = f"PYTHONPATH={SRC}${{PYTHONPATH:+:$PYTHONPATH}} {PYTHON} -m dpvae"
+# Every job's output goes to its log; fd 3 keeps Snakemake's stderr, where the CLI also writes the one-line
+# message of a user-fixable failure (bad data, privacy budget exceeded, ...), so it shows in the terminal.
+DPVAE = f"3>&2 DPVAE_ERROR_FD=3 PYTHONPATH={SRC}${{PYTHONPATH:+:$PYTHONPATH}} {PYTHON} -m dpvae"
 ENV = "../../envs/dpvae.yaml"
 RUN = f"{RESULTS}/runs/{{dataset}}/{{variant}}/eps{{eps}}/seed{{seed}}"
 
