@@ -13,7 +13,7 @@ from dp_accounting.rdp import RdpAccountant
 
 from dpvae.privacy.accounting import DEFAULT_ORDERS, epsilon
 from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, PrivacyBudgetExceeded, check_budget
-from dpvae.privacy.recipes import P3GMSetting, dp2vae_ledger, p3gm_ledger
+from dpvae.methods.recipes import P3GMSetting, dp2vae_ledger, p3gm_ledger
 
 CREDIT = P3GMSetting(n_train=9442, batch_size=100, epochs=15, sgd_sigma=2.1, pca_sigma=10.0)
 

@@ -9,7 +9,7 @@ import pytest
 
 from dpvae.privacy.accounting import INTEGER_ORDERS, abadi_kappa, epsilon, replace_one_rdp, rdp_to_dp
 from dpvae.privacy.ledger import Accounting, Mechanism
-from dpvae.privacy.recipes import (
+from dpvae.methods.recipes import (
     PRIVAE_ORDERS,
     P3GMSetting,
     dp2vae_epsilon,

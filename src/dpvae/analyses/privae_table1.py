@@ -19,7 +19,7 @@ import torch
 from dpvae.models.conv_vae import ConvVAE
 from dpvae.models.losses import sample_sparse_prior
 from dpvae.privacy.dpsgd import BatchAggregation, MicroAggregation, TermwiseDPSGD, measured_sensitivity
-from dpvae.privacy.recipes import privae_kappa, privae_noise
+from dpvae.methods.recipes import privae_kappa, privae_noise
 
 
 @dataclass(frozen=True)

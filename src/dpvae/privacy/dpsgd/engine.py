@@ -416,9 +416,8 @@ class TermwiseDPSGD(_Engine):
         """Paper: the two halves, each a Gaussian mechanism with multiplier σ' (Theorem 2, Lemma 2).
         Strict: both sums are released on the same subsample, so they are one Gaussian mechanism; scaled
         by 1/C1 and 1/C2 its sensitivity is √5 (a record joining an existing sub-group can move that
-        group's clipped gradient by 2·C2), multiplier σ'/√5 (`recipes.STRICT_TERMWISE_SENSITIVITY`)."""
-        from dpvae.privacy.recipes import STRICT_TERMWISE_SENSITIVITY as joint
-
+        group's clipped gradient by 2·C2), multiplier σ'/√5."""
+        joint = math.sqrt(5)
         sigma = self.noise_multiplier
         if self.batch_clip == 0:
             return [self._mechanism("termwise.sample", sigma, self.sample_clip)]
