@@ -55,7 +55,7 @@ def train(spec: dict) -> Path:
         if spec["private"]:
             if ledger is None:
                 raise RuntimeError(f"private method '{method.name}' returned no privacy ledger")
-            check_budget(ledger, spec["epsilon"], spec["delta"], rel_tol=spec["epsilon_rel_tol"])
+            check_budget(ledger, spec["epsilon"], spec["delta"])  # no tolerance: epsilon <= target exactly
             ledger.write(ctx.ledger_path)
         else:
             _write_json(ctx.ledger_path, {"private": False, "epsilon": None, "delta": None, "method": method.name,
@@ -106,8 +106,9 @@ def aggregate(experiment: str, exp: dict, runs: list[dict], out: str | Path) -> 
         ledger = json.loads((Path(run["run"]) / "privacy.json").read_text())
         if ledger.get("epsilon") is not None:
             rows.append({**base, "metric": "epsilon_spent", "value": ledger["epsilon"]})
-            if ledger.get("strict"):
-                rows.append({**base, "metric": "epsilon_spent_strict", "value": ledger["strict"]["epsilon"]})
+            for kind in ("paper", "sound"):
+                if ledger.get(kind):
+                    rows.append({**base, "metric": f"epsilon_spent_{kind}", "value": ledger[kind]["epsilon"]})
         for metric in exp["metrics"]:
             result = json.loads((Path(run["run"]) / "metrics" / f"{metric}.json").read_text())
             rows += [{**base, **row} for row in result["rows"]]
