@@ -614,6 +614,17 @@ def test_bad_arguments_raise(kwargs: dict, match: str) -> None:
         DPSGD(nn.Linear(2, 2), **options)
 
 
+def test_a_step_without_its_own_forward_pass_is_refused() -> None:
+    """Two forward passes, then two steps: the first consumes both recordings, the second would release a
+    zero gradient; it is refused instead."""
+    model = nn.Linear(2, 1)
+    engine = DPSGD(model, max_grad_norm=1.0, expected_batch_size=4, **COMMON)
+    first, second = model(torch.randn(4, 2)).squeeze(1), model(torch.randn(4, 2)).squeeze(1)
+    engine.step(first)
+    with pytest.raises(ValueError, match="no forward pass"):
+        engine.step(second)
+
+
 def test_losses_must_be_per_example() -> None:
     model = nn.Linear(2, 1)
     engine = DPSGD(model, max_grad_norm=1.0, expected_batch_size=4, **COMMON)

@@ -359,6 +359,9 @@ class _Engine:
                    ) -> list[dict[nn.Parameter, Tensor]]:
         """Clipped (private) and plain-or-clipped (public) sums, one result per weight set over the terms."""
         calls = self._recorder.take()
+        if not any(calls.values()) and any(t.losses.requires_grad and t.units.num_examples for t in terms):
+            raise ValueError("no forward pass of the model was recorded since the last engine call: run the "
+                             "model, then call the engine once per forward pass")
         if self._has_batchnorm:  # a BatchNorm may have been switched to training mode since construction
             reject_batch_mixing(self._model, [])
         for layer, layer_calls in calls.items():
