@@ -98,3 +98,12 @@ class CkptTest(Method):
             x = model.decode(z).numpy().astype(np.float32).reshape(n, *shape)
         y = ctx.rng("sample-labels").integers(int(train.y.min()), int(train.y.max()) + 1, size=n)
         return {"x": x, "y": y.astype(np.int64)}
+
+
+@register_method
+class CkptTestGpu(CkptTest):
+    """The same, declaring that it wants a GPU (what the SLURM test submits with `device: cpu`)."""
+
+    name = "ckpt-test-gpu"
+    description = "tests only: ckpt-test declaring a GPU (its jobs ask the scheduler for one)"
+    RESOURCES = Resources(threads=1, mem_mb=1000, runtime=5, gpu=True)
