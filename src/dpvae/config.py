@@ -31,6 +31,7 @@ def validate_config(config: dict) -> dict:
     if not errors:
         errors = list(_reference_errors(config))
     if errors:
+        errors = list(dict.fromkeys(errors))      # one line per problem (a sweep repeats some)
         raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(errors))
     return config
 
