@@ -31,12 +31,6 @@ class ImageClassifierOptions(MetricOptions):
 
 
 @dataclass(frozen=True)
-class P3GMCNNOptions(MetricOptions):
-    max_epochs: int = param(20, "maximum epochs", minimum=1)
-    early_stopping: Literal["synthetic", "test"] = param("synthetic", "stop on a held-out part of the synthetic set, or on the real test set as the reference code does")
-
-
-@dataclass(frozen=True)
 class TabularClassifierOptions(MetricOptions):
     adult_positive: Literal[">50K", "<=50K"] = param(">50K", "positive class of Adult (paper text vs the reference code's arg-min)")
 
@@ -69,8 +63,6 @@ PLANNED: tuple[Metric, ...] = (
            ("samples", "data")),
     Metric("marginals_2way_public", "the same on P3GM's reconstructions of real test records (Table VIII as computed)",
            ("model", "data")),
-    Metric("p3gm_cnn", "P3GM's one-layer CNN trained on synthetic images, accuracy on real test images",
-           ("samples", "data"), P3GMCNNOptions),
     Metric("image_classifiers", "DP2-VAE's LR / MLP / CNN trained on synthetic images, accuracy on real test images",
            ("samples", "data"), ImageClassifierOptions, gpu=True),
     Metric("fid", "Frechet Inception Distance to real images (torch-fidelity)", ("samples", "reference"), FIDOptions,
