@@ -193,7 +193,8 @@ class Plan:
         return {i.key: missing_parts(i, self.config) for i in items_with_id(item_id) if missing_parts(i, self.config)}
 
     def default_targets(self) -> list[str]:
-        return [f"{item_prefix(i.paper, i.id)}.pdf" for i in done_items(self.config)]
+        """Every item that builds today, and the scorecard."""
+        return [f"{item_prefix(i.paper, i.id)}.pdf" for i in done_items(self.config)] + ["figures/scorecard.pdf"]
 
     def fetch_inputs(self, dataset: str) -> list[str]:
         spec = get_dataset(dataset)

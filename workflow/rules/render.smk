@@ -82,7 +82,7 @@ rule unknown_target:
         "false"
 
 
-ruleorder: render_table > render_figure > gather > unknown_target
+ruleorder: render_table > render_figure > scorecard > gather > unknown_target
 
 
 rule gather:
@@ -101,3 +101,21 @@ rule gather:
     shell:
         "{params.dpvae} gather --item {wildcards.item} {params.pdfs} --pending {params.pending:q} "
         "--out {output} > {log} 2>&1"
+
+
+rule scorecard:
+    # Every published cell beside the recorded paper-scale reproductions (reproductions/<paper>.csv).
+    input:
+        published=PLAN.published_files(""),
+        reproductions=sorted(str(p) for p in Path(workflow.basedir, "reproductions").glob("*.csv")),
+    output:
+        pdf=report("figures/scorecard.pdf", caption="../report/scorecard.rst", category="scorecard"),
+        csv=report("figures/scorecard.csv", caption="../report/scorecard.rst", category="scorecard"),
+    log:
+        "logs/render/scorecard.log",
+    params:
+        dpvae=DPVAE,
+    conda:
+        ENV
+    shell:
+        "{params.dpvae} scorecard --out {output.pdf} > {log} 2>&1"
