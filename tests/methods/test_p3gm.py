@@ -12,7 +12,6 @@ import pytest
 import torch
 
 from dpvae import stages
-from dpvae.data.store import Split, write_prepared
 from dpvae.errors import ConfigError
 from dpvae.methods.mlp import store
 from dpvae.methods.mlp.records import from_vectors, to_vectors
@@ -21,34 +20,16 @@ from dpvae.methods.p3gm import NOT_DP_NONPRIVATE_MEAN, p3gm_ledger
 from dpvae.privacy.ledger import Mechanism
 from dpvae.privacy.mechanisms import dp_em_diagonal_gmm, dp_pca
 from dpvae.privacy.recipes import P3GMSetting, p3gm_accounting
+from support.toy_runs import FEATURES, N_TRAIN, toy_spec, write_toy_dataset
 
-N_TRAIN, FEATURES = 600, 12
 
 
 @pytest.fixture(scope="module")
 def data_root(tmp_path_factory) -> Path:
-    """A small two-class dataset in [0, 1] (prepared format), 600 train / 100 test records."""
-    rng = np.random.default_rng(0)
-    root = tmp_path_factory.mktemp("p3gm-data")
-
-    def split(n: int) -> Split:
-        y = rng.integers(0, 2, n)
-        x = np.clip(0.5 + 0.2 * (2 * y[:, None] - 1) * np.linspace(0.2, 1, FEATURES) + 0.1 * rng.standard_normal(
-            (n, FEATURES)), 0, 1)
-        return Split(x.astype(np.float32), y.astype(np.int64))
-
-    write_prepared(root / "prepared" / "toy", split(N_TRAIN), split(100), {"label_names": ["a", "b"]})
-    return root
+    return write_toy_dataset(tmp_path_factory.mktemp("p3gm-data"))
 
 
-def spec_for(root: Path, tmp_path: Path, method: str = "p3gm", private: bool = True, **params) -> dict:
-    base = {"epochs": 2, "batch_size": 50, "pretrain_steps": 20, "em_iters": 3, "hidden": 32, "sigma_pca": 5.0,
-            "sigma_sgd": "auto"} if method == "p3gm" else {"epochs": 2, "batch_size": 50, "hidden": 32, "latent_dim": 4}
-    run = tmp_path / "run"
-    return {"run_id": f"toy/{method}/eps1/seed0", "run": str(run), "scale": "test", "dataset": "toy",
-            "variant": method, "method": method, "private": private, "params": {**base, **params},
-            "epsilon": 1.0 if private else None, "delta": 1e-5, "epsilon_rel_tol": 0.0, "seed": 0, "device": "cpu",
-            "data_root": str(root)}
+spec_for = toy_spec
 
 
 def test_schedules_count_steps_as_the_accountant_and_the_reference_loader_do():

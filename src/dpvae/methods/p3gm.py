@@ -7,7 +7,8 @@ Decoding phase: optional non-private decoder pre-training on DP outputs only (z 
 target PCA⁻¹(z) = z·Wᵀ + m; the code's undocumented 3000 Adam steps), then DP-SGD on the per-example
 loss Σ(decoder(z) − x)² + KL(N(μ, σ²) ‖ r_λ) (Hershey–Olsen), z = μ + σ_φ(x)·ε, over σ_φ's head
 (fc1, fc22) and the decoder. Released: the decoder and the sampling prior (N(0, I) as the code at HEAD,
-or the DP-MoG as the paper). PGM = the same without noise (`private: false`); P3GM(AE) = σ_φ(x) = 0.
+or the DP-MoG as the paper). PGM = the same without noise (`private: false`); P3GM(AE) = σ_φ(x) = 0 (the
+paper's; `no_kl` is the code's `loss_function_ae`: the KL term dropped, σ_φ still learned).
 
 Privacy: the ledger is composed from the records the mechanisms return (DP mean, DP-PCA, DP-EM, the
 DP-SGD engine's steps). Paper accounting = the code's: add/remove-one RDP sum, improved conversion,
@@ -74,7 +75,7 @@ class P3GMParams(MethodParams):
     pretrain_steps: int = param(3000, "non-private decoder pre-training steps on DP outputs (code; 0 = none)", minimum=0)
     pretrain_batch_size: int = param(100, "records per pre-training step", minimum=1)
     sampling_prior: Literal["normal", "mog"] = param("normal", "prior of released samples: N(0, I) (code) or the DP-MoG (paper)")
-    encoder_variance: Literal["learned", "zero"] = param("learned", "sigma_phi(x) learned, or 0 (P3GM(AE))")
+    encoder_variance: Literal["learned", "zero", "no_kl"] = param("learned", "sigma_phi(x) learned; 0 (P3GM(AE), the paper); or learned without the KL term (the code's P3GM-AE)")
     batching: Batching = param("poisson", "Poisson sampling (as accounted) or the code's fixed batches with replacement")
     record_every_epoch: bool = param(False, "record the decoder at the end of every epoch (fig 7's utility per epoch)")
 
@@ -211,7 +212,8 @@ class P3GM(MLPVAEMethod):
             else:
                 logvar = model.fc22(torch.relu(model.fc1(batch)))                 # [B, d']
                 eps = torch.randn(mu.shape, generator=reparam)
-                z, kl = mu + eps * (0.5 * logvar).exp(), mixture_kl(mu, logvar, prior)
+                z = mu + eps * (0.5 * logvar).exp()
+                kl = torch.zeros(len(batch)) if p.encoder_variance == "no_kl" else mixture_kl(mu, logvar, prior)
             se = (model.decode(z) - batch).square().sum(1)                       # [B]
             return se + kl, se
 

@@ -71,7 +71,7 @@ def train_and_score(x: np.ndarray, y: np.ndarray, x_test: np.ndarray, y_test: np
         held = max(1, int(round(val_fraction * len(xs))))
         xv, yv, xs, ys = xs[order[:held]], ys[order[:held]], xs[order[held:]], ys[order[held:]]
     model = P3GMCNN(classes, side=int(round(xs.shape[1] ** 0.5)))
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7, fused=True)
     test_curve, val_curve = [], []
     best, best_epoch, waited = -1.0, 0, 0
     for epoch in range(1, max_epochs + 1):
