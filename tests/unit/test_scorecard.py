@@ -10,7 +10,8 @@ import pytest
 
 from dpvae.errors import DataError
 from dpvae.render.published import load_published
-from dpvae.scorecard import COLUMNS, item_summary, published_key, record, scorecard
+from dpvae.reproductions import COLUMNS, published_key, record, recorded
+from dpvae.scorecard import item_summary, scorecard
 
 
 def _write(directory: Path, paper: str, rows: list[dict]) -> None:
@@ -68,6 +69,8 @@ def test_record_writes_paper_scale_rows_with_provenance(tmp_path):
     assert (rows["wall_s"] == 91.5).all() and (rows["commit"] == "abc").all() and (rows["scale"] == "paper").all()
     record([table], command="again", out_dir=tmp_path / "reproductions")              # same key + seed: replaced
     assert len(pd.read_csv(written)) == len(rows)
+    cells = recorded("p3gm", "table7", tmp_path / "reproductions")          # a renderer's "ours (paper scale)"
+    assert cells[["dataset", "method", "mean", "n"]].values.tolist() == [["mnist", "p3gm", 0.79, 1]]
     card = scorecard(paper="p3gm", reproductions_dir=tmp_path / "reproductions")
     cell = card[(card["item"] == "table7") & (card["method"] == "p3gm") & (card["dataset"] == "mnist")
                 & (card["source"] == "paper")]
