@@ -40,22 +40,6 @@ class DPGMParams(DPVAEParams):
 
 
 @dataclass(frozen=True)
-class PrivBayesParams(MethodParams):
-    degree: int = param(2, "k: parents per attribute in the Bayesian network", minimum=1)
-    histogram_bins: int = param(20, "bins of every continuous attribute", minimum=2)
-    pixel_bins: int = param(2, "bins of image pixels (2 = binarised)", minimum=2)
-
-
-@dataclass(frozen=True)
-class RyanParams(MethodParams):
-    public_fraction: float = param(0.1, "share of the training split used non-privately to select marginals", exclusive_minimum=0, maximum=0.5)
-    bins: int = param(10, "equal-width bins of continuous attributes", minimum=2)
-    triple_threshold: float = param(0.1, "L1 dependence above which a triple marginal is measured", minimum=0)
-    iterations: int = param(10000, "mirror-descent iterations of the private-pgm estimate", minimum=1)
-    pixel_bins: int = param(2, "bins of image pixels (2 = binarised)", minimum=2)
-
-
-@dataclass(frozen=True)
 class DP2VAEParams(MethodParams):
     subsets: int = param(1000, "K disjoint subsets, one pre-trained encoder each", minimum=1)
     pretrain: bool = param(True, "stage 1: pre-train the K encoders non-privately (False = ablation)")
@@ -180,8 +164,6 @@ PLANNED: tuple[PlannedMethod, ...] = (
                   Resources(threads=2, mem_mb=4000, runtime=30)),
     PlannedMethod("vae-mlp", "p3gm", False, "non-private MLP VAE with N(0, I) prior (P3GM's VAE)", _MLPVAEParams),
     PlannedMethod("dp-vae", "p3gm", True, "MLP VAE trained end to end with DP-SGD", DPVAEParams),
-    PlannedMethod("privbayes", "p3gm", True, "PrivBayes (DataSynthesizer, correlated-attribute mode)", PrivBayesParams),
-    PlannedMethod("ryan", "p3gm", True, "Ryan McKenna's NIST-2018 marginal method on private-pgm (mbi)", RyanParams),
     PlannedMethod("dp-gm", "p3gm", True, "DP-GM: DP kernel k-means + per-cluster DP-SGD VAEs", DPGMParams),
     PlannedMethod("dp2vae", "dp2vae", True, "DP2-VAE: non-private pre-trained encoders, DP decoder", DP2VAEParams,
                   Resources(threads=2, mem_mb=8000, runtime=600, gpu=True)),
