@@ -10,17 +10,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from dpvae.methods.base import PlannedMethod, Resources
-from dpvae.methods.mlp_common import DPVAEParams
 from dpvae.params import MethodParams, param
 
 Optimizer = Literal["adam", "sgd"]
-
-
-@dataclass(frozen=True)
-class DPGMParams(DPVAEParams):
-    clusters: int = param(10, "k of DP kernel k-means", minimum=1)
-    rff_dim: int = param(1000, "random Fourier features of the kernel k-means", minimum=1)
-    cluster_budget_fraction: float = param(0.1, "share of epsilon spent on clustering", exclusive_minimum=0, maximum=1)
 
 
 @dataclass(frozen=True)
@@ -119,7 +111,6 @@ PLANNED: tuple[PlannedMethod, ...] = (
                   FashionVAEParams, Resources(threads=2, mem_mb=4000, runtime=60)),
     PlannedMethod("lvae", "lvae", True, "LVAE conv VAE: plain, DP-SGD, or Lipschitz-constrained decoder", LVAEParams,
                   Resources(threads=2, mem_mb=4000, runtime=120)),
-    PlannedMethod("dp-gm", "p3gm", True, "DP-GM: DP kernel k-means + per-cluster DP-SGD VAEs", DPGMParams),
     PlannedMethod("dp2vae", "dp2vae", True, "DP2-VAE: non-private pre-trained encoders, DP decoder", DP2VAEParams,
                   Resources(threads=2, mem_mb=8000, runtime=600, gpu=True)),
     PlannedMethod("dp-merf", "dp2vae", True, "DP-MERF: random-feature mean embeddings, one Gaussian release", DPMERFParams,
