@@ -52,8 +52,6 @@ class MCAttackOptions(MetricOptions):
 
 
 PLANNED: tuple[Metric, ...] = (
-    Metric("marginals_2way_public", "the same on P3GM's reconstructions of real test records (Table VIII as computed)",
-           ("model", "data")),
     Metric("image_classifiers", "DP2-VAE's LR / MLP / CNN trained on synthetic images, accuracy on real test images",
            ("samples", "data"), ImageClassifierOptions, gpu=True),
     Metric("fid", "Frechet Inception Distance to real images (torch-fidelity)", ("samples", "reference"), FIDOptions,
@@ -65,5 +63,4 @@ PLANNED: tuple[Metric, ...] = (
     Metric("pinwheel_scatter", "reconstructions and latent samples of the pinwheel data (artifact)", ("model", "data")),
     Metric("mc_attack", "Monte-Carlo membership-inference attack: type-I / type-II error curve", ("model", "data"),
            MCAttackOptions),
-    Metric("learning_curve", "reconstruction loss per iteration and utility per epoch", ("model", "data")),
 )

@@ -159,7 +159,7 @@ class P3GM(MLPVAEMethod):
             _check_private(p, ctx.spec["variant"], schedule.steps)
 
         # encoding phase: centring mean, DP-PCA, DP-EM (numpy, each from its own seeded stream)
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         mean, mean_records = _centring(vectors, p, ctx.rng("dp-mean"))
         pca = dp_pca(vectors, p.pca_components, p.sigma_pca, ctx.rng("dp-pca"), mean=mean)
         features = pca.transform(vectors)
@@ -196,10 +196,10 @@ class P3GM(MLPVAEMethod):
             "sgd": {"sigma": sigma, "clip": p.clip, "steps": schedule.steps, "sample_rate": schedule.sample_rate,
                     "batching": p.batching, "epoch_ends": schedule.epoch_ends()},
         }
-        encoded = time.perf_counter()
+        encoded, cpu_encoded = time.perf_counter(), time.process_time()
         if p.pretrain_steps:
             _pretrain(model, info, components, centre, p, ctx.torch_generator("pretrain", device="cpu"))
-        pretrained = time.perf_counter()
+        pretrained, cpu_pretrained = time.perf_counter(), time.process_time()
 
         prior = MixturePrior(*(torch.tensor(a, dtype=torch.float32) for a in (gmm.weights, gmm.means, gmm.variances)))
         reparam = ctx.torch_generator("reparameterisation", device="cpu")
@@ -222,8 +222,10 @@ class P3GM(MLPVAEMethod):
                      checkpoint=Checkpoint(ctx), budget=budget,
                      snapshot=decoder_state if p.record_every_epoch else None)
         store.save_model(ctx.model_dir, model, info, result.recon_loss, result.snapshots)
-        LOG.info("P3GM on %d x %d: encoding %.1f s, pre-training %.1f s, %d DP-SGD steps (sigma %.4g) %.1f s", n, d,
-                 encoded - started, pretrained - encoded, schedule.steps, sigma, time.perf_counter() - pretrained)
+        LOG.info("P3GM on %d x %d: encoding %.1f s (cpu %.1f s), pre-training %.1f s (cpu %.1f s), %d DP-SGD steps "
+                 "(sigma %.4g) %.1f s (cpu %.1f s)", n, d, encoded - started, cpu_encoded - cpu_started,
+                 pretrained - encoded, cpu_pretrained - cpu_encoded, schedule.steps, sigma,
+                 time.perf_counter() - pretrained, time.process_time() - cpu_pretrained)
         if not private:
             return None
         sgd = [m for m in (result.engine.mechanisms() if result.engine else []) if m.steps]
