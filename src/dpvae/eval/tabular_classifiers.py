@@ -8,7 +8,7 @@ max_features='sqrt', max_depth=8, min_samples_leaf=50, min_samples_split=200); a
 the regressor's output, per classifier and averaged over the four ("mean4", Tables VI, Figs 4, 6-8).
 
 Adult's positive class: the code scores the arg-min of the one-hot label, i.e. "<=50K" (PAPERS.md A-G2);
-the `adult_positive` option picks it. A synthetic set with one class only cannot train a classifier: its
+the `adult_positive` option picks it, and Adult also gets `auprc_flipped` (the other class positive). A synthetic set with one class only cannot train a classifier: its
 score is that of a constant predictor (AUROC 0.5, AUPRC the test prevalence) and a `single_class` row says so.
 """
 
@@ -66,8 +66,13 @@ def scores(name: str, x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarr
 
 
 def classifier_rows(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray,
-                    seed: int) -> Rows:
-    """AUROC and AUPRC per classifier and their mean over the four ('mean4')."""
+                    seed: int, flipped: bool = False) -> Rows:
+    """AUROC and AUPRC per classifier and their mean over the four ('mean4').
+
+    `flipped` adds `auprc_flipped`: the AUPRC with the other class as positive, scored by 1 − score (what
+    training on flipped labels gives: the four classifiers' losses are symmetric in the labels). AUROC
+    does not depend on which class is positive.
+    """
     from sklearn.metrics import average_precision_score, roc_auc_score
 
     x_train = np.asarray(x_train, dtype=np.float64).reshape(len(x_train), -1)
@@ -80,7 +85,10 @@ def classifier_rows(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray
         score = np.zeros(len(y_test)) if single else scores(name, x_train, y_train, x_test, seed)
         rows += [{"metric": "auroc", "classifier": name, "value": float(roc_auc_score(y_test, score))},
                  {"metric": "auprc", "classifier": name, "value": float(average_precision_score(y_test, score))}]
-    for metric in ("auroc", "auprc"):
+        if flipped:
+            rows.append({"metric": "auprc_flipped", "classifier": name,
+                         "value": float(average_precision_score(1 - y_test, 1 - score))})
+    for metric in ("auroc", "auprc", *(("auprc_flipped",) if flipped else ())):
         rows.append({"metric": metric, "classifier": "mean4",
                      "value": float(np.mean([r["value"] for r in rows if r["metric"] == metric]))})
     if single:
@@ -96,4 +104,5 @@ def tabular_classifiers(ctx: EvalContext) -> Rows:
     positive = ctx.options.adult_positive
     y_train = positive_labels(ctx.samples["y"], names, positive)
     y_test = positive_labels(ctx.data.test.y, names, positive)
-    return classifier_rows(ctx.samples["x"], y_train, ctx.data.test.x, y_test, ctx.run.seed_for("classifiers"))
+    return classifier_rows(ctx.samples["x"], y_train, ctx.data.test.x, y_test, ctx.run.seed_for("classifiers"),
+                           flipped=names == ADULT_LABELS)

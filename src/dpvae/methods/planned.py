@@ -10,33 +10,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from dpvae.methods.base import PlannedMethod, Resources
-from dpvae.methods.mlp_common import DPVAEParams
 from dpvae.params import MethodParams, param
 
 Optimizer = Literal["adam", "sgd"]
-
-
-@dataclass(frozen=True)
-class DPGMParams(DPVAEParams):
-    clusters: int = param(10, "k of DP kernel k-means", minimum=1)
-    rff_dim: int = param(1000, "random Fourier features of the kernel k-means", minimum=1)
-    cluster_budget_fraction: float = param(0.1, "share of epsilon spent on clustering", exclusive_minimum=0, maximum=1)
-
-
-@dataclass(frozen=True)
-class PrivBayesParams(MethodParams):
-    degree: int = param(2, "k: parents per attribute in the Bayesian network", minimum=1)
-    histogram_bins: int = param(20, "bins of every continuous attribute", minimum=2)
-    pixel_bins: int = param(2, "bins of image pixels (2 = binarised)", minimum=2)
-
-
-@dataclass(frozen=True)
-class RyanParams(MethodParams):
-    public_fraction: float = param(0.1, "share of the training split used non-privately to select marginals", exclusive_minimum=0, maximum=0.5)
-    bins: int = param(10, "equal-width bins of continuous attributes", minimum=2)
-    triple_threshold: float = param(0.1, "L1 dependence above which a triple marginal is measured", minimum=0)
-    iterations: int = param(10000, "mirror-descent iterations of the private-pgm estimate", minimum=1)
-    pixel_bins: int = param(2, "bins of image pixels (2 = binarised)", minimum=2)
 
 
 @dataclass(frozen=True)
@@ -135,9 +111,6 @@ PLANNED: tuple[PlannedMethod, ...] = (
                   FashionVAEParams, Resources(threads=2, mem_mb=4000, runtime=60)),
     PlannedMethod("lvae", "lvae", True, "LVAE conv VAE: plain, DP-SGD, or Lipschitz-constrained decoder", LVAEParams,
                   Resources(threads=2, mem_mb=4000, runtime=120)),
-    PlannedMethod("privbayes", "p3gm", True, "PrivBayes (DataSynthesizer, correlated-attribute mode)", PrivBayesParams),
-    PlannedMethod("ryan", "p3gm", True, "Ryan McKenna's NIST-2018 marginal method on private-pgm (mbi)", RyanParams),
-    PlannedMethod("dp-gm", "p3gm", True, "DP-GM: DP kernel k-means + per-cluster DP-SGD VAEs", DPGMParams),
     PlannedMethod("dp2vae", "dp2vae", True, "DP2-VAE: non-private pre-trained encoders, DP decoder", DP2VAEParams,
                   Resources(threads=2, mem_mb=8000, runtime=600, gpu=True)),
     PlannedMethod("dp-merf", "dp2vae", True, "DP-MERF: random-feature mean embeddings, one Gaussian release", DPMERFParams,
