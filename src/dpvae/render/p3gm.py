@@ -100,6 +100,20 @@ def notebook_if_different(paper: float, notebook: float) -> float:
     return notebook if not pd.isna(notebook) and (pd.isna(paper) or round(notebook, 4) != round(paper, 4)) else float("nan")
 
 
+def recorded_cell(recorded: pd.DataFrame, dataset: str, method: str, metric: str, classifier: str = "",
+                  setting: str = "") -> str:
+    """'mean ± sd (n)' of the recorded paper-scale reproductions (reproductions/p3gm.csv) of one cell, or '--'."""
+    if recorded is None or not len(recorded):
+        return "--"
+    hit = recorded[(recorded["dataset"] == paper_dataset(dataset.removesuffix(STANDIN))) & (recorded["method"] == method)
+                   & (recorded["metric"] == metric) & (recorded["classifier"].fillna("") == classifier)
+                   & (recorded["setting"].fillna("") == setting)]
+    if not len(hit):
+        return "--"
+    row = hit.iloc[0]
+    return mean_sd(row["mean"], 0.0 if pd.isna(row["sd"]) else row["sd"], row["n"])
+
+
 def spent_epsilon(table: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Largest headline epsilon spent per group (empty for non-private variants)."""
     rows = table[table["metric"] == "epsilon_spent"]
@@ -109,20 +123,19 @@ def spent_epsilon(table: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 @register_renderer("p3gm/table5")
 def p3gm_table5(ctx: RenderContext) -> None:
     """Kaggle Credit per classifier: non-private VAE and PGM, P3GM at (1, 1e-5); AUROC and AUPRC."""
-    table = ctx.tables["p3gm_credit_components"]
+    table, datasets = experiment_frame(ctx, "p3gm_credit_components")
     published = ctx.published()
-    variants = [v for v in ("vae-mlp", "pgm", "p3gm") if v in set(table["variant"])]
-    datasets = list(dict.fromkeys(table["dataset"]))
+    variants = ("vae-mlp", "pgm", "p3gm")
     rows = []
     for dataset in datasets:
+        missing = is_missing(table, dataset)
         for classifier, label in (("lr", "LR"), ("ab", "AB"), ("gbm", "GBM"), ("xgb", "XB"), ("mean4", "mean of 4")):
             row = {"dataset": dataset_label(dataset), "classifier": label}
             for metric in ("auroc", "auprc"):
                 summary = seed_summary(table[table["dataset"] == dataset], metric, ["variant"], classifier)
                 for variant in variants:
-                    hit = summary[summary["variant"] == variant]
                     name = f"{metric.upper()} {LABELS[variant]}"
-                    row[name] = mean_sd(*hit[["mean", "sd", "n"]].iloc[0]) if len(hit) else "--"
+                    row[name] = UNREACHABLE if missing else cell(summary, variant=variant)
                     method = PUBLISHED_METHOD[variant]
                     paper = published_value(published, dataset, method, metric, classifier)
                     row[f"{name} ({PAPER_LABEL})"] = paper
@@ -131,37 +144,42 @@ def p3gm_table5(ctx: RenderContext) -> None:
                         row[f"{name} ({NOTEBOOK})"] = notebook_if_different(paper, notebook)
             rows.append(row)
     out = pd.DataFrame(rows).dropna(axis=1, how="all")
-    eps = spent_epsilon(table, ["variant"])
+    eps = spent_epsilon(table[table["variant"] == "p3gm"], ["dataset"])
     notes = ["ours: mean ± sd over seeds (n); VAE and PGM are non-private; P3GM at (1, 1e-5).",
              f"P3GM epsilon spent (headline accounting): {', '.join(f'{e:.4f}' for e in eps['eps'])}." if len(eps) else "",
              "Paper: Table V. The paper's XB AUROC for P3GM (0.9026) duplicates AB; its P3GM AUPRC for LR, AB, GBM do "
              "not match the reference notebook (stale values, PAPERS.md A-G9); 'notebook' = the reference code's "
              "printed run (sigma_s 2.0, sigma_p 15), shown where it differs.",
              "PGM = P3GM without noise and without clipping (not an option of the reference code, A-G16)."]
-    if any(d.endswith(STANDIN) for d in datasets):
-        notes.insert(0, "STAND-IN DATA: Kaggle Credit is not reachable from this machine; these numbers come from a "
-                        "generated stand-in with its schema and are not comparable with the paper's.")
+    notes = [*standin_note(datasets), *unreachable_note(table, datasets), *notes]
     save_table(out, ctx.prefix, "P3GM Table V - Kaggle Credit per classifier: VAE, PGM, P3GM", [n for n in notes if n])
 
 
 @register_renderer("p3gm/table7")
 def p3gm_table7(ctx: RenderContext) -> None:
     """MNIST and Fashion-MNIST at (1, 1e-5): CNN accuracy per method, ours beside the paper's."""
-    table = ctx.tables["p3gm_images"]
+    table, datasets = experiment_frame(ctx, "p3gm_images")
     published = ctx.published()
     summary = seed_summary(table, "accuracy", ["dataset", "variant"], "cnn")
     eps = spent_epsilon(table, ["dataset", "variant"])
     order = ["vae-mlp", "dp-gm", "privbayes", "ryan", "p3gm", "dp-vae", "real"]
+    variants = [v.split("@")[0] for v in ctx.config["experiments"]["p3gm_images"]["variants"]]
+    recorded = ctx.recorded()
     rows = []
-    for dataset in dict.fromkeys(table["dataset"]):
-        for variant in sorted(set(table[table["dataset"] == dataset]["variant"]), key=lambda v: order.index(v) if v in order else 99):
+    for dataset in datasets:
+        for variant in sorted(variants, key=lambda v: order.index(v) if v in order else 99):
             hit = summary[(summary["dataset"] == dataset) & (summary["variant"] == variant)]
             spent = eps[(eps["dataset"] == dataset) & (eps["variant"] == variant)]["eps"]
             method = PUBLISHED_METHOD.get(variant, variant)
             paper = published_value(published, dataset, method, "accuracy", "cnn")
             notebook = published_value(published, dataset, method, "accuracy", "cnn", source="reference-code")
-            rows.append({"dataset": dataset_label(dataset), "method": LABELS.get(variant, variant),
-                         "accuracy (ours)": mean_sd(*hit[["mean", "sd", "n"]].iloc[0]) if len(hit) else "--",
+            if ctx.config.get("scale", "paper") != "paper":
+                extra = {"accuracy (ours, paper scale, recorded)": recorded_cell(recorded, dataset, method, "accuracy", "cnn")}
+            else:
+                extra = {}
+            rows.append({"dataset": dataset_label(dataset), "method": LABELS.get(variant, variant), **extra,
+                         "accuracy (ours)": (UNREACHABLE if is_missing(table, dataset) else
+                                             mean_sd(*hit[["mean", "sd", "n"]].iloc[0]) if len(hit) else "--"),
                          f"accuracy ({PAPER_LABEL})": paper,
                          f"accuracy ({NOTEBOOK})": notebook_if_different(paper, notebook),
                          "epsilon spent": float(spent.iloc[0]) if len(spent) else float("nan")})
@@ -238,6 +256,12 @@ def p3gm_fig5(ctx: RenderContext) -> None:
                 label=f"ours (mean ± sd over {int(summary['count'].max()) if len(summary) else 0} seeds)")
     ax.plot(notebook.sort_values("d_p")["d_p"], notebook.sort_values("d_p")["value"], marker="s", linestyle="--",
             color="grey", label="reference notebook (20 runs; the authors' printed values)")
+    recorded = ctx.recorded()
+    if ctx.config.get("scale", "paper") != "paper" and len(recorded):
+        paper_scale = recorded[(recorded["metric"] == "accuracy") & recorded["setting"].fillna("").str.startswith("d_p=")]
+        paper_scale = paper_scale.assign(d_p=paper_scale["setting"].str.removeprefix("d_p=").astype(float)).sort_values("d_p")
+        ax.errorbar(paper_scale["d_p"], paper_scale["mean"], yerr=paper_scale["sd"].fillna(0), marker="^", capsize=3,
+                    linestyle=":", label="ours at paper scale (recorded, reproductions/p3gm.csv)")
     ax.set(xscale="log", xlabel="number of DP-PCA components $d_p$", ylabel="CNN accuracy on real MNIST test",
            title="P3GM Fig. 5 - MNIST accuracy vs $d_p$ ($\\varepsilon$ = 1)")
     ax.set_xticks(sorted(set(summary["d_p"]) | set(notebook["d_p"])))
