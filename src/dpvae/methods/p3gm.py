@@ -181,7 +181,6 @@ class P3GM(MLPVAEMethod):
         def sgd_record(steps: int, s: float = sigma) -> Mechanism:
             return Mechanism(SGD_RECORD, s, schedule.sample_rate, steps, p.clip or 1.0)
 
-
         # decoding phase (torch, CPU)
         latent = pca.components.shape[1]
         components = torch.tensor(pca.components, dtype=torch.float32)
