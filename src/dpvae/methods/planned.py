@@ -84,7 +84,7 @@ class PriVAEParams(FashionVAEParams):
     clip_sample: float = param(0.05, "C1: clipping norm of the per-example term", exclusive_minimum=0)
     clip_batch: float = param(0.0, "C2: clipping norm of the per-sub-group term (0 = no batch-wise term)", minimum=0)
     clip: float = param(0.0002, "C of the micro/batch-aggregation baselines", exclusive_minimum=0)
-    kappa: Literal["paper", "sqrt5", "tight"] = param("paper", "term-wise noise factor (see README, privacy accounting)")
+    kappa: Literal["paper", "sqrt5", "tight"] = param("paper", "term-wise noise factor sigma'/sigma: paper (Theorem 2, a claim), sqrt5 (sound, loose), tight (sound, exact); README")
 
 
 @dataclass(frozen=True)
