@@ -53,7 +53,8 @@ def main() -> None:
     print(f"load_s={loaded - started:.1f} train_s={done - loaded:.1f} total_s={done - started:.1f} "
           f"train_cpu_s={cpu_done - cpu_loaded:.1f} (process CPU time, all threads; wall ~ cpu / threads on an idle machine)")
     if ledger is not None:
-        print(f"epsilon={ledger.epsilon:.4f} (paper accounting) strict={ledger.strict.epsilon:.4f}; {ledger.notes}")
+        sound = f"{ledger.sound.epsilon:.4f}" if ledger.sound else "none"
+        print(f"epsilon={ledger.epsilon:.4f} (paper accounting) sound={sound}; {ledger.notes}")
 
 
 if __name__ == "__main__":

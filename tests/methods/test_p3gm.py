@@ -19,7 +19,7 @@ from dpvae.methods.mlp.training import Schedule
 from dpvae.methods.p3gm import NOT_DP_NONPRIVATE_MEAN, p3gm_ledger
 from dpvae.privacy.ledger import Mechanism
 from dpvae.privacy.mechanisms import dp_em_diagonal_gmm, dp_pca
-from dpvae.privacy.recipes import P3GMSetting, p3gm_accounting
+from dpvae.methods.recipes import P3GMSetting, p3gm_accounting
 from support.toy_runs import FEATURES, N_TRAIN, toy_spec, write_toy_dataset
 
 
@@ -57,14 +57,20 @@ def test_record_vectors_round_trip_with_the_one_hot_label():
 def test_the_ledger_from_the_mechanisms_records_equals_the_recipe():
     """DP-PCA's, DP-EM's and DP-SGD's own records compose to the ε of the per-paper recipe (MNIST setting)."""
     z = np.random.default_rng(0).random((500, 6))
-    pca = dp_pca(z, 3, 5.0, np.random.default_rng(1), mean="nonprivate")
+    pca = dp_pca(z, 3, 5.0, np.random.default_rng(1), mean=0.0)
     gmm = dp_em_diagonal_gmm(pca.transform(z), 1, 20, 100.0, np.random.default_rng(2), account_initial_step=False)
     sgd = Mechanism("dpsgd", 1.4, 300 / 63000, 840, 1.0)
     ledger = p3gm_ledger([pca.mechanism, *gmm.mechanisms, sgd], 1e-5, 20, 1, 1.0)
-    setting = P3GMSetting(n_train=63000, batch_size=300, epochs=4, sgd_sigma=1.4, pca_sigma=5.0)
+    setting = P3GMSetting(n_train=63000, batch_size=300, epochs=4, sgd_sigma=1.4, pca_sigma=5.0, centring="zero")
     assert ledger.paper.epsilon == pytest.approx(p3gm_accounting(setting).epsilon, rel=1e-9)
     assert ledger.paper.epsilon == pytest.approx(0.986, abs=5e-4)          # PAPERS.md §3.4 [computed]
-    assert ledger.strict.epsilon == pytest.approx(p3gm_accounting(setting, strict=True).epsilon, rel=1e-9)
+    assert ledger.sound.epsilon == pytest.approx(p3gm_accounting(setting, sound=True).epsilon, rel=1e-9)
+    # with the DP centring mean (rows clipped to R = sqrt(d), sigma_m = 20) the recipe agrees too
+    dp = dp_pca(z, 3, 5.0, np.random.default_rng(1), mean="dp", mean_noise_multiplier=20.0, mean_clip=6 ** 0.5)
+    with_mean = p3gm_ledger([*dp.mechanisms, *gmm.mechanisms, sgd], 1e-5, 20, 1, None)
+    recipe = P3GMSetting(n_train=63000, batch_size=300, epochs=4, sgd_sigma=1.4, pca_sigma=5.0, mean_clip=6 ** 0.5)
+    assert with_mean.paper.epsilon == pytest.approx(p3gm_accounting(recipe).epsilon, rel=1e-9)
+    assert with_mean.sound.epsilon == pytest.approx(p3gm_accounting(recipe, sound=True).epsilon, rel=1e-9)
 
 
 def test_p3gm_trains_with_a_frozen_pca_encoder_and_meets_its_target(data_root, tmp_path):
@@ -73,7 +79,8 @@ def test_p3gm_trains_with_a_frozen_pca_encoder_and_meets_its_target(data_root, t
     ledger = json.loads((tmp_path / "run" / "privacy.json").read_text())
     assert ledger["epsilon"] <= 1.0 and ledger["epsilon"] == pytest.approx(1.0, abs=1e-6)   # auto: calibrated
     names = [m["name"] for m in ledger["mechanisms"]]
-    assert names == ["dp_mean", "dp_pca", "dp_em.weights", "dp_em.means", "dp_em.variances", "dpsgd"]
+    assert names == ["dp_pca.mean", "dp_pca", "dp_em.weights", "dp_em.means", "dp_em.variances", "dpsgd"]
+    assert ledger["headline"] == "paper" and ledger["sound"]["epsilon"] > ledger["epsilon"]
     assert "calibrated" in ledger["notes"]
     model, info = store.load_model(tmp_path / "run" / "model")
     ctx = stages.run_context(spec)
@@ -95,11 +102,20 @@ def test_a_configured_sigma_that_overspends_is_raised_and_noted(data_root, tmp_p
     assert [m for m in ledger["mechanisms"] if m["name"] == "dpsgd"][0]["noise_multiplier"] > 0.3
 
 
+def test_the_codes_fixed_batches_are_accounted_soundly_as_a_fixed_partition(data_root, tmp_path):
+    stages.train(spec_for(data_root, tmp_path, batching="code", sigma_sgd=2.0))
+    ledger = json.loads((tmp_path / "run" / "privacy.json").read_text())
+    paper_sgd = [m for m in ledger["paper"]["mechanisms"] if m["name"] == "dpsgd"][0]
+    sound_sgd = [m for m in ledger["sound"]["mechanisms"] if m["name"] == "dpsgd"][0]
+    assert paper_sgd["sampling"] == "poisson" and paper_sgd["steps"] == 2 * (N_TRAIN // 50 - 1)
+    assert sound_sgd["sampling"] == "fixed-partition" and sound_sgd["noise_multiplier"] == paper_sgd["noise_multiplier"] / 2
+
+
 def test_the_nonprivate_centring_mean_is_marked_not_dp(data_root, tmp_path):
     stages.train(spec_for(data_root, tmp_path, pca_mean="nonprivate"))
     ledger = json.loads((tmp_path / "run" / "privacy.json").read_text())
-    assert NOT_DP_NONPRIVATE_MEAN in ledger["notes"]
-    assert "dp_mean" not in [m["name"] for m in ledger["mechanisms"]]
+    assert ledger["not_dp"] == NOT_DP_NONPRIVATE_MEAN and "sound" not in ledger
+    assert "dp_pca.mean" not in [m["name"] for m in ledger["mechanisms"]]
 
 
 def test_a_private_run_without_noise_is_refused_naming_the_key(data_root, tmp_path):

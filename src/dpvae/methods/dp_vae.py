@@ -1,7 +1,7 @@
 """DP-VAE (P3GM's `--alg dp-vae`): the MLP VAE trained end to end with DP-SGD; its ledger is the SGD's.
 
 Paper accounting = the P3GM code's (add/remove-one, Poisson-subsampled Gaussian RDP, improved conversion);
-strict = replace-one (Mironov 2017, Prop. 11). `sigma_sgd: auto` is calibrated to the target; a given σ
+sound = replace-one (Mironov 2017, Prop. 11; with the code's fixed batches, the fixed-partition bound). `sigma_sgd: auto` is calibrated to the target; a given σ
 whose ε exceeds the target is raised (never lowered) to the calibrated value, noted in the ledger.
 """
 
@@ -14,13 +14,19 @@ from dpvae.params import MethodParams
 from dpvae.privacy.ledger import Accounting, Ledger, Mechanism
 
 NOTES = ("paper: the P3GM code's accountant for DP-SGD (add/remove-one, TF-Privacy orders, improved conversion); "
-         "strict: replace-one via Mironov 2017 Prop. 11")
+         "sound: replace-one via Mironov 2017 Prop. 11 (Poisson sampling) or the fixed-partition bound (the code's "
+         "fixed batches)")
 
 
-def dpsgd_ledger(record: Mechanism, delta: float, target: float | None, notes: str = NOTES) -> Ledger:
+def dpsgd_ledger(record: Mechanism, delta: float, target: float | None, notes: str = NOTES,
+                 fixed_batches: bool = False) -> Ledger:
+    """The engine's record under the paper's accountant and soundly (replace-one moves a clipped sum by 2C)."""
     paper = Accounting((record,), delta, adjacency="add/remove-one", accountant="rdp", conversion="improved")
-    strict = Accounting((record,), delta, adjacency="replace-one", accountant="rdp", conversion="improved")
-    return Ledger(paper, strict, target, notes)
+    sound_record = record if not fixed_batches else Mechanism(
+        record.name, record.noise_multiplier / 2, record.sample_rate, record.steps, 2 * record.sensitivity,
+        sampling="fixed-partition")
+    sound = Accounting((sound_record,), delta, adjacency="replace-one", accountant="rdp", conversion="improved")
+    return Ledger(paper, sound, target, notes)
 
 
 @register_method
@@ -63,4 +69,4 @@ class DPVAE(MLPVAEMethod):
         budget = StepBudget(lambda steps: paper_epsilon([record(sigma, steps)], ctx.delta), ctx.epsilon)
         result = train_vae(ctx, clip=p.clip, sigma=sigma, budget=budget)
         (spent,) = result.engine.mechanisms()   # the engine's own record: sigma, q, steps run, C
-        return dpsgd_ledger(spent, ctx.delta, ctx.epsilon, notes)
+        return dpsgd_ledger(spent, ctx.delta, ctx.epsilon, notes, fixed_batches=p.batching == "code")

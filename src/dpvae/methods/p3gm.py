@@ -10,10 +10,11 @@ loss Σ(decoder(z) − x)² + KL(N(μ, σ²) ‖ r_λ) (Hershey–Olsen), z = μ
 or the DP-MoG as the paper). PGM = the same without noise (`private: false`); P3GM(AE) = σ_φ(x) = 0 (the
 paper's; `no_kl` is the code's `loss_function_ae`: the KL term dropped, σ_φ still learned).
 
-Privacy: the ledger is composed from the records the mechanisms return (DP mean, DP-PCA, DP-EM, the
-DP-SGD engine's steps). Paper accounting = the code's: add/remove-one RDP sum, improved conversion,
-TF-Privacy's orders; strict = replace-one (mean σ/2, PCA σ_p/√2, DP-SGD by Mironov's Prop. 11) with the
-initial noisy EM M-step counted. `sigma_sgd: auto` is calibrated so that the paper ε meets the target; a
+Privacy: the ledger is composed from the records the mechanisms return (DP mean and DP-PCA from
+`dp_pca`, DP-EM, the DP-SGD engine's steps). Paper accounting = the code's: add/remove-one RDP sum,
+improved conversion, TF-Privacy's orders; sound = replace-one, the relation the paper states (mean σ/2,
+PCA σ_p/√2, DP-SGD by Mironov's Prop. 11 with Poisson sampling, or the fixed-partition bound for the code's
+batches), with the initial noisy EM M-step counted. `sigma_sgd: auto` is calibrated so that the paper ε meets the target; a
 given σ_s whose ε exceeds the target is raised (never lowered) to the calibrated value, noted in the
 ledger. With `pca_mean: nonprivate` the release is not DP (the exact mean is the frozen encoder's
 bias); the ledger says so.
@@ -44,10 +45,11 @@ NOT_DP_NONPRIVATE_MEAN = (
 )
 NOTES = (
     "paper: the P3GM code's accountant (add/remove-one, TF-Privacy compute_rdp orders, improved conversion) over "
-    "the records of every mechanism run; strict: replace-one (DP mean sigma/2, DP-PCA sigma/sqrt(2), DP-SGD via "
-    "Mironov 2017 Prop. 11) and the initial noisy EM M-step counted"
+    "the records of every mechanism run; sound: replace-one (DP mean sigma/2, DP-PCA sigma/sqrt(2), DP-SGD via "
+    "Mironov 2017 Prop. 11, or the fixed-partition bound for the code's batches) and the initial noisy EM M-step "
+    "counted"
 )
-MEAN_RECORD, PCA_RECORD, SGD_RECORD = "dp_mean", "dp_pca", "dpsgd"
+MEAN_RECORD, PCA_RECORD, SGD_RECORD = "dp_pca.mean", "dp_pca", "dpsgd"
 LOG = logging.getLogger(__name__)
 
 
@@ -83,9 +85,11 @@ class P3GMParams(MethodParams):
 # ------------------------------------------------------------------------------------------ privacy
 
 
-def _strict(record: Mechanism, em_iters: int, components: int) -> Mechanism:
+def _sound(record: Mechanism, em_iters: int, components: int, fixed_batches: bool) -> Mechanism:
     """The record under replace-one adjacency (q = 1 releases: multiplier relative to the replace-one
-    sensitivity), with the EM's initial noisy M-step counted ((T_e + 1) M-steps of 2K + 1 releases)."""
+    sensitivity), with the EM's initial noisy M-step counted ((T_e + 1) M-steps of 2K + 1 releases); the
+    code's fixed batches drawn with replacement are one of 1/q fixed subsets per step (`fixed_partition_rdp`,
+    replacing a record moves the clipped sum by 2C)."""
     if record.name == MEAN_RECORD:
         return Mechanism(record.name, record.noise_multiplier / 2, 1.0, record.steps, 2 * record.sensitivity)
     if record.name == PCA_RECORD:
@@ -93,24 +97,30 @@ def _strict(record: Mechanism, em_iters: int, components: int) -> Mechanism:
     if record.name.startswith("dp_em."):
         per_m_step = 1 if record.name == "dp_em.weights" else components
         return replace(record, steps=per_m_step * (em_iters + 1))
-    return record  # DP-SGD: q < 1, replace-one is the accountant's (Mironov 2017, Prop. 11)
+    if record.name == SGD_RECORD and fixed_batches:
+        return Mechanism(record.name, record.noise_multiplier / 2, record.sample_rate, record.steps,
+                         2 * record.sensitivity, sampling="fixed-partition")
+    return record  # Poisson DP-SGD: q < 1, replace-one is the accountant's (Mironov 2017, Prop. 11)
 
 
 def paper_epsilon(records: Sequence[Mechanism], delta: float) -> float:
     """The headline ε alone (the code's accountant): what calibration and the step budget check, cheaply
-    (the strict accounting's replace-one curve costs seconds per evaluation)."""
+    (the sound accounting's replace-one curve costs seconds per evaluation)."""
     return Accounting(tuple(records), delta, adjacency="add/remove-one", accountant="rdp", conversion="improved").epsilon
 
 
 def p3gm_ledger(records: Sequence[Mechanism], delta: float, em_iters: int, em_components: int,
-                target: float | None, notes: str = NOTES, not_dp: str | None = None) -> Ledger:
-    """Paper (the code's accountant) and strict accountings of the given mechanism records."""
+                target: float | None, notes: str = NOTES, not_dp: str | None = None,
+                fixed_batches: bool = False) -> Ledger:
+    """Paper (the code's accountant, the headline) and sound accountings of the given mechanism records; a
+    release that is not DP (the exact centring mean) has no sound accounting and says why."""
     records = tuple(records)
     paper = Accounting(records, delta, adjacency="add/remove-one", accountant="rdp", conversion="improved")
-    strict = Accounting(tuple(_strict(r, em_iters, em_components) for r in records), delta,
-                        adjacency="replace-one", accountant="rdp", conversion="improved")
-    text = notes if not_dp is None else f"{not_dp}; {notes}"
-    return Ledger(paper, strict, target, text)
+    if not_dp is not None:
+        return Ledger(paper, None, target, f"{not_dp}; {notes}", not_dp=not_dp)
+    sound = Accounting(tuple(_sound(r, em_iters, em_components, fixed_batches) for r in records), delta,
+                       adjacency="replace-one", accountant="rdp", conversion="improved")
+    return Ledger(paper, sound, target, notes)
 
 
 def solve_sgd_sigma(epsilon_of: Any, target: float, floor: float) -> float:
@@ -167,12 +177,11 @@ class P3GM(MLPVAEMethod):
 
         # encoding phase: centring mean, DP-PCA, DP-EM (numpy, each from its own seeded stream)
         started, cpu_started = time.perf_counter(), time.process_time()
-        mean, mean_records = _centring(vectors, p, ctx.rng("dp-mean"))
-        pca = dp_pca(vectors, p.pca_components, p.sigma_pca, ctx.rng("dp-pca"), mean=mean)
+        pca = dp_pca(vectors, p.pca_components, p.sigma_pca, ctx.rng("dp-pca"), **_centring(p, d))
         features = pca.transform(vectors)
         gmm = dp_em_diagonal_gmm(features, p.em_components, p.em_iters, p.sigma_em, ctx.rng("dp-em"),
                                  account_initial_step=p.account_em_init)
-        encoding = (*mean_records, pca.mechanism, *gmm.mechanisms)
+        encoding = (*pca.mechanisms, *gmm.mechanisms)   # the DP mean (if any), the PCA, the EM releases
 
         # the DP-SGD noise: given, calibrated (auto), or raised to fit the target
         sigma, notes = _sgd_sigma(p, encoding, schedule, ctx, private)
@@ -235,7 +244,8 @@ class P3GM(MLPVAEMethod):
             return None
         sgd = [m for m in (result.engine.mechanisms() if result.engine else []) if m.steps]
         sgd = [Mechanism(SGD_RECORD, m.noise_multiplier, m.sample_rate, m.steps, m.sensitivity) for m in sgd]
-        return p3gm_ledger([*encoding, *sgd], ctx.delta, p.em_iters, p.em_components, ctx.epsilon, notes, not_dp)
+        return p3gm_ledger([*encoding, *sgd], ctx.delta, p.em_iters, p.em_components, ctx.epsilon, notes, not_dp,
+                           fixed_batches=p.batching == "code")
 
 
 def _check_private(p: P3GMParams, variant: str, sgd_steps: int) -> None:
@@ -251,19 +261,14 @@ def _check_private(p: P3GMParams, variant: str, sgd_steps: int) -> None:
         raise ConfigError(f"config key '{key}.clip': a private P3GM run needs a clipping norm")
 
 
-def _centring(vectors: np.ndarray, p: P3GMParams, rng: np.random.Generator) -> tuple[Any, tuple[Mechanism, ...]]:
-    """The DP-PCA centring: a DP mean (rows clipped to mean_radius·√d, released with its record), 0, or
-    "nonprivate" (dp_pca then uses the exact mean, as the reference code does)."""
-    from dpvae.privacy.mechanisms import clip_rows, gaussian_mechanism
-
+def _centring(p: P3GMParams, dimension: int) -> dict[str, Any]:
+    """`dp_pca`'s centring arguments: a DP mean (rows clipped to mean_radius·√d, released and recorded by
+    `dp_pca`), 0, or "nonprivate" (the exact mean, as the reference code; not DP)."""
     if p.pca_mean == "zero":
-        return 0.0, ()
+        return {"mean": 0.0}
     if p.pca_mean == "nonprivate":
-        return "nonprivate", ()
-    radius = p.mean_radius * math.sqrt(vectors.shape[1])
-    clipped = clip_rows(vectors.astype(np.float64) / radius) * radius
-    noisy_sum, record = gaussian_mechanism(clipped.sum(axis=0), radius, p.sigma_mean, rng, name=MEAN_RECORD)
-    return noisy_sum / len(vectors), (record,)
+        return {"mean": "nonprivate"}
+    return {"mean": "dp", "mean_noise_multiplier": p.sigma_mean, "mean_clip": p.mean_radius * math.sqrt(dimension)}
 
 
 def _sgd_sigma(p: P3GMParams, encoding: tuple[Mechanism, ...], schedule: Any, ctx: RunContext,
