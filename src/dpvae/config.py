@@ -55,6 +55,9 @@ def _reference_errors(config: dict) -> Iterator[str]:
         yield from _variant_param_errors(name, variant, METHODS.get(variant["method"]))
 
     yield from _evaluation_errors(config.get("evaluation", {}), METRICS)
+    for i, ds in enumerate(config.get("data", {}).get("unreachable", [])):
+        if (err := _dataset_error(f"data.unreachable[{i}]", ds)):
+            yield err
 
     for name, exp in config["experiments"].items():
         key = f"experiments.{name}"

@@ -109,7 +109,10 @@ def items_with_id(item_id: str) -> list[Item]:
 
 
 def item_datasets(item: Item, config: dict, experiment: str) -> list[str]:
+    """The datasets of `experiment` the item renders: its own restriction, minus those the configuration
+    lists as unreachable (`data.unreachable`: the item then says so instead of showing a number)."""
     datasets = config["experiments"][experiment]["datasets"]
-    return [d for d in datasets if not item.datasets or d in item.datasets]
+    unreachable = set((config.get("data") or {}).get("unreachable") or ())
+    return [d for d in datasets if (not item.datasets or d in item.datasets) and d not in unreachable]
 
 

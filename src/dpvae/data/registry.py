@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from dpvae.data import celeba, images, synthetic, tabular
+from dpvae.data import celeba, images, standins, synthetic, tabular
 from dpvae.data.sources import RemoteFile, allow_unverified_hint, fetch, unverifiable, verify_local
 from dpvae.data.store import Prepared, write_prepared
 from dpvae.errors import TargetError
@@ -124,7 +124,19 @@ def _specs() -> dict[str, DatasetSpec]:
             synthetic.build_pinwheel, "independent seeded draws of 400 train and 400 test points", "none", n_train=400,
         ),
     ]  # fmt: skip
+    specs += [_standin_spec(real_id) for real_id in standins.SCHEMAS]
     return {spec.dataset_id: spec for spec in specs}
+
+
+def _standin_spec(real_id: str) -> DatasetSpec:
+    """A generated stand-in with `real_id`'s schema (used where the real data cannot be downloaded)."""
+    schema = standins.SCHEMAS[real_id]
+    n_train = schema.n_records - -(-schema.n_records // 10)
+    return DatasetSpec(
+        standins.standin_id(real_id), f"STAND-IN (generated, not real data) with the schema of {schema.real_description}",
+        None, (), partial(standins.build_standin, real_id=real_id), HOLDOUT,
+        f"generated, min-max to {list(schema.value_range)}", n_train=n_train,
+    )
 
 
 DATASETS: dict[str, DatasetSpec] = _specs()

@@ -31,17 +31,6 @@ class ImageClassifierOptions(MetricOptions):
 
 
 @dataclass(frozen=True)
-class P3GMCNNOptions(MetricOptions):
-    max_epochs: int = param(20, "maximum epochs", minimum=1)
-    early_stopping: Literal["synthetic", "test"] = param("synthetic", "stop on a held-out part of the synthetic set, or on the real test set as the reference code does")
-
-
-@dataclass(frozen=True)
-class TabularClassifierOptions(MetricOptions):
-    adult_positive: Literal[">50K", "<=50K"] = param(">50K", "positive class of Adult (paper text vs the reference code's arg-min)")
-
-
-@dataclass(frozen=True)
 class IWAEOptions(MetricOptions):
     k: int = param(1000, "importance samples per test image", minimum=1)
     batch_size: int = param(64, "test images per batch", minimum=1)
@@ -63,14 +52,6 @@ class MCAttackOptions(MetricOptions):
 
 
 PLANNED: tuple[Metric, ...] = (
-    Metric("tabular_classifiers", "P3GM's LR / AdaBoost / GBM / XGBoost trained on synthetic, AUROC and AUPRC on real test",
-           ("samples", "data"), TabularClassifierOptions),
-    Metric("marginals_2way", "average total-variation distance of all 2-way marginals (5 bins), synthetic vs real train",
-           ("samples", "data")),
-    Metric("marginals_2way_public", "the same on P3GM's reconstructions of real test records (Table VIII as computed)",
-           ("model", "data")),
-    Metric("p3gm_cnn", "P3GM's one-layer CNN trained on synthetic images, accuracy on real test images",
-           ("samples", "data"), P3GMCNNOptions),
     Metric("image_classifiers", "DP2-VAE's LR / MLP / CNN trained on synthetic images, accuracy on real test images",
            ("samples", "data"), ImageClassifierOptions, gpu=True),
     Metric("fid", "Frechet Inception Distance to real images (torch-fidelity)", ("samples", "reference"), FIDOptions,
@@ -82,5 +63,4 @@ PLANNED: tuple[Metric, ...] = (
     Metric("pinwheel_scatter", "reconstructions and latent samples of the pinwheel data (artifact)", ("model", "data")),
     Metric("mc_attack", "Monte-Carlo membership-inference attack: type-I / type-II error curve", ("model", "data"),
            MCAttackOptions),
-    Metric("learning_curve", "reconstruction loss per iteration and utility per epoch", ("model", "data")),
 )

@@ -16,46 +16,6 @@ Optimizer = Literal["adam", "sgd"]
 
 
 @dataclass(frozen=True)
-class _MLPVAEParams(MethodParams):
-    hidden: int = param(1000, "width of the MLP's hidden layer", minimum=1)
-    latent_dim: int = param(30, "latent dimension", minimum=1)
-    optimizer: Optimizer = param("adam", "optimizer of the decoder (and encoder) updates")
-    lr: float = param(0.001, "learning rate", exclusive_minimum=0)
-    epochs: float = param(1, "passes over the training set", minimum=0)
-    batch_size: int = param(100, "records per (expected) batch", minimum=1)
-
-
-@dataclass(frozen=True)
-class DPVAEParams(_MLPVAEParams):
-    clip: float = param(1.0, "per-example clipping norm C", exclusive_minimum=0)
-    sigma_sgd: float | Literal["auto"] = param("auto", "DP-SGD noise multiplier; auto = calibrated to the target epsilon")
-    batching: Literal["poisson", "code"] = param("poisson", "Poisson sampling (as accounted) or the reference code's fixed batches drawn with replacement")
-
-
-@dataclass(frozen=True)
-class DPGMParams(DPVAEParams):
-    clusters: int = param(10, "k of DP kernel k-means", minimum=1)
-    rff_dim: int = param(1000, "random Fourier features of the kernel k-means", minimum=1)
-    cluster_budget_fraction: float = param(0.1, "share of epsilon spent on clustering", exclusive_minimum=0, maximum=1)
-
-
-@dataclass(frozen=True)
-class PrivBayesParams(MethodParams):
-    degree: int = param(2, "k: parents per attribute in the Bayesian network", minimum=1)
-    histogram_bins: int = param(20, "bins of every continuous attribute", minimum=2)
-    pixel_bins: int = param(2, "bins of image pixels (2 = binarised)", minimum=2)
-
-
-@dataclass(frozen=True)
-class RyanParams(MethodParams):
-    public_fraction: float = param(0.1, "share of the training split used non-privately to select marginals", exclusive_minimum=0, maximum=0.5)
-    bins: int = param(10, "equal-width bins of continuous attributes", minimum=2)
-    triple_threshold: float = param(0.1, "L1 dependence above which a triple marginal is measured", minimum=0)
-    iterations: int = param(10000, "mirror-descent iterations of the private-pgm estimate", minimum=1)
-    pixel_bins: int = param(2, "bins of image pixels (2 = binarised)", minimum=2)
-
-
-@dataclass(frozen=True)
 class DP2VAEParams(MethodParams):
     subsets: int = param(1000, "K disjoint subsets, one pre-trained encoder each", minimum=1)
     pretrain: bool = param(True, "stage 1: pre-train the K encoders non-privately (False = ablation)")
@@ -144,33 +104,6 @@ class LVAEParams(MethodParams):
     gp_probes: Literal["prior", "posterior", "interpolate"] = param("prior", "where the gradient penalty probes z")
 
 
-@dataclass(frozen=True)
-class P3GMParams(MethodParams):
-    """P3GM (DP-PCA -> DP-EM -> DP-SGD decoder; PAPERS.md 3.1): the paper's and the reference code's switches."""
-
-    hidden: int = param(1000, "width of the MLP's hidden layer", minimum=1)
-    optimizer: Optimizer = param("adam", "optimizer of the decoding phase (code: Adam; paper: SGD)")
-    lr: float = param(0.001, "learning rate", exclusive_minimum=0)
-    epochs: float = param(1, "DP-SGD passes over the training set", minimum=0)
-    batch_size: int = param(100, "records per (expected) batch", minimum=1)
-
-    pca_components: int = param(30, "d' = min(this, d) DP-PCA components", minimum=1)
-    sigma_pca: float = param(5.0, "sigma_p of DP-PCA (0 = no noise)", minimum=0)
-    sigma_em: float = param(100.0, "sigma_e of DP-EM (0 = no noise)", minimum=0)
-    em_iters: int = param(20, "T_e: DP-EM iterations", minimum=0)
-    em_components: int = param(1, "mixture components of the DP-EM prior (paper 3, code 1)", minimum=1)
-    account_em_init: bool = param(False, "count the initial noisy M-step in the paper ledger (the code does not)")
-    pca_mean: Literal["dp", "zero", "nonprivate"] = param("dp", "DP-PCA centring: a released DP mean, none, or the code's exact mean (not DP)")
-    sigma_mean: float = param(20.0, "noise multiplier of the DP centring mean (rows clipped to sqrt(d))", exclusive_minimum=0)
-    clip: float | None = param(1.0, "per-example clipping norm C (null = no clipping, non-private PGM)")
-    sigma_sgd: float | Literal["auto"] = param("auto", "DP-SGD noise multiplier: a number is raised (never lowered) to meet the target exactly; auto = calibrated")
-    pretrain_steps: int = param(3000, "non-private decoder pre-training steps on DP outputs (code; 0 = none)", minimum=0)
-    sampling_prior: Literal["normal", "mog"] = param("normal", "prior of released samples: N(0, I) (code) or the DP-MoG (paper)")
-    encoder_variance: Literal["learned", "zero"] = param("learned", "sigma_phi(x) learned, or 0 (P3GM(AE))")
-    batching: Literal["poisson", "code"] = param("poisson", "Poisson sampling (as accounted) or the code's fixed batches with replacement")
-    record_every_epoch: bool = param(False, "record losses per iteration and utility per epoch (fig 7)")
-
-
 PLANNED: tuple[PlannedMethod, ...] = (
     PlannedMethod("privae", "privae", True, "PriVAE: conv/MLP VAE trained with term-wise DP-SGD or the aggregation baselines",
                   PriVAEParams, Resources(threads=2, mem_mb=4000, runtime=120)),
@@ -178,13 +111,6 @@ PLANNED: tuple[PlannedMethod, ...] = (
                   FashionVAEParams, Resources(threads=2, mem_mb=4000, runtime=60)),
     PlannedMethod("lvae", "lvae", True, "LVAE conv VAE: plain, DP-SGD, or Lipschitz-constrained decoder", LVAEParams,
                   Resources(threads=2, mem_mb=4000, runtime=120)),
-    PlannedMethod("p3gm", "p3gm", True, "P3GM: DP-PCA + DP-EM encoder, DP-SGD decoder", P3GMParams,
-                  Resources(threads=2, mem_mb=4000, runtime=30)),
-    PlannedMethod("vae-mlp", "p3gm", False, "non-private MLP VAE with N(0, I) prior (P3GM's VAE)", _MLPVAEParams),
-    PlannedMethod("dp-vae", "p3gm", True, "MLP VAE trained end to end with DP-SGD", DPVAEParams),
-    PlannedMethod("privbayes", "p3gm", True, "PrivBayes (DataSynthesizer, correlated-attribute mode)", PrivBayesParams),
-    PlannedMethod("ryan", "p3gm", True, "Ryan McKenna's NIST-2018 marginal method on private-pgm (mbi)", RyanParams),
-    PlannedMethod("dp-gm", "p3gm", True, "DP-GM: DP kernel k-means + per-cluster DP-SGD VAEs", DPGMParams),
     PlannedMethod("dp2vae", "dp2vae", True, "DP2-VAE: non-private pre-trained encoders, DP decoder", DP2VAEParams,
                   Resources(threads=2, mem_mb=8000, runtime=600, gpu=True)),
     PlannedMethod("dp-merf", "dp2vae", True, "DP-MERF: random-feature mean embeddings, one Gaussian release", DPMERFParams,
