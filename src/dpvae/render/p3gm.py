@@ -359,24 +359,34 @@ def p3gm_fig3(ctx: RenderContext) -> None:
 TABULAR_ORDER = ("credit", "esr", "adult", "isolet")                 # the paper's row order
 COMPETITORS = ("privbayes", "ryan", "dp-gm", "p3gm", "real")
 UNREACHABLE = "not reachable here"
+NOT_BUILT = "not in this build"
 DATASET_LABELS.update({"esr": "UCI ESR", "isolet": "UCI ISOLET", "twogauss": "two Gaussians"})
 
 
-def experiment_frame(ctx: RenderContext, experiment: str) -> tuple[pd.DataFrame, list[str]]:
-    """The experiment's tidy table (empty with the tidy columns if none) and its configured datasets in the
-    paper's order, those without a table included (left out as unreachable: `data.unreachable`)."""
+def experiment_frame(ctx: RenderContext, experiment: str, published: bool = False) -> tuple[pd.DataFrame, list[str]]:
+    """The experiment's tidy table (empty with the tidy columns if none) and its datasets in the paper's
+    order: the configured ones, those without a table included (left out as unreachable: `data.unreachable`),
+    and with `published` also the paper's datasets this build does not configure (shown with its numbers only)."""
     from dpvae.analyses.tidy import TIDY_COLUMNS
 
     table = ctx.tables.get(experiment)
     if table is None or not len(table):
         table = pd.DataFrame(columns=TIDY_COLUMNS)
-    configured = list(ctx.config["experiments"][experiment]["datasets"])
+    datasets = list(ctx.config["experiments"][experiment]["datasets"])
+    if published:
+        covered = {paper_dataset(d.removesuffix(STANDIN)) for d in datasets}
+        datasets += [d for d in dict.fromkeys(ctx.published()["dataset"]) if d not in covered]
     order = {name: i for i, name in enumerate(TABULAR_ORDER)}
-    return table, sorted(configured, key=lambda d: order.get(paper_dataset(d.removesuffix(STANDIN)), len(order)))
+    return table, sorted(datasets, key=lambda d: order.get(paper_dataset(d.removesuffix(STANDIN)), len(order)))
 
 
 def is_missing(table: pd.DataFrame, dataset: str) -> bool:
     return dataset not in set(table["dataset"])
+
+
+def missing_text(ctx: RenderContext, experiment: str, dataset: str) -> str:
+    """Why a dataset has no number: unreachable here (configured but left out) or not in this build."""
+    return UNREACHABLE if dataset in ctx.config["experiments"][experiment]["datasets"] else NOT_BUILT
 
 
 def standin_note(datasets: list[str]) -> list[str]:
@@ -386,10 +396,16 @@ def standin_note(datasets: list[str]) -> list[str]:
             "comparable with the paper's numbers."] if names else []
 
 
-def unreachable_note(table: pd.DataFrame, datasets: list[str]) -> list[str]:
-    missing = [dataset_label(d) for d in datasets if is_missing(table, d)]
-    return [f"'{UNREACHABLE}': no number for {', '.join(missing)}: the raw data cannot be downloaded on this machine "
-            "(config data.unreachable); the paper's numbers are shown alone."] if missing else []
+def unreachable_note(ctx: RenderContext, experiment: str, table: pd.DataFrame, datasets: list[str]) -> list[str]:
+    notes = []
+    for reason, text in ((UNREACHABLE, "the raw data cannot be downloaded on this machine (config data.unreachable)"),
+                         (NOT_BUILT, "this configuration does not run the dataset (smoke scale uses stand-ins for "
+                                     "some and leaves others out)")):
+        missing = [dataset_label(d) for d in datasets
+                   if is_missing(table, d) and missing_text(ctx, experiment, d) == reason]
+        if missing:
+            notes.append(f"'{reason}': no number for {', '.join(missing)}: {text}; the paper's numbers are shown alone.")
+    return notes
 
 
 def cell(summary: pd.DataFrame, **where: str) -> str:
@@ -402,7 +418,7 @@ def cell(summary: pd.DataFrame, **where: str) -> str:
 @register_renderer("p3gm/table6")
 def p3gm_table6(ctx: RenderContext) -> None:
     """Four tabular datasets at (1, 1e-5): AUROC and AUPRC (mean of the four classifiers) per method."""
-    table, datasets = experiment_frame(ctx, "p3gm_tabular")
+    table, datasets = experiment_frame(ctx, "p3gm_tabular", published=True)
     published = ctx.published()
     variants = [v for v in COMPETITORS if v in ctx.config["experiments"]["p3gm_tabular"]["variants"]]
     summaries = {m: seed_summary(table, m, ["dataset", "variant"], "mean4") for m in ("auroc", "auprc", "auprc_flipped")}
@@ -415,7 +431,8 @@ def p3gm_table6(ctx: RenderContext) -> None:
             row = {"dataset": dataset_label(dataset), "method": LABELS[variant] if variant != "real" else "original"}
             for metric in ("auroc", "auprc"):
                 name = metric.upper()
-                row[f"{name} (ours)"] = UNREACHABLE if missing else cell(summaries[metric], dataset=dataset, variant=variant)
+                row[f"{name} (ours)"] = (missing_text(ctx, "p3gm_tabular", dataset) if missing
+                                         else cell(summaries[metric], dataset=dataset, variant=variant))
                 paper = published_value(published, dataset, method, metric, "mean4")
                 row[f"{name} ({PAPER_LABEL})"] = paper
                 row[f"{name} ({NOTEBOOK})"] = notebook_if_different(
@@ -428,7 +445,7 @@ def p3gm_table6(ctx: RenderContext) -> None:
     out = pd.DataFrame(rows)
     if not out["AUPRC, other class positive (ours)"].astype(bool).any():
         out = out.drop(columns="AUPRC, other class positive (ours)")
-    notes = [*standin_note(datasets), *unreachable_note(table, datasets),
+    notes = [*standin_note(datasets), *unreachable_note(ctx, "p3gm_tabular", table, datasets),
              "ours: mean ± sd over seeds (n) of the mean of the four classifiers (LR, AdaBoost, GBM, XGBoost regressor; "
              "the reference code's settings) trained on synthetic records and scored on the real test split; "
              "'original' = trained on the real training split. epsilon spent = headline accounting of the ledger "
@@ -447,7 +464,7 @@ def p3gm_table6(ctx: RenderContext) -> None:
 @register_renderer("p3gm/table8")
 def p3gm_table8(ctx: RenderContext) -> None:
     """Average total-variation distance of all 2-way marginals (lower is better), ours beside the paper's."""
-    table, datasets = experiment_frame(ctx, "p3gm_tabular")
+    table, datasets = experiment_frame(ctx, "p3gm_tabular", published=True)
     published = ctx.published()
     variants = [v for v in COMPETITORS if v != "real" and v in ctx.config["experiments"]["p3gm_tabular"]["variants"]]
     columns = {"tvd2_clipped": "TVD, clipped bins (ours)", "tvd2_notebook": "TVD, notebook bins (ours)"}
@@ -464,13 +481,14 @@ def p3gm_table8(ctx: RenderContext) -> None:
             row = {"dataset": dataset_label(dataset), "method": label}
             for metric, name in columns.items():
                 key = metric.replace("tvd2", f"tvd2{public}")
-                row[name] = UNREACHABLE if missing else cell(summaries[key], dataset=dataset, variant=variant)
+                row[name] = (missing_text(ctx, "p3gm_tabular", dataset) if missing
+                             else cell(summaries[key], dataset=dataset, variant=variant))
             paper = published_value(published, dataset, method, "tvd2")
             notebook = published_value(published, dataset, method, "tvd2", source="reference-code")
             row[f"TVD ({PAPER_LABEL})"] = paper if not public else float("nan")
             row[f"TVD ({NOTEBOOK})"] = notebook if public else float("nan")
             rows.append(row)
-    notes = [*standin_note(datasets), *unreachable_note(table, datasets),
+    notes = [*standin_note(datasets), *unreachable_note(ctx, "p3gm_tabular", table, datasets),
              "ours: mean ± sd over seeds (n) of the average over all ordered column pairs (self-pairs included; "
              "features plus the one-hot label, P3GM's data layout) of half the L1 distance between 2-way histograms of "
              "the synthetic records and the real training split, 5 linearly spaced edges per column on the real range "
