@@ -21,8 +21,22 @@ def dp_accounting_curve(mechanisms: list[dict], orders) -> np.ndarray:
     return accountant.rdp
 
 
+SEQUENTIAL = " (sequential)"
+
+
 def rederive(record: dict) -> float:
-    """ε of one accounting's JSON, recomputed from its mechanisms with dp-accounting's RDP curves."""
+    """ε of one accounting's JSON, recomputed from its mechanisms with dp-accounting's RDP curves.
+
+    A sequential accounting ("rdp+rdp (sequential)") is re-derived part by part: each mechanism alone at
+    δ/n, the ε added (only "rdp" parts are supported here).
+    """
+    if record["accountant"].endswith(SEQUENTIAL):
+        parts = record["accountant"][: -len(SEQUENTIAL)].split("+")
+        if set(parts) != {"rdp"} or len(parts) != len(record["mechanisms"]):
+            raise NotImplementedError(f"re-deriving accountant {record['accountant']!r} is not supported")
+        share = record["delta"] / len(parts)
+        return sum(rederive({**record, "accountant": "rdp", "delta": share, "mechanisms": [m]})
+                   for m in record["mechanisms"])
     orders = np.asarray(record["orders"], dtype=float)
     if record["accountant"] == "rdp-order-search":
         orders = np.asarray([record["order"]])
