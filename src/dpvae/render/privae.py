@@ -74,7 +74,7 @@ def fig1_summary(table: pd.DataFrame) -> pd.DataFrame:
     """Mean, std and seed count per (variant, epsilon, metric); non-private rows have epsilon NaN."""
     keep = table[table["metric"].isin([*FIG1_METRICS, "epsilon_spent", "epsilon_spent_paper",
                                        "epsilon_spent_sound", "epsilon_spent_strict", "iwae_test_records",
-                                       "iwae_k"])]
+                                       "iwae_k", "latent_mmd_per_record"])]
     grouped = keep.groupby(["variant", "epsilon", "metric"], dropna=False)["value"]
     return grouped.agg(["mean", "std", "count"]).reset_index()
 
@@ -98,8 +98,10 @@ def _claim_lines(summary: pd.DataFrame, rows: dict[str, list[str]]) -> list[str]
             if common.empty:
                 continue
             holds = (a[common] > b[common]) if higher else (a[common] < b[common])
-            lines.append(f"{row}: {claim}: holds at {int(holds.sum())}/{len(common)} epsilons "
-                         f"(difference of means {', '.join(f'{(a[e] - b[e]):+.3g}' for e in sorted(common))})")
+            sign = ">" if higher else "<"
+            lines.append(f"{row}: {claim} [{better} {sign} {worse}]: holds at {int(holds.sum())}/{len(common)} "
+                         f"epsilons ({better} - {worse} = {', '.join(f'{(a[e] - b[e]):+.3g}' for e in sorted(common))}"
+                         f" at epsilon {', '.join(f'{e:g}' for e in sorted(common))})")
     return lines
 
 
@@ -113,6 +115,8 @@ def privae_fig1(ctx: RenderContext) -> None:
     table = ctx.tables["privae_sparsity"]
     summary = fig1_summary(table)
     variants = list(dict.fromkeys(table["variant"]))
+    order = {v: i for i, v in enumerate(FIG1_LABELS)}
+    variants.sort(key=lambda v: order.get(v, len(order)))
     rows = {"paper's calibration": [v for v in variants if _calibration(ctx.config, v) in ("paper", "both")],
             "sound calibration": [v for v in variants if _calibration(ctx.config, v) in ("sound", "both")]}
     if not any(_calibration(ctx.config, v) == "sound" for v in variants):
@@ -145,6 +149,9 @@ def privae_fig1(ctx: RenderContext) -> None:
             ax.set_xlim(*span)
             ax.set_xlabel(r"privacy $\varepsilon$" + f" ($\\delta$ = {ctx.config['delta']:g})")
             ax.set_title(f"{title}\n{row}", fontsize=8)
+            if metric == "latent_mmd" and (scale := _per_record_scale(summary)):
+                ax.secondary_yaxis("right", functions=(lambda v, s=scale: v * s, lambda v, s=scale: v / s)) \
+                    .set_ylabel("per test record (Mathieu's analyse.py; the paper's scale)", fontsize=6)
         axes[r][0].legend(fontsize=6, loc="best")
     seeds = int(summary[summary["metric"] == "hoyer_sparsity"]["count"].max() or 0)
     records = summary[summary["metric"] == "iwae_test_records"]["mean"]
@@ -168,6 +175,15 @@ def privae_fig1(ctx: RenderContext) -> None:
     save_figure(fig, ctx.prefix)
 
 
+def _per_record_scale(summary: pd.DataFrame) -> float | None:
+    """latent_mmd_per_record / latent_mmd (1 / the metric's batch size), if the table has both."""
+    mmd = summary[summary["metric"] == "latent_mmd"]["mean"]
+    per_record = summary[summary["metric"] == "latent_mmd_per_record"]["mean"]
+    if mmd.empty or per_record.empty or not mmd.sum():
+        return None
+    return float(per_record.sum() / mmd.sum())
+
+
 def _epsilon_notes(summary: pd.DataFrame, rows: dict[str, list[str]]) -> list[str]:
     """The spent epsilons of each private variant under the paper's and the sound accounting (max over runs)."""
     lines = []
@@ -187,6 +203,8 @@ def _epsilon_notes(summary: pd.DataFrame, rows: dict[str, list[str]]) -> list[st
 
 # ------------------------------------------------------------------------------------------------ fig2
 
+_SPENT = {"epsilon_spent": "headline", "epsilon_spent_paper": "paper", "epsilon_spent_sound": "sound",
+          "epsilon_spent_strict": "strict"}
 FIG2_LABELS = {"privae-pinwheel": "(a) PriVAE (no KL(p||q))", "privae-kl-pinwheel": "(b) PriVAE + KL(p||q)"}
 
 
@@ -235,8 +253,7 @@ def privae_fig2(ctx: RenderContext) -> None:
         ax.legend(fontsize=6, loc="lower left", markerscale=2)
         ax.set_aspect("equal", adjustable="datalim")
         spent = table[(table["variant"] == variant) & table["metric"].str.startswith("epsilon_spent")]
-        spent_text = ", ".join(f"{m.removeprefix('epsilon_spent_') or 'headline'} {v:.3g}"
-                               for m, v in spent.groupby("metric")["value"].max().items())
+        spent_text = ", ".join(f"{_SPENT.get(m, m)} {v:.3g}" for m, v in spent.groupby("metric")["value"].max().items())
         notes.append(f"{label}: epsilon target {eps} (spent: {spent_text}); "
                      f"{int(count.get('pinwheel_clustered', 0))} seed(s), mean +- std")
     notes.append("Paper (Fig. 2, qualitative): without KL(p||q) poor reconstructions; with it reconstructions follow "
