@@ -18,7 +18,7 @@ from dpvae.methods.base import Method, Resources, RunContext
 from dpvae.methods.registry import register_method
 from dpvae.params import MethodParams, param
 
-Optimizer = Literal["adam", "sgd"]
+Optimizer = Literal["adam", "amsgrad", "sgd"]
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class VAEConvParams(MethodParams):
     divergence: Literal["none", "mmd_dim", "kl_pq"] = param("none", "batch-wise divergence: dimension-wise MMD or KL(p(z)||q(z))")
     alpha: float = param(0.0, "weight of the batch-wise divergence", minimum=0)
     norm: Literal["group", "batch", "none"] = param("group", "normalisation layers of the conv VAE (BatchNorm only without DP)")
-    optimizer: Optimizer = param("adam", "optimizer")
+    optimizer: Optimizer = param("adam", "optimizer (amsgrad = Adam with the AMSGrad correction, as Mathieu et al.'s main.py)")
     lr: float = param(0.0005, "learning rate", exclusive_minimum=0)
 
 

@@ -46,8 +46,8 @@ def build_model(params: Any, record_shape: tuple[int, ...]) -> LatentVAE:
 
 
 def _optimizer(params: Any, model: torch.nn.Module) -> torch.optim.Optimizer:
-    if params.optimizer == "adam":
-        return torch.optim.Adam(model.parameters(), lr=params.lr)
+    if params.optimizer in ("adam", "amsgrad"):
+        return torch.optim.Adam(model.parameters(), lr=params.lr, amsgrad=params.optimizer == "amsgrad")
     return torch.optim.SGD(model.parameters(), lr=params.lr)
 
 
