@@ -83,7 +83,7 @@ def test_aggregation_baselines_under_the_sound_calibration_spend_the_target_soun
     spec = _spec(tmp_path, pinwheel, params, f"{engine}-sound")
     stages.train(spec)
     ledger = json.loads((Path(spec["run"]) / "privacy.json").read_text())
-    sound = ledger.get("sound") or ledger["strict"]
+    sound = ledger["sound"]
     assert sound["epsilon"] == pytest.approx(10.0, rel=1e-4) and sound["epsilon"] <= 10.0 * (1 + 1e-9)
     assert ledger["paper"]["epsilon"] < 0.5 * sound["epsilon"]           # doubled noise on the paper's terms
 
