@@ -31,18 +31,6 @@ class ImageClassifierOptions(MetricOptions):
 
 
 @dataclass(frozen=True)
-class IWAEOptions(MetricOptions):
-    k: int = param(1000, "importance samples per test image", minimum=1)
-    batch_size: int = param(64, "test images per batch", minimum=1)
-    max_test: int | None = param(None, "evaluate on the first n test images (null = all)", minimum=1)
-
-
-@dataclass(frozen=True)
-class LatentMMDOptions(MetricOptions):
-    batch_size: int = param(256, "batch size of the MMD estimate (PriVAE's B)", minimum=2)
-
-
-@dataclass(frozen=True)
 class MCAttackOptions(MetricOptions):
     n_synthetic: int = param(100000, "generated samples the attack counts neighbours in", minimum=1)
     n_members: int = param(1000, "attacked members drawn from the training set", minimum=1)
@@ -56,11 +44,6 @@ PLANNED: tuple[Metric, ...] = (
            ("samples", "data"), ImageClassifierOptions, gpu=True),
     Metric("fid", "Frechet Inception Distance to real images (torch-fidelity)", ("samples", "reference"), FIDOptions,
            reference_keys=("reference", "reference_n", "batch_size"), gpu=True, runtime=240),
-    Metric("hoyer_sparsity", "Hoyer sparsity of standardised posterior means on the test set", ("model", "data")),
-    Metric("iwae_loglik", "importance-weighted test log-likelihood", ("model", "data"), IWAEOptions, runtime=240),
-    Metric("latent_mmd", "dimension-wise Cauchy MMD between aggregate posterior and prior samples", ("model", "data"),
-           LatentMMDOptions),
-    Metric("pinwheel_scatter", "reconstructions and latent samples of the pinwheel data (artifact)", ("model", "data")),
     Metric("mc_attack", "Monte-Carlo membership-inference attack: type-I / type-II error curve", ("model", "data"),
            MCAttackOptions),
 )

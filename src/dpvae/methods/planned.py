@@ -59,35 +59,6 @@ class GSWGANParams(MethodParams):
 
 
 @dataclass(frozen=True)
-class FashionVAEParams(MethodParams):
-    """Mathieu et al.'s conv VAE on 32x32 Fashion-MNIST, or their pinwheel MLP VAE (PAPERS.md 1.2)."""
-
-    epochs: float = param(10, "passes over the training set", minimum=0)
-    batch_size: int = param(256, "records per (expected) batch B", minimum=1)
-    groups: int = param(1, "sub-groups b the batch-wise divergence is estimated on (1 = the whole batch)", minimum=1)
-    mc_samples: int = param(1, "L Monte-Carlo samples of the reconstruction term", minimum=1)
-    latent_dim: int = param(50, "latent dimension D", minimum=1)
-    prior: Literal["sparse", "mog", "normal"] = param("sparse", "prior p(z): spike-and-slab, 4-component mixture or N(0, I)")
-    spike_weight: float = param(0.8, "gamma: weight of the sparse prior's spike", minimum=0, maximum=1)
-    spike_std: float = param(0.05, "standard deviation of the sparse prior's spike", exclusive_minimum=0)
-    beta: float = param(1.0, "weight of the per-example KL term", minimum=0)
-    divergence: Literal["none", "mmd_dim", "kl_pq"] = param("none", "batch-wise divergence: dimension-wise MMD or KL(p(z)||q(z))")
-    alpha: float = param(0.0, "weight of the batch-wise divergence", minimum=0)
-    norm: Literal["group", "batch", "none"] = param("group", "normalisation layers (BatchNorm only without DP)")
-    optimizer: Optimizer = param("adam", "optimizer")
-    lr: float = param(0.0005, "learning rate", exclusive_minimum=0)
-
-
-@dataclass(frozen=True)
-class PriVAEParams(FashionVAEParams):
-    engine: Literal["termwise", "micro", "batch"] = param("termwise", "term-wise DP-SGD or the micro/batch-aggregation baselines")
-    clip_sample: float = param(0.05, "C1: clipping norm of the per-example term", exclusive_minimum=0)
-    clip_batch: float = param(0.0, "C2: clipping norm of the per-sub-group term (0 = no batch-wise term)", minimum=0)
-    clip: float = param(0.0002, "C of the micro/batch-aggregation baselines", exclusive_minimum=0)
-    kappa: Literal["paper", "sqrt5", "tight"] = param("paper", "term-wise noise factor sigma'/sigma: paper (Theorem 2, a claim), sqrt5 (sound, loose), tight (sound, exact); README")
-
-
-@dataclass(frozen=True)
 class LVAEParams(MethodParams):
     """LVAE's conv VAE on binarised MNIST (PAPERS.md 2.1); DP-SGD when the variant is private."""
 
@@ -105,10 +76,6 @@ class LVAEParams(MethodParams):
 
 
 PLANNED: tuple[PlannedMethod, ...] = (
-    PlannedMethod("privae", "privae", True, "PriVAE: conv/MLP VAE trained with term-wise DP-SGD or the aggregation baselines",
-                  PriVAEParams, Resources(threads=2, mem_mb=4000, runtime=120)),
-    PlannedMethod("vae-conv", "privae", False, "non-private conv VAE (+ batch-wise divergence) of Mathieu et al.",
-                  FashionVAEParams, Resources(threads=2, mem_mb=4000, runtime=60)),
     PlannedMethod("lvae", "lvae", True, "LVAE conv VAE: plain, DP-SGD, or Lipschitz-constrained decoder", LVAEParams,
                   Resources(threads=2, mem_mb=4000, runtime=120)),
     PlannedMethod("dp2vae", "dp2vae", True, "DP2-VAE: non-private pre-trained encoders, DP decoder", DP2VAEParams,
