@@ -53,15 +53,6 @@ class LatentMMDOptions(MetricOptions):
     batch_size: int = param(256, "batch size of the MMD estimate (PriVAE's B)", minimum=2)
 
 
-@dataclass(frozen=True)
-class MCAttackOptions(MetricOptions):
-    n_synthetic: int = param(100000, "generated samples the attack counts neighbours in", minimum=1)
-    n_members: int = param(1000, "attacked members drawn from the training set", minimum=1)
-    n_nonmembers: int = param(1000, "attacked non-members drawn from the test set", minimum=1)
-    distance: Literal["euclidean", "pca"] = param("euclidean", "distance between images")
-    radius: Literal["median"] = param("median", "neighbourhood radius heuristic")
-
-
 PLANNED: tuple[Metric, ...] = (
     Metric("tabular_classifiers", "P3GM's LR / AdaBoost / GBM / XGBoost trained on synthetic, AUROC and AUPRC on real test",
            ("samples", "data"), TabularClassifierOptions),
@@ -80,7 +71,5 @@ PLANNED: tuple[Metric, ...] = (
     Metric("latent_mmd", "dimension-wise Cauchy MMD between aggregate posterior and prior samples", ("model", "data"),
            LatentMMDOptions),
     Metric("pinwheel_scatter", "reconstructions and latent samples of the pinwheel data (artifact)", ("model", "data")),
-    Metric("mc_attack", "Monte-Carlo membership-inference attack: type-I / type-II error curve", ("model", "data"),
-           MCAttackOptions),
     Metric("learning_curve", "reconstruction loss per iteration and utility per epoch", ("model", "data")),
 )

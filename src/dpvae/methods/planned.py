@@ -128,23 +128,6 @@ class PriVAEParams(FashionVAEParams):
 
 
 @dataclass(frozen=True)
-class LVAEParams(MethodParams):
-    """LVAE's conv VAE on binarised MNIST (PAPERS.md 2.1); DP-SGD when the variant is private."""
-
-    constraint: Literal["none", "gradient_penalty", "spectral_norm"] = param("none", "Lipschitz constraint of the decoder")
-    latent_dim: int = param(16, "latent dimension", minimum=1)
-    epochs: float = param(30, "passes over the training set", minimum=0)
-    batch_size: int = param(256, "records per (expected) batch", minimum=1)
-    optimizer: Optimizer = param("adam", "optimizer")
-    lr: float = param(0.001, "learning rate", exclusive_minimum=0)
-    clip: float = param(1.0, "DP-SGD per-example clipping norm", exclusive_minimum=0)
-    noise_multiplier: float | Literal["auto"] = param("auto", "DP-SGD sigma; auto = calibrated to the target epsilon")
-    lipschitz: float = param(1.0, "L: Lipschitz constant of the decoder", exclusive_minimum=0)
-    gp_weight: float = param(10.0, "lambda: weight of the gradient penalty", minimum=0)
-    gp_probes: Literal["prior", "posterior", "interpolate"] = param("prior", "where the gradient penalty probes z")
-
-
-@dataclass(frozen=True)
 class P3GMParams(MethodParams):
     """P3GM (DP-PCA -> DP-EM -> DP-SGD decoder; PAPERS.md 3.1): the paper's and the reference code's switches."""
 
@@ -174,8 +157,6 @@ PLANNED: tuple[PlannedMethod, ...] = (
                   PriVAEParams, Resources(threads=2, mem_mb=4000, runtime=120)),
     PlannedMethod("vae-conv", "privae", False, "non-private conv VAE (+ batch-wise divergence) of Mathieu et al.",
                   FashionVAEParams, Resources(threads=2, mem_mb=4000, runtime=60)),
-    PlannedMethod("lvae", "lvae", True, "LVAE conv VAE: plain, DP-SGD, or Lipschitz-constrained decoder", LVAEParams,
-                  Resources(threads=2, mem_mb=4000, runtime=120)),
     PlannedMethod("p3gm", "p3gm", True, "P3GM: DP-PCA + DP-EM encoder, DP-SGD decoder", P3GMParams,
                   Resources(threads=2, mem_mb=4000, runtime=30)),
     PlannedMethod("vae-mlp", "p3gm", False, "non-private MLP VAE with N(0, I) prior (P3GM's VAE)", _MLPVAEParams),
