@@ -48,7 +48,7 @@ def _items() -> tuple[Item, ...]:
              artifacts=LVAE_ARTIFACTS),
         Item("lvae", "fig2", F, "VAE-DPSGD: membership-inference trade-off and samples", ("lvae_mia",),
              artifacts=LVAE_ARTIFACTS),
-        Item("lvae", "fig3", F, "LVAE: membership-inference trade-off and samples", ("lvae_mia",),
+        Item("lvae", "fig3", F, "LVAE: membership-inference trade-off and samples", ("lvae_mia", "lvae_spectral"),
              artifacts=LVAE_ARTIFACTS),
         Item("p3gm", "table1", T, "Contrast with competitors"),
         Item("p3gm", "table2", T, "Table of symbols"),

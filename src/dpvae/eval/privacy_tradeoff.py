@@ -44,8 +44,9 @@ def privacy_tradeoff(ctx: EvalContext) -> Rows:
     claim_path = ctx.model_dir / CLAIM_FILE
     if record.get("epsilon") is not None:
         ledger = Ledger.from_dict(record)
-        mechanisms = ledger.paper.mechanisms
-        if ledger.paper.adjacency != "add/remove-one":
+        headline = getattr(ledger, "headline_accounting", ledger.paper)
+        mechanisms = headline.mechanisms
+        if headline.adjacency != "add/remove-one":
             raise ValueError(f"{ctx.run.ledger_path}: PLD curves are computed for add/remove-one ledgers only")
         arrays["eps_delta"] = fdp.eps_delta_tradeoff(alpha, ledger.epsilon, ledger.delta)
         arrays["pld"] = fdp.pld_tradeoff(mechanisms, alpha, ctx.options.pld_discretization)

@@ -179,7 +179,7 @@ class LVAE(Method):
         from dpvae.privacy.ledger import Ledger
 
         accounting = self._accounting(ctx, engine.noise_multiplier, engine.sample_rate, engine.steps)
-        return Ledger(accounting, None, ctx.epsilon, DPSGD_NOTES)
+        return Ledger(paper=accounting, target_epsilon=ctx.epsilon, notes=DPSGD_NOTES)
 
     @staticmethod
     def _penalty(model: Any, p: LVAEParams, batch: Any, generator: Any) -> Any:

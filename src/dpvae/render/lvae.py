@@ -19,7 +19,6 @@ import pandas as pd
 from dpvae.render.base import RenderContext, register_renderer
 from dpvae.render.output import save_figure
 
-EXPERIMENT = "lvae_mia"
 ATTACKS = {"mia_mc": ("Monte-Carlo attack (Hilprecht et al.)", "#0072B2"),
            "mia_elbo": ("white-box ELBO attack", "#D55E00")}
 YELLOW = "#F0C20C"
@@ -34,7 +33,8 @@ def _variant_kind(spec: dict) -> str:
 
 
 def _variants(ctx: RenderContext, kind: str) -> list[str]:
-    names = ctx.config["experiments"][EXPERIMENT]["variants"]
+    """The item's variants of one kind, the paper's experiment first (lvae_mia, then lvae_spectral)."""
+    names = dict.fromkeys(v for exp in ctx.config["experiments"].values() for v in exp.get("variants", []))
     return [v for v in names if _variant_kind(ctx.config["variants"][v]) == kind]
 
 
@@ -150,7 +150,8 @@ def _figure(ctx: RenderContext, kind: str, title: str) -> None:
 
     apply_style()
     plt = pyplot()
-    table = ctx.tables.get(EXPERIMENT, pd.DataFrame(columns=["variant", "metric", "value"]))
+    frames = [f for f in ctx.tables.values() if len(f)]
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["variant", "metric", "value", "seed"])
     variants = _variants(ctx, kind)
     fig = plt.figure(figsize=(9.5, 5.2))
     outer = fig.add_gridspec(1, 2, width_ratios=[1.15, 1], wspace=0.12)
