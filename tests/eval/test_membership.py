@@ -61,3 +61,14 @@ def test_the_outlier_switch():
     assert len(targets(_context(0, "a", "include")).members) == 20
     with pytest.raises(ValueError, match="ask for 60 members"):
         targets(_context(0, "a", "random", 60))
+
+
+def test_frechet_distance_of_gaussian_fits():
+    from dpvae.eval.frechet_pca import frechet_distance
+
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(20000, 3))
+    assert frechet_distance(a, a) == pytest.approx(0, abs=1e-6)
+    assert frechet_distance(a, a + [2.0, 0, 0]) == pytest.approx(4.0, rel=1e-6)
+    # N(0, I) vs N(0, 4I): 3 * (1 + 4 - 2*2) = 3
+    assert frechet_distance(a, 2 * rng.normal(size=(20000, 3))) == pytest.approx(3.0, rel=0.05)

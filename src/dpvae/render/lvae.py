@@ -106,6 +106,8 @@ def _facts(table: pd.DataFrame, variant: str, kind: str) -> str:
              f"(typical {_fmt(_stat(table, variant, 'typical_recon_distance'), 1)}), nearest sample "
              f"{_fmt(_stat(table, variant, 'outlier_nn_synthetic_distance'), 1)} "
              f"(typical {_fmt(_stat(table, variant, 'typical_nn_synthetic_distance'), 1)})"]
+    lines.append(f"sample quality: Fréchet distance in PCA-50 space {_fmt(_stat(table, variant, 'frechet_pca'), 1)} "
+                 f"(real vs real {_fmt(_stat(table, variant, 'frechet_pca_real'), 1)})")
     if kind == "dpsgd":
         lines.append(f"ledger ε {_fmt(_stat(table, variant, 'epsilon_spent'), 3)} (RDP), "
                      f"PLD ε {_fmt(_stat(table, variant, 'pld_epsilon'), 3)}")
