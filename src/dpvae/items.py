@@ -34,6 +34,9 @@ class Item:
         return ("pdf", "csv", "tex") if self.kind == "table" else ("pdf", "png")
 
 
+LVAE_ARTIFACTS = ("sample_grid", "mc_attack", "elbo_attack", "outlier_exposure", "privacy_tradeoff")
+
+
 def _items() -> tuple[Item, ...]:
     T, F = "table", "figure"
     return (
@@ -42,11 +45,11 @@ def _items() -> tuple[Item, ...]:
         Item("privae", "fig2", F, "Pinwheel clustering with and without KL(p||q)", ("privae_clustering",),
              artifacts=("pinwheel_scatter",)),
         Item("lvae", "fig1", F, "VAE: membership-inference trade-off and samples", ("lvae_mia",),
-             artifacts=("sample_grid",)),
+             artifacts=LVAE_ARTIFACTS),
         Item("lvae", "fig2", F, "VAE-DPSGD: membership-inference trade-off and samples", ("lvae_mia",),
-             artifacts=("sample_grid",)),
-        Item("lvae", "fig3", F, "LVAE: membership-inference trade-off and samples", ("lvae_mia",),
-             artifacts=("sample_grid",)),
+             artifacts=LVAE_ARTIFACTS),
+        Item("lvae", "fig3", F, "LVAE: membership-inference trade-off and samples", ("lvae_mia", "lvae_spectral"),
+             artifacts=LVAE_ARTIFACTS),
         Item("p3gm", "table1", T, "Contrast with competitors"),
         Item("p3gm", "table2", T, "Table of symbols"),
         Item("p3gm", "table3", T, "Datasets", ("p3gm_table3",)),

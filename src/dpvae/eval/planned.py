@@ -30,20 +30,9 @@ class ImageClassifierOptions(MetricOptions):
     val_fraction: float = param(0.1, "share of the synthetic set held out for early stopping", exclusive_minimum=0, maximum=0.9)
 
 
-@dataclass(frozen=True)
-class MCAttackOptions(MetricOptions):
-    n_synthetic: int = param(100000, "generated samples the attack counts neighbours in", minimum=1)
-    n_members: int = param(1000, "attacked members drawn from the training set", minimum=1)
-    n_nonmembers: int = param(1000, "attacked non-members drawn from the test set", minimum=1)
-    distance: Literal["euclidean", "pca"] = param("euclidean", "distance between images")
-    radius: Literal["median"] = param("median", "neighbourhood radius heuristic")
-
-
 PLANNED: tuple[Metric, ...] = (
     Metric("image_classifiers", "DP2-VAE's LR / MLP / CNN trained on synthetic images, accuracy on real test images",
            ("samples", "data"), ImageClassifierOptions, gpu=True),
     Metric("fid", "Frechet Inception Distance to real images (torch-fidelity)", ("samples", "reference"), FIDOptions,
            reference_keys=("reference", "reference_n", "batch_size"), gpu=True, runtime=240),
-    Metric("mc_attack", "Monte-Carlo membership-inference attack: type-I / type-II error curve", ("model", "data"),
-           MCAttackOptions),
 )

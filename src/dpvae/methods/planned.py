@@ -58,26 +58,7 @@ class GSWGANParams(MethodParams):
     gp_weight: float = param(10.0, "gradient-penalty weight", minimum=0)
 
 
-@dataclass(frozen=True)
-class LVAEParams(MethodParams):
-    """LVAE's conv VAE on binarised MNIST (PAPERS.md 2.1); DP-SGD when the variant is private."""
-
-    constraint: Literal["none", "gradient_penalty", "spectral_norm"] = param("none", "Lipschitz constraint of the decoder")
-    latent_dim: int = param(16, "latent dimension", minimum=1)
-    epochs: float = param(30, "passes over the training set", minimum=0)
-    batch_size: int = param(256, "records per (expected) batch", minimum=1)
-    optimizer: Optimizer = param("adam", "optimizer")
-    lr: float = param(0.001, "learning rate", exclusive_minimum=0)
-    clip: float = param(1.0, "DP-SGD per-example clipping norm", exclusive_minimum=0)
-    noise_multiplier: float | Literal["auto"] = param("auto", "DP-SGD sigma; auto = calibrated to the target epsilon")
-    lipschitz: float = param(1.0, "L: Lipschitz constant of the decoder", exclusive_minimum=0)
-    gp_weight: float = param(10.0, "lambda: weight of the gradient penalty", minimum=0)
-    gp_probes: Literal["prior", "posterior", "interpolate"] = param("prior", "where the gradient penalty probes z")
-
-
 PLANNED: tuple[PlannedMethod, ...] = (
-    PlannedMethod("lvae", "lvae", True, "LVAE conv VAE: plain, DP-SGD, or Lipschitz-constrained decoder", LVAEParams,
-                  Resources(threads=2, mem_mb=4000, runtime=120)),
     PlannedMethod("dp2vae", "dp2vae", True, "DP2-VAE: non-private pre-trained encoders, DP decoder", DP2VAEParams,
                   Resources(threads=2, mem_mb=8000, runtime=600, gpu=True)),
     PlannedMethod("dp-merf", "dp2vae", True, "DP-MERF: random-feature mean embeddings, one Gaussian release", DPMERFParams,
