@@ -56,24 +56,6 @@ class RyanParams(MethodParams):
 
 
 @dataclass(frozen=True)
-class DP2VAEParams(MethodParams):
-    subsets: int = param(1000, "K disjoint subsets, one pre-trained encoder each", minimum=1)
-    pretrain: bool = param(True, "stage 1: pre-train the K encoders non-privately (False = ablation)")
-    pretrain_iters: int = param(2000, "stage-1 iterations per encoder (T_p)", minimum=0)
-    iters: int = param(20000, "stage-2 decoder iterations (T)", minimum=1)
-    batch_size: int = param(32, "records per stage-2 batch (B), drawn from one subset", minimum=1)
-    clip: float = param(1.0, "per-example clipping norm C", exclusive_minimum=0)
-    noise_multiplier: float | Literal["auto"] = param("auto", "sigma; auto = calibrated to the target epsilon")
-    optimizer: Optimizer = param("adam", "optimizer")
-    lr: float = param(0.0001, "stage-2 learning rate", exclusive_minimum=0)
-    pretrain_lr: float = param(0.0001, "stage-1 learning rate", exclusive_minimum=0)
-    latent_dim: int = param(8, "latent dimension", minimum=1)
-    hidden_channels: list[int] = param([512, 256], "conv channels of the encoder (reversed in the decoder)")
-    decoder_norm: Literal["group", "none"] = param("group", "normalisation in the released decoder")
-    loss: Literal["bce", "mse"] = param("bce", "per-example reconstruction loss (KL weight 1)")
-
-
-@dataclass(frozen=True)
 class DPMERFParams(MethodParams):
     batch_size: int = param(100, "generator batch", minimum=1)
     epochs: int = param(5, "generator epochs", minimum=1)
@@ -183,8 +165,6 @@ PLANNED: tuple[PlannedMethod, ...] = (
     PlannedMethod("privbayes", "p3gm", True, "PrivBayes (DataSynthesizer, correlated-attribute mode)", PrivBayesParams),
     PlannedMethod("ryan", "p3gm", True, "Ryan McKenna's NIST-2018 marginal method on private-pgm (mbi)", RyanParams),
     PlannedMethod("dp-gm", "p3gm", True, "DP-GM: DP kernel k-means + per-cluster DP-SGD VAEs", DPGMParams),
-    PlannedMethod("dp2vae", "dp2vae", True, "DP2-VAE: non-private pre-trained encoders, DP decoder", DP2VAEParams,
-                  Resources(threads=2, mem_mb=8000, runtime=600, gpu=True)),
     PlannedMethod("dp-merf", "dp2vae", True, "DP-MERF: random-feature mean embeddings, one Gaussian release", DPMERFParams,
                   Resources(threads=2, mem_mb=8000, runtime=120, gpu=True)),
     PlannedMethod("gs-wgan", "dp2vae", True, "GS-WGAN: gradient-sanitised WGAN with 1000 discriminators", GSWGANParams,
