@@ -56,31 +56,6 @@ class RyanParams(MethodParams):
 
 
 @dataclass(frozen=True)
-class DPMERFParams(MethodParams):
-    batch_size: int = param(100, "generator batch", minimum=1)
-    epochs: int = param(5, "generator epochs", minimum=1)
-    lr: float = param(0.01, "learning rate", exclusive_minimum=0)
-    lr_decay: float = param(0.9, "learning-rate decay per epoch", exclusive_minimum=0, maximum=1)
-    code_dim: int = param(5, "generator input code dimension", minimum=1)
-    rff_dim: int = param(10000, "random Fourier features", minimum=1)
-    rff_sigma: float = param(105.0, "kernel length scale of the random features", exclusive_minimum=0)
-    gen_channels: list[int] = param([16, 8], "generator conv channels")
-    noise_multiplier: float | Literal["auto"] = param("auto", "sigma of the one Gaussian release; auto = calibrated")
-
-
-@dataclass(frozen=True)
-class GSWGANParams(MethodParams):
-    discriminators: int = param(1000, "K discriminators, one per disjoint subset", minimum=1)
-    noise_multiplier: float = param(1.07, "sigma of the sanitised generator gradient", exclusive_minimum=0)
-    batch_size: int = param(32, "records per discriminator batch", minimum=1)
-    iters: int | Literal["auto"] = param(20000, "generator iterations; auto = as many as the target epsilon allows")
-    pretrain_iters: int = param(2000, "warm-start iterations per discriminator (0 = none)", minimum=0)
-    z_dim: int = param(10, "latent dimension", minimum=1)
-    critic_iters: int = param(5, "discriminator steps per generator step", minimum=1)
-    gp_weight: float = param(10.0, "gradient-penalty weight", minimum=0)
-
-
-@dataclass(frozen=True)
 class FashionVAEParams(MethodParams):
     """Mathieu et al.'s conv VAE on 32x32 Fashion-MNIST, or their pinwheel MLP VAE (PAPERS.md 1.2)."""
 
@@ -165,8 +140,4 @@ PLANNED: tuple[PlannedMethod, ...] = (
     PlannedMethod("privbayes", "p3gm", True, "PrivBayes (DataSynthesizer, correlated-attribute mode)", PrivBayesParams),
     PlannedMethod("ryan", "p3gm", True, "Ryan McKenna's NIST-2018 marginal method on private-pgm (mbi)", RyanParams),
     PlannedMethod("dp-gm", "p3gm", True, "DP-GM: DP kernel k-means + per-cluster DP-SGD VAEs", DPGMParams),
-    PlannedMethod("dp-merf", "dp2vae", True, "DP-MERF: random-feature mean embeddings, one Gaussian release", DPMERFParams,
-                  Resources(threads=2, mem_mb=8000, runtime=120, gpu=True)),
-    PlannedMethod("gs-wgan", "dp2vae", True, "GS-WGAN: gradient-sanitised WGAN with 1000 discriminators", GSWGANParams,
-                  Resources(threads=2, mem_mb=16000, runtime=1440, gpu=True)),
 )
