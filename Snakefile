@@ -51,6 +51,7 @@ localrules:
     render_table,
     render_figure,
     gather,
+    scorecard,
 
 
 rule all:

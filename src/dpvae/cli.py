@@ -173,7 +173,7 @@ def _run(args: argparse.Namespace) -> int:
 
         gather(args.item, args.pdf, args.pending, args.out)
     elif args.stage == "record":
-        from dpvae.scorecard import record
+        from dpvae.reproductions import record
 
         command = args.command or "python -m dpvae record " + " ".join(args.tables)
         for path in record(args.tables, command=command, out_dir=args.out_dir):

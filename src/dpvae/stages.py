@@ -26,6 +26,7 @@ from dpvae.methods.base import RunContext
 from dpvae.methods.checkpoint import CHECKPOINT_NAME
 from dpvae.methods.registry import get_method
 from dpvae.provenance import device_name, git_commit, machine, sha256_json
+from dpvae.runs import split_variant
 
 
 def _seed_everything(ctx: RunContext) -> None:
@@ -124,7 +125,7 @@ def aggregate(spec_path: str | Path, out: str | Path) -> pd.DataFrame:
         run = read_spec(run_dir)
         base = {"experiment": experiment, "dataset": run["dataset"], "variant": run["variant"],
                 "method": run["method"], "epsilon": run["epsilon"], "seed": run["seed"],
-                "sweep": sweep_name, "point": run["variant"].split("=", 1)[1] if sweep_name else None}
+                "sweep": sweep_name, "point": (split_variant(run["variant"])[1] or (None, None))[1]}
         ledger = json.loads((run_dir / "privacy.json").read_text())
         if ledger.get("epsilon") is not None:
             rows.append({**base, "metric": "epsilon_spent", "value": ledger["epsilon"]})

@@ -35,14 +35,19 @@ def done_items(config: dict) -> list[Item]:
 
 
 def status_table(config: dict) -> str:
-    """README's status table: every item, done / partial / not yet, and what it still needs."""
-    lines = ["| item | title | status | still needed |", "|---|---|---|---|"]
+    """README's status table: every item, done / partial / not yet, what it still needs, and how many of its
+    published cells the recorded paper-scale reproductions match (`python -m dpvae scorecard`)."""
+    from dpvae.scorecard import item_summary, scorecard
+
+    reproduced = item_summary(scorecard())
+    lines = ["| item | title | status | still needed | paper scale (scorecard) |", "|---|---|---|---|---|"]
     for item in ITEMS.values():
         missing = missing_parts(item, config)
         parts = len(item.experiments) + 1
         status = "done" if not missing else ("partial" if (item.key in RENDERERS) or len(missing) < parts else "not yet")
         title = item.title.replace("|", "\\|")
-        lines.append(f"| `{item.key}` | {title} | {status} | {', '.join(missing) or '-'} |")
+        cells = reproduced.get(item.key, "no published numbers")
+        lines.append(f"| `{item.key}` | {title} | {status} | {', '.join(missing) or '-'} | {cells} |")
     return "\n".join(lines)
 
 

@@ -23,7 +23,7 @@ from dpvae.items import ITEMS, PAPERS, Item, get_item, item_datasets, items_with
 from dpvae.methods.base import Resources
 from dpvae.methods.registry import METHODS
 from dpvae.paths import analysis_table, item_prefix, reference_file, results_dir
-from dpvae.runs import Run, experiment_runs, run_spec
+from dpvae.runs import Run, experiment_runs, run_spec, split_variant
 from dpvae.status import done_items, missing_parts
 
 _ITEM_TARGET = re.compile(r"^(?:\./)?figures/(?P<paper>[^/]+)/(?P<item>[^/.]+)\.(?P<ext>pdf|png|csv|tex)$")
@@ -161,7 +161,7 @@ class Plan:
         """What `dpvae render` reads: tables, artifacts, the configuration subset the renderer uses, scale."""
         item = get_item(f"{paper}/{item_id}")
         experiments = {n: self.config["experiments"][n] for n in item.experiments}
-        variants = {v.split("@")[0] for e in experiments.values() for v in e.get("variants", [])}
+        variants = {split_variant(v)[0] for e in experiments.values() for v in e.get("variants", [])}
         return {"item": item.key, "scale": self.scale, "tables": self.item_tables(item),
                 "artifacts": self.item_artifacts(item),
                 "context": {"experiments": experiments, "delta": self.config["delta"], "scale": self.scale,
@@ -193,7 +193,8 @@ class Plan:
         return {i.key: missing_parts(i, self.config) for i in items_with_id(item_id) if missing_parts(i, self.config)}
 
     def default_targets(self) -> list[str]:
-        return [f"{item_prefix(i.paper, i.id)}.pdf" for i in done_items(self.config)]
+        """Every item that builds today, and the scorecard."""
+        return [f"{item_prefix(i.paper, i.id)}.pdf" for i in done_items(self.config)] + ["figures/scorecard.pdf"]
 
     def fetch_inputs(self, dataset: str) -> list[str]:
         spec = get_dataset(dataset)

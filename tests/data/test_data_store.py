@@ -45,13 +45,15 @@ def test_failed_write_keeps_the_previous_dataset_intact(tmp_path: Path, monkeypa
     write_prepared(out, make_split(4), make_split(2), {"version": 1})
     calls = []
 
-    def failing_savez(file: Path, **arrays: np.ndarray) -> None:
+    save_npz = store.save_npz
+
+    def failing_save_npz(file: Path, arrays: dict[str, np.ndarray]) -> str:
         calls.append(file)
         if len(calls) == 2:
             raise OSError("disk full")
-        np.savez(file, **arrays)
+        return save_npz(file, arrays)
 
-    monkeypatch.setattr(store.np, "savez", failing_savez)
+    monkeypatch.setattr(store, "save_npz", failing_save_npz)
     with pytest.raises(OSError, match="disk full"):
         write_prepared(out, make_split(9), make_split(2), {"version": 2})
     monkeypatch.undo()

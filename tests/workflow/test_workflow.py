@@ -1,12 +1,16 @@
-"""The Snakemake workflow end to end: every item is in the DAG, lint is clean, and the buildable items
-build at smoke scale from the offline mirror (in a temporary working directory)."""
+"""The Snakemake workflow end to end: every item is in the DAG at both scales with short command lines, bad
+input and unbuilt items stop before any job, the buildable items build at smoke scale from the offline
+mirror (in a copy of the repository, so that tests may edit it), the report holds every built item, and
+editing a renderer re-renders without retraining."""
 
 from __future__ import annotations
 
-import json
 import os
+import re
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -16,66 +20,134 @@ import pytest
 from dpvae.config import load_config
 from dpvae.data.stats import dataset_statistics
 from dpvae.data.store import load_prepared
-from dpvae.items import ITEMS, done_items
+from dpvae.items import ITEMS
 from dpvae.paths import REPO_ROOT
+from dpvae.status import done_items
 
-SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO_ROOT / "Snakefile")]
-SMOKE = f"--configfile={REPO_ROOT / 'tests' / 'config' / 'smoke.yaml'}"
+SMOKE_FILE = REPO_ROOT / "tests" / "config" / "smoke.yaml"
 pytestmark = pytest.mark.workflow
+ALL_ITEMS = [f"figures/{key}.pdf" for key in ITEMS]
 
 
-def snakemake(*args: str, cwd: Path, mirror: Path | None = None) -> subprocess.CompletedProcess:
+def snakemake(*args: str, cwd: Path, mirror: Path | None = None, repo: Path = REPO_ROOT,
+              timeout: int = 1800) -> subprocess.CompletedProcess:
     env = {**os.environ, "DPVAE_DATA_MIRROR": str(mirror) if mirror else ""}
-    return subprocess.run([*SNAKEMAKE, "--directory", str(cwd), *args], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=1800)
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(repo / "Snakefile"), "--directory", str(cwd)]
+    return subprocess.run([*command, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
 
 
-@pytest.mark.parametrize("scale", ["paper", "smoke"])
-def test_dry_run_of_every_item_and_gathered_ids(scale, tmp_path):
-    targets = [f"figures/{key}.pdf" for key in ITEMS] + ["figures/table2.pdf", "figures/fig1.pdf"]
-    extra = [SMOKE] if scale == "smoke" else []
-    result = snakemake("-n", "--quiet=rules", *extra, *targets, cwd=tmp_path)
+def smoke(repo: Path = REPO_ROOT) -> str:
+    return f"--configfile={repo / 'tests' / 'config' / 'smoke.yaml'}"
+
+
+RULES = ("fetch", "prepare", "train", "sample", "evaluate", "reference", "aggregate", "combine", "analyze",
+         "item_spec", "render_table", "render_figure", "gather", "scorecard")
+
+
+def test_smoke_scale_plans_every_item_and_gathered_ids(tmp_path):
+    result = snakemake("-n", "--quiet=rules", smoke(), *ALL_ITEMS, "figures/table2.pdf", "figures/fig1.pdf",
+                       "figures/scorecard.pdf", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    for rule in ("fetch", "prepare", "train", "sample", "evaluate", "aggregate", "analyze", "render_table",
-                 "render_figure", "gather"):
-        assert rule in result.stdout, rule
+    for rule in RULES:
+        assert re.search(rf"^{rule}\s+\d+", result.stdout, re.M), rule
+
+
+def test_paper_scale_plans_every_item_with_no_line_over_64_kib(tmp_path):
+    """Every item at paper scale is in the DAG, and rules pass paths, never run tables: no printed command
+    (or job description) outgrows Linux's limits."""
+    result = snakemake("-n", "-p", *ALL_ITEMS, "figures/table2.pdf", "figures/scorecard.pdf", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    output = result.stdout + result.stderr
+    longest = max(len(line.encode()) for line in output.splitlines())
+    assert longest < 64 * 1024, f"longest printed line: {longest} bytes"
+    for rule in RULES:
+        assert re.search(rf"^{rule}\s+\d+", output, re.M), rule
+    assert int(re.search(r"^train\s+(\d+)", output, re.M).group(1)) > 1500
+
+
+def test_config_fid_n_samples_reaches_the_fid_job(tmp_path):
+    overlay = tmp_path / "fid.yaml"
+    overlay.write_text("evaluation:\n  fid: {n_samples: 1234}\n")
+    result = snakemake("-n", "-p", f"--configfile={overlay}", "figures/dp2vae/table1.pdf", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    fid = [line for line in result.stdout.splitlines() if "dpvae evaluate" in line and "--metric fid" in line]
+    assert fid and all('"n_samples": 1234' in line for line in fid)
+
+
+def test_job_resources_come_from_the_method(tmp_path):
+    """A method that wants a GPU (DP2-VAE) asks the scheduler for one, unless the config says device: cpu."""
+    target = "results/paper/runs/mnist/dp2vae/eps10/seed0/train.json"
+    planned = snakemake("-n", target, cwd=tmp_path)
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    assert re.search(r"resources: .*gpu=1.*mem_mb=8000", planned.stdout), planned.stdout[-2000:]
+    on_cpu = snakemake("-n", target, "--config", "device=cpu", cwd=tmp_path)
+    assert "gpu=1" not in on_cpu.stdout and "gpu=0" in on_cpu.stdout
 
 
 def test_lint_is_clean():
-    result = subprocess.run([*SNAKEMAKE, "--lint"], capture_output=True, text=True, cwd=REPO_ROOT)
+    result = subprocess.run([sys.executable, "-m", "snakemake", "--lint"], capture_output=True, text=True,
+                            cwd=REPO_ROOT)
     output = result.stdout + result.stderr
     assert result.returncode == 0 and "Congratulations" in output and "Lints for" not in output, output[-3000:]
 
 
-def test_unknown_config_key_fails_before_any_job(tmp_path):
+@pytest.mark.parametrize(("overlay", "message"), [
+    ("variants:\n  p3gm: {params: {epochz: 3}}\n", "config key 'variants.p3gm.params.epochz': not a parameter of method 'p3gm'"),
+    ("variants:\n  privae: {params: {discriminators: 1000}}\n",
+     "config key 'variants.privae.params.discriminators': not a parameter of method 'privae'"),
+])
+def test_a_bad_parameter_fails_before_any_job(tmp_path, overlay, message):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("variants:\n  p3gm: {params: {epochz: 3}}\n")
-    result = snakemake("-n", f"--configfile={bad}", "figures/p3gm/table3.pdf", cwd=tmp_path)
+    bad.write_text(overlay)
+    result = snakemake("--cores", "1", f"--configfile={bad}", "figures/p3gm/table3.pdf", cwd=tmp_path)
     assert result.returncode != 0
-    assert "config key 'variants.p3gm.params.epochz': unknown key" in result.stderr + result.stdout
+    assert message in result.stderr + result.stdout
+    assert not (tmp_path / "data").exists() and not (tmp_path / "results").exists()
 
 
-def test_an_unimplemented_method_fails_loudly_when_run(tmp_path, mirror):
-    run = "results/runs/pinwheel/privae-pinwheel/eps10/seed0/model"
-    result = snakemake("--cores", "1", SMOKE, run, cwd=tmp_path, mirror=mirror)
+def test_a_misspelt_item_names_the_valid_ones(tmp_path):
+    result = snakemake("-n", "figures/p3gm/tabel3.pdf", cwd=tmp_path)
     assert result.returncode != 0
-    log = (tmp_path / "logs/results/runs/pinwheel/privae-pinwheel/eps10/seed0/train.log").read_text()
-    assert "method 'privae'" in log and "is not implemented yet" in log
-    assert not (tmp_path / run).exists()
+    assert "no item 'tabel3' in paper 'p3gm'; did you mean 'table3'?" in result.stderr + result.stdout
+
+
+def test_a_real_run_of_an_unbuilt_item_stops_at_once_naming_what_is_missing(tmp_path, smoke_config):
+    from dpvae.status import missing_parts
+
+    pending = next(i for i in ITEMS.values() if any(p.startswith("method ") for p in missing_parts(i, smoke_config)))
+    method = next(p for p in missing_parts(pending, smoke_config) if p.startswith("method "))
+    started = time.monotonic()
+    result = snakemake("--cores", "1", smoke(), f"figures/{pending.key}.pdf", cwd=tmp_path)
+    assert time.monotonic() - started < 30
+    assert result.returncode != 0
+    output = result.stderr + result.stdout
+    assert f"cannot build {pending.key}" in output and method in output
+    assert not (tmp_path / "results").exists() and not (tmp_path / "data").exists()
+
+
+def _copy_repository(destination: Path) -> Path:
+    """The files a build reads (not .git or .venv), so that a test may edit them."""
+    for name in ("Snakefile", "config.yaml", "pyproject.toml"):
+        shutil.copy2(REPO_ROOT / name, destination / name)
+    for name in ("workflow", "src", "envs", "reproductions"):
+        if (REPO_ROOT / name).exists():
+            shutil.copytree(REPO_ROOT / name, destination / name, ignore=shutil.ignore_patterns("__pycache__"))
+    (destination / "tests" / "config").mkdir(parents=True)
+    shutil.copy2(SMOKE_FILE, destination / "tests" / "config" / "smoke.yaml")
+    return destination
 
 
 @pytest.fixture(scope="module")
 def smoke_build(tmp_path_factory, mirror) -> Path:
-    """Build every buildable item and figures/table2.pdf at smoke scale, once for this module."""
-    workdir = tmp_path_factory.mktemp("smoke")
-    result = snakemake("--cores", "2", SMOKE, "all", "figures/table2.pdf", cwd=workdir, mirror=mirror)
+    """Every buildable item, figures/table2.pdf and the scorecard at smoke scale, built once in a repo copy."""
+    repo = _copy_repository(tmp_path_factory.mktemp("smoke"))
+    result = snakemake("--cores", "2", smoke(repo), "all", "figures/table2.pdf", cwd=repo, mirror=mirror, repo=repo)
     assert result.returncode == 0, result.stderr[-5000:]
-    return workdir
+    return repo
 
 
-def test_every_buildable_item_is_built(smoke_build):
-    config = load_config([REPO_ROOT / "config.yaml", REPO_ROOT / "tests" / "config" / "smoke.yaml"])
-    done = done_items(config)
+def test_every_buildable_item_is_built(smoke_build, smoke_config):
+    done = done_items(smoke_config)
     assert {"p3gm/table1", "p3gm/table2", "p3gm/table3", "p3gm/table4", "p3gm/fig1", "p3gm/fig3",
             "dp2vae/fig6"} <= {i.key for i in done}
     for item in done:
@@ -83,6 +155,52 @@ def test_every_buildable_item_is_built(smoke_build):
             path = smoke_build / "figures" / item.paper / f"{item.id}.{ext}"
             assert path.is_file() and path.stat().st_size > 0, path
         assert (smoke_build / "figures" / item.paper / f"{item.id}.pdf").read_bytes().startswith(b"%PDF")
+    assert (smoke_build / "figures" / "scorecard.pdf").is_file() and (smoke_build / "figures" / "scorecard.csv").is_file()
+
+
+def test_a_smoke_scale_item_says_its_scale_on_the_page(smoke_build):
+    from pypdf import PdfReader
+
+    for item in ("p3gm/table3", "p3gm/fig9"):
+        reader = PdfReader(smoke_build / "figures" / f"{item}.pdf")
+        text = " ".join(page.extract_text() for page in reader.pages)
+        assert "smoke scale: not the paper's setting" in text, item
+        assert "scale=smoke" in str(reader.metadata.get("/Subject")), item     # provenance in the metadata
+
+
+def test_the_report_holds_every_built_item_with_its_caption(smoke_build, mirror, smoke_config):
+    report = smoke_build / "report.html"
+    result = snakemake(smoke(smoke_build), "--report", str(report), cwd=smoke_build, mirror=mirror, repo=smoke_build)
+    assert result.returncode == 0, result.stderr[-3000:]
+    html = report.read_text()
+    for item in done_items(smoke_config):
+        assert f"figures/{item.key}.pdf" in html, item.key
+        caption = (smoke_build / "workflow" / "report" / item.paper / f"{item.id}.rst").read_text()
+        words = re.findall(r"[A-Za-z]+", caption.split("—")[-1])[:3]
+        assert re.search(r"\W+".join(words), html), (item.key, words)
+    assert "Scale: smoke" in html
+
+
+def _planned_jobs(repo: Path, mirror: Path) -> tuple[set[str], set[str]]:
+    """(rules, papers of the render jobs) that `snakemake -n all` would run now."""
+    result = snakemake("-n", smoke(repo), "all", cwd=repo, mirror=mirror, repo=repo)
+    assert result.returncode == 0, result.stderr[-3000:]
+    output = result.stdout + result.stderr
+    rules = set(re.findall(r"^rule (\w+):", output, re.M)) - {"all"}
+    return rules, set(re.findall(r"wildcards: paper=(\w+)", output))
+
+
+def test_editing_a_renderer_or_published_file_rerenders_only_its_papers_items(smoke_build, mirror):
+    os.utime(smoke_build / "workflow" / "resources" / "published" / "dp2vae.csv")   # DP2-VAE's numbers change
+    rules, papers = _planned_jobs(smoke_build, mirror)
+    assert rules <= {"render_table", "render_figure", "scorecard"} and papers == {"dp2vae"}, (rules, papers)
+    result = snakemake("--cores", "2", smoke(smoke_build), "all", cwd=smoke_build, mirror=mirror, repo=smoke_build)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    renderer = smoke_build / "src" / "dpvae" / "render" / "p3gm.py"
+    renderer.write_text(renderer.read_text() + "\n# an edit of a plot\n")
+    rules, papers = _planned_jobs(smoke_build, mirror)
+    assert rules <= {"render_table", "render_figure"} and papers == {"p3gm"}, (rules, papers)
 
 
 def test_gathered_table2_is_a_pdf_of_the_done_items(smoke_build):
@@ -112,7 +230,7 @@ def test_table4_is_read_from_the_configuration(smoke_build):
 
 
 def test_fig9_rdp_composition_is_below_the_baseline(smoke_build):
-    table = pd.read_csv(smoke_build / "results" / "tables" / "p3gm_composition.csv")
+    table = pd.read_csv(smoke_build / "results" / "smoke" / "tables" / "p3gm_composition.csv")
     wide = table.pivot_table(index=["variant", "point"], columns="method", values="value")
     assert (wide["rdp-classic"] < wide["baseline"]).all()
     assert (wide["rdp-improved"] < wide["rdp-classic"]).all()
@@ -121,3 +239,30 @@ def test_fig9_rdp_composition_is_below_the_baseline(smoke_build):
             assert np.all(np.diff(curve.to_numpy()) < 0)
     assert wide.loc[("K=1", 1.4), "rdp-improved"] == pytest.approx(0.986, abs=0.002)   # MNIST exp.sh setting
     assert wide.loc[("K=1", 1.4), "baseline"] == pytest.approx(2.208, rel=0.01)         # PAPERS.md [computed]
+
+
+
+def built_tex_tables(smoke_build) -> list[Path]:
+    tables = sorted((smoke_build / "figures").rglob("*.tex"))
+    assert {"p3gm/table1.tex", "p3gm/table3.tex", "privae/table1.tex"} <= {f"{p.parent.name}/{p.name}" for p in tables}
+    return tables
+
+
+def test_every_tex_table_is_ascii(smoke_build):
+    """pdflatex-safe .tex: no raw Unicode (escapes and \\ensuremath instead)."""
+    for path in built_tex_tables(smoke_build):
+        text = path.read_bytes()
+        assert text.isascii(), f"{path}: raw non-ASCII bytes {sorted({b for b in text if b > 127})[:5]}"
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not on the PATH (Debian: "
+                    "texlive-latex-base texlive-latex-recommended); test_every_tex_table_is_ascii still runs")
+def test_every_tex_table_compiles_with_pdflatex(smoke_build, tmp_path):
+    from dpvae.render.latex import standalone_document
+
+    tables = built_tex_tables(smoke_build)
+    (tmp_path / "tables.tex").write_text(standalone_document([p.read_text() for p in tables]))
+    result = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "tables.tex"], cwd=tmp_path,
+                            capture_output=True, text=True, errors="replace", timeout=300)
+    assert result.returncode == 0 and (tmp_path / "tables.pdf").is_file(), result.stdout[-3000:]
+    assert "Missing character" not in (tmp_path / "tables.log").read_text(errors="replace")

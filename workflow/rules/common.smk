@@ -1,6 +1,7 @@
 # Validation of the configuration and of the requested targets, and the input functions of the rules.
 # All logic lives in src/dpvae (dpvae.workflow); this file only binds it to Snakemake.
 
+import json
 import sys
 from pathlib import Path
 
@@ -52,6 +53,34 @@ def fetch_inputs(wildcards):
     return PLAN.fetch_inputs(wildcards.dataset)
 
 
+def gpus(wanted):
+    """GPUs a job asks the scheduler for: 1 if its method or metric wants one, unless `device: cpu`."""
+    return int(bool(wanted) and config["device"] != "cpu")
+
+
 def default_targets():
     """Every item that can be built today (its methods, metrics and renderer exist)."""
     return PLAN.default_targets()
+
+
+def _spec(w):
+    return PLAN.spec_json(w.dataset, w.variant, w.eps, w.seed)
+
+
+def _resources(w):
+    return PLAN.train_resources(w.dataset, w.variant, w.eps, w.seed)
+
+def _metric(w):
+    from dpvae.eval.registry import METRICS
+
+    return METRICS.get(w.metric)
+
+@checked
+def _render_inputs(w):
+    PLAN.check_buildable(f"figures/{w.paper}/{w.item}.pdf", dryrun=workflow.dryrun)
+    return {
+        "spec": f"{RESULTS}/items/{w.paper}/{w.item}.json",
+        "renderer": PLAN.renderer_module(w.paper),
+        "published": PLAN.published_files(w.paper),
+        "tables": PLAN.render_inputs(w.paper, w.item),
+    }

@@ -1,4 +1,20 @@
 # fetch -> prepare: raw files are verified against published checksums; prepared sets are written whole.
+#
+# Where the raw bytes come from (the mirror, or a download) is not part of their identity -- their checksum
+# is -- so the mirror is not a param: switching DPVAE_DATA_MIRROR / data.mirror on or off re-runs nothing.
+# The fetch job reads it from its environment (sbatch exports it to cluster jobs as well).
+from snakemake.exceptions import WorkflowError as _WorkflowError
+
+_MIRROR_VARIABLE = "DPVAE_DATA_MIRROR"
+
+if MIRROR:
+    if not Path(MIRROR).is_dir():
+        raise _WorkflowError(
+            f"data mirror {MIRROR} does not exist or is not a directory (from DPVAE_DATA_MIRROR or the config key "
+            "data.mirror); point it at a directory laid out as <mirror>/<source>/<file>, or unset both to download"
+        )
+    # optional, so not an `envvars:` directive (that would require it to be set)
+    os.environ[_MIRROR_VARIABLE] = MIRROR
 
 
 rule fetch:
@@ -9,12 +25,12 @@ rule fetch:
     params:
         dpvae=DPVAE,
         root=lambda w, output: Path(output[0]).parents[2],  # <root>/raw/<source>/SHA256SUMS
-        mirror=f"--mirror {MIRROR}" if MIRROR else "",
         unverified=lambda w: "--allow-unverified" if w.source in config["data"]["allow_unverified"] else "",
     conda:
         ENV
     shell:
-        "{params.dpvae} fetch --source {wildcards.source} --root {params.root} {params.mirror} {params.unverified} > {log} 2>&1"
+        ("{params.dpvae} fetch --source {wildcards.source} --root {params.root} "
+         '${{DPVAE_DATA_MIRROR:+--mirror "$DPVAE_DATA_MIRROR"}} {params.unverified} > {log} 2>&1')
 
 
 rule prepare:

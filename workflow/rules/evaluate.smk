@@ -1,15 +1,6 @@
 # evaluate (one metric of one run; its inputs follow from what the metric declares it needs) ->
 # aggregate (one tidy table per experiment and dataset); reference (a metric's cached per-dataset input,
 # e.g. FID's real-image statistics); analyses are experiments computed without training runs.
-import json
-
-
-def _metric(w):
-    from dpvae.eval.registry import METRICS
-
-    return METRICS.get(w.metric)
-
-
 rule evaluate:
     input:
         unpack(lambda w: PLAN.evaluate_inputs(w.dataset, RUN.format(**dict(w.items())), w.metric)),
@@ -28,7 +19,7 @@ rule evaluate:
     resources:
         mem_mb=lambda w: _metric(w).mem_mb,
         runtime=lambda w: _metric(w).runtime,
-        gpu=lambda w: int(_metric(w).gpu),
+        gpu=lambda w: gpus(_metric(w).gpu),
     conda:
         ENV
     shell:
@@ -52,7 +43,7 @@ rule reference:
     resources:
         mem_mb=lambda w: _metric(w).mem_mb,
         runtime=lambda w: _metric(w).runtime,
-        gpu=lambda w: int(_metric(w).gpu),
+        gpu=lambda w: gpus(_metric(w).gpu),
     conda:
         ENV
     shell:
@@ -63,12 +54,15 @@ rule reference:
 rule aggregate_spec:
     output:
         f"{RESULTS}/tables/{{experiment}}/{{dataset}}/{{variant}}.runs.json",
+    log:
+        f"logs/{RESULTS}/aggregate/{{experiment}}/{{dataset}}/{{variant}}.spec.log",
     params:
         spec=lambda w: PLAN.aggregate_spec(w.experiment, w.dataset, w.variant),
     run:
-        from dpvae.files import write_json
+        from dpvae.files import write_json, write_text
 
         write_json(output[0], params.spec)
+        write_text(log[0], f"wrote {output[0]}\n")
 
 
 rule aggregate:

@@ -6,23 +6,15 @@
 rule item_spec:
     output:
         f"{RESULTS}/items/{{paper}}/{{item}}.json",
+    log:
+        "logs/render/{paper}/{item}.spec.log",
     params:
         spec=lambda w: PLAN.item_spec(w.paper, w.item),
     run:
-        from dpvae.files import write_json
+        from dpvae.files import write_json, write_text
 
         write_json(output[0], params.spec)
-
-
-@checked
-def _render_inputs(w):
-    PLAN.check_buildable(f"figures/{w.paper}/{w.item}.pdf", dryrun=workflow.dryrun)
-    return {
-        "spec": f"{RESULTS}/items/{w.paper}/{w.item}.json",
-        "renderer": PLAN.renderer_module(w.paper),
-        "published": PLAN.published_files(w.paper),
-        "tables": PLAN.render_inputs(w.paper, w.item),
-    }
+        write_text(log[0], f"wrote {output[0]}\n")
 
 
 _CAPTION = "../report/item.rst"
@@ -76,13 +68,17 @@ rule unknown_target:
         "figures/{path}",
     input:
         checked(lambda w: PLAN.check_buildable(f"figures/{w.path}", dryrun=workflow.dryrun) or []),
+    log:
+        "logs/unknown_target/{path}.log",
     wildcard_constraints:
         path=UNKNOWN_TARGET,
+    conda:
+        ENV
     shell:
         "false"
 
 
-ruleorder: render_table > render_figure > gather > unknown_target
+ruleorder: render_table > render_figure > scorecard > gather > unknown_target
 
 
 rule gather:
@@ -101,3 +97,21 @@ rule gather:
     shell:
         "{params.dpvae} gather --item {wildcards.item} {params.pdfs} --pending {params.pending:q} "
         "--out {output} > {log} 2>&1"
+
+
+rule scorecard:
+    # Every published cell beside the recorded paper-scale reproductions (reproductions/<paper>.csv).
+    input:
+        published=PLAN.published_files(""),
+        reproductions=sorted(str(p) for p in Path(workflow.basedir, "reproductions").glob("*.csv")),
+    output:
+        pdf=report("figures/scorecard.pdf", caption="../report/scorecard.rst", category="scorecard"),
+        csv=report("figures/scorecard.csv", caption="../report/scorecard.rst", category="scorecard"),
+    log:
+        "logs/render/scorecard.log",
+    params:
+        dpvae=DPVAE,
+    conda:
+        ENV
+    shell:
+        "{params.dpvae} scorecard --out {output.pdf} > {log} 2>&1"

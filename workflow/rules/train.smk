@@ -3,14 +3,6 @@
 # resources (threads, memory, runtime, GPU) size the job, here and on a cluster.
 
 
-def _spec(w):
-    return PLAN.spec_json(w.dataset, w.variant, w.eps, w.seed)
-
-
-def _resources(w):
-    return PLAN.train_resources(w.dataset, w.variant, w.eps, w.seed)
-
-
 rule train:
     input:
         data=lambda w: prepared(w.dataset),
@@ -29,7 +21,7 @@ rule train:
     resources:
         mem_mb=lambda w: _resources(w).mem_mb,
         runtime=lambda w: _resources(w).runtime,
-        gpu=lambda w: int(_resources(w).gpu),
+        gpu=lambda w: gpus(_resources(w).gpu),
     conda:
         ENV
     shell:

@@ -16,6 +16,7 @@ from pathlib import Path
 from dpvae.data import celeba, images, standin, synthetic, tabular
 from dpvae.data.sources import RemoteFile, fetch, verify_local
 from dpvae.data.store import Prepared, write_prepared
+from dpvae.files import write_text
 
 Builder = Callable[[Path | None, int], Prepared]
 TWO_GAUSSIANS_PATTERN = re.compile(r"twogauss-d([1-9][0-9]*)")
@@ -200,11 +201,7 @@ def fetch_source(source: str, root: str | Path, mirror: str | Path | None = None
     raw_dir = Path(root) / "raw" / source
     observed = fetch(source_files(source), raw_dir, mirror=mirror, source_name=source,
                      allow_unverified=allow_unverified)
-    marker = raw_dir / "SHA256SUMS"
-    staging = marker.with_name(".SHA256SUMS.tmp")
-    staging.write_text("".join(f"{digest}  {name}\n" for name, digest in sorted(observed.items())))
-    staging.replace(marker)
-    return marker
+    return write_text(raw_dir / "SHA256SUMS", "".join(f"{digest}  {name}\n" for name, digest in sorted(observed.items())))
 
 
 def prepare_dataset(dataset_id: str, root: str | Path, seed: int = 0) -> Path:

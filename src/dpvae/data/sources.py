@@ -7,14 +7,16 @@ raw directory, else (2) copies it from a local mirror laid out as ``<mirror>/<so
 URLs in order into a temporary file, verifies it and renames it into place. A file without any
 published checksum is refused unless ``allow_unverified=True``; then its observed sha256 is recorded
 next to it (``<filename>.sha256``) and checked on every later use.
+
+A mirror directory that does not exist, or a mirror copy that does not verify (truncated, altered), stops
+the fetch with a `DataError` naming it: a broken mirror is fixed, not silently bypassed. A file missing
+from the mirror is downloaded (the error, if that fails too, says where it was looked for).
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Iterable, Sequence
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from dpvae.data.errors import DataError
+from dpvae.files import atomic_write, write_text
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +104,11 @@ def fetch(
     defaults to the name of ``raw_dir``). Nothing unverified is ever left at ``raw_dir/<filename>``.
     """
     raw_dir = Path(raw_dir)
+    if mirror is not None and not Path(mirror).is_dir():
+        raise DataError(
+            f"data mirror {mirror} does not exist or is not a directory; point DPVAE_DATA_MIRROR (or the config "
+            "key data.mirror) at a directory laid out as <mirror>/<source>/<file>, or unset both to download"
+        )
     mirror_dir = None if mirror is None else Path(mirror) / (source_name or raw_dir.name)
     observed = {}
     for remote in files:
@@ -115,15 +123,24 @@ def verify_local(files: Iterable[RemoteFile], raw_dir: str | Path) -> dict[str, 
     for remote in files:
         path = raw_dir / remote.filename
         if not path.is_file():
-            raise DataError(f"missing raw file {path}; fetch the dataset first (fetch_dataset / dpvae fetch)")
+            raise DataError(f"missing raw file {path}; {_refetch_hint(raw_dir)}")
         expected = _expected_checksum(remote, path)
         if expected is None:
             raise DataError(
                 f"{path} has no published checksum and no recorded one ({_sidecar(path)}); "
                 "fetch it with allow_unverified=True to record its sha256"
             )
-        observed[remote.filename] = _verify(path, remote, expected, label=str(path)).sha256
+        try:
+            observed[remote.filename] = _verify(path, remote, expected, label=str(path)).sha256
+        except DataError as error:
+            raise DataError(f"{error}; {_refetch_hint(raw_dir)}") from None
     return observed
+
+
+def _refetch_hint(raw_dir: Path) -> str:
+    return (f"delete {raw_dir / 'SHA256SUMS'} and run the same command again: the fetch step replaces a missing "
+            f"or corrupted raw file with a verified copy (or run `python -m dpvae fetch --source {raw_dir.name} "
+            f"--root {raw_dir.parent.parent}`)")
 
 
 def _fetch_one(
@@ -146,19 +163,27 @@ def _fetch_one(
     raw_dir.mkdir(parents=True, exist_ok=True)
     mirrored = None if mirror_dir is None else mirror_dir / remote.filename
     if mirrored is not None and mirrored.is_file():
-        if expected is not None:
-            _verify(mirrored, remote, expected, label=f"mirror file {mirrored}")
-        log.info("copying %s from mirror %s", remote.filename, mirrored)
-        with open(mirrored, "rb") as stream:
-            digests = _land(stream, destination, remote, expected, label=f"mirror file {mirrored}")
+        try:
+            if expected is not None:
+                _verify(mirrored, remote, expected, label=f"mirror file {mirrored}")
+            log.info("copying %s from mirror %s", remote.filename, mirrored)
+            with open(mirrored, "rb") as stream:
+                digests = _land(stream, destination, remote, expected, label=f"mirror file {mirrored}")
+        except DataError as error:
+            raise DataError(f"{error}; the mirror copy is truncated or corrupted: replace it with a good copy, "
+                            "or remove it (or unset the mirror) to download the file") from None
     else:
-        digests = _download(remote, destination, expected, timeout)
+        if mirrored is not None:
+            log.warning("%s is not in the mirror (looked for %s); downloading it", remote.filename, mirrored)
+        digests = _download(remote, destination, expected, timeout, mirrored)
     return digests.sha256 if expected is not None else _record(destination, digests.sha256)
 
 
-def _download(remote: RemoteFile, destination: Path, expected: tuple[str, str] | None, timeout: float) -> Digests:
+def _download(remote: RemoteFile, destination: Path, expected: tuple[str, str] | None, timeout: float,
+              mirrored: Path | None = None) -> Digests:
+    not_mirrored = "" if mirrored is None else f" (not in the mirror either: no {mirrored})"
     if not remote.urls:
-        raise DataError(f"missing raw file {destination}: it has no download URL and no mirror copy")
+        raise DataError(f"missing raw file {destination}: it has no download URL and no mirror copy{not_mirrored}")
     failures = []
     for url in remote.urls:
         log.info("downloading %s from %s", remote.filename, url)
@@ -168,23 +193,22 @@ def _download(remote: RemoteFile, destination: Path, expected: tuple[str, str] |
                 return _land(response, destination, remote, expected, label=f"{url} (for {destination})")
         except (urllib.error.URLError, OSError, DataError) as error:
             failures.append(f"  {url}: {error}")
-    raise DataError(f"could not obtain a verified {destination}; tried:\n" + "\n".join(failures))
+    raise DataError(f"could not obtain a verified {destination}{not_mirrored}; tried:\n" + "\n".join(failures))
 
 
 def _land(
     stream: BinaryIO, destination: Path, remote: RemoteFile, expected: tuple[str, str] | None, label: str
 ) -> Digests:
     """Copy ``stream`` to a temporary file beside ``destination``, verify it, rename it into place; its digests."""
-    handle, temporary = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".part", dir=destination.parent)
-    try:
-        with os.fdopen(handle, "wb") as sink:
-            digests = _copy_and_hash(stream, sink)
-        _compare(digests, remote, expected, label)
-        os.replace(temporary, destination)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return digests
+    landed: list[Digests] = []
+
+    def copy_and_verify(temporary: str) -> None:
+        with open(temporary, "wb") as sink:
+            landed.append(_copy_and_hash(stream, sink))
+        _compare(landed[0], remote, expected, label)
+
+    atomic_write(destination, copy_and_verify)
+    return landed[0]
 
 
 def _verify(path: Path, remote: RemoteFile, expected: tuple[str, str], label: str) -> Digests:
@@ -217,7 +241,7 @@ def _expected_checksum(remote: RemoteFile, destination: Path) -> tuple[str, str]
 
 def _record(path: Path, sha256: str) -> str:
     """Accept an unverifiable file: record its sha256 beside it (sha256sum format) and return it."""
-    _sidecar(path).write_text(f"{sha256}  {path.name}\n")
+    write_text(_sidecar(path), f"{sha256}  {path.name}\n")
     log.warning("accepted unverified %s; recorded sha256 %s in %s", path, sha256, _sidecar(path))
     return sha256
 

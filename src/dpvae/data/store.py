@@ -1,17 +1,23 @@
 """The one canonical prepared format, and the seeded holdout split every preparer shares.
 
 A prepared dataset is a directory ``<root>/prepared/<dataset_id>/`` holding ``train.npz`` and
-``test.npz`` (arrays ``x`` float32 of shape (N, ...) and ``y`` int64 of shape (N,)) and ``meta.json``.
+``test.npz`` and ``meta.json``. Loaded, a split is ``x`` float32 of shape (N, ...) and ``y`` int64 of
+shape (N,). On disk (format 2) the ``.npz`` files are deflate-compressed and byte-deterministic, and an
+``x`` with at most 256 distinct values (every image set) is stored as ``x_codes`` uint8 with its
+``x_levels`` float32, so ``x = x_levels[x_codes]`` reproduces the float32 values bit for bit; other
+``x`` are stored as float32. ``meta.json`` records the sha256 of both ``.npz`` files, checked on every
+load, so a truncated or altered file is refused (naming it), never used.
 `write_prepared` builds the directory under a temporary name next to the target and renames it into
-place, so a reader never sees a half-written dataset.
+place (`dpvae.files.atomic_directory`), so a reader never sees a half-written dataset.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
-import shutil
-import tempfile
+import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,9 +25,12 @@ from typing import Any
 import numpy as np
 
 from dpvae.data.errors import DataError
+from dpvae.files import atomic_directory
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 SPLIT_NAMES = ("train", "test")
+PALETTE_MAX_LEVELS = 256  # an x with at most this many distinct values is stored as uint8 codes
+ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # fixed member timestamps: the same arrays give the same bytes
 
 
 @dataclass(frozen=True)
@@ -83,8 +92,9 @@ def holdout_split(x: np.ndarray, y: np.ndarray, *, seed: int, test_fraction: flo
 def write_prepared(out_dir: str | Path, train: Split, test: Split, meta: dict[str, Any]) -> Path:
     """Write ``train.npz``, ``test.npz`` and ``meta.json`` to ``out_dir`` atomically; return ``out_dir``.
 
-    ``meta`` is completed with the format version, the shapes, and the observed value range of ``x``.
-    An existing ``out_dir`` is replaced only after the new one is complete.
+    ``meta`` is completed with the format version, the shapes, the observed value range of ``x``, the
+    storage of ``x`` and the sha256 of both ``.npz`` files. An existing ``out_dir`` is replaced only after
+    the new one is complete. The same arrays and meta give the same bytes.
     """
     out_dir = Path(out_dir)
     if train.x.shape[1:] != test.x.shape[1:]:
@@ -98,53 +108,107 @@ def write_prepared(out_dir: str | Path, train: Split, test: Split, meta: dict[st
             float(max(train.x.max(), test.x.max())),
         ],
     }
-    meta_text = json.dumps(full_meta, indent=2, sort_keys=True, default=_json_default)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
-    try:
+    json.dumps(full_meta, default=_json_default)  # fail on a non-serialisable meta before writing anything
+    with atomic_directory(out_dir) as staging:
+        storage, checksums = {}, {}
         for name, split in zip(SPLIT_NAMES, (train, test)):
-            np.savez(staging / f"{name}.npz", x=split.x, y=split.y)
+            arrays = {**encode_x(split.x), "y": split.y}
+            storage[name] = "uint8 codes + float32 levels" if "x_codes" in arrays else "float32"
+            checksums[f"{name}.npz"] = save_npz(staging / f"{name}.npz", arrays)
+        full_meta["x_storage"] = storage
+        full_meta["files_sha256"] = checksums
+        meta_text = json.dumps(full_meta, indent=2, sort_keys=True, default=_json_default)
         (staging / "meta.json").write_text(meta_text + "\n")
-        _swap_into_place(staging, out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return out_dir
 
 
 def load_prepared(path: str | Path) -> Prepared:
-    """Load a directory written by `write_prepared`; a missing or inconsistent file raises `DataError`."""
+    """Load a directory written by `write_prepared`; a missing, corrupted or inconsistent file raises `DataError`.
+
+    The error names the file and says how to rebuild it (the rebuilt files have the same bytes).
+    """
     path = Path(path)
     meta_path = path / "meta.json"
     if not meta_path.is_file():
-        raise DataError(f"prepared dataset is missing {meta_path}")
-    meta = json.loads(meta_path.read_text())
+        raise DataError(f"prepared dataset is missing {meta_path}; {_rebuild_hint(path)}")
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DataError(f"{meta_path} is not valid JSON ({error}); {_rebuild_hint(path)}") from None
+    if not isinstance(meta, dict) or not all(name in meta.get("shapes", {}) for name in SPLIT_NAMES):
+        raise DataError(f"{meta_path} does not describe a prepared dataset (no shapes); {_rebuild_hint(path)}")
+    checksums = meta.get("files_sha256", {})
     splits = {}
     for name in SPLIT_NAMES:
         file = path / f"{name}.npz"
         if not file.is_file():
-            raise DataError(f"prepared dataset is missing {file}")
-        with np.load(file, allow_pickle=False) as arrays:
-            try:
-                split = Split(arrays["x"], arrays["y"])
-            except (KeyError, ValueError) as error:
-                raise DataError(f"{file} is not a valid split: {error}") from error
+            raise DataError(f"prepared dataset is missing {file}; {_rebuild_hint(path)}")
+        expected = checksums.get(file.name)
+        if expected is None and meta.get("format_version", 1) >= 2:
+            raise DataError(f"{meta_path} records no sha256 of {file.name}; {_rebuild_hint(path)}")
+        if expected is not None and (actual := _sha256(file)) != expected:
+            raise DataError(f"{file} is corrupted: sha256 expected {expected} (meta.json), actual {actual}; "
+                            f"{_rebuild_hint(path)}")
+        try:
+            with np.load(file, allow_pickle=False) as arrays:
+                split = Split(decode_x(arrays, file), arrays["y"])
+        except (KeyError, ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+            raise DataError(f"{file} is not a valid split ({error}); {_rebuild_hint(path)}") from None
         if list(split.x.shape) != meta["shapes"][name]:
-            raise DataError(f"{file} has x shape {list(split.x.shape)}, meta.json says {meta['shapes'][name]}")
+            raise DataError(f"{file} has x shape {list(split.x.shape)}, meta.json says {meta['shapes'][name]}; "
+                            f"{_rebuild_hint(path)}")
         splits[name] = split
     return Prepared(train=splits["train"], test=splits["test"], meta=meta)
 
 
-def _swap_into_place(staging: Path, out_dir: Path) -> None:
-    """Rename ``staging`` to ``out_dir``, moving an older ``out_dir`` aside first and deleting it after."""
-    if not out_dir.exists():
-        staging.rename(out_dir)
-        return
-    retired = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".old", dir=out_dir.parent))
-    retired.rmdir()
-    out_dir.rename(retired)
-    staging.rename(out_dir)
-    shutil.rmtree(retired)
+def encode_x(x: np.ndarray) -> dict[str, np.ndarray]:
+    """``{"x_codes": uint8, "x_levels": float32}`` when that reproduces ``x`` bit for bit, else ``{"x": x}``."""
+    flat = x.reshape(-1)
+    if len(np.unique(flat[: 1 << 16])) > PALETTE_MAX_LEVELS:  # cheap early exit for continuous data
+        return {"x": x}
+    levels = np.unique(flat)
+    if len(levels) > PALETTE_MAX_LEVELS or np.isnan(levels).any():
+        return {"x": x}
+    codes = np.searchsorted(levels, x).astype(np.uint8)
+    if not np.array_equal(levels[codes].view(np.uint32), x.view(np.uint32)):  # e.g. -0.0 vs 0.0
+        return {"x": x}
+    return {"x_codes": codes, "x_levels": levels}
+
+
+def decode_x(arrays: Any, file: Path) -> np.ndarray:
+    """The float32 ``x`` of an opened ``.npz`` (format 1: ``x``; format 2: ``x`` or ``x_codes``/``x_levels``)."""
+    if "x_codes" in arrays:
+        codes, levels = arrays["x_codes"], arrays["x_levels"]
+        if codes.dtype != np.uint8 or levels.dtype != np.float32 or levels.ndim != 1:
+            raise ValueError(f"x_codes must be uint8 and x_levels float32 (N,), got {codes.dtype}, {levels.dtype}")
+        if codes.size and int(codes.max()) >= len(levels):
+            raise ValueError(f"x_codes reach {int(codes.max())} but there are {len(levels)} x_levels")
+        return levels[codes]
+    return arrays["x"]
+
+
+def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> str:
+    """Write ``arrays`` as a deflate-compressed ``.npz`` with fixed member timestamps; return its sha256."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, array in arrays.items():
+            member = zipfile.ZipInfo(f"{name}.npy", date_time=ZIP_DATE)
+            member.compress_type = zipfile.ZIP_DEFLATED
+            with archive.open(member, "w", force_zip64=True) as stream:
+                np.lib.format.write_array(stream, np.ascontiguousarray(array), allow_pickle=False)
+    return _sha256(path)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        while chunk := stream.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _rebuild_hint(path: Path) -> str:
+    return (f"delete {path} and run the same command again: Snakemake prepares it anew from the verified raw "
+            f"files (or run `python -m dpvae prepare --dataset {path.name} --root {path.parent.parent}`)")
 
 
 def _json_default(value: Any) -> Any:

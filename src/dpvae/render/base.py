@@ -16,6 +16,7 @@ from dpvae.items import Item
 from dpvae.registry import Registry, discover
 from dpvae.render.output import PAPER_LABEL
 from dpvae.render.published import load_published
+from dpvae.reproductions import published_dataset, recorded
 
 Renderer = Callable[["RenderContext"], None]
 RENDERERS: Registry[Renderer] = Registry("renderer")
@@ -40,15 +41,19 @@ class RenderContext:
     config: dict = field(default_factory=dict)    # the experiments and variants the item uses
 
     def published(self) -> pd.DataFrame:
+        """The paper's numbers for this item (shown only as a column or marker labelled "paper")."""
         frame = load_published(self.item.paper)
         return frame[frame["item"] == self.item.id]
+
+    def recorded(self) -> pd.DataFrame:
+        """This item's recorded paper-scale reproductions (mean, sd, n per published key): the "ours (paper
+        scale)" column, whatever scale the current build is at."""
+        return recorded(self.item.paper, self.item.id)
 
 
 def paper_dataset(dataset: str) -> str:
     """The dataset name the published CSVs use for one of our dataset ids."""
-    for suffix in ("-p3gm", "-32", "-lvae", "-dropna", "-full"):
-        dataset = dataset.removesuffix(suffix)
-    return "celeba" if dataset == "celeba32" else ("twogauss" if dataset.startswith("twogauss") else dataset)
+    return published_dataset(dataset)[0]
 
 
 def side_by_side(reproduced: pd.DataFrame, published: pd.DataFrame, metrics: dict[str, str],

@@ -9,12 +9,12 @@ import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from dpvae.files import atomic_write
+from dpvae.render.latex import table_tex
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -93,13 +93,17 @@ def save_figure(fig: Figure, prefix: str | Path) -> None:
 
 def save_table(table: pd.DataFrame, prefix: str | Path, title: str, notes: list[str] = (),
                escape: bool = True) -> None:
-    """<prefix>.csv (the data), <prefix>.tex (booktabs; `escape=False` keeps LaTeX cells) and <prefix>.pdf."""
+    """<prefix>.csv (the data), <prefix>.tex and <prefix>.pdf, the notes below the table in both.
+
+    The .tex is a pdflatex-safe booktabs table (7-bit ASCII, see `dpvae.render.latex`); `escape=False`
+    keeps cells that are LaTeX already.
+    """
     table = integral_columns(table)
     stamp = current_stamp()
     notes = [*([stamp.label] if stamp.label else []), *notes]
     atomic_write(f"{prefix}.csv", lambda tmp: table.to_csv(tmp, index=False, float_format="%.6g"))
-    tex = table.to_latex(index=False, escape=escape, na_rep="--", float_format=_fmt, caption=title)
-    atomic_write(f"{prefix}.tex", lambda tmp: Path(tmp).write_text(tex))
+    tex = table_tex(table, title, notes, latex_cells=not escape, fmt=_fmt)
+    atomic_write(f"{prefix}.tex", lambda tmp: Path(tmp).write_text(tex, encoding="ascii"))
     fig = table_figure(table, title, notes)
     atomic_write(f"{prefix}.pdf", lambda tmp: fig.savefig(tmp, format="pdf", metadata=stamp.metadata("pdf")))
     pyplot().close(fig)

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dpvae.items import PAPERS, item_ids
 from dpvae.paths import PUBLISHED_DIR
 
 PUBLISHED_DIR_ENV = "DPVAE_PUBLISHED_DIR"
@@ -28,14 +29,8 @@ KEY_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 NUMERIC_COLUMNS: tuple[str, ...] = ("epsilon", "delta", "value")
 
-PAPERS: tuple[str, ...] = ("privae", "lvae", "p3gm", "dp2vae")
 # Target ids of PAPERS.md section 6 with panel letters dropped (panels go in `setting` or `note`).
-ITEMS: dict[str, frozenset[str]] = {
-    "privae": frozenset({"table1", "fig1", "fig2"}),
-    "lvae": frozenset({"fig1", "fig2", "fig3"}),
-    "p3gm": frozenset({f"table{i}" for i in range(1, 9)} | {f"fig{i}" for i in range(1, 10)}),
-    "dp2vae": frozenset({"table1", "table2"} | {f"fig{i}" for i in range(1, 10)}),
-}
+ITEMS: dict[str, frozenset[str]] = {paper: frozenset(item_ids(paper)) for paper in PAPERS}
 DATASETS = frozenset(
     {"mnist", "fashion-mnist", "celeba", "adult", "credit", "isolet", "esr", "pinwheel", "twogauss"}
 )

@@ -1,0 +1,164 @@
+"""Recorded reproductions: paper-scale numbers in `reproductions/<paper>.csv`, written only by `record`.
+
+`record(tables)` turns paper-scale tidy tables (`results/paper/tables/...csv`) into rows with the published
+CSV's key columns (paper, item, dataset, method, epsilon, metric, classifier, setting) plus seed, value and
+provenance (scale, variant, device, commit, command, wall_s, date) read from each run's `train.json`.
+Those files are committed. Our ids map to the papers' names by `published_key` (dataset suffixes dropped,
+variant aliases, sweep points as `setting`). Renderers read them (`recorded`) for their "ours (paper
+scale)" column; `dpvae.scorecard` sets them beside every published cell.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpvae.errors import DataError
+from dpvae.files import atomic_write
+from dpvae.items import ITEMS, PAPERS
+from dpvae.paths import REPO_ROOT
+from dpvae.provenance import git_commit
+from dpvae.runs import split_variant
+from dpvae.schema import format_eps
+
+REPRODUCTIONS_DIR = REPO_ROOT / "reproductions"
+KEY = ("paper", "item", "dataset", "method", "epsilon", "metric", "classifier", "setting")
+PROVENANCE = ("scale", "variant", "device", "commit", "command", "wall_s", "date")
+COLUMNS = (*KEY, "seed", "value", *PROVENANCE)
+
+# our variant ids (base, before any '@sweep') -> the papers' method names, per paper
+METHOD_ALIASES: dict[str, dict[str, str]] = {
+    "p3gm": {"vae-mlp": "vae", "real": "original", "p3gm-efficiency": "p3gm", "p3gm-pca-sweep": "p3gm",
+             "p3gm-allocation": "p3gm"},
+    "dp2vae": {"dp2vae-nopretrain": "dp2vae", "gs-wgan-nopretrain": "gs-wgan"},
+    "lvae": {"lvae-vae": "vae", "lvae-dpsgd": "vae-dpsgd", "lvae-lipschitz": "lvae"},
+    "privae": {"vae-sparse": "vae", "privae-pinwheel": "privae", "privae-kl-pinwheel": "privae-kl"},
+}
+DATASET_SUFFIXES = ("-p3gm", "-32", "-lvae", "-dropna", "-full", "-standin")
+
+
+def published_dataset(dataset: str) -> tuple[str, str]:
+    """Our dataset id -> (the papers' dataset name, a setting it implies): 'twogauss-d20' -> ('twogauss', 'd=20')."""
+    if dataset.startswith("twogauss-d"):
+        return "twogauss", f"d={dataset.removeprefix('twogauss-d')}"
+    for suffix in DATASET_SUFFIXES:
+        dataset = dataset.removesuffix(suffix)
+    return ("celeba" if dataset == "celeba32" else dataset), ""
+
+
+# (paper, item) -> setting of a variant the item's published cells distinguish (ablations)
+ITEM_SETTINGS = {
+    ("dp2vae", "fig5"): lambda base: f"pretrain={'false' if base.endswith('-nopretrain') else 'true'}",
+    ("dp2vae", "fig4"): lambda base: f"pretrain={'false' if base.endswith('-nopretrain') else 'true'}",
+}
+
+
+def published_key(paper: str, item: str, row: pd.Series) -> dict:
+    """The published key columns of one tidy row of `paper`, as item `item` shows it."""
+    base, sweep_point = split_variant(str(row["variant"]))
+    point = "=".join(sweep_point) if sweep_point else ""
+    dataset, implied = published_dataset(str(row["dataset"]))
+    settings = [s for s in (implied, point) if s]
+    if (paper, item) in ITEM_SETTINGS:
+        settings.append(ITEM_SETTINGS[(paper, item)](base))
+    epsilon = row.get("epsilon")
+    return {"paper": paper, "item": item, "dataset": dataset, "method": METHOD_ALIASES.get(paper, {}).get(base, base),
+            "epsilon": float(epsilon) if pd.notna(epsilon) else np.nan, "metric": row["metric"],
+            "classifier": "" if pd.isna(row.get("classifier")) else str(row["classifier"]),
+            "setting": ";".join(settings)}
+
+
+def _experiment_of(table: Path) -> tuple[str, str]:
+    """results/<scale>/tables/<experiment>[/<dataset>[/<variant>]].csv -> (scale, experiment)."""
+    parts = table.resolve().parts
+    try:
+        i = len(parts) - 1 - parts[::-1].index("tables")
+    except ValueError:
+        raise DataError(f"{table}: not a tidy table under results/<scale>/tables/") from None
+    return parts[i - 1], (parts[i + 1] if i + 2 < len(parts) else Path(parts[i + 1]).stem)
+
+
+def _run_provenance(results: Path, row: pd.Series) -> dict:
+    eps = format_eps(row["epsilon"]) if pd.notna(row["epsilon"]) else "inf"
+    train = results / "runs" / str(row["dataset"]) / str(row["variant"]) / f"eps{eps}" / f"seed{int(row['seed'])}" / "train.json"
+    if not train.is_file():
+        raise DataError(f"{train}: missing; record only tables whose runs are in this checkout's results/")
+    meta = json.loads(train.read_text())
+    date = dt.datetime.fromtimestamp(train.stat().st_mtime, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"device": meta.get("device_name", meta.get("device", "")), "commit": meta.get("commit", ""),
+            "wall_s": meta.get("seconds", np.nan), "date": date}
+
+
+def reproduction_rows(table_path: str | Path, command: str) -> pd.DataFrame:
+    """Rows for `reproductions/<paper>.csv` from one paper-scale tidy table (one per item reading it)."""
+    path = Path(table_path)
+    scale, experiment = _experiment_of(path)
+    if scale != "paper":
+        raise DataError(f"{path}: built at scale '{scale}'; only paper-scale results are recorded")
+    items = [i for i in ITEMS.values() if experiment in i.experiments]
+    if not items:
+        raise DataError(f"{path}: no item reads experiment '{experiment}'")
+    table = pd.read_csv(path)
+    table = table[~table["metric"].astype(str).str.startswith("epsilon_spent")] if "metric" in table else table
+    results = next(p for p in path.resolve().parents if p.name == "tables").parent
+    rows = []
+    for _, row in table.iterrows():
+        has_run = pd.notna(row.get("seed")) and pd.notna(row.get("variant"))
+        provenance = _run_provenance(results, row) if has_run else {
+            "device": "", "commit": git_commit(), "wall_s": np.nan,
+            "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+        for item in items:
+            rows.append({**published_key(item.paper, item.id, row), "seed": row.get("seed"), "value": row["value"], "scale": scale,
+                         "variant": row.get("variant", ""), "command": command, **provenance})
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def record(tables: list[str | Path], command: str, out_dir: str | Path | None = None) -> list[Path]:
+    """Merge the rows of `tables` into reproductions/<paper>.csv (same key + seed replaced); return the files."""
+    out = Path(out_dir) if out_dir else REPRODUCTIONS_DIR
+    new = pd.concat([reproduction_rows(t, command) for t in tables], ignore_index=True)
+    written = []
+    for paper, rows in new.groupby("paper"):
+        path = out / f"{paper}.csv"
+        old = read_reproductions(path)
+        merged = pd.concat([old, rows], ignore_index=True)
+        merged = merged.drop_duplicates(subset=[*KEY, "seed", "variant"], keep="last")
+        merged = merged.sort_values([*KEY, "seed"], na_position="first", kind="stable")
+        atomic_write(path, lambda tmp, m=merged: m.to_csv(tmp, index=False, float_format="%.10g"))
+        written.append(path)
+    return written
+
+
+def read_reproductions(path: Path) -> pd.DataFrame:
+    if not path.is_file():
+        return pd.DataFrame(columns=list(COLUMNS))
+    frame = pd.read_csv(path, dtype={"classifier": str, "setting": str, "item": str}, keep_default_na=True)
+    if tuple(frame.columns) != COLUMNS:
+        raise DataError(f"{path}: columns {list(frame.columns)} differ from {list(COLUMNS)}; "
+                        "write it only with `python -m dpvae record`")
+    return frame.fillna({"classifier": "", "setting": ""})
+
+
+def read_all(reproductions_dir: str | Path | None = None, paper: str | None = None) -> pd.DataFrame:
+    """Every recorded row (of one paper or all), epsilon as float."""
+    directory = Path(reproductions_dir) if reproductions_dir else REPRODUCTIONS_DIR
+    frame = pd.concat([read_reproductions(directory / f"{p}.csv") for p in PAPERS if paper in (None, p)],
+                      ignore_index=True)
+    frame["epsilon"] = pd.to_numeric(frame["epsilon"], errors="coerce")
+    return frame
+
+
+def recorded(paper: str, item: str, reproductions_dir: str | Path | None = None) -> pd.DataFrame:
+    """An item's recorded paper-scale cells: key columns + mean, sd, n over seeds, and the devices."""
+    rows = read_all(reproductions_dir, paper)
+    rows = rows[rows["item"] == item].assign(value=lambda f: f["value"].astype(float))
+    keys = [k for k in KEY if k != "epsilon"] + ["epsilon"]
+    if rows.empty:
+        return pd.DataFrame(columns=[*keys, "mean", "sd", "n", "devices"])
+    grouped = rows.groupby(keys, dropna=False)
+    return grouped.agg(mean=("value", "mean"), sd=("value", "std"), n=("value", "count"),
+                       devices=("device", lambda d: ";".join(sorted(set(d.dropna().astype(str)))))).reset_index()

@@ -1,0 +1,97 @@
+"""The scorecard (every published cell beside ours, with a verdict) and the record command that feeds it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dpvae.errors import DataError
+from dpvae.render.published import load_published
+from dpvae.reproductions import COLUMNS, published_key, record, recorded
+from dpvae.scorecard import item_summary, scorecard
+
+
+def _write(directory: Path, paper: str, rows: list[dict]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    base = {c: "" for c in COLUMNS}
+    pd.DataFrame([{**base, **r} for r in rows], columns=list(COLUMNS)).to_csv(directory / f"{paper}.csv", index=False)
+
+
+def test_every_published_cell_is_listed_and_none_is_reproduced_without_reproductions(tmp_path):
+    card = scorecard(reproductions_dir=tmp_path)
+    assert len(card) == len(load_published())
+    assert set(card["verdict"]) == {"not reproduced", "cited (not run)"}
+    assert (card.loc[card["verdict"] == "cited (not run)", "method"].isin(
+        ["dp-cgan", "g-pate", "datalens", "gs-wgan", "dp-sinkhorn-m1", "dp-sinkhorn-m3", "pate-gan"])).all()
+
+
+def test_verdicts_follow_the_stated_tolerances(tmp_path):
+    common = {"paper": "p3gm", "item": "table7", "dataset": "mnist", "metric": "accuracy", "classifier": "cnn",
+              "scale": "paper"}
+    _write(tmp_path, "p3gm", [
+        {**common, "method": "p3gm", "epsilon": 1, "seed": 0, "value": 0.78},     # paper 0.7940
+        {**common, "method": "p3gm", "epsilon": 1, "seed": 1, "value": 0.80},
+        {**common, "method": "vae", "seed": 0, "value": 0.80},                   # paper 0.8571: 0.057 off
+    ])
+    _write(tmp_path, "dp2vae", [{"paper": "dp2vae", "item": "table1", "dataset": "mnist", "method": "dp2vae",
+                                  "epsilon": 10, "metric": "fid", "seed": 0, "value": 75.0, "scale": "paper"}])
+    card = scorecard(reproductions_dir=tmp_path)
+    p3gm = card[(card["item"] == "table7") & (card["dataset"] == "mnist") & (card["source"] == "paper")]
+    ours = p3gm.set_index("method")
+    assert ours.loc["p3gm", "verdict"] == "within tolerance" and ours.loc["p3gm", "n"] == 2
+    assert ours.loc["p3gm", "ours_mean"] == pytest.approx(0.79) and ours.loc["p3gm", "ours_sd"] == pytest.approx(0.01414, rel=1e-3)
+    assert ours.loc["vae", "verdict"] == "outside tolerance"
+    assert ours.loc["dp-gm", "verdict"] == "not reproduced"
+    fid = card[(card["paper"] == "dp2vae") & (card["item"] == "table1") & (card["method"] == "dp2vae")
+               & (card["dataset"] == "mnist") & (card["metric"] == "fid")]
+    assert fid["verdict"].item() == "within tolerance"          # 75.0 vs 67.6: +10.9 % < 15 %
+    assert item_summary(card)["p3gm/table7"] == "2/12 within tolerance"   # paper + reference-code cells
+
+
+def test_record_writes_paper_scale_rows_with_provenance(tmp_path):
+    results = tmp_path / "results" / "paper"
+    run = results / "runs" / "mnist-p3gm" / "p3gm" / "eps1" / "seed0"
+    run.mkdir(parents=True)
+    (run / "train.json").write_text(json.dumps({"device_name": "cpu: x86_64 x2", "commit": "abc", "seconds": 91.5}))
+    table = results / "tables" / "p3gm_images" / "mnist-p3gm.csv"
+    table.parent.mkdir(parents=True)
+    pd.DataFrame([{"experiment": "p3gm_images", "dataset": "mnist-p3gm", "variant": "p3gm", "method": "p3gm",
+                   "epsilon": 1.0, "seed": 0, "metric": "accuracy", "classifier": "cnn", "value": 0.79},
+                  {"experiment": "p3gm_images", "dataset": "mnist-p3gm", "variant": "p3gm", "method": "p3gm",
+                   "epsilon": 1.0, "seed": 0, "metric": "epsilon_spent", "value": 0.98}]).to_csv(table, index=False)
+    (written,) = record([table], command="python -m dpvae record t.csv", out_dir=tmp_path / "reproductions")
+    rows = pd.read_csv(written)
+    assert set(rows["item"]) == {"table7", "fig2"} and (rows["dataset"] == "mnist").all()
+    assert (rows["metric"] == "accuracy").all() and (rows["device"] == "cpu: x86_64 x2").all()
+    assert (rows["wall_s"] == 91.5).all() and (rows["commit"] == "abc").all() and (rows["scale"] == "paper").all()
+    record([table], command="again", out_dir=tmp_path / "reproductions")              # same key + seed: replaced
+    assert len(pd.read_csv(written)) == len(rows)
+    cells = recorded("p3gm", "table7", tmp_path / "reproductions")          # a renderer's "ours (paper scale)"
+    assert cells[["dataset", "method", "mean", "n"]].values.tolist() == [["mnist", "p3gm", 0.79, 1]]
+    card = scorecard(paper="p3gm", reproductions_dir=tmp_path / "reproductions")
+    cell = card[(card["item"] == "table7") & (card["method"] == "p3gm") & (card["dataset"] == "mnist")
+                & (card["source"] == "paper")]
+    assert cell["verdict"].item() == "within tolerance"
+
+
+def test_record_refuses_smoke_scale_tables(tmp_path):
+    table = tmp_path / "results" / "smoke" / "tables" / "p3gm_images" / "mnist-p3gm.csv"
+    table.parent.mkdir(parents=True)
+    table.write_text("experiment,dataset,variant,metric,value\n")
+    with pytest.raises(DataError, match="only paper-scale results are recorded"):
+        record([table], command="x", out_dir=tmp_path)
+
+
+def test_published_keys_translate_our_ids():
+    row = pd.Series({"dataset": "mnist-p3gm", "variant": "p3gm-pca-sweep@d_p=10", "epsilon": 1.0,
+                     "metric": "accuracy", "classifier": "cnn"})
+    assert published_key("p3gm", "fig5", row) == {"paper": "p3gm", "item": "fig5", "dataset": "mnist",
+                                                  "method": "p3gm", "epsilon": 1.0, "metric": "accuracy",
+                                                  "classifier": "cnn", "setting": "d_p=10"}
+    ablation = pd.Series({"dataset": "mnist", "variant": "dp2vae-nopretrain", "epsilon": 10.0, "metric": "fid",
+                          "classifier": None})
+    assert published_key("dp2vae", "fig5", ablation)["setting"] == "pretrain=false"
+    assert published_key("dp2vae", "table1", ablation)["method"] == "dp2vae"
