@@ -77,6 +77,18 @@ def _sources(published: pd.DataFrame, method: str) -> list[tuple[str, pd.DataFra
     return out
 
 
+def _recorded(ctx: RenderContext, method: str, setting: str = "") -> pd.DataFrame:
+    """Recorded paper-scale cells of `method` (reproductions/dp2vae.csv), 'value' = their mean over seeds."""
+    rec = ctx.recorded()
+    rec = rec[(rec["method"] == method) & (rec["setting"].fillna("") == setting)]
+    return rec.assign(value=rec["mean"])
+
+
+def _recorded_label(recorded: pd.DataFrame) -> str:
+    devices = ";".join(sorted({d for d in recorded["devices"].astype(str) if d and d != "nan"}))
+    return f"ours, recorded at paper scale ({devices or 'device unknown'})"
+
+
 def _protocol_notes(ctx: RenderContext, experiment: str) -> list[str]:
     """FID and classifier protocol of our numbers, from the tidy table (sample counts) and the configuration."""
     table = ctx.tables.get(experiment, pd.DataFrame())
@@ -128,6 +140,11 @@ def dp2vae_table1(ctx: RenderContext) -> None:
             cells = [_value(ours, dataset=d, variant=variant, metric=m, classifier=c) for d, m, c in columns]
             rows.append([LABELS[method], _scale_label(ctx), _epsilons(ours, datasets[0], variant),
                          *[_pct(v) if m == "accuracy" else round(v, 1) for v, (_, m, _) in zip(cells, columns)]])
+        recorded = _recorded(ctx, method)
+        if not recorded.empty and ctx.config.get("scale") != "paper":
+            cells = [_value(recorded, dataset=_dataset(d), metric=m, classifier=c) for d, m, c in columns]
+            rows.append([LABELS[method], _recorded_label(recorded), "inf" if method == "real" else "10",
+                         *[_pct(v) if m == "accuracy" else round(v, 1) for v, (_, m, _) in zip(cells, columns)]])
         for label, part in _sources(published, method):
             bench = (part["source"] == BENCH).all()   # its own classifier: shown in the CNN column
             cells = [_value(part, dataset=_dataset(d), metric=m, classifier="" if bench and c == "cnn" else c)
@@ -169,6 +186,11 @@ def dp2vae_table2(ctx: RenderContext) -> None:
                     mine = _value(ours, dataset=dataset, variant=variant, metric=metric, classifier=classifier)
                     row[f"{LABELS[method]} ({_scale_label(ctx)})"] = (_pct(mine) if metric == "accuracy"
                                                                       else round(mine, 1))
+                recorded = _recorded(ctx, method)
+                if not recorded.empty and ctx.config.get("scale") != "paper" and not _is_standin(dataset):
+                    mine = _value(recorded, dataset=_dataset(dataset), metric=metric, classifier=classifier)
+                    row[f"{LABELS[method]} ({_recorded_label(recorded)})"] = (_pct(mine) if metric == "accuracy"
+                                                                               else round(mine, 1))
             rows.append(row)
     eps = [f"{DATASETS.get(_dataset(d), d)} {LABELS[m]}: {_epsilons(ours, d, v)}" for d in datasets
            for m in ("dp-merf", "dp2vae") for v in sorted(set(ours.loc[(ours["method"] == m) & (ours["dataset"] == d), "variant"]))]
@@ -227,7 +249,11 @@ def _numbers(ctx: RenderContext, experiment: str, dataset: str, variant: str) ->
     acc = _value(ours, dataset=dataset, variant=variant, metric="accuracy", classifier="cnn")
     parts = ([f"FID {fid:.1f}"] if not math.isnan(fid) else []) + ([f"CNN {100 * acc:.1f}%"] if not math.isnan(acc) else [])
     eps = _epsilons(ours, dataset, variant)
-    return ", ".join(parts + ([f"eps {eps}"] if eps != "inf" else []))
+    authors = _value(ours, dataset=dataset, variant=variant, metric="epsilon_authors")
+    eps_text = [f"eps {eps}"] if eps != "inf" else []
+    if not math.isnan(authors):
+        eps_text = [f"eps {eps} (ours), {authors:.3g} (authors' autodp)"]
+    return ", ".join(parts + eps_text)
 
 
 def _sample_figure(ctx: RenderContext, panels: list[list[tuple[str, dict | None, str]]], title: str,
@@ -351,6 +377,11 @@ def dp2vae_fig5(ctx: RenderContext) -> None:
         fid = _value(published, setting=setting, metric="fid")
         acc = _value(published, setting=setting, metric="accuracy")
         title, grid, missing = _run_panel(ctx, grids, "dp2vae_ablation", "mnist", variant, "10", label)
+        recorded = _recorded(ctx, "dp2vae", setting)
+        if not recorded.empty and ctx.config.get("scale") != "paper":
+            rec_fid = _value(recorded, metric="fid")
+            rec_acc = _value(recorded, metric="accuracy", classifier="cnn")
+            title += f"\nrecorded paper scale: FID {rec_fid:.1f}, CNN {100 * rec_acc:.1f}%"
         rows.append((f"{title}\npaper: FID {fid:g}, CNN {100 * acc:.1f}%", grid, missing))
     _sample_figure(ctx, [rows], "DP2-VAE Fig. 5 - DP2-VAE ablation at (10, 1e-5), MNIST",
                    _protocol_notes(ctx, "dp2vae_ablation"))
