@@ -35,6 +35,12 @@ def _dataset(ours: str) -> str:
     return "celeba" if ours.startswith("celeba") else paper_dataset(ours)
 
 
+def _ordered(datasets) -> list[str]:
+    """Our dataset ids in the paper's column order (MNIST, Fashion-MNIST, CelebA)."""
+    order = list(DATASETS)
+    return sorted(dict.fromkeys(datasets), key=lambda d: (order.index(_dataset(d)) if _dataset(d) in order else 9, d))
+
+
 def _is_standin(dataset: str) -> bool:
     return STANDIN in dataset
 
@@ -128,7 +134,7 @@ def _epsilons(ours: pd.DataFrame, dataset: str, variant: str) -> str:
 def dp2vae_table1(ctx: RenderContext) -> None:
     ours = _ours(ctx.tables["dp2vae_eps10"])
     published = ctx.published()
-    datasets = list(dict.fromkeys(ours["dataset"])) or ["mnist", "fashion-mnist"]
+    datasets = _ordered(ours["dataset"]) or ["mnist", "fashion-mnist"]
     columns = [(d, m, c) for d in datasets for m, c in (("fid", ""), ("accuracy", "lr"), ("accuracy", "mlp"),
                                                         ("accuracy", "cnn"))]
     header = [f"{DATASETS.get(_dataset(d), d)} {'FID' if m == 'fid' else c.upper() + ' %'}" for d, m, c in columns]
@@ -168,7 +174,7 @@ def dp2vae_table1(ctx: RenderContext) -> None:
 def dp2vae_table2(ctx: RenderContext) -> None:
     ours = _ours(ctx.tables["dp2vae_eps1"])
     published = ctx.published()
-    datasets = list(dict.fromkeys(ours["dataset"])) or ["mnist", "fashion-mnist", "celeba32"]
+    datasets = _ordered(ours["dataset"]) or ["mnist", "fashion-mnist", "celeba32"]
     methods = ["pate-gan", "dp-merf", "gs-wgan", "g-pate", "datalens", "dp2vae"]
     rows = []
     for dataset in datasets:
@@ -233,7 +239,7 @@ def _mosaic(grid: dict) -> np.ndarray:
 def _panel(ax, grid: dict | None, title: str, placeholder: str = "") -> None:
     ax.set_xticks([])
     ax.set_yticks([])
-    ax.set_title(title, fontsize=7)
+    ax.set_title(title, fontsize=6)
     if grid is None:
         ax.set_facecolor("#eeeeee")
         ax.text(0.5, 0.5, placeholder or "not run", ha="center", va="center", fontsize=6, wrap=True,
@@ -253,26 +259,29 @@ def _numbers(ctx: RenderContext, experiment: str, dataset: str, variant: str) ->
     eps_text = [f"eps {eps}"] if eps != "inf" else []
     if not math.isnan(authors):
         eps_text = [f"eps {eps} (ours), {authors:.3g} (authors' autodp)"]
-    return ", ".join(parts + eps_text)
+    return "\n".join(filter(None, [", ".join(parts), *eps_text]))
 
 
 def _sample_figure(ctx: RenderContext, panels: list[list[tuple[str, dict | None, str]]], title: str,
                    notes: list[str]) -> None:
-    """A grid of panels: panels[row][col] = (title, grid or None, placeholder text)."""
+    """A grid of panels: panels[row][col] = (title, grid or None, placeholder text); rows without any grid
+    (cited placeholders) are drawn short."""
     apply_style()
     plt = pyplot()
     n_rows, n_cols = len(panels), max(len(r) for r in panels)
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(2.3 * n_cols, 2.5 * n_rows + 0.4), squeeze=False)
+    heights = [1.0 if any(p[1] is not None for p in row) else 0.3 for row in panels]
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.0 * n_cols, 3.0 * sum(heights) + 0.8), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
     for r, row in enumerate(panels):
         for c in range(n_cols):
             if c < len(row):
                 _panel(axes[r][c], row[c][1], row[c][0], row[c][2])
             else:
                 axes[r][c].axis("off")
-    fig.suptitle(title, fontsize=9, x=0.01, ha="left")
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / fig.get_figheight()))
+    fig.suptitle(title, fontsize=9, x=0.01, y=1.0, ha="left", va="top")
     if notes:
-        fig.text(0.01, -0.005, "\n".join(notes), fontsize=5.5, va="top", wrap=True)
-    fig.tight_layout()
+        fig.text(0.01, -0.04, "\n".join(notes), fontsize=5.5, va="top", wrap=True)
     save_figure(fig, ctx.prefix)
 
 
@@ -284,7 +293,7 @@ def _run_panel(ctx: RenderContext, grids: dict, experiment: str, dataset: str, v
 
 
 def _cited(label: str, source: str) -> tuple[str, None, str]:
-    return (f"{label} (cited)", None, f"cited image panel\n(in {source});\nnot reproduced")
+    return (f"{label} (cited)", None, f"cited image ({source.split(' ')[0]}); not reproduced")
 
 
 def _eps_label(value: float) -> str:
@@ -300,7 +309,7 @@ def _qualitative(ctx: RenderContext, experiments: dict[str, list[str]], cited: l
                  title: str, extra: list[str] = ()) -> None:
     """Rows = methods (cited placeholders first, then our runs), columns = datasets."""
     grids = _grids(ctx)
-    datasets = list(dict.fromkeys(d for (d, _, _) in grids)) or ["mnist"]
+    datasets = _ordered(d for (d, _, _) in grids) or ["mnist"]
     rows = []
     for label, source in cited:
         rows.append([_cited(f"{label} - {DATASETS.get(_dataset(d), d)}", source) for d in datasets])
@@ -390,7 +399,7 @@ def dp2vae_fig5(ctx: RenderContext) -> None:
 @register_renderer("dp2vae/fig8")
 def dp2vae_fig8(ctx: RenderContext) -> None:
     grids = _grids(ctx)
-    datasets = list(dict.fromkeys(d for (d, _, _) in grids)) or ["mnist"]
+    datasets = _ordered(d for (d, _, _) in grids) or ["mnist"]
     rows = [[_run_panel(ctx, grids, "dp2vae_eps02", d, "dp2vae", "0.2",
                         f"Ours - {DATASETS.get(_dataset(d), d)}" + (" (stand-in)" if _is_standin(d) else ""))
              for d in datasets]]
@@ -420,7 +429,7 @@ def dp2vae_fig9(ctx: RenderContext) -> None:
         _panel(sub, grid, f"lr {point}")
     notes = ["Paper: too large or too small a learning rate hurts; 1e-4 is best on all three datasets (grid not "
              "given; [choice] 1e-5 ... 1e-3)."] + _protocol_notes(ctx, "dp2vae_lr")
-    fig.text(0.01, -0.01, "\n".join(notes), fontsize=5.5, va="top", wrap=True)
+    fig.text(0.01, -0.04, "\n".join(notes), fontsize=5.5, va="top", wrap=True)
     save_figure(fig, ctx.prefix)
 
 
