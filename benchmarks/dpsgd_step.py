@@ -119,7 +119,8 @@ def make_step(engine: str, work: Workload) -> Callable[[], None]:
     elif engine in ("dpsgd", "partial"):
         private = work.decoder if engine == "partial" else None
         dpsgd = DPSGD(model, max_grad_norm=CLIP, expected_batch_size=n, private_params=private,
-                      public_max_grad_norm=CLIP if private else None, **common)
+                      public_max_grad_norm=CLIP if private else None, public_uses_private_data=bool(private),
+                      max_batch_size=n if private else None, **common)
 
         def run() -> None:
             dpsgd.step(phi(x))

@@ -34,10 +34,8 @@ class NotBuiltError(DpvaeError, RuntimeError):
 class PrivacyBudgetExceeded(DpvaeError, RuntimeError):
     """A run's accounted epsilon is above its target: nothing is released."""
 
-    def __init__(self, target_epsilon: float, achieved_epsilon: float, rel_tol: float = 0.0,
-                 what: str = "run") -> None:
-        self.target_epsilon, self.achieved_epsilon, self.rel_tol = target_epsilon, achieved_epsilon, rel_tol
-        tolerance = f" (relative tolerance {rel_tol:g})" if rel_tol else ""
+    def __init__(self, target_epsilon: float, achieved_epsilon: float, what: str = "run") -> None:
+        self.target_epsilon, self.achieved_epsilon = target_epsilon, achieved_epsilon
         super().__init__(
             f"privacy budget exceeded for this {what}: accounted epsilon {achieved_epsilon:.6g} > target "
-            f"epsilon {target_epsilon:.6g}{tolerance}; raise the noise or lower the steps")
+            f"epsilon {target_epsilon:.6g}; raise the noise or lower the steps")

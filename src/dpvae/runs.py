@@ -104,7 +104,6 @@ def run_spec(config: dict, run: Run) -> dict:
         "params": resolve_params(config, base, run.dataset, run.eps, sweep, point[1] if point else None),
         "epsilon": float(run.eps) if private else None,
         "delta": config["delta"],
-        "epsilon_rel_tol": config["privacy"]["epsilon_rel_tol"],
         "seed": run.seed,
         "device": config["device"],
         "data_root": config["data"]["root"],

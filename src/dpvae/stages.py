@@ -67,7 +67,7 @@ def train(spec: dict) -> Path:
         if spec["private"]:
             if ledger is None:
                 raise RuntimeError(f"private method '{method.name}' returned no privacy ledger")
-            check_budget(ledger, spec["epsilon"], spec["delta"], rel_tol=spec.get("epsilon_rel_tol", 0.0))
+            check_budget(ledger, spec["epsilon"], spec["delta"])  # no tolerance: epsilon <= target exactly
             ledger.write(ctx.ledger_path)
         else:
             write_json(ctx.ledger_path, {"private": False, "epsilon": None, "delta": None, "method": method.name,
@@ -129,9 +129,9 @@ def aggregate(spec_path: str | Path, out: str | Path) -> pd.DataFrame:
         ledger = json.loads((run_dir / "privacy.json").read_text())
         if ledger.get("epsilon") is not None:
             rows.append({**base, "metric": "epsilon_spent", "value": ledger["epsilon"]})
-            for other in ("strict", "sound"):
-                if ledger.get(other):
-                    rows.append({**base, "metric": f"epsilon_spent_{other}", "value": ledger[other]["epsilon"]})
+            for kind in ("paper", "sound"):
+                if ledger.get(kind):
+                    rows.append({**base, "metric": f"epsilon_spent_{kind}", "value": ledger[kind]["epsilon"]})
         for metric in exp["metrics"]:
             result = json.loads((run_dir / "metrics" / f"{metric}.json").read_text())
             rows += [{**base, **row} for row in result["rows"]]

@@ -111,9 +111,10 @@ def test_subsampled_rdp_is_the_renyi_divergence_of_the_mixture_by_monte_carlo() 
     assert acc.subsampled_gaussian_rdp(sigma, q, 1, [2.0])[0] == pytest.approx(estimate, rel=0.02)
 
 
-def _renyi(log_p, log_r, alpha: float) -> float:
-    """D_α(P ‖ R) by quadrature, in log space."""
-    value = integrate.quad(lambda z: math.exp(alpha * log_p(z) + (1 - alpha) * log_r(z)), -25, 25, limit=400)[0]
+def _renyi(log_p, log_r, alpha: float, low: float = -25, high: float = 25, points=None) -> float:
+    """D_α(P ‖ R) by quadrature over [low, high], in log space."""
+    value = integrate.quad(lambda z: math.exp(alpha * log_p(z) + (1 - alpha) * log_r(z)), low, high, limit=400,
+                           points=points)[0]
     return math.log(value) / (alpha - 1)
 
 
@@ -144,6 +145,42 @@ def test_replace_one_bound_dominates_add_remove_and_full_batch_is_exact() -> Non
     np.testing.assert_allclose(acc.replace_one_rdp(2.0, 1.0, 4, [3.0]), [4 * 3 / 8])
     mechanism = Mechanism("sgd", 1.0, 0.01, 100)
     assert acc.epsilon([mechanism], DELTA, adjacency="replace-one")[0] > acc.epsilon([mechanism], DELTA)[0]
+
+
+@pytest.mark.parametrize("alpha", [1.5, 2.0, 4.0])
+def test_fixed_partition_bound_holds_for_any_shared_branch_and_is_attained_far_away(alpha: float) -> None:
+    """P = (1−q)R + qN(1, s²), Q = (1−q)R + qN(−1, s²) (the record's subset drawn with probability q, its
+    statistic moved by the sensitivity 2 ⇒ multiplier s/2): the bound holds for R anywhere and is
+    approached when R (another subset's output) is far away; the Poisson curve is not a bound then."""
+    q, s = 0.2, 2.0
+
+    def mixture(shift: float, centre: float):
+        return lambda z: special.logsumexp([math.log(1 - q) + stats.norm.logpdf(z, centre, s),
+                                            math.log(q) + stats.norm.logpdf(z, shift, s)])
+
+    bound = acc.fixed_partition_rdp(s / 2, q, 1, [alpha])[0]
+    for centre in (0.0, 3.0, -8.0):
+        assert _renyi(mixture(1.0, centre), mixture(-1.0, centre), alpha) <= bound * (1 + 1e-9)
+    far = _renyi(mixture(1.0, 30.0), mixture(-1.0, 30.0), alpha, -30, 60, points=[-1.0, 1.0, 30.0])
+    assert far == pytest.approx(bound, rel=1e-3)
+    poisson = acc.subsampled_gaussian_rdp(s / 2, q, 1, [alpha])[0]
+    assert poisson < far  # Poisson amplification under-counts a fixed partition
+
+
+def test_fixed_partition_curve_edge_cases_and_dispatch() -> None:
+    orders = [1.5, 2.0, 8.0]
+    np.testing.assert_allclose(acc.fixed_partition_rdp(2.0, 1.0, 3, orders), 3 * np.asarray(orders) / 8)
+    np.testing.assert_array_equal(acc.fixed_partition_rdp(2.0, 0.1, 0, orders), 0.0)
+    assert np.all(np.isinf(acc.fixed_partition_rdp(0.0, 0.1, 1, orders)))
+    assert np.all(np.isfinite(acc.fixed_partition_rdp(0.01, 1e-3, 20000, [1.0001, 512.0])))  # no overflow
+    mechanism = Mechanism("subset", 1.5, 0.1, 7, sampling="fixed-partition")
+    for adjacency in acc.ADJACENCIES:
+        np.testing.assert_array_equal(mechanism.rdp(orders, adjacency), acc.fixed_partition_rdp(1.5, 0.1, 7, orders))
+    assert np.all(mechanism.rdp(orders) >= Mechanism("poisson", 1.5, 0.1, 7).rdp(orders))
+    with pytest.raises(ValueError, match="sampling"):
+        Mechanism("m", 1.0, sampling="uniform")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="Poisson"):
+        acc.account([mechanism], DELTA, "moments (sequential)")
 
 
 # ---------------------------------------------------------------------------------------- conversions
@@ -248,6 +285,7 @@ def test_calibration_inverts_accounting(sigma: float, q: float, steps: int, conv
 def test_calibration_hits_the_target() -> None:
     sigma = acc.calibrate_noise(1.0, DELTA, 0.01, 1000, "improved")
     assert acc.epsilon([Mechanism("m", sigma, 0.01, 1000)], DELTA)[0] == pytest.approx(1.0, rel=1e-8)
+    assert acc.epsilon([Mechanism("m", sigma, 0.01, 1000)], DELTA)[0] <= 1.0  # rounded up: no overspending
     replace = acc.calibrate_noise(1.0, DELTA, 0.01, 1000, adjacency="replace-one")
     assert replace > sigma
 
@@ -258,6 +296,18 @@ def test_calibration_unreachable_target_is_a_clear_error() -> None:
         acc.calibrate_noise(0.01, DELTA, 0.01, 100, "classic")
     with pytest.raises(ValueError, match="target_epsilon"):
         acc.calibrate_noise(-1.0, DELTA, 0.01, 100)
+
+
+@given(target=st.floats(0.05, 50.0), offset=st.floats(-0.3, 0.3))
+@settings(max_examples=40, deadline=None)
+def test_solver_rounds_up_so_the_target_is_never_exceeded(target: float, offset: float) -> None:
+    """Even for a step-like ε(σ) that Brent's tolerance would overshoot, the returned σ meets the target."""
+    def eps(sigma: float) -> float:
+        return target * math.exp(min(700.0, -1e6 * (math.log(sigma) - offset)))  # extremely steep at σ = e^offset
+
+    sigma = acc.solve_noise_multiplier(eps, target)
+    assert eps(sigma) <= target
+    assert sigma == pytest.approx(math.exp(offset), rel=1e-6)
 
 
 # ------------------------------------------------------------------------------ accountants by name

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import re
 import subprocess
 import sys
@@ -19,8 +20,9 @@ from dpvae.models.losses import mmd_dim
 from dpvae.models.mlp_vae import MLPVAE
 from dpvae.privacy.dpsgd import (
     DPSGD, BatchAggregation, MicroAggregation, OpacusDPSGD, TermwiseDPSGD, Units, conv_transpose2d_grad_sample,
-    measured_sensitivity, poisson_sample, random_groups)
+    poisson_sample, random_groups)
 from dpvae.privacy.dpsgd import engine as engine_module, layers
+from dpvae.privacy.dpsgd.analysis import clipped_sums, measured_sensitivity
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMON = dict(noise_multiplier=1.0, sample_rate=0.01)
@@ -130,7 +132,7 @@ def test_per_example_clipped_sum_matches_torch_func(monkeypatch: pytest.MonkeyPa
     grads = per_example_grads(phi, *batch)
     clip = float(grads.norm(dim=1).median())
     engine = DPSGD(model, max_grad_norm=clip, expected_batch_size=len(batch[0]), **COMMON)
-    got = engine.pre_noise(phi(*batch))["dpsgd"]
+    got = clipped_sums(engine, phi(*batch))["dpsgd"]
     torch.testing.assert_close(got, clipped_sum(grads, clip), rtol=1e-10, atol=1e-12)
 
 
@@ -158,7 +160,7 @@ def test_per_example_clipped_sum_for_other_layer_types(monkeypatch: pytest.Monke
     grads = per_example_grads(model, tokens)
     clip = float(grads.norm(dim=1).median())
     engine = DPSGD(model, max_grad_norm=clip, expected_batch_size=6, **COMMON)
-    torch.testing.assert_close(engine.pre_noise(model(tokens))["dpsgd"], clipped_sum(grads, clip),
+    torch.testing.assert_close(clipped_sums(engine, model(tokens))["dpsgd"], clipped_sum(grads, clip),
                                rtol=1e-10, atol=1e-12)
 
 
@@ -168,10 +170,10 @@ def test_clipped_sum_equals_opacus_mlp(mode: str) -> None:
     model = MLPVAE(30, 4, 20)
     reference_model = copy.deepcopy(model)
     x, noise = torch.rand(16, 30), torch.randn(16, 4)
-    ours = DPSGD(model, max_grad_norm=2.0, expected_batch_size=16, **COMMON).pre_noise(model.loss(x, noise))
+    ours = clipped_sums(DPSGD(model, max_grad_norm=2.0, expected_batch_size=16, **COMMON), model.loss(x, noise))
     reference = OpacusDPSGD(reference_model, max_grad_norm=2.0, noise_multiplier=1.0, expected_batch_size=16,
                             mode=mode)
-    theirs = reference.pre_noise(reference_model.loss(x, noise))
+    theirs = clipped_sums(reference, reference_model.loss(x, noise))
     reference.close()
     torch.testing.assert_close(ours["dpsgd"], theirs["dpsgd"], rtol=1e-5, atol=1e-6)
 
@@ -181,9 +183,10 @@ def test_clipped_sum_equals_opacus_conv() -> None:
     model = ConvVAE(latent_dim=4, base_channels=4, norm="group", norm_groups=2)
     reference_model = copy.deepcopy(model)
     x, noise = torch.rand(6, 1, 32, 32), torch.randn(6, 1, 4)
-    ours = DPSGD(model, max_grad_norm=50.0, expected_batch_size=6, **COMMON).pre_noise(model.loss_terms(x, noise)[0])
+    ours = clipped_sums(DPSGD(model, max_grad_norm=50.0, expected_batch_size=6, **COMMON),
+                        model.loss_terms(x, noise)[0])
     reference = OpacusDPSGD(reference_model, max_grad_norm=50.0, noise_multiplier=1.0, expected_batch_size=6)
-    theirs = reference.pre_noise(reference_model.loss_terms(x, noise)[0])
+    theirs = clipped_sums(reference, reference_model.loss_terms(x, noise)[0])
     reference.close()
     torch.testing.assert_close(ours["dpsgd"], theirs["dpsgd"], rtol=1e-5, atol=1e-6)
 
@@ -207,7 +210,7 @@ def test_subgroup_units_match_brute_force(monkeypatch: pytest.MonkeyPatch, gram_
     c1, c2 = float(sample_grads.norm(dim=1).median()), float(batch_grads.norm(dim=1).median())
     ref_sample, ref_batch = clipped_sum(sample_grads, c1), clipped_sum(batch_grads, c2)
     engine = TermwiseDPSGD(model, sample_clip=c1, batch_clip=c2, expected_batch_size=11, num_groups=4, **COMMON)
-    got = engine.pre_noise(*terms(), groups)
+    got = clipped_sums(engine, *terms(), groups)
     torch.testing.assert_close(got["sample"], ref_sample, rtol=1e-10, atol=1e-12)
     torch.testing.assert_close(got["batch"], ref_batch, rtol=1e-10, atol=1e-12)
 
@@ -225,7 +228,7 @@ def test_termwise_conv_with_mmd_matches_brute_force() -> None:
     sample_grads, batch_grads = unit_grads(model, phi), unit_grads(model, psi)
     c1, c2 = float(sample_grads.norm(dim=1).median()), float(batch_grads.norm(dim=1).median())
     engine = TermwiseDPSGD(model, sample_clip=c1, batch_clip=c2, expected_batch_size=9, num_groups=3, **COMMON)
-    got = engine.pre_noise(*terms(), groups)
+    got = clipped_sums(engine, *terms(), groups)
     torch.testing.assert_close(got["sample"], clipped_sum(sample_grads, c1), rtol=1e-9, atol=1e-12)
     torch.testing.assert_close(got["batch"], clipped_sum(batch_grads, c2), rtol=1e-9, atol=1e-12)
 
@@ -245,14 +248,14 @@ def test_micro_aggregation_matches_brute_force(monkeypatch: pytest.MonkeyPatch, 
     grads = unit_grads(model, phi + psi)  # unit i's loss is φ(x_i) + ψ(batch)
     clip = float(grads.norm(dim=1).median())
     engine = MicroAggregation(model, max_grad_norm=clip, expected_batch_size=6, **COMMON)
-    torch.testing.assert_close(engine.pre_noise(*terms())["micro"], clipped_sum(grads, clip), rtol=1e-9, atol=1e-12)
+    torch.testing.assert_close(clipped_sums(engine, *terms())["micro"], clipped_sum(grads, clip), rtol=1e-9, atol=1e-12)
 
 
 def test_batch_aggregation_clips_the_whole_batch_gradient() -> None:
     model, x, noise = mlp_case()
     full = unit_grads(model, model.loss(x, noise).mean()[None])[0]
     engine = BatchAggregation(model, max_grad_norm=0.5, **COMMON)
-    got = engine.pre_noise(model.loss(x, noise).mean())["batch"]
+    got = clipped_sums(engine, model.loss(x, noise).mean())["batch"]
     assert full.norm() > 0.5
     torch.testing.assert_close(got, full * 0.5 / full.norm(), rtol=1e-10, atol=1e-12)
 
@@ -357,7 +360,7 @@ def test_standard_dpsgd_sensitivity_is_the_clip_norm() -> None:
     engine = DPSGD(model, max_grad_norm=1.0, expected_batch_size=10, **COMMON)
 
     def pre_noise(x: Tensor, noise: Tensor) -> dict[str, Tensor]:
-        return engine.pre_noise(model.loss(x, noise))
+        return clipped_sums(engine, model.loss(x, noise))
 
     removed = measured_sensitivity(pre_noise, (x, noise), records=range(10))
     replaced = measured_sensitivity(pre_noise, (x, noise), records=range(10),
@@ -378,22 +381,22 @@ def test_termwise_sensitivity_bound_and_subgroup_counter_example() -> None:
 
     def pre_noise(x: Tensor, groups: Tensor) -> dict[str, Tensor]:
         out = model(x).squeeze(1)  # φ_i = w·x_i, ψ_j = w·Σ_{i∈s_j} x_i (gradients x_i and the group sums)
-        return engine.pre_noise(out, Units(groups, 2).sum_by_unit(out), groups)
+        return clipped_sums(engine, out, Units(groups, 2).sum_by_unit(out), groups)
 
     change = measured_sensitivity(pre_noise, (x, groups), records=[0])
     assert change > 1.0 + 1.0 + 0.5  # > C1 + C2 (group sum turns from (5, 1) to (−5, 1))
     assert change <= 1.0 + 2 * 1.0 + 1e-9
-    assert engine.noise_profile().strict_sensitivity == 3.0
+    assert engine.noise_profile().sound_sensitivity == 3.0
 
 
-def test_termwise_sensitivity_on_the_conv_vae_within_strict_bound() -> None:
+def test_termwise_sensitivity_on_the_conv_vae_within_sound_bound() -> None:
     model, x, noise = conv_case(batch=8, samples=1)
     prior = torch.randn(8, 4, dtype=torch.double)
     groups = random_groups(8, 2, torch.Generator().manual_seed(2))
     engine = TermwiseDPSGD(model, sample_clip=1.0, batch_clip=0.1, expected_batch_size=8, num_groups=2, **COMMON)
 
     def pre_noise(x: Tensor, noise: Tensor, prior: Tensor, groups: Tensor) -> dict[str, Tensor]:
-        return engine.pre_noise(*model.loss_terms(x, noise, prior, groups, 2, alpha=100.0), groups)
+        return clipped_sums(engine, *model.loss_terms(x, noise, prior, groups, 2, alpha=100.0), groups)
 
     change = measured_sensitivity(pre_noise, (x, noise, prior, groups), records=range(8))
     assert 1.0 <= change <= 1.0 + 2 * 0.1 + 1e-9
@@ -408,11 +411,11 @@ def test_micro_aggregation_moves_by_more_than_clip() -> None:
 
     def pre_noise(x: Tensor) -> dict[str, Tensor]:
         out = model(x).squeeze(1)
-        return engine.pre_noise(0.01 * out, out.sum())  # ψ(batch) = w·Σx dominates each unit's gradient
+        return clipped_sums(engine, 0.01 * out, out.sum())  # ψ(batch) = w·Σx dominates each unit's gradient
 
     change = measured_sensitivity(pre_noise, (x,), records=range(5))
     assert change > 2.0  # far above the clip C = 1 a per-example analysis would assume
-    assert change <= engine.noise_profile().strict_sensitivity + 1e-9
+    assert change <= engine.noise_profile().sound_sensitivity + 1e-9
 
 
 # -- noise ----------------------------------------------------------------------------------------
@@ -423,7 +426,7 @@ def _noise_std(engine_factory, run, scales: dict[str, float]) -> tuple[float, fl
     model = MLPVAE(60, 8, 100)
     engine = engine_factory(model)
     torch.manual_seed(6)
-    noiseless = sum(scales[name] * s for name, s in run(model, engine.pre_noise).items())
+    noiseless = sum(scales[name] * s for name, s in run(model, lambda *a: clipped_sums(engine, *a)).items())
     torch.manual_seed(6)
     run(model, lambda *a: engine.step(*a))
     released = torch.cat([p.grad.flatten() for p in model.parameters()])
@@ -483,7 +486,7 @@ def test_termwise_table_noise_scale_is_papers_expression() -> None:
 def test_batch_term_ignored_when_its_clip_is_zero() -> None:
     model, x, noise = mlp_case()
     engine = TermwiseDPSGD(model, sample_clip=1.0, batch_clip=0.0, expected_batch_size=7, num_groups=2, **COMMON)
-    out = engine.pre_noise(model.loss(x, noise), torch.zeros(0), torch.zeros(0, dtype=torch.long))
+    out = clipped_sums(engine, model.loss(x, noise), torch.zeros(0), torch.zeros(0, dtype=torch.long))
     assert list(out) == ["sample"]
     assert [m.name for m in engine.mechanisms()] == ["termwise.sample"]
 
@@ -502,16 +505,21 @@ def test_mechanisms_report_multiplier_rate_steps_and_sensitivity() -> None:
     assert (sample.name, sample.noise_multiplier, sample.sample_rate, sample.steps, sample.sensitivity) == \
         ("termwise.sample", 2.0, 0.02, 3, 0.05)
     assert (batch.noise_multiplier, batch.sensitivity) == (2.0, 0.005)
-    (strict,) = engine.mechanisms(strict=True)          # one joint mechanism, whitened sensitivity √5
-    assert strict.noise_multiplier == pytest.approx(2.0 / 5 ** 0.5) and strict.sensitivity == pytest.approx(5 ** 0.5)
-    assert strict.steps == 3 and strict.sample_rate == 0.02
+    (sound,) = engine.mechanisms(sound=True)  # the released gradient: sensitivity C1/B + 2 C2/b
+    c1, c2 = 0.05 / 7, 0.005 / 2
+    assert sound.sensitivity == pytest.approx(c1 + 2 * c2)
+    assert sound.noise_multiplier == pytest.approx(2.0 * math.hypot(c1, c2) / (c1 + 2 * c2))
+    assert sound.steps == 3 and sound.sample_rate == 0.02
     micro = MicroAggregation(nn.Linear(2, 2), max_grad_norm=0.1, noise_multiplier=1.5, sample_rate=0.1,
                              expected_batch_size=8)
     (record,) = micro.mechanisms()
     assert record.sensitivity == pytest.approx(0.8) and record.noise_multiplier == pytest.approx(1.5)
-    assert micro.mechanisms(strict=True)[0].sensitivity == pytest.approx(1.5)
-    (batch_record,) = BatchAggregation(nn.Linear(2, 2), max_grad_norm=0.1, **COMMON).mechanisms(strict=True)
+    (micro_sound,) = micro.mechanisms(sound=True)  # the released average moves by ≤ 2C for any batch size
+    assert micro_sound.sensitivity == pytest.approx(0.2) and micro_sound.noise_multiplier == pytest.approx(0.75)
+    (batch_record,) = BatchAggregation(nn.Linear(2, 2), max_grad_norm=0.1, **COMMON).mechanisms(sound=True)
     assert batch_record.noise_multiplier == pytest.approx(0.5)
+    (plain,) = DPSGD(nn.Linear(2, 2), max_grad_norm=0.1, expected_batch_size=8, **COMMON).mechanisms(sound=True)
+    assert plain.noise_multiplier == pytest.approx(1.0) and plain.sensitivity == pytest.approx(0.1 / 8)
 
 
 def test_random_groups_are_independent_uniform_labels() -> None:
@@ -534,7 +542,8 @@ def test_partial_model_dp(public_clip: float | None) -> None:
     x, noise = torch.rand(9, 12, dtype=torch.double), torch.randn(9, 3, dtype=torch.double)
     decoder = [*model.fc3.parameters(), *model.fc4.parameters()]
     engine = DPSGD(model, max_grad_norm=0.5, noise_multiplier=1.0, sample_rate=0.1, expected_batch_size=10,
-                   private_params=decoder, public_max_grad_norm=public_clip)
+                   private_params=decoder, public_max_grad_norm=public_clip, public_uses_private_data=True,
+                   max_batch_size=12)
     engine.step(model.loss(x, noise))
     public = ["fc1.weight", "fc1.bias", "fc22.weight", "fc22.bias"]
     if public_clip is None:
@@ -549,7 +558,26 @@ def test_partial_model_dp(public_clip: float | None) -> None:
     torch.testing.assert_close(got, expected, rtol=1e-10, atol=1e-12)
     assert model.pca.weight.grad is None and model.pca.bias.grad is None
     assert all(p.grad is not None for p in decoder)
-    assert [m.sensitivity for m in engine.mechanisms()] == [0.5]
+    assert [m.sensitivity for m in engine.mechanisms()] == [0.5]  # the paper's claim ignores the encoder
+    (sound,) = engine.mechanisms(sound=True)  # every unit of a step moves by 2C, no amplification
+    assert (sound.sample_rate, sound.steps) == (1.0, 1)
+    assert sound.sensitivity == pytest.approx(2 * 0.5 * 12 / 10) and sound.noise_multiplier == pytest.approx(1.0 / 24)
+    with pytest.raises(ValueError, match="max_batch_size"):
+        engine.step(model.loss(torch.rand(13, 12, dtype=torch.double), torch.randn(13, 3, dtype=torch.double)))
+
+
+def test_undeclared_public_updates_are_refused() -> None:
+    """Trainable parameters outside private_params would learn from the private batch without noise."""
+    model = MLPVAE(12, 3, 10)
+    decoder = [*model.fc3.parameters(), *model.fc4.parameters()]
+    with pytest.raises(ValueError, match="public_uses_private_data"):
+        DPSGD(model, max_grad_norm=0.5, expected_batch_size=10, private_params=decoder, **COMMON)
+    for module in (model.fc1, model.fc2, model.fc22):
+        module.requires_grad_(False)  # frozen public parameters are fine
+    DPSGD(model, max_grad_norm=0.5, expected_batch_size=10, private_params=decoder, **COMMON)
+    with pytest.raises(ValueError, match="every trainable parameter is private"):
+        DPSGD(model, max_grad_norm=0.5, expected_batch_size=10, private_params=decoder,
+              public_uses_private_data=True, **COMMON)
 
 
 def test_batchnorm_is_rejected_with_a_clear_message() -> None:
@@ -557,10 +585,13 @@ def test_batchnorm_is_rejected_with_a_clear_message() -> None:
         DPSGD(ConvVAE(latent_dim=4, base_channels=4, norm="batch"), max_grad_norm=1.0, expected_batch_size=4,
               **COMMON)
     model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
+    public = dict(public_uses_private_data=True, max_batch_size=4)
     with pytest.raises(ValueError, match="training mode"):  # a public BatchNorm still mixes examples
-        DPSGD(model, max_grad_norm=1.0, expected_batch_size=4, private_params=model[2].parameters(), **COMMON)
+        DPSGD(model, max_grad_norm=1.0, expected_batch_size=4, private_params=model[2].parameters(), **public,
+              **COMMON)
     model[1].eval()
-    engine = DPSGD(model, max_grad_norm=1.0, expected_batch_size=4, private_params=model[2].parameters(), **COMMON)
+    engine = DPSGD(model, max_grad_norm=1.0, expected_batch_size=4, private_params=model[2].parameters(), **public,
+                   **COMMON)
     model.train()  # switched back after construction: caught at the next step
     with pytest.raises(ValueError, match="training mode"):
         engine.step(model(torch.randn(4, 3)).sum(1))
@@ -581,6 +612,17 @@ def test_bad_arguments_raise(kwargs: dict, match: str) -> None:
     options = dict(max_grad_norm=1.0, noise_multiplier=1.0, sample_rate=0.1, expected_batch_size=4) | kwargs
     with pytest.raises(ValueError, match=match):
         DPSGD(nn.Linear(2, 2), **options)
+
+
+def test_a_step_without_its_own_forward_pass_is_refused() -> None:
+    """Two forward passes, then two steps: the first consumes both recordings, the second would release a
+    zero gradient; it is refused instead."""
+    model = nn.Linear(2, 1)
+    engine = DPSGD(model, max_grad_norm=1.0, expected_batch_size=4, **COMMON)
+    first, second = model(torch.randn(4, 2)).squeeze(1), model(torch.randn(4, 2)).squeeze(1)
+    engine.step(first)
+    with pytest.raises(ValueError, match="no forward pass"):
+        engine.step(second)
 
 
 def test_losses_must_be_per_example() -> None:
@@ -623,8 +665,9 @@ def test_random_groups_is_random_and_validated() -> None:
 # -- benchmark smoke test ------------------------------------------------------------------------
 
 def test_benchmark_quick_runs_every_case() -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
     result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "dpsgd_step.py"), "--quick"],
-                            capture_output=True, text=True, timeout=300, check=True)
+                            capture_output=True, text=True, timeout=300, check=True, env=env)  # this checkout's src
     pattern = re.compile(r"^model=(mlp|conv) engine=([\w-]+) sec_per_step=\d+\.\d{4} ratio_to_nonprivate=\d+\.\d{2}$")
     lines = [pattern.match(line) for line in result.stdout.strip().splitlines()]
     assert all(lines), result.stdout

@@ -3,64 +3,31 @@
 from __future__ import annotations
 
 import json
-import math
+from dataclasses import replace
 from pathlib import Path
 
-import dp_accounting as dpa
-import numpy as np
 import pytest
-from dp_accounting.rdp import RdpAccountant
 
 from dpvae.privacy.accounting import DEFAULT_ORDERS, epsilon
 from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, PrivacyBudgetExceeded, check_budget
-from dpvae.privacy.recipes import P3GMSetting, dp2vae_ledger, p3gm_ledger
+from support.dp_accounting_check import rederive
+from dpvae.methods.recipes import P3GMSetting, dp2vae_ledger, p3gm_ledger, privae_ledger
 
-CREDIT = P3GMSetting(n_train=9442, batch_size=100, epochs=15, sgd_sigma=2.1, pca_sigma=10.0)
-
-
-def dp_accounting_curve(mechanisms: list[dict], orders) -> np.ndarray:
-    """Add/remove RDP of a ledger's JSON mechanisms, composed by Google's dp-accounting."""
-    events = []
-    for m in mechanisms:
-        gaussian = dpa.GaussianDpEvent(m["noise_multiplier"])
-        event = gaussian if m["sample_rate"] == 1 else dpa.PoissonSampledDpEvent(m["sample_rate"], gaussian)
-        events.append(dpa.SelfComposedDpEvent(event, m["steps"]))
-    accountant = RdpAccountant(orders=list(orders))
-    accountant.compose(dpa.ComposedDpEvent(events))
-    return accountant.rdp
-
-
-def rederive(record: dict) -> float:
-    """ε of one accounting's JSON, recomputed from its mechanisms with dp-accounting's RDP curves."""
-    orders = np.asarray(record["orders"], dtype=float)
-    if record["accountant"] == "rdp-order-search":
-        orders = np.asarray([record["order"]])
-    if record["adjacency"] == "add/remove-one":
-        rdp = dp_accounting_curve(record["mechanisms"], orders)
-    else:  # replace-one: q = 1 as Gaussians; q < 1 by the weak triangle inequality through D⁻
-        full = [m for m in record["mechanisms"] if m["sample_rate"] == 1]
-        sampled = [m for m in record["mechanisms"] if m["sample_rate"] < 1]
-        rdp = dp_accounting_curve(full, orders) + (orders - 0.5) / (orders - 1) * dp_accounting_curve(
-            sampled, 2 * orders
-        ) + dp_accounting_curve(sampled, 2 * orders - 1)
-    log_delta = math.log(record["delta"])
-    if record["conversion"] == "classic":
-        eps = rdp - log_delta / (orders - 1)
-    else:
-        eps = rdp + np.log1p(-1 / orders) - (log_delta + np.log(orders)) / (orders - 1)
-    return float(np.min(eps))
+CREDIT = P3GMSetting(n_train=9442, batch_size=100, epochs=15, sgd_sigma=2.1, pca_sigma=10.0)  # DP centring mean
 
 
 def test_ledger_json_is_rederivable_with_dp_accounting(tmp_path: Path) -> None:
     path = p3gm_ledger(CREDIT, target_epsilon=1.0, notes="credit, exp.sh").write(tmp_path / "privacy.json")
     data = json.loads(path.read_text())
-    for key in ("epsilon", "delta", "accountant", "conversion", "adjacency", "mechanisms", "paper", "strict"):
+    for key in ("epsilon", "delta", "accountant", "conversion", "adjacency", "mechanisms", "headline", "paper",
+                "sound", "not_dp"):
         assert key in data
-    assert set(data["mechanisms"][0]) == {"name", "noise_multiplier", "sample_rate", "steps", "sensitivity"}
-    assert data["adjacency"] == "add/remove-one" and data["strict"]["adjacency"] == "replace-one"
+    assert set(data["mechanisms"][0]) == {"name", "noise_multiplier", "sample_rate", "steps", "sensitivity", "sampling"}
+    assert data["adjacency"] == "add/remove-one" and data["sound"]["adjacency"] == "replace-one"
+    assert data["headline"] == "paper" and data["not_dp"] is None
     assert rederive(data) == pytest.approx(data["epsilon"], rel=1e-6)
-    assert rederive(data["strict"]) == pytest.approx(data["strict"]["epsilon"], rel=1e-6)
-    assert data["epsilon"] == pytest.approx(0.976, rel=0.01)
+    assert rederive(data["sound"]) == pytest.approx(data["sound"]["epsilon"], rel=1e-6)
+    assert data["epsilon"] == pytest.approx(0.9986, abs=5e-4)  # exp.sh's 0.976 + the DP centring mean
 
 
 def test_order_search_ledger_is_rederivable_with_dp_accounting() -> None:
@@ -69,7 +36,32 @@ def test_order_search_ledger_is_rederivable_with_dp_accounting() -> None:
     data = dp2vae_ledger(1.0, num_subsets=1000, steps=20000, batch_size=32).to_dict()
     assert data["accountant"] == "rdp-order-search" and not float(data["order"]).is_integer()
     assert rederive(data) == pytest.approx(data["epsilon"], rel=1e-6)
-    assert rederive(data["strict"]) == pytest.approx(data["strict"]["epsilon"], rel=1e-6)
+    assert data["sound"]["mechanisms"][0]["sampling"] == "fixed-partition"
+    assert rederive(data["sound"]) == pytest.approx(data["sound"]["epsilon"], rel=1e-6)
+
+
+@pytest.mark.parametrize("kappa", ["paper", "sqrt5", "tight"])
+def test_privae_ledgers_are_rederivable_with_dp_accounting(kappa: str) -> None:
+    ledger = privae_ledger(2.0, 256 / 60000, 2344, 1e-5, 0.05, 0.005, 256, 16, kappa=kappa)  # type: ignore[arg-type]
+    data = ledger.to_dict()
+    assert data["headline"] == ("paper" if kappa == "paper" else "sound")
+    assert Ledger.from_dict(data) == ledger
+    assert rederive(data["sound"]) == pytest.approx(data["sound"]["epsilon"], rel=1e-6)
+    paper = data["paper"]  # Theorem 2: each half alone at δ/2, the ε added
+    halves = [rederive({**paper, "delta": paper["delta"] / 2, "mechanisms": [m]}) for m in paper["mechanisms"]]
+    assert paper["accountant"] == "rdp+rdp (sequential)" and sum(halves) == pytest.approx(paper["epsilon"], rel=1e-6)
+
+
+def test_not_dp_ledger_round_trips_and_says_so(tmp_path: Path) -> None:
+    ledger = p3gm_ledger(replace(CREDIT, centring="nonprivate"), target_epsilon=1.0)
+    data = json.loads(ledger.write(tmp_path / "privacy.json").read_text())
+    assert data["not_dp"].startswith("not DP: non-private centring mean") and "sound" not in data
+    assert Ledger.read(tmp_path / "privacy.json") == ledger
+    assert rederive(data) == pytest.approx(data["epsilon"], rel=1e-6)
+    with pytest.raises(ValueError, match="not_dp"):
+        Ledger(ledger.paper, ledger.paper, not_dp="reason")
+    with pytest.raises(ValueError, match="headline 'sound'"):
+        Ledger(ledger.paper, headline="sound")
 
 
 def test_round_trip_through_dict_and_file(tmp_path: Path) -> None:
@@ -78,7 +70,7 @@ def test_round_trip_through_dict_and_file(tmp_path: Path) -> None:
     assert Ledger.read(ledger.write(tmp_path / "nested" / "privacy.json")) == ledger
     headline_only = Ledger(ledger.paper)
     data = headline_only.to_dict()
-    assert "strict" not in data and "paper" not in data and data["target_epsilon"] is None
+    assert "sound" not in data and "paper" not in data and data["target_epsilon"] is None
     assert Ledger.from_dict(data) == headline_only
 
 
@@ -126,13 +118,17 @@ def test_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_budget_guard() -> None:
-    ledger = p3gm_ledger(P3GMSetting(n_train=43957, batch_size=200, epochs=5, sgd_sigma=1.4, pca_sigma=5.0))
-    assert ledger.epsilon > 1.0  # Adult's exp.sh setting: 1.009
+    adult = P3GMSetting(n_train=43957, batch_size=200, epochs=5, sgd_sigma=1.4, pca_sigma=5.0, centring="nonprivate")
+    ledger = p3gm_ledger(adult)
+    assert ledger.epsilon > 1.0  # Adult's exp.sh setting: 1.009, no tolerance
     with pytest.raises(PrivacyBudgetExceeded, match=r"accounted epsilon 1\.009.*target epsilon 1\b") as error:
         check_budget(ledger, 1.0)
     assert error.value.achieved_epsilon == ledger.epsilon and error.value.target_epsilon == 1.0
-    assert check_budget(ledger, 1.0, rel_tol=0.01) == ledger.epsilon
+    with pytest.raises(TypeError):
+        check_budget(ledger, 1.0, rel_tol=0.01)  # type: ignore[call-arg]
     assert check_budget(ledger.paper, 1.01) == ledger.epsilon
+    sound_headline = Ledger(ledger.paper, ledger.paper, headline="sound")
+    assert check_budget(sound_headline, 1.01) == ledger.epsilon
     mechanisms = list(ledger.paper.mechanisms)
     assert check_budget(mechanisms, 1.01, delta=1e-5) == pytest.approx(ledger.epsilon)
     with pytest.raises(PrivacyBudgetExceeded):

@@ -1,4 +1,4 @@
-"""Each paper's accounting against the known values of PAPERS.md, strict variants, stated sensitivities."""
+"""Each paper's accounting against the known values of PAPERS.md, sound variants, stated sensitivities."""
 
 from __future__ import annotations
 
@@ -7,25 +7,46 @@ import math
 import numpy as np
 import pytest
 
-from dpvae.privacy.accounting import INTEGER_ORDERS, abadi_kappa, epsilon, replace_one_rdp, rdp_to_dp
-from dpvae.privacy.ledger import Accounting, Mechanism
-from dpvae.privacy.recipes import (
+from dataclasses import replace
+
+from dpvae.errors import PrivacyBudgetExceeded
+from dpvae.methods.recipes import (
+    NOT_DP_NONPRIVATE_MEAN,
     PRIVAE_ORDERS,
+    SQRT5,
     P3GMSetting,
     dp2vae_epsilon,
     dp2vae_ledger,
     dp2vae_noise,
+    dp2vae_sound_epsilon,
     p3gm_accounting,
     p3gm_composition_comparison,
+    p3gm_fit_sgd_sigma,
     p3gm_ledger,
     p3gm_mechanisms,
     p3gm_train_size,
     privae_kappa,
     privae_ledger,
     privae_noise,
+    tight_kappa,
 )
+from dpvae.privacy.accounting import (
+    INTEGER_ORDERS,
+    abadi_kappa,
+    calibrate_noise,
+    epsilon,
+    fixed_partition_rdp,
+    replace_one_rdp,
+    rdp_to_dp,
+)
+from dpvae.privacy.ledger import Accounting, Mechanism
 
 DELTA = 1e-5
+
+
+def paper_code(*args, **kwargs) -> P3GMSetting:
+    """A P3GM setting as the reference code runs it: centred with the data's exact (non-private) mean."""
+    return P3GMSetting(*args, centring="nonprivate", **kwargs)
 
 # ------------------------------------------------------------------------------------------------ P3GM
 
@@ -48,7 +69,7 @@ def test_train_size_is_sklearn_split() -> None:
 @pytest.mark.parametrize("dataset", EXP_SH)
 def test_p3gm_exp_sh_epsilons(dataset: str) -> None:
     rows, batch, epochs, sgd_sigma, pca_sigma, expected = EXP_SH[dataset]
-    setting = P3GMSetting(p3gm_train_size(rows), batch, epochs, sgd_sigma, pca_sigma)
+    setting = paper_code(p3gm_train_size(rows), batch, epochs, sgd_sigma, pca_sigma)
     assert p3gm_accounting(setting).epsilon == pytest.approx(expected, rel=0.01)
 
 
@@ -60,16 +81,16 @@ def test_p3gm_exp_sh_epsilons(dataset: str) -> None:
 def test_p3gm_fig4_epsilons(
     sgd_sigma: float, epochs: int, pca_sigma: float, em_sigma: float, em_iters: int, expected: float
 ) -> None:
-    setting = P3GMSetting(9442, 100, epochs, sgd_sigma, pca_sigma, em_sigma, em_iters)
+    setting = paper_code(9442, 100, epochs, sgd_sigma, pca_sigma, em_sigma, em_iters)
     assert p3gm_accounting(setting).epsilon == pytest.approx(expected, rel=0.01)
 
 
 def test_p3gm_fig5_and_fig7_epsilons() -> None:
     """Further [computed] values of PAPERS.md §3.5 (DP-VAE = the DP-SGD mechanism alone)."""
-    assert p3gm_accounting(P3GMSetting(63000, 300, 3, 1.1, 10.0)).epsilon == pytest.approx(0.957, rel=0.01)
-    assert p3gm_accounting(P3GMSetting(63000, 300, 10, 1.27, 10.0)).epsilon == pytest.approx(1.004, rel=0.01)
-    assert p3gm_accounting(P3GMSetting(9442, 100, 30, 2.7, 10.0)).epsilon == pytest.approx(1.025, rel=0.01)
-    dp_vae = P3GMSetting(63000, 300, 10, 1.2, 10.0)
+    assert p3gm_accounting(paper_code(63000, 300, 3, 1.1, 10.0)).epsilon == pytest.approx(0.957, rel=0.01)
+    assert p3gm_accounting(paper_code(63000, 300, 10, 1.27, 10.0)).epsilon == pytest.approx(1.004, rel=0.01)
+    assert p3gm_accounting(paper_code(9442, 100, 30, 2.7, 10.0)).epsilon == pytest.approx(1.025, rel=0.01)
+    dp_vae = paper_code(63000, 300, 10, 1.2, 10.0)
     sgd_only = Accounting(p3gm_mechanisms(dp_vae)[2:], DELTA)
     assert sgd_only.epsilon == pytest.approx(0.974, rel=0.01)
 
@@ -93,20 +114,58 @@ def test_p3gm_fig9_rdp_and_baseline(components: int) -> None:
         assert improved.proposed.epsilon == pytest.approx(0.986, rel=0.01)
 
 
-def test_p3gm_strict_choices() -> None:
-    setting = P3GMSetting(9442, 100, 15, 2.1, 10.0, n_components=3)
-    pca, em, sgd = p3gm_mechanisms(setting, strict=True)
+def test_p3gm_sound_choices() -> None:
+    setting = P3GMSetting(9442, 100, 15, 2.1, 10.0, n_components=3, mean_sigma=20.0, mean_clip=5.0)
+    mean, pca, em, sgd = p3gm_mechanisms(setting, sound=True)
+    assert mean.noise_multiplier == pytest.approx(10.0) and mean.sensitivity == pytest.approx(10.0)  # 2R, σ_m/2
     assert pca.noise_multiplier == pytest.approx(10.0 / math.sqrt(2)) and pca.sensitivity == pytest.approx(2**0.5)
-    assert em.steps == (20 + 1) * 7 and p3gm_mechanisms(setting)[1].steps == 20 * 7
+    assert em.steps == (20 + 1) * 7 and p3gm_mechanisms(setting)[2].steps == 20 * 7
     assert (sgd.noise_multiplier, sgd.sample_rate, sgd.steps) == (2.1, 100 / 9442, 1417)
+    paper_mean = p3gm_mechanisms(setting)[0]
+    assert (paper_mean.noise_multiplier, paper_mean.sensitivity) == (20.0, 5.0)
     ledger = p3gm_ledger(setting, target_epsilon=1.0)
-    assert ledger.strict is not None and ledger.strict.adjacency == "replace-one" and "replace-one" in ledger.notes
+    assert ledger.sound is not None and ledger.sound.adjacency == "replace-one" and "replace-one" in ledger.notes
+    assert ledger.headline == "paper" and ledger.not_dp is None
     by_hand = (
-        pca.rdp(ledger.strict.orders) + em.rdp(ledger.strict.orders)
-        + replace_one_rdp(2.1, 100 / 9442, 1417, ledger.strict.orders)
+        mean.rdp(ledger.sound.orders) + pca.rdp(ledger.sound.orders) + em.rdp(ledger.sound.orders)
+        + replace_one_rdp(2.1, 100 / 9442, 1417, ledger.sound.orders)
     )
-    assert ledger.strict.epsilon == pytest.approx(rdp_to_dp(ledger.strict.orders, by_hand, DELTA, "improved")[0])
-    assert ledger.strict.epsilon > ledger.epsilon
+    assert ledger.sound.epsilon == pytest.approx(rdp_to_dp(ledger.sound.orders, by_hand, DELTA, "improved")[0])
+    assert ledger.sound.epsilon > ledger.epsilon
+
+
+def test_p3gm_centring_choices() -> None:
+    """The DP mean is budgeted; no centring costs nothing; the code's exact mean is marked not DP."""
+    dp, zero, code = (P3GMSetting(9442, 100, 15, 2.1, 10.0, centring=c) for c in ("dp", "zero", "nonprivate"))
+    assert [m.name for m in p3gm_mechanisms(dp)] == ["DP mean (centring)", "DP-PCA", "DP-EM", "DP-SGD"]
+    assert [m.name for m in p3gm_mechanisms(zero)] == ["DP-PCA", "DP-EM", "DP-SGD"]
+    assert p3gm_ledger(zero).epsilon == pytest.approx(p3gm_ledger(code).epsilon)
+    assert p3gm_ledger(zero).epsilon < p3gm_ledger(dp).epsilon
+    assert p3gm_ledger(dp).epsilon == pytest.approx(0.9986, abs=5e-4)  # credit, exp.sh, DP mean at sigma_m 20
+    not_dp = p3gm_ledger(code)
+    assert not_dp.not_dp == NOT_DP_NONPRIVATE_MEAN and not_dp.sound is None and "not DP" in not_dp.notes
+    assert "non-private centring mean" in not_dp.notes
+    assert p3gm_ledger(zero).sound is not None and p3gm_ledger(zero).not_dp is None
+    with pytest.raises(ValueError, match="centring"):
+        P3GMSetting(9442, 100, 15, 2.1, 10.0, centring="empirical")  # type: ignore[arg-type]
+
+
+# (rows before the split, B, epochs, exp.sh σ_s, σ_p, σ_s raised so that ε <= 1 with the DP mean)
+FITTED = {"adult": (48_842, 200, 5, 1.4, 5.0, 1.535), "isolet": (7_797, 100, 2, 1.6, 5.0, 1.735),
+          "credit": (10_492, 100, 15, 2.1, 10.0, 2.1)}
+
+
+@pytest.mark.parametrize("dataset", FITTED)
+def test_p3gm_fit_raises_sigma_to_meet_the_target_exactly(dataset: str) -> None:
+    rows, batch, epochs, sigma, pca_sigma, fitted_sigma = FITTED[dataset]
+    setting = P3GMSetting(p3gm_train_size(rows), batch, epochs, sigma, pca_sigma)
+    fitted = p3gm_fit_sgd_sigma(setting, 1.0)
+    assert fitted.sgd_sigma == pytest.approx(fitted_sigma, abs=5e-4) and fitted.sgd_sigma >= sigma
+    assert p3gm_ledger(fitted).epsilon <= 1.0  # no tolerance
+    if fitted.sgd_sigma > sigma:  # the smallest such σ_s: a little less overspends
+        assert p3gm_ledger(replace(fitted, sgd_sigma=fitted.sgd_sigma * (1 - 1e-6))).epsilon > 1.0
+    with pytest.raises(PrivacyBudgetExceeded, match="encoding phase"):
+        p3gm_fit_sgd_sigma(setting, 0.1)  # DP mean + DP-PCA + DP-EM alone exceed 0.1
 
 
 def test_p3gm_setting_rejects_bad_input() -> None:
@@ -145,38 +204,80 @@ def test_privae_sigma_table(eps: float) -> None:
     assert _within_one_percent_of_calibrated(sigma_half, eps / 2, DELTA / 2, PRIVAE_RATE, PRIVAE_STEPS)
 
 
-def test_privae_noise_and_kappa() -> None:
-    assert privae_kappa(DELTA, 0.005) == abadi_kappa(DELTA)
-    assert privae_kappa(DELTA, 0.005, "tight") == math.sqrt(5)
-    assert privae_kappa(DELTA, 0.0, "paper") == privae_kappa(DELTA, 0.0, "tight") == 1.0
-    noise = privae_noise(1.0, DELTA, PRIVAE_RATE, PRIVAE_STEPS, c2=0.005)
+FMNIST = dict(c1=0.05, c2=0.005, expected_batch_size=256, num_groups=16)  # privae_sparsity / Table 1
+
+
+def test_privae_kappa_options() -> None:
+    c1, c2 = 0.05 / 256, 0.005 / 16
+    tight = (c1 + 2 * c2) / math.hypot(c1, c2)
+    assert privae_kappa(DELTA, **FMNIST) == abadi_kappa(DELTA)
+    assert privae_kappa(DELTA, **FMNIST, kappa="sqrt5") == SQRT5 == math.sqrt(5)
+    assert privae_kappa(DELTA, **FMNIST, kappa="tight") == pytest.approx(tight) == tight_kappa(**FMNIST)
+    assert 1 < tight < math.sqrt(5)  # Cauchy-Schwarz: (c1 + 2 c2)/√(c1² + c2²) ≤ √5, equality iff c2 = 2 c1
+    assert tight_kappa(1.0, 2.0, 1, 1) == pytest.approx(math.sqrt(5))
+    no_batch = {**FMNIST, "c2": 0.0}
+    assert {privae_kappa(DELTA, **no_batch, kappa=k) for k in ("paper", "sqrt5", "tight")} == {1.0}
+    noise = privae_noise(1.0, DELTA, PRIVAE_RATE, PRIVAE_STEPS, **FMNIST)
     assert noise == pytest.approx(abadi_kappa(DELTA) * 1.322, rel=0.01)
     with pytest.raises(ValueError, match="kappa"):
-        privae_kappa(DELTA, 0.005, "loose")  # type: ignore[arg-type]
+        privae_kappa(DELTA, **FMNIST, kappa="loose")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kappa", ["paper", "sqrt5", "tight"])
+def test_privae_noise_meets_the_headline_target_exactly(kappa: str) -> None:
+    noise = privae_noise(1.0, DELTA, PRIVAE_RATE, PRIVAE_STEPS, **FMNIST, kappa=kappa)  # type: ignore[arg-type]
+    ledger = privae_ledger(noise, PRIVAE_RATE, PRIVAE_STEPS, DELTA, **FMNIST, kappa=kappa)  # type: ignore[arg-type]
+    assert ledger.headline == ("paper" if kappa == "paper" else "sound")
+    assert ledger.epsilon <= 1.0
+    if kappa == "tight":  # the sound ledger spends exactly the target
+        assert ledger.epsilon == pytest.approx(1.0, rel=1e-8)
 
 
 def test_privae_ledgers() -> None:
     sigma = 1.322  # σ(ε = 1) from the table
-    paper = privae_ledger(abadi_kappa(DELTA) * sigma, PRIVAE_RATE, PRIVAE_STEPS, DELTA, 0.05, 0.005, 1.0)
-    halves = [
-        epsilon([m], DELTA / 2, "classic", PRIVAE_ORDERS)[0] for m in paper.paper.mechanisms
-    ]
+    paper = privae_ledger(abadi_kappa(DELTA) * sigma, PRIVAE_RATE, PRIVAE_STEPS, DELTA, **FMNIST, target_epsilon=1.0)
+    halves = [epsilon([m], DELTA / 2, "classic", PRIVAE_ORDERS)[0] for m in paper.paper.mechanisms]
     assert paper.epsilon == pytest.approx(sum(halves)) and paper.epsilon < 1.0  # κ is conservative
-    assert paper.paper.accountant == "rdp+rdp (sequential)"
-    # The paper's κ = 2.06 < √5: with the sound sub-group sensitivity its runs overshoot the target.
-    assert paper.strict is not None and paper.strict.epsilon > 1.0 > paper.epsilon
-    assert paper.strict.mechanisms[0].sensitivity == pytest.approx(math.sqrt(5))
-    # At large ε the halves' separate amplification (same subsample) under-counts even more.
-    large = privae_ledger(abadi_kappa(DELTA) * 0.361, PRIVAE_RATE, PRIVAE_STEPS, DELTA, 0.05, 0.005, 100.0)
-    assert large.strict is not None and large.epsilon < 100.0 < large.strict.epsilon
+    assert paper.paper.accountant == "rdp+rdp (sequential)" and paper.headline == "paper"
+    assert paper.sound is not None
+    (released,) = paper.sound.mechanisms  # one Gaussian mechanism: the released gradient
+    c1, c2 = 0.05 / 256, 0.005 / 16
+    assert released.sensitivity == pytest.approx(c1 + 2 * c2)
+    assert released.noise_multiplier == pytest.approx(abadi_kappa(DELTA) * sigma * math.hypot(c1, c2) / (c1 + 2 * c2))
+    # Here c2 ≈ 1.6·c1, so the tight factor 2.226 is close to √5 and above the paper's κ = 2.059: the
+    # paper's runs overspend their target under the sound accounting.
+    assert tight_kappa(**FMNIST) == pytest.approx(2.2260, abs=1e-4)
+    assert paper.sound.epsilon == pytest.approx(1.1529, abs=1e-4)
+    tight = privae_ledger(tight_kappa(**FMNIST) * sigma, PRIVAE_RATE, PRIVAE_STEPS, DELTA, **FMNIST, kappa="tight")
+    assert tight.sound is not None and tight.sound.mechanisms[0].noise_multiplier == pytest.approx(sigma)
+    assert tight.epsilon == pytest.approx(1.0, rel=0.01)
+    plain = privae_ledger(sigma, PRIVAE_RATE, PRIVAE_STEPS, DELTA, **{**FMNIST, "c2": 0.0}, target_epsilon=1.0)
+    assert plain.sound is not None and plain.epsilon == pytest.approx(plain.sound.epsilon)
+    assert plain.epsilon == pytest.approx(1.0, rel=0.01)
 
-    tight = privae_ledger(math.sqrt(5) * sigma, PRIVAE_RATE, PRIVAE_STEPS, DELTA, 0.05, 0.005, 1.0)
-    assert tight.strict is not None
-    assert tight.strict.mechanisms[0].noise_multiplier == pytest.approx(sigma)
-    assert tight.strict.epsilon == pytest.approx(1.0, rel=0.01)
 
-    plain = privae_ledger(sigma, PRIVAE_RATE, PRIVAE_STEPS, DELTA, 0.05, 0.0, 1.0)
-    assert plain.strict is None and plain.epsilon == pytest.approx(1.0, rel=0.01)
+# Pinwheel (privae_clustering, KL(p||q) variant): 400 records, B = 20, b = 1, 500 epochs, C1 0.05, C2 0.0005.
+PINWHEEL = dict(c1=0.05, c2=0.0005, expected_batch_size=20, num_groups=1)
+PINWHEEL_RATE, PINWHEEL_STEPS = 20 / 400, 10_000
+
+
+def test_privae_pinwheel_sound_epsilons() -> None:
+    """The issue's numbers: at the paper's κ the sound ε is 6.18 (the √5 bound said 11.2), and the tight κ
+    spends exactly the target 10."""
+    sigma = calibrate_noise(10.0, DELTA, PINWHEEL_RATE, PINWHEEL_STEPS, "classic", PRIVAE_ORDERS)
+    epsilons = {}
+    for kappa in ("paper", "sqrt5", "tight"):
+        factor = privae_kappa(DELTA, **PINWHEEL, kappa=kappa)  # type: ignore[arg-type]
+        ledger = privae_ledger(factor * sigma, PINWHEEL_RATE, PINWHEEL_STEPS, DELTA, **PINWHEEL)
+        assert ledger.sound is not None
+        epsilons[kappa] = (factor, ledger.paper.epsilon, ledger.sound.epsilon)
+    assert epsilons["paper"][0] == pytest.approx(2.0593, abs=1e-4)
+    assert epsilons["paper"][1:] == pytest.approx((8.908, 6.178), abs=1e-3)
+    assert epsilons["sqrt5"][2] == pytest.approx(5.651, abs=1e-3)
+    assert epsilons["tight"][0] == pytest.approx(1.3728, abs=1e-4) and epsilons["tight"][2] == pytest.approx(10.0)
+    whitened = Accounting((Mechanism("√5", epsilons["paper"][0] * sigma / SQRT5, PINWHEEL_RATE, PINWHEEL_STEPS),),
+                          DELTA, conversion="classic", orders=PRIVAE_ORDERS)
+    assert whitened.epsilon == pytest.approx(11.198, abs=1e-3)  # the previous "strict" ledger
 
 
 # --------------------------------------------------------------------------------------------- DP²-VAE
@@ -200,16 +301,33 @@ def test_dp2vae_sigma_table(steps: int) -> None:
 
 def test_dp2vae_pyvacy_way() -> None:
     sigma = dp2vae_noise(1.0, num_subsets=1000, steps=20000)
+    assert dp2vae_epsilon(1000, sigma, 20000) <= 1.0  # rounded up: never above the target
     assert dp2vae_epsilon(1000, sigma, 20000) == pytest.approx(1.0, rel=1e-8)
     integer_orders = epsilon([Mechanism("decoder", sigma, 1e-3, 20000)], DELTA, "classic", INTEGER_ORDERS)[0]
     assert dp2vae_epsilon(1000, sigma, 20000) <= integer_orders
     assert sigma == pytest.approx(1.099, rel=0.01)  # the order search barely matters at ε = 1
-    ledger = dp2vae_ledger(sigma, 1000, 20000, batch_size=32, target_epsilon=1.0)
-    assert ledger.epsilon == pytest.approx(1.0, rel=1e-8)
-    assert ledger.strict is not None and ledger.strict.mechanisms[0].steps == 20000 * 32
-    assert ledger.strict.epsilon > 3 * ledger.epsilon
     with pytest.raises(ValueError, match="num_subsets"):
         dp2vae_epsilon(0, 1.0, 10)
+
+
+def test_dp2vae_sound_ledger() -> None:
+    """Replace-one, 2·B·C on the steps that draw the record's subset, fixed-partition sampling."""
+    sigma = dp2vae_noise(1.0, num_subsets=1000, steps=20000)
+    ledger = dp2vae_ledger(sigma, 1000, 20000, batch_size=32, target_epsilon=1.0)
+    assert ledger.headline == "paper" and ledger.epsilon == pytest.approx(1.0, rel=1e-8)
+    assert ledger.sound is not None and ledger.sound.adjacency == "replace-one"
+    (mechanism,) = ledger.sound.mechanisms
+    assert (mechanism.sampling, mechanism.sample_rate, mechanism.steps) == ("fixed-partition", 1e-3, 20000)
+    assert mechanism.sensitivity == 64.0 and mechanism.noise_multiplier == pytest.approx(sigma / 64)
+    order = ledger.sound.order
+    assert order is not None
+    by_hand = fixed_partition_rdp(sigma / 64, 1e-3, 20000, [order])
+    assert ledger.sound.epsilon == pytest.approx(rdp_to_dp([order], by_hand, DELTA, "classic")[0])
+    assert ledger.sound.epsilon == pytest.approx(76_872, rel=1e-3)  # no meaningful guarantee at σ(ε = 1)
+    assert dp2vae_sound_epsilon(1000, sigma, 20000, 32) == ledger.sound.epsilon
+    grid = 1 + np.logspace(-7, 2.7, 3000)  # the continuous order search finds the grid's minimum
+    assert ledger.sound.epsilon <= rdp_to_dp(grid, fixed_partition_rdp(sigma / 64, 1e-3, 20000, grid), DELTA,
+                                             "classic")[0] * (1 + 1e-6)
 
 
 # ---------------------------------------------------------------------------- stated sensitivities
@@ -250,7 +368,7 @@ def test_clipped_sum_sensitivities() -> None:
 def test_termwise_subgroup_term_can_move_by_twice_c2() -> None:
     """Counter-example to Lemma 2's C2 for the sub-group term: when a record joins an existing sub-group,
     clip_{C2}(∇ψ(s ∪ {x})) − clip_{C2}(∇ψ(s)) can reach 2·C2 (here ψ's gradient is the group mean).
-    The strict PriVAE ledger still uses Lemma 2's (C1, C2), see the recipe's docstring."""
+    The sound PriVAE ledger uses 2·C2 (see the recipe's docstring)."""
     c2 = 0.005
 
     def clipped_mean(group: np.ndarray) -> np.ndarray:

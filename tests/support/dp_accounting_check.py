@@ -10,7 +10,7 @@ from dp_accounting.rdp import RdpAccountant
 
 
 def dp_accounting_curve(mechanisms: list[dict], orders) -> np.ndarray:
-    """Add/remove RDP of a ledger's JSON mechanisms, composed by Google's dp-accounting."""
+    """Add/remove RDP of a ledger's JSON Poisson mechanisms, composed by Google's dp-accounting."""
     events = []
     for m in mechanisms:
         gaussian = dpa.GaussianDpEvent(m["noise_multiplier"])
@@ -21,17 +21,34 @@ def dp_accounting_curve(mechanisms: list[dict], orders) -> np.ndarray:
     return accountant.rdp
 
 
+def fixed_partition_curve(mechanisms: list[dict], orders) -> np.ndarray:
+    """Fixed-partition mechanisms: each step's Gaussian RDP r(α) from dp-accounting, then the mixture bound
+    log(1 − q + q·e^{(α−1) r(α)})/(α − 1) per step (joint convexity; see accounting.fixed_partition_rdp)."""
+    total = np.zeros(len(orders))
+    for m in mechanisms:
+        accountant = RdpAccountant(orders=list(orders))
+        accountant.compose(dpa.GaussianDpEvent(m["noise_multiplier"]))
+        exponent = (np.asarray(orders) - 1) * accountant.rdp
+        q = m["sample_rate"]
+        per_step = exponent if q == 1 else np.logaddexp(math.log1p(-q), math.log(q) + exponent)
+        total += m["steps"] * per_step / (np.asarray(orders) - 1)
+    return total
+
+
 def rederive(record: dict) -> float:
     """ε of one accounting's JSON, recomputed from its mechanisms with dp-accounting's RDP curves."""
     orders = np.asarray(record["orders"], dtype=float)
     if record["accountant"] == "rdp-order-search":
         orders = np.asarray([record["order"]])
+    partition = [m for m in record["mechanisms"] if m.get("sampling") == "fixed-partition"]
+    poisson = [m for m in record["mechanisms"] if m.get("sampling", "poisson") == "poisson"]
+    rdp = fixed_partition_curve(partition, orders)
     if record["adjacency"] == "add/remove-one":
-        rdp = dp_accounting_curve(record["mechanisms"], orders)
+        rdp = rdp + dp_accounting_curve(poisson, orders)
     else:  # replace-one: q = 1 as Gaussians; q < 1 by the weak triangle inequality through D⁻
-        full = [m for m in record["mechanisms"] if m["sample_rate"] == 1]
-        sampled = [m for m in record["mechanisms"] if m["sample_rate"] < 1]
-        rdp = dp_accounting_curve(full, orders) + (orders - 0.5) / (orders - 1) * dp_accounting_curve(
+        full = [m for m in poisson if m["sample_rate"] == 1]
+        sampled = [m for m in poisson if m["sample_rate"] < 1]
+        rdp = rdp + dp_accounting_curve(full, orders) + (orders - 0.5) / (orders - 1) * dp_accounting_curve(
             sampled, 2 * orders
         ) + dp_accounting_curve(sampled, 2 * orders - 1)
     log_delta = math.log(record["delta"])

@@ -40,7 +40,7 @@ def test_smoke_overlay_adds_no_experiment_or_variant():
 
 def test_defaults_are_filled_in():
     config = validate_config(_raw())
-    assert config["privacy"]["epsilon_rel_tol"] == 0.01
+    assert "privacy" not in config  # no budget tolerance: epsilon <= target exactly
     assert config["evaluation"]["n_samples"] is None
     assert config["experiments"]["p3gm_table3"]["seeds"] == 1
 

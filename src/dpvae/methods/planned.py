@@ -81,7 +81,7 @@ class PriVAEParams(FashionVAEParams):
     clip_sample: float = param(0.05, "C1: clipping norm of the per-example term", exclusive_minimum=0)
     clip_batch: float = param(0.0, "C2: clipping norm of the per-sub-group term (0 = no batch-wise term)", minimum=0)
     clip: float = param(0.0002, "C of the micro/batch-aggregation baselines", exclusive_minimum=0)
-    kappa: Literal["paper", "sqrt5", "tight"] = param("paper", "term-wise noise factor (see README, privacy accounting)")
+    kappa: Literal["paper", "sqrt5", "tight"] = param("paper", "term-wise noise factor sigma'/sigma: paper (Theorem 2, a claim), sqrt5 (sound, loose), tight (sound, exact); README")
 
 
 @dataclass(frozen=True)
@@ -117,8 +117,10 @@ class P3GMParams(MethodParams):
     em_iters: int = param(20, "T_e: DP-EM iterations", minimum=0)
     em_components: int = param(1, "mixture components of the DP-EM prior (paper 3, code 1)", minimum=1)
     account_em_init: bool = param(False, "count the initial noisy M-step in the paper ledger (the code does not)")
+    pca_mean: Literal["dp", "zero", "nonprivate"] = param("dp", "DP-PCA centring: a released DP mean, none, or the code's exact mean (not DP)")
+    sigma_mean: float = param(20.0, "noise multiplier of the DP centring mean (rows clipped to sqrt(d))", exclusive_minimum=0)
     clip: float | None = param(1.0, "per-example clipping norm C (null = no clipping, non-private PGM)")
-    sigma_sgd: float | Literal["auto"] = param("auto", "DP-SGD noise multiplier; auto = calibrated to the target")
+    sigma_sgd: float | Literal["auto"] = param("auto", "DP-SGD noise multiplier: a number is raised (never lowered) to meet the target exactly; auto = calibrated")
     pretrain_steps: int = param(3000, "non-private decoder pre-training steps on DP outputs (code; 0 = none)", minimum=0)
     sampling_prior: Literal["normal", "mog"] = param("normal", "prior of released samples: N(0, I) (code) or the DP-MoG (paper)")
     encoder_variance: Literal["learned", "zero"] = param("learned", "sigma_phi(x) learned, or 0 (P3GM(AE))")

@@ -10,8 +10,12 @@ One module for every accountant the four papers use:
   one in today's TF-Privacy, opacus, dp-accounting and the P3GM code's vendored TF-Privacy.
 * zCDP → (ε, δ), the classic Gaussian-mechanism bound, Abadi et al.'s moments accountant and the
   closed-form factor κ PriVAE derives from it.
-* Replace-one adjacency (see `replace_one_rdp`), calibration of σ for a target ε, and the continuous
-  order search of pyvacy (DP²-VAE's accountant).
+* Replace-one adjacency (see `replace_one_rdp`), calibration of σ for a target ε (rounded up: the ε of
+  the returned σ never exceeds the target), and the continuous order search of pyvacy (DP²-VAE's
+  accountant).
+* Sampling one of 1/q fixed disjoint subsets per step (`fixed_partition_rdp`): the unsampled branch is
+  then a different subset's output, not the same sum without the record, so Poisson amplification does
+  not apply; a weaker bound does.
 
 Adjacency conventions (what `noise_multiplier` means): under add/remove-one it is noise std / the
 l2 contribution bound of one record. Under replace-one, a full-batch mechanism (q = 1) is an ordinary
@@ -33,10 +37,12 @@ from scipy import optimize
 Conversion = Literal["classic", "improved"]
 Adjacency = Literal["add/remove-one", "replace-one"]
 PartAccountant = Literal["rdp", "moments", "zcdp", "gaussian"]
+Sampling = Literal["poisson", "fixed-partition"]
 
 CONVERSIONS: tuple[str, ...] = get_args(Conversion)
 ADJACENCIES: tuple[str, ...] = get_args(Adjacency)
 PART_ACCOUNTANTS: tuple[str, ...] = get_args(PartAccountant)
+SAMPLINGS: tuple[str, ...] = get_args(Sampling)
 
 #: RDP orders of TF-Privacy's 2019 DP-SGD tutorials, used verbatim by the P3GM code.
 DEFAULT_ORDERS: tuple[float, ...] = tuple(
@@ -58,6 +64,7 @@ class GaussianMechanismLike(Protocol):
     noise_multiplier: float
     sample_rate: float
     steps: int
+    sampling: Sampling
 
 
 # ---------------------------------------------------------------------------------------------- checks
@@ -141,6 +148,37 @@ def replace_one_rdp(
     return (alphas - 0.5) / (alphas - 1) * removal + addition
 
 
+def fixed_partition_rdp(
+    noise_multiplier: float, sample_rate: float, steps: int, orders: Sequence[float]
+) -> np.ndarray:
+    """RDP of `steps` Gaussian mechanisms, each applied to one of 1/q fixed disjoint subsets drawn uniformly.
+
+    The record lies in one subset; a step draws it with probability q, and then the released statistic
+    can move by the sensitivity (`noise_multiplier` = noise std / that sensitivity, under whichever
+    relation keeps the partition fixed: replace-one for a shuffle-and-split partition). Otherwise the
+    step releases another subset's statistic, identical on both datasets but *not* centred where the
+    record's subset would be: the output pair is P = (1−q)R + qA, Q = (1−q)R + qA' with R arbitrary.
+    Joint convexity of (p, q) ↦ p^α q^(1−α) gives E_Q[(P/Q)^α] ≤ 1 − q + q·exp((α−1)·α/(2σ²)), i.e.
+        ε(α) = steps · log(1 − q + q·exp((α−1)·α/(2σ²))) / (α − 1),
+    which R far from A, A' attains. (The same bound follows by conditioning on the data-independent
+    schedule: the record's subset is drawn Binomial(T, q) times, each a Gaussian mechanism.) The
+    Poisson-subsampled curve (`subsampled_gaussian_rdp`) assumes R = N(f(D without the record)) and is
+    not a bound here. q = 1 gives steps·α/(2σ²).
+    """
+    _check_mechanism_args(noise_multiplier, sample_rate, steps)
+    alphas = _check_orders(orders)
+    if steps == 0:
+        return np.zeros_like(alphas)
+    if noise_multiplier == 0:
+        return np.full_like(alphas, np.inf)
+    exponent = (alphas - 1) * alphas / (2 * noise_multiplier**2)
+    if sample_rate == 1:
+        per_step = exponent
+    else:
+        per_step = np.logaddexp(math.log1p(-sample_rate), math.log(sample_rate) + exponent)
+    return steps * per_step / (alphas - 1)
+
+
 _RDP_CURVES: dict[str, Callable[[float, float, int, Sequence[float]], np.ndarray]] = {
     "add/remove-one": subsampled_gaussian_rdp,
     "replace-one": replace_one_rdp,
@@ -150,8 +188,15 @@ _RDP_CURVES: dict[str, Callable[[float, float, int, Sequence[float]], np.ndarray
 def mechanism_rdp(
     mechanism: GaussianMechanismLike, orders: Sequence[float], adjacency: Adjacency = "add/remove-one"
 ) -> np.ndarray:
-    """RDP curve of one mechanism record under `adjacency`."""
+    """RDP curve of one mechanism record under `adjacency`.
+
+    Poisson sampling: `subsampled_gaussian_rdp` (add/remove) or `replace_one_rdp`. Fixed-partition
+    sampling: `fixed_partition_rdp` under either relation (its multiplier is relative to the sensitivity
+    under the accounting's relation, which must keep the partition fixed).
+    """
     curve = _RDP_CURVES[_check_choice(adjacency, ADJACENCIES, "adjacency")]
+    if _check_choice(getattr(mechanism, "sampling", "poisson"), SAMPLINGS, "sampling") == "fixed-partition":
+        curve = fixed_partition_rdp
     return curve(mechanism.noise_multiplier, mechanism.sample_rate, mechanism.steps, orders)
 
 
@@ -313,6 +358,8 @@ def _part_epsilon(
     """ε of one mechanism accounted alone by `part` at `delta`."""
     if part == "rdp":
         return epsilon([mechanism], delta, conversion, orders, adjacency)[0]
+    if getattr(mechanism, "sampling", "poisson") != "poisson" and mechanism.sample_rate < 1:
+        raise ValueError(f"{mechanism.name}: accountant part {part!r} supports only Poisson sampling")
     if adjacency != "add/remove-one" and mechanism.sample_rate < 1:
         raise ValueError(f"{mechanism.name}: accountant part {part!r} supports replace-one only for q = 1")
     if part == "moments":
@@ -367,10 +414,12 @@ def solve_noise_multiplier(
     bracket: tuple[float, float] = (2.0**-8, 2.0**16),
     rtol: float = 1e-10,
 ) -> float:
-    """The σ with epsilon_of_sigma(σ) = target, by Brent's method in log σ (ε must decrease in σ).
+    """The smallest σ (to `rtol`) with epsilon_of_sigma(σ) <= target, by Brent's method in log σ, rounded up.
 
-    Raises ValueError if the target cannot be reached inside `bracket`: too small for the largest σ
-    (e.g. the classic conversion never goes below log(1/δ)/(α_max − 1)) or too large for the smallest.
+    ε must decrease in σ. The root is rounded up until ε(σ) <= target holds exactly, so a run calibrated
+    with it never overspends (no tolerance). Raises ValueError if the target cannot be reached inside
+    `bracket`: too small for the largest σ (e.g. the classic conversion never goes below
+    log(1/δ)/(α_max − 1)) or too large for the smallest.
     """
     if not (target_epsilon > 0 and math.isfinite(target_epsilon)):
         raise ValueError(f"target_epsilon must be a finite number > 0, got {target_epsilon}")
@@ -391,7 +440,12 @@ def solve_noise_multiplier(
             f"target_epsilon={target_epsilon} is unreachable from below: noise_multiplier={bracket[0]:g} "
             f"already gives epsilon={gap_low + target_epsilon:.6g}"
         )
-    return math.exp(optimize.brentq(gap, low, high, xtol=1e-12, rtol=rtol))
+    log_sigma = optimize.brentq(gap, low, high, xtol=1e-12, rtol=rtol)
+    step = max(1e-12, rtol)
+    while gap(log_sigma) > 0:  # round up: never return a σ whose ε exceeds the target
+        log_sigma = min(high, log_sigma + step)
+        step *= 2
+    return math.exp(log_sigma)
 
 
 def calibrate_noise(
@@ -403,7 +457,8 @@ def calibrate_noise(
     orders: Sequence[float] = DEFAULT_ORDERS,
     adjacency: Adjacency = "add/remove-one",
 ) -> float:
-    """Noise multiplier σ of `steps` q-subsampled Gaussians giving exactly `target_epsilon` at `delta`.
+    """Smallest noise multiplier σ (rounded up) of `steps` q-subsampled Gaussians whose ε at `delta` is
+    at most `target_epsilon`.
 
     The inverse of `epsilon` for one mechanism: ε is continuous and strictly decreasing in σ.
     """

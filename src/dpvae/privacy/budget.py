@@ -16,29 +16,22 @@ EpsilonAfter = Callable[[int], float]
 
 
 class StepBudget:
-    """The steps allowed by `target_epsilon` (times 1 + `rel_tol`) for `epsilon_after(steps)`."""
+    """The steps allowed by `target_epsilon` (no tolerance) for `epsilon_after(steps)`."""
 
-    def __init__(self, epsilon_after: EpsilonAfter, target_epsilon: float, rel_tol: float = 0.0,
-                 max_search: int = 1 << 40) -> None:
+    def __init__(self, epsilon_after: EpsilonAfter, target_epsilon: float, max_search: int = 1 << 40) -> None:
         if not target_epsilon > 0 or not math.isfinite(target_epsilon):
             raise ValueError(f"target_epsilon must be a finite number > 0, got {target_epsilon}")
-        if not rel_tol >= 0:
-            raise ValueError(f"rel_tol must be >= 0, got {rel_tol}")
-        self.target_epsilon, self.rel_tol = float(target_epsilon), float(rel_tol)
+        self.target_epsilon = float(target_epsilon)
         self._epsilon_after = epsilon_after
         self.max_steps = self._largest_allowed(max_search)
 
-    @property
-    def limit(self) -> float:
-        return self.target_epsilon * (1 + self.rel_tol)
-
     def _allowed(self, steps: int) -> bool:
-        return self._epsilon_after(steps) <= self.limit
+        return self._epsilon_after(steps) <= self.target_epsilon
 
     def _largest_allowed(self, max_search: int) -> int:
-        """Largest T with epsilon_after(T) <= limit: exponential search, then bisection."""
+        """Largest T with epsilon_after(T) <= target: exponential search, then bisection."""
         if not self._allowed(0):  # the mechanisms spent before training already overspend
-            raise PrivacyBudgetExceeded(self.target_epsilon, self._epsilon_after(0), self.rel_tol)
+            raise PrivacyBudgetExceeded(self.target_epsilon, self._epsilon_after(0))
         low, high = 0, 1
         while self._allowed(high):
             low, high = high, 2 * high
@@ -52,4 +45,4 @@ class StepBudget:
     def check(self, steps: int) -> None:
         """Raise PrivacyBudgetExceeded if `steps` steps would spend more than the target."""
         if steps > self.max_steps:
-            raise PrivacyBudgetExceeded(self.target_epsilon, self._epsilon_after(steps), self.rel_tol)
+            raise PrivacyBudgetExceeded(self.target_epsilon, self._epsilon_after(steps))

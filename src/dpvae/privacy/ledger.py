@@ -2,17 +2,22 @@
 
 A `Mechanism` is one (possibly subsampled, possibly repeated) Gaussian mechanism, normalised so that
 `noise_multiplier` = noise standard deviation / l2-sensitivity under the ledger's adjacency (for a
-subsampled mechanism under replace-one: / one record's contribution bound, see
+Poisson-subsampled mechanism under replace-one: / one record's contribution bound, see
 `dpvae.privacy.accounting`). An `Accounting` composes mechanisms with a named accountant and always
-*computes* its (ε, order). A `Ledger` (the run's `privacy.json`) holds the paper's own accounting as the
-headline and, where the paper's accounting is questionable, a strict alternative.
+*computes* its (ε, order). A `Ledger` (the run's `privacy.json`) holds the paper's own accounting
+("paper": what the paper claims, not necessarily a bound) and a sound one ("sound": an upper bound on
+what the code can release, each backed by a property test of its sensitivities), and names which of
+the two is the run's headline ε (the one its target is checked against). A release that is not
+differentially private at all (e.g. P3GM's non-private centring mean) says why in `not_dp` and has no
+sound accounting.
 
 JSON layout of a ledger (`Ledger.to_dict`)::
 
     {epsilon, order, delta, accountant, conversion, adjacency, orders,
-     mechanisms: [{name, noise_multiplier, sample_rate, steps, sensitivity}, ...],   # headline = paper
-     paper: {...same keys...}, strict: {...same keys...},                            # only with a strict one
-     target_epsilon, notes}
+     mechanisms: [{name, noise_multiplier, sample_rate, steps, sensitivity, sampling}, ...],  # the headline
+     headline: "paper" | "sound",
+     paper: {...same keys...}, sound: {...same keys...},                 # only with a sound accounting
+     not_dp: null | "why the release is not DP", target_epsilon, notes}
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -32,8 +38,10 @@ from dpvae.privacy.accounting import (
     ADJACENCIES,
     CONVERSIONS,
     DEFAULT_ORDERS,
+    SAMPLINGS,
     Adjacency,
     Conversion,
+    Sampling,
     account,
     mechanism_rdp,
 )
@@ -42,11 +50,13 @@ from dpvae.privacy.accounting import epsilon as composed_epsilon
 
 @dataclass(frozen=True)
 class Mechanism:
-    """One Gaussian mechanism applied `steps` times, each time to a Poisson subsample of rate `sample_rate`.
+    """One Gaussian mechanism applied `steps` times, each time to a subsample of rate `sample_rate`.
 
-    `sensitivity` is the l2-sensitivity in the data's own units (e.g. the clipping norm C); it is
-    informational: `noise_multiplier` is already the ratio noise std / sensitivity and alone enters the
-    accountant.
+    `sampling` "poisson": each record is in the subsample independently with probability q;
+    "fixed-partition": each step draws one of 1/q fixed disjoint subsets (see
+    `accounting.fixed_partition_rdp`). `sensitivity` is the l2-sensitivity in the released statistic's
+    own units (e.g. the clipping norm C); it is informational: `noise_multiplier` is already the ratio
+    noise std / sensitivity and alone enters the accountant.
     """
 
     name: str
@@ -54,6 +64,7 @@ class Mechanism:
     sample_rate: float = 1.0
     steps: int = 1
     sensitivity: float = 1.0
+    sampling: Sampling = "poisson"
 
     def __post_init__(self) -> None:
         if not self.noise_multiplier >= 0:
@@ -64,15 +75,17 @@ class Mechanism:
             raise ValueError(f"{self.name}: steps must be a non-negative integer, got {self.steps}")
         if not self.sensitivity > 0:
             raise ValueError(f"{self.name}: sensitivity must be > 0, got {self.sensitivity}")
+        if self.sampling not in SAMPLINGS:
+            raise ValueError(f"{self.name}: sampling must be one of {SAMPLINGS}, got {self.sampling!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping) -> Mechanism:
-        """Inverse of `to_dict`; unknown or missing keys raise ValueError."""
+        """Inverse of `to_dict`; unknown or missing keys raise ValueError ("sampling" defaults to Poisson)."""
         names = {f.name for f in fields(cls)}
-        if set(data) != names:
+        if set(data) not in (names, names - {"sampling"}):
             raise ValueError(f"mechanism keys must be {sorted(names)}, got {sorted(data)}")
         return cls(
             name=str(data["name"]),
@@ -80,6 +93,7 @@ class Mechanism:
             sample_rate=float(data["sample_rate"]),
             steps=int(data["steps"]),
             sensitivity=float(data["sensitivity"]),
+            sampling=data.get("sampling", "poisson"),
         )
 
     def rdp(self, orders: Sequence[float], adjacency: Adjacency = "add/remove-one") -> np.ndarray:
@@ -88,7 +102,9 @@ class Mechanism:
 
 
 _ACCOUNTING_KEYS = ("epsilon", "order", "delta", "accountant", "conversion", "adjacency", "orders", "mechanisms")
-_LEDGER_KEYS = (*_ACCOUNTING_KEYS, "paper", "strict", "target_epsilon", "notes")
+_LEDGER_KEYS = (*_ACCOUNTING_KEYS, "headline", "paper", "sound", "not_dp", "target_epsilon", "notes")
+Headline = Literal["paper", "sound"]
+HEADLINES: tuple[str, ...] = get_args(Headline)
 
 
 @dataclass(frozen=True)
@@ -159,31 +175,53 @@ class Accounting:
 
 @dataclass(frozen=True)
 class Ledger:
-    """A release's privacy record: the paper's own accounting (headline) and an optional strict one."""
+    """A release's privacy record: the paper's own accounting, an optional sound one, and which is the headline.
+
+    `paper` is what the paper's analysis claims for this run (a claim: PAPERS.md §5 lists where it is not
+    an upper bound); `sound` an upper bound on what the code can release (never set unless a property
+    test shows its sensitivities hold); `headline` names the one whose ε is the run's ε (checked against
+    `target_epsilon`). `not_dp` says why the release is not differentially private at all; such a ledger
+    has no sound accounting and its headline is the paper's claim.
+    """
 
     paper: Accounting
-    strict: Accounting | None = None
+    sound: Accounting | None = None
     target_epsilon: float | None = None
     notes: str = ""
+    headline: Headline = "paper"
+    not_dp: str | None = None
 
     def __post_init__(self) -> None:
         if self.target_epsilon is not None and not self.target_epsilon > 0:
             raise ValueError(f"target_epsilon must be > 0 or None, got {self.target_epsilon}")
+        if self.headline not in HEADLINES:
+            raise ValueError(f"headline must be one of {HEADLINES}, got {self.headline!r}")
+        if self.headline == "sound" and self.sound is None:
+            raise ValueError("headline 'sound' needs a sound accounting")
+        if self.not_dp is not None and (self.sound is not None or not self.not_dp):
+            raise ValueError("a ledger marked not_dp (a non-empty reason) cannot have a sound accounting")
+
+    @property
+    def headline_accounting(self) -> Accounting:
+        """The accounting whose ε is the run's ε."""
+        return self.sound if self.headline == "sound" and self.sound is not None else self.paper
 
     @property
     def epsilon(self) -> float:
-        """The headline ε (the paper's own accounting)."""
-        return self.paper.epsilon
+        """The headline ε."""
+        return self.headline_accounting.epsilon
 
     @property
     def delta(self) -> float:
-        return self.paper.delta
+        return self.headline_accounting.delta
 
     def to_dict(self) -> dict:
-        data = self.paper.to_dict()
-        if self.strict is not None:
+        data = self.headline_accounting.to_dict()
+        data["headline"] = self.headline
+        if self.sound is not None:
             data["paper"] = self.paper.to_dict()
-            data["strict"] = self.strict.to_dict()
+            data["sound"] = self.sound.to_dict()
+        data["not_dp"] = self.not_dp
         data["target_epsilon"] = self.target_epsilon
         data["notes"] = self.notes
         return data
@@ -194,12 +232,20 @@ class Ledger:
         unknown = sorted(set(data) - set(_LEDGER_KEYS))
         if unknown:
             raise ValueError(f"unknown ledger keys {unknown}")
-        paper = Accounting.from_dict(data)
-        if "paper" in data and Accounting.from_dict(data["paper"]) != paper:
-            raise ValueError("the top-level (headline) accounting differs from the 'paper' sub-object")
-        strict = Accounting.from_dict(data["strict"]) if "strict" in data else None
+        headline = data.get("headline", "paper")
+        top = Accounting.from_dict(data)
+        if "sound" in data:
+            paper, sound = Accounting.from_dict(data["paper"]), Accounting.from_dict(data["sound"])
+        elif "paper" in data:
+            raise ValueError("a ledger with a 'paper' sub-object must have a 'sound' one")
+        else:
+            paper, sound = top, None
         target = data.get("target_epsilon")
-        return cls(paper, strict, None if target is None else float(target), str(data.get("notes", "")))
+        ledger = cls(paper, sound, None if target is None else float(target), str(data.get("notes", "")),
+                     headline, data.get("not_dp"))
+        if top != ledger.headline_accounting:
+            raise ValueError(f"the top-level (headline) accounting differs from the '{headline}' sub-object")
+        return ledger
 
     def write(self, path: str | os.PathLike) -> Path:
         """Write the JSON atomically (temporary file in the same folder, then rename); returns the path."""
@@ -227,19 +273,17 @@ def check_budget(
     target_epsilon: float,
     delta: float | None = None,
     conversion: Conversion | None = None,
-    rel_tol: float = 0.0,
 ) -> float:
-    """Return the achieved ε, or raise `PrivacyBudgetExceeded` if it exceeds target·(1 + rel_tol).
+    """Return the achieved ε, or raise `PrivacyBudgetExceeded` (naming both numbers) if it exceeds the target.
 
-    A `Ledger` is judged by its headline ε and an `Accounting` by its own ε (`delta`/`conversion`, if
+    No tolerance: calibrate σ with `accounting.calibrate_noise` / `solve_noise_multiplier`, which round
+    up. A `Ledger` is judged by its headline ε and an `Accounting` by its own ε (`delta`/`conversion`, if
     given, must agree with theirs); bare mechanisms are accounted here by RDP over DEFAULT_ORDERS with
     `delta` (required) and `conversion` (default "improved").
     """
     if not target_epsilon > 0:
         raise ValueError(f"target_epsilon must be > 0, got {target_epsilon}")
-    if not rel_tol >= 0:
-        raise ValueError(f"rel_tol must be >= 0, got {rel_tol}")
-    accounting = spent.paper if isinstance(spent, Ledger) else spent
+    accounting = spent.headline_accounting if isinstance(spent, Ledger) else spent
     if isinstance(accounting, Accounting):
         if delta is not None and delta != accounting.delta:
             raise ValueError(f"delta={delta} differs from the accounting's delta={accounting.delta}")
@@ -250,6 +294,6 @@ def check_budget(
         if delta is None:
             raise ValueError("delta is required when checking bare mechanisms")
         achieved = composed_epsilon(list(accounting), delta, conversion or "improved")[0]
-    if achieved > target_epsilon * (1 + rel_tol):
-        raise PrivacyBudgetExceeded(target_epsilon, achieved, rel_tol)
+    if achieved > target_epsilon:
+        raise PrivacyBudgetExceeded(target_epsilon, achieved)
     return achieved

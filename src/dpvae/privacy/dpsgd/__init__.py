@@ -6,16 +6,18 @@ Typical step::
     x = data[poisson_sample(n, q)]
     engine.step(model.loss(x))      # per-example losses [B]; writes .grad
     optimizer.step()
+
+The noiseless clipped sums (tests, sensitivity analyses) are in `dpvae.privacy.dpsgd.analysis`, which this
+package does not import: a training loop reaches only `step`.
 """
 
 from dpvae.privacy.dpsgd.engine import BatchAggregation, DPSGD, MicroAggregation, NoiseProfile, TermwiseDPSGD
 from dpvae.privacy.dpsgd.layers import conv_transpose2d_grad_sample
 from dpvae.privacy.dpsgd.opacus_reference import OpacusDPSGD
 from dpvae.privacy.dpsgd.sampling import poisson_sample, random_groups
-from dpvae.privacy.dpsgd.sensitivity import measured_sensitivity
 from dpvae.privacy.dpsgd.units import Units
 
 __all__ = [
     "BatchAggregation", "DPSGD", "MicroAggregation", "NoiseProfile", "OpacusDPSGD", "TermwiseDPSGD", "Units",
-    "conv_transpose2d_grad_sample", "measured_sensitivity", "poisson_sample", "random_groups",
+    "conv_transpose2d_grad_sample", "poisson_sample", "random_groups",
 ]

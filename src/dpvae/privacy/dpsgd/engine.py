@@ -16,11 +16,20 @@ How a step works (ghost / mixed ghost clipping, Bu et al. 2022-23):
 6. Gaussian noise with the mechanism's std is added and written to `.grad`; any optimizer steps.
 
 A unit's loss may depend only on the examples of that unit (no BatchNorm in training mode; checked).
-Parameters outside `private_params` ("public", e.g. DP²-VAE's encoder, PAPERS.md §4.1/A-D2) get the
-same aggregate without noise, unclipped or clipped per unit at `public_max_grad_norm`; frozen
-parameters are not touched. The engines record privacy only for the private parameters.
-`step()` overwrites `.grad`; call one engine method (`step` or `pre_noise`) per forward pass. With a
+Parameters outside `private_params` ("public", e.g. DP²-VAE's encoder, PAPERS.md §4.1/A-D2) would get
+the same aggregate without noise, unclipped or clipped per unit at `public_max_grad_norm`: a
+non-private update from private data, after which every later per-example gradient depends on records
+it was not computed from. The engines refuse trainable public parameters unless the caller declares
+this (`public_uses_private_data=True`, with `max_batch_size` for per-example terms); the sound ledger
+then charges it (every unit of a step may move, no subsampling amplification). Frozen parameters are
+not touched. The public parameters themselves must not be released.
+
+Privacy records (`mechanisms`): `sound=False` gives the paper's accounting (its claim), `sound=True`
+the released gradient as one Gaussian mechanism with a sensitivity that holds for every realised
+batch (`dpvae.privacy.release`). `step()` overwrites `.grad`; call it once per forward pass. With a
 `budget` (`dpvae.privacy.budget.StepBudget`) a step that would exceed the target epsilon is refused.
+The clipped sums before noise are reachable only through `dpvae.privacy.dpsgd.analysis` (tests and
+sensitivity analyses), never through an engine method a training loop calls.
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Required, TypedDict, Unpack
+from typing import NamedTuple, Required, TypedDict, Unpack
 
 import torch
 from torch import Tensor, nn
@@ -40,6 +49,7 @@ from dpvae.privacy.dpsgd.layers import (
 from dpvae.privacy.dpsgd.units import Units
 from dpvae.privacy.budget import StepBudget
 from dpvae.privacy.ledger import Mechanism
+from dpvae.privacy.release import ReleasePart, combined_mechanism
 
 
 @dataclass(frozen=True)
@@ -72,16 +82,29 @@ class Kept:
 class NoiseProfile:
     """Sensitivity of the pre-noise sum and noise on the final gradient (PriVAE Table 1, PAPERS.md §1.3).
 
-    `sensitivity` is the paper's l2-sensitivity; `strict_sensitivity` the add/remove-one bound (they
-    differ where a removed record modifies clipped units instead of removing one); `noise_std` the
-    exact per-coordinate noise std on the final (averaged) gradient; `table_noise_scale` Table 1's
+    `sensitivity` is the paper's l2-sensitivity; `sound_sensitivity` the add/remove-one bound that
+    holds for every realised Poisson batch (they differ where a removed record modifies clipped units
+    instead of removing one), both in the units of the sum (the averaged gradient times B); `noise_std`
+    the exact per-coordinate noise std on the final (averaged) gradient; `table_noise_scale` Table 1's
     "noise scale" expression (for term-wise the sum (C1/B + C2/b)σ', an upper bound of `noise_std`).
     """
 
     sensitivity: float
-    strict_sensitivity: float
+    sound_sensitivity: float
     noise_std: float
     table_noise_scale: float
+
+
+class TermBound(NamedTuple):
+    """How one term enters the released gradient: weight w, noise std s on its sum, and the most one
+    record moves the sum, when it adds/removes its own unit or joins/leaves one (`one_record`) and when
+    every unit of the step may move (`every_unit`: public parameters updated from private data)."""
+
+    name: str
+    weight: float
+    noise_std: float
+    one_record: float
+    every_unit: float
 
 
 KEEP_FLOATS = 1 << 18  # instantiated per-unit gradients up to this size are kept for the release
@@ -107,6 +130,8 @@ class EngineOptions(TypedDict, total=False):
     sample_rate: Required[float]
     private_params: Iterable[nn.Parameter] | None
     public_max_grad_norm: float | None
+    public_uses_private_data: bool
+    max_batch_size: int | None
     generator: torch.Generator | None
     budget: StepBudget | None
 
@@ -115,12 +140,18 @@ class _Engine:
     """Hooks, validation and the clipped-sum machinery shared by all engines.
 
     `noise_multiplier` σ, `sample_rate` q (Poisson), `private_params` (default: all trainable
-    parameters), `public_max_grad_norm` (None: public parameters unclipped), `generator` for the noise,
-    `budget` to refuse steps past a target epsilon.
+    parameters), `public_max_grad_norm` (None: public parameters unclipped), `public_uses_private_data`
+    (the declaration that trainable public parameters may be updated from the private batch, required
+    when there are any), `max_batch_size` (with that declaration: the largest batch a step accepts, so
+    that "every unit moves" stays bounded; use data-independent fixed-size batches), `generator` for
+    the noise, `budget` to refuse steps past a target epsilon.
     """
+
+    kind = "dpsgd"
 
     def __init__(self, model: nn.Module, *, noise_multiplier: float, sample_rate: float,
                  private_params: Iterable[nn.Parameter] | None = None, public_max_grad_norm: float | None = None,
+                 public_uses_private_data: bool = False, max_batch_size: int | None = None,
                  generator: torch.Generator | None = None, budget: StepBudget | None = None) -> None:
         self.budget = budget
         self.noise_multiplier = _positive("noise_multiplier", noise_multiplier, allow_zero=True)
@@ -149,10 +180,64 @@ class _Engine:
             (self._private_layers if kinds == {True} else self._public_layers).append(layer)
             if kinds == {True} or public_max_grad_norm is not None:
                 check_supported(layer)
+        self._declare_public(bool(public_uses_private_data), max_batch_size)
         self._model = model
         reject_batch_mixing(model, self._private_layers)
         self._has_batchnorm = any(isinstance(m, _BatchNorm) for m in model.modules())
         self._recorder = CallRecorder(layers)
+
+    def _declare_public(self, declared: bool, max_batch_size: int | None) -> None:
+        """Refuse undeclared non-private updates of public parameters from the private batch."""
+        if self._public_layers and not declared:
+            names = sorted({type(layer).__name__ for layer in self._public_layers})
+            raise ValueError(
+                f"trainable parameters outside private_params ({', '.join(names)} layers) would be updated from "
+                "the private batch without noise, and every later per-example gradient would then depend on "
+                "records it was not computed from: freeze them (requires_grad=False), list them in "
+                "private_params, or declare public_uses_private_data=True (with max_batch_size) so that the "
+                "sound ledger charges it")
+        if declared and not self._public_layers:
+            raise ValueError("public_uses_private_data=True, but every trainable parameter is private")
+        if max_batch_size is not None and (isinstance(max_batch_size, bool) or int(max_batch_size) != max_batch_size
+                                           or max_batch_size < 1):
+            raise ValueError(f"max_batch_size must be an integer >= 1, got {max_batch_size}")
+        self.public_uses_private_data = declared
+        self.max_batch_size = None if max_batch_size is None else int(max_batch_size)
+
+    def _check_batch(self, num_examples: int) -> None:
+        """With public parameters updated from private data, refuse a batch above `max_batch_size`."""
+        if self.public_uses_private_data and self.max_batch_size is not None and num_examples > self.max_batch_size:
+            raise ValueError(f"batch of {num_examples} examples exceeds max_batch_size={self.max_batch_size}, "
+                             "which bounds the sound ledger's sensitivity")
+
+    def _every_unit_bound(self, clip: float) -> float:
+        """2·C·max_batch_size: every per-example unit of a step moves by up to 2C."""
+        if self.max_batch_size is None:
+            raise ValueError("public_uses_private_data=True needs max_batch_size for per-example terms")
+        return 2 * clip * self.max_batch_size
+
+    # -- privacy records --------------------------------------------------------------------------
+
+    def _term_bounds(self) -> list[TermBound]:
+        raise NotImplementedError
+
+    def _paper_mechanisms(self) -> list[Mechanism]:
+        raise NotImplementedError
+
+    def mechanisms(self, sound: bool = False) -> list[Mechanism]:
+        """The paper's accounting of the steps so far, or (`sound`) the released gradient as one Gaussian
+        mechanism whose sensitivity holds for every realised batch (`dpvae.privacy.release`): with public
+        parameters updated from private data every unit of every step may move and nothing is amplified
+        by subsampling (sample rate 1)."""
+        if not sound:
+            return self._paper_mechanisms()
+        bounds = self._term_bounds()
+        if self.public_uses_private_data:
+            parts = [ReleasePart(b.name, b.weight * b.noise_std, b.weight * b.every_unit) for b in bounds]
+            name = f"{self.kind}: released gradient, public parameters trained on private data (sound)"
+            return [combined_mechanism(name, parts, 1.0, self.steps)]
+        parts = [ReleasePart(b.name, b.weight * b.noise_std, b.weight * b.one_record) for b in bounds]
+        return [combined_mechanism(f"{self.kind}: released gradient (sound)", parts, self.sample_rate, self.steps)]
 
     # -- the clipped-sum machinery --------------------------------------------------------------
 
@@ -274,6 +359,9 @@ class _Engine:
                    ) -> list[dict[nn.Parameter, Tensor]]:
         """Clipped (private) and plain-or-clipped (public) sums, one result per weight set over the terms."""
         calls = self._recorder.take()
+        if not any(calls.values()) and any(t.losses.requires_grad and t.units.num_examples for t in terms):
+            raise ValueError("no forward pass of the model was recorded since the last engine call: run the "
+                             "model, then call the engine once per forward pass")
         if self._has_batchnorm:  # a BatchNorm may have been switched to training mode since construction
             reject_batch_mixing(self._model, [])
         for layer, layer_calls in calls.items():
@@ -315,14 +403,6 @@ class _Engine:
             p.grad = g.detach()
         self.steps += 1
 
-    def _pre_noise(self, terms: Sequence[Term]) -> dict[str, Tensor]:
-        """Each term's clipped sum over the private parameters, flattened, before noise and scaling."""
-        one_hot = [[float(i == j) for j in range(len(terms))] for i in range(len(terms))]
-        results = self._aggregate(terms, one_hot, include_public=False)
-        private = {id(p) for layer in self._private_layers for p in trainable_params(layer)}
-        params = [p for p in self._model.parameters() if id(p) in private]
-        return {t.name: torch.cat([r[p].flatten() for p in params]).detach() for t, r in zip(terms, results)}
-
     def _mechanism(self, name: str, noise_multiplier: float, sensitivity: float) -> Mechanism:
         return Mechanism(name=name, noise_multiplier=noise_multiplier, sample_rate=self.sample_rate,
                          steps=self.steps, sensitivity=sensitivity)
@@ -345,11 +425,13 @@ class _PerExampleEngine(_Engine):
 class DPSGD(_PerExampleEngine):
     """Standard DP-SGD: per-example clip C, noise N(0, σ²C²) on the sum, divided by the expected batch size.
 
-    With `private_params`, only those parameters are private (partial-model DP).
+    With `private_params`, only those parameters are private (partial-model DP; see the module docstring
+    for public parameters). Paper and sound accounting agree: one record moves the sum by at most C.
     """
 
     def _terms(self, losses: Tensor) -> list[Term]:
         losses = _per_example_losses("losses", losses)
+        self._check_batch(len(losses))
         c = self.max_grad_norm
         return [Term("dpsgd", losses, Units.per_example(len(losses), losses.device), c,
                      self.noise_multiplier * c, 1 / self.expected_batch_size)]
@@ -358,12 +440,13 @@ class DPSGD(_PerExampleEngine):
         """Write the private gradient of the per-example `losses [B]` to `.grad`."""
         self._release(self._terms(losses))
 
-    def pre_noise(self, losses: Tensor) -> dict[str, Tensor]:
-        """The clipped sum Σ_i clip_C(∇loss_i) before noise, flattened over private parameters."""
-        return self._pre_noise(self._terms(losses))
-
-    def mechanisms(self, strict: bool = False) -> list[Mechanism]:
+    def _paper_mechanisms(self) -> list[Mechanism]:
         return [self._mechanism("dpsgd", self.noise_multiplier, self.max_grad_norm)]
+
+    def _term_bounds(self) -> list[TermBound]:
+        c = self.max_grad_norm
+        every = self._every_unit_bound(c) if self.public_uses_private_data else 2 * c
+        return [TermBound("dpsgd", 1 / self.expected_batch_size, self.noise_multiplier * c, c, every)]
 
     def noise_profile(self) -> NoiseProfile:
         c, std = self.max_grad_norm, self.noise_multiplier * self.max_grad_norm / self.expected_batch_size
@@ -375,8 +458,13 @@ class TermwiseDPSGD(_Engine):
 
     g̃ = (Σ_i clip_C1(∇φ(x_i)) + N(0, (σ'C1)²))/B + (Σ_j clip_C2(∇ψ(s_j)) + N(0, (σ'C2)²))/b with B the
     expected batch size, b sub-groups s_j (`random_groups`: independent labels) and σ' the given noise multiplier
-    (κσ, computed elsewhere). `batch_clip` = 0 ignores ψ (ordinary DP-SGD on φ).
+    (κσ, computed elsewhere). `batch_clip` = 0 ignores ψ (ordinary DP-SGD on φ). Only g̃ is released, so
+    the step is one Gaussian mechanism: one record moves Σ_i clip/B by ≤ C1/B and, joining or leaving one
+    existing sub-group (independent labels move no other record), Σ_j clip/b by ≤ 2·C2/b; the noise std is
+    σ'·√((C1/B)² + (C2/b)²).
     """
+
+    kind = "termwise"
 
     def __init__(self, model: nn.Module, *, sample_clip: float, batch_clip: float, expected_batch_size: float,
                  num_groups: int, **options: Unpack[EngineOptions]) -> None:
@@ -390,6 +478,7 @@ class TermwiseDPSGD(_Engine):
 
     def _terms(self, sample_losses: Tensor, group_losses: Tensor, groups: Tensor) -> list[Term]:
         sample_losses = _per_example_losses("sample_losses", sample_losses)
+        self._check_batch(len(sample_losses))
         sigma, b = self.noise_multiplier, self.num_groups
         terms = [Term("sample", sample_losses, Units.per_example(len(sample_losses), sample_losses.device),
                       self.sample_clip, sigma * self.sample_clip, 1 / self.expected_batch_size)]
@@ -408,24 +497,21 @@ class TermwiseDPSGD(_Engine):
         `groups [B]` the sub-group of each example."""
         self._release(self._terms(sample_losses, group_losses, groups))
 
-    def pre_noise(self, sample_losses: Tensor, group_losses: Tensor, groups: Tensor) -> dict[str, Tensor]:
-        """g_sample and g_batch before noise, flattened over private parameters."""
-        return self._pre_noise(self._terms(sample_losses, group_losses, groups))
-
-    def mechanisms(self, strict: bool = False) -> list[Mechanism]:
-        """Paper: the two halves, each a Gaussian mechanism with multiplier σ' (Theorem 2, Lemma 2).
-        Strict: both sums are released on the same subsample, so they are one Gaussian mechanism; scaled
-        by 1/C1 and 1/C2 its sensitivity is √5 (a record joining an existing sub-group can move that
-        group's clipped gradient by 2·C2), multiplier σ'/√5 (`recipes.STRICT_TERMWISE_SENSITIVITY`)."""
-        from dpvae.privacy.recipes import STRICT_TERMWISE_SENSITIVITY as joint
-
+    def _paper_mechanisms(self) -> list[Mechanism]:
+        """The two halves, each a Gaussian mechanism with multiplier σ' (Theorem 2, Lemma 2)."""
         sigma = self.noise_multiplier
         if self.batch_clip == 0:
             return [self._mechanism("termwise.sample", sigma, self.sample_clip)]
-        if strict:
-            return [self._mechanism("termwise.joint (scaled by 1/C1, 1/C2)", sigma / joint, joint)]
         return [self._mechanism("termwise.sample", sigma, self.sample_clip),
                 self._mechanism("termwise.batch", sigma, self.batch_clip)]
+
+    def _term_bounds(self) -> list[TermBound]:
+        sigma, c1, c2 = self.noise_multiplier, self.sample_clip, self.batch_clip
+        every = self._every_unit_bound(c1) if self.public_uses_private_data else 2 * c1
+        bounds = [TermBound("sample", 1 / self.expected_batch_size, sigma * c1, c1, every)]
+        if c2 > 0:  # every one of the b sub-groups may move by 2·C2 when all units move
+            bounds.append(TermBound("batch", 1 / self.num_groups, sigma * c2, 2 * c2, 2 * c2 * self.num_groups))
+        return bounds
 
     def noise_profile(self) -> NoiseProfile:
         c1, c2, sigma = self.sample_clip, self.batch_clip, self.noise_multiplier
@@ -437,39 +523,53 @@ class TermwiseDPSGD(_Engine):
 class MicroAggregation(_PerExampleEngine):
     """PriVAE's "micro agg." baseline: unit i's loss is φ(x_i) + ψ(batch); clip C; noise N(0, (σBC)²); /B.
 
-    ψ is shared by every unit, so one record moves all B clipped gradients (sensitivity B·C,
-    PriVAE Proposition 3); B is the expected batch size.
+    ψ is shared by every unit, so one record moves all clipped gradients of the batch (PriVAE
+    Proposition 3 takes B·C for the sum). A Poisson batch can be larger than the expected size B, so the
+    sum is divided by max(n, B) for a batch of n (the paper's /B for every batch up to B): the released
+    average then has norm ≤ C for every realised batch, and one record moves it by at most 2C (sound),
+    with noise std σC on it.
     """
+
+    kind = "micro"
+
+    def _normaliser(self, num_examples: int) -> float:
+        """max(n, B): what the sum is divided by (B alone would let a large batch exceed the bound)."""
+        return max(float(num_examples), self.expected_batch_size)
 
     def _terms(self, sample_losses: Tensor, batch_loss: Tensor) -> list[Term]:
         sample_losses = _per_example_losses("sample_losses", sample_losses)
+        self._check_batch(len(sample_losses))
         if batch_loss.dim() != 0:
             raise ValueError(f"batch_loss must be a scalar, got shape {tuple(batch_loss.shape)}")
-        b, c = self.expected_batch_size, self.max_grad_norm
+        n, c = self._normaliser(len(sample_losses)), self.max_grad_norm
         return [Term("micro", sample_losses, Units.per_example(len(sample_losses), sample_losses.device), c,
-                     self.noise_multiplier * b * c, 1 / b, shared=batch_loss)]
+                     self.noise_multiplier * n * c, 1 / n, shared=batch_loss)]
 
     def step(self, sample_losses: Tensor, batch_loss: Tensor) -> None:
         """Write the private gradient to `.grad`: `sample_losses [B]` = φ(x_i), `batch_loss` = ψ(batch)."""
         self._release(self._terms(sample_losses, batch_loss))
 
-    def pre_noise(self, sample_losses: Tensor, batch_loss: Tensor) -> dict[str, Tensor]:
-        """Σ_i clip_C(∇φ_i + ∇ψ) before noise, flattened over private parameters."""
-        return self._pre_noise(self._terms(sample_losses, batch_loss))
-
-    def mechanisms(self, strict: bool = False) -> list[Mechanism]:
-        """Paper: sensitivity B·C. Strict add/remove: B−1 units move by up to 2C and one vanishes."""
+    def _paper_mechanisms(self) -> list[Mechanism]:
+        """Sensitivity B·C of the sum (B the expected batch size), multiplier σ."""
         b, c = self.expected_batch_size, self.max_grad_norm
-        sensitivity = (2 * b - 1) * c if strict else b * c
-        return [self._mechanism("micro", self.noise_multiplier * b * c / sensitivity, sensitivity)]
+        return [self._mechanism("micro", self.noise_multiplier, b * c)]
+
+    def _term_bounds(self) -> list[TermBound]:
+        b, c = self.expected_batch_size, self.max_grad_norm  # in units of the sum at weight 1/B: 2BC ⇒ 2C
+        return [TermBound("micro", 1 / b, self.noise_multiplier * b * c, 2 * b * c, 2 * b * c)]
 
     def noise_profile(self) -> NoiseProfile:
         b, c, sigma = self.expected_batch_size, self.max_grad_norm, self.noise_multiplier
-        return NoiseProfile(b * c, (2 * b - 1) * c, sigma * c, sigma * c)
+        return NoiseProfile(b * c, 2 * b * c, sigma * c, sigma * c)
 
 
 class BatchAggregation(_Engine):
-    """PriVAE's "batch agg." baseline: the whole-batch loss gradient clipped at C plus N(0, (σC)²), no division."""
+    """PriVAE's "batch agg." baseline: the whole-batch loss gradient clipped at C plus N(0, (σC)²), no division.
+
+    The one clipped gradient can move anywhere in the C-ball: sound sensitivity 2C (paper: C).
+    """
+
+    kind = "batch"
 
     def __init__(self, model: nn.Module, *, max_grad_norm: float, **options: Unpack[EngineOptions]) -> None:
         super().__init__(model, **options)
@@ -486,14 +586,12 @@ class BatchAggregation(_Engine):
         """Write the private gradient of the whole-batch loss (mean φ + ψ(batch)) to `.grad`."""
         self._release(self._terms(batch_loss))
 
-    def pre_noise(self, batch_loss: Tensor) -> dict[str, Tensor]:
-        """clip_C(∇batch_loss) before noise, flattened over private parameters."""
-        return self._pre_noise(self._terms(batch_loss))
+    def _paper_mechanisms(self) -> list[Mechanism]:
+        return [self._mechanism("batch", self.noise_multiplier, self.max_grad_norm)]
 
-    def mechanisms(self, strict: bool = False) -> list[Mechanism]:
-        """Paper: sensitivity C. Strict add/remove: the one clipped gradient can move by 2C."""
-        factor = 2.0 if strict else 1.0
-        return [self._mechanism("batch", self.noise_multiplier / factor, factor * self.max_grad_norm)]
+    def _term_bounds(self) -> list[TermBound]:
+        c = self.max_grad_norm
+        return [TermBound("batch", 1.0, self.noise_multiplier * c, 2 * c, 2 * c)]
 
     def noise_profile(self) -> NoiseProfile:
         c = self.max_grad_norm

@@ -52,8 +52,9 @@ class OpacusDPSGD:
         self._backward(losses)
         self.optimizer.pre_step()
 
-    def pre_noise(self, losses: Tensor) -> dict[str, Tensor]:
-        """opacus' clipped sum before noise, flattened over the trainable parameters."""
+    def _clipped_sum(self, losses: Tensor) -> dict[str, Tensor]:
+        """opacus' clipped sum before noise, flattened over the trainable parameters (for
+        `dpvae.privacy.dpsgd.analysis.clipped_sums` only)."""
         self._backward(losses)
         if self.mode == "hooks":
             self.optimizer.clip_and_accumulate()

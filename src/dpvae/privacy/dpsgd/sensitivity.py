@@ -1,4 +1,8 @@
-"""Measured sensitivity: how far the pre-noise aggregate moves when one record is removed or replaced."""
+"""Measured sensitivity: how far the pre-noise aggregate moves when one record is removed or replaced.
+
+Part of the analysis interface (`dpvae.privacy.dpsgd.analysis`): it takes the noiseless sums as a callable
+and never reaches an engine itself.
+"""
 
 from __future__ import annotations
 
@@ -22,7 +26,8 @@ def measured_sensitivity(pre_noise: PreNoise, batch: Sequence[Tensor], *, record
                          replacement: Sequence[Tensor] | None = None) -> float:
     """max over `records` k of Σ_terms ‖S_t(batch without/with replaced k) − S_t(batch)‖.
 
-    `pre_noise(*batch)` runs the model and returns an engine's `pre_noise(...)` dict; `batch` holds
+    `pre_noise(*batch)` runs the model and returns a dict of tensors before noise (e.g.
+    `dpvae.privacy.dpsgd.analysis.clipped_sums(engine, ...)`); `batch` holds
     per-example tensors with a common leading dimension (data, per-example reparameterisation noise,
     sub-group labels, ...) so that the other records keep their randomness. Without `replacement`
     record k is removed; with it, row k of every batch tensor is replaced by the matching row. The sum

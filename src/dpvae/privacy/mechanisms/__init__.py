@@ -6,7 +6,7 @@ from an explicit `numpy.random.Generator`.
 """
 
 from dpvae.privacy.mechanisms.em import DPGaussianMixture, dp_em_diagonal_gmm
-from dpvae.privacy.mechanisms.gaussian import clip_rows, gaussian_mechanism
+from dpvae.privacy.mechanisms.gaussian import clip_rows, dp_mean, gaussian_mechanism
 from dpvae.privacy.mechanisms.kmeans import (
     DPKMeans,
     RandomFourierFeatures,
@@ -21,6 +21,7 @@ __all__ = [
     "DPPCA",
     "RandomFourierFeatures",
     "clip_rows",
+    "dp_mean",
     "dp_em_diagonal_gmm",
     "dp_kmeans",
     "dp_pca",

@@ -33,7 +33,7 @@ Other differences from the reference code, documented rather than reproduced:
   parameters after the last M-step). Its release therefore depends on the initial M-step plus T_e − 1
   EM iterations — T_e noisy M-steps, which its T_e·(2K+1) accounting happens to cover. Here the
   parameters after the last M-step are returned, so T_e + 1 noisy M-steps shape the result:
-  `account_initial_step=False` reproduces the paper's ε, `True` is the strict count;
+  `account_initial_step=False` reproduces the paper's ε, `True` is the sound count;
 * the code replaces only negative counts and variances (a zero count divides by zero, a zero variance
   makes its precision computation raise); here all non-positive ones;
 * the code adds 10·machine-eps to the counts before the noise; omitted (far below any noise scale);
@@ -145,7 +145,7 @@ def dp_em_diagonal_gmm(
     docstring for the releases and their sensitivities. Records: per M-step 1 weights release
     (sensitivity 2 on counts) and K means and K variances releases (sensitivity 2√d'), all with
     noise multiplier σ_e; the initial M-step is recorded only if `account_initial_step` (the paper
-    code: False; strict: True). `reg_covar` is sklearn's variance regulariser, which the code keeps.
+    code: False; sound: True). `reg_covar` is sklearn's variance regulariser, which the code keeps.
     """
     data = clip_rows(check_matrix(z, "z"))
     k = check_count(n_components, "n_components", 1)

@@ -71,3 +71,18 @@ def gaussian_mechanism(
     exact = np.asarray(value, dtype=np.float64)
     noisy = exact + gaussian_noise(exact.shape, noise_multiplier * sensitivity, check_generator(rng))
     return noisy, Mechanism(name, noise_multiplier, sensitivity=float(sensitivity))
+
+
+def dp_mean(
+    x: ArrayLike, clip: float, noise_multiplier: float, rng: np.random.Generator, *, name: str = "dp_mean"
+) -> tuple[np.ndarray, Mechanism]:
+    """Release the mean of the rows clipped to l2 norm `clip`: (Σ_i clip(x_i) + N(0, (σ·clip)² I)) / N.
+
+    The sum's sensitivity is `clip` under add/remove-one and 2·`clip` under replace-one (the record
+    carries the add/remove value); N, the number of rows, is treated as public (as N in DP-SGD's q = B/N;
+    under replace-one it is). `clip` must not depend on the data (e.g. √d for features in [0, 1]).
+    """
+    rows = check_matrix(x, "x")
+    clipped = clip_rows(rows, clip)
+    noisy_sum, record = gaussian_mechanism(clipped.sum(axis=0), clip, noise_multiplier, rng, name=name)
+    return noisy_sum / rows.shape[0], record

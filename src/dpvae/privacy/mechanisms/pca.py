@@ -8,9 +8,12 @@ Sensitivity of A in Frobenius norm (the noised upper triangle, as a vector, move
 * add/remove one row x: ‖xxᵀ‖_F = ‖x‖² <= 1, so the record's noise_multiplier is σ_p;
 * replace one row x by y: ‖xxᵀ − yyᵀ‖_F² = ‖x‖⁴ + ‖y‖⁴ − 2(x·y)² <= 2, i.e. <= √2 (effective
   multiplier σ_p/√2). The paper states Hamming (replace-one) adjacency but uses the add/remove value 1.
-Both bounds assume the centring mean does not depend on the data. With `mean="nonprivate"` (what the
-reference code does) the empirical mean is neither released privately nor accounted for, and one row
-moves every centred row, so A can change by far more than 1 (see the tests' counter-example).
+Both bounds assume the centring mean does not depend on the data, or was released privately before (a
+DP mean, `mean="dp"`: `gaussian.dp_mean`, recorded as its own mechanism; A is then a mechanism of the
+data *given* that release, adaptive composition). With `mean="nonprivate"` (what the reference code
+does) the empirical mean is neither released privately nor accounted for, and one row moves every
+centred row, so A can change by far more than 1 (see the tests' counter-example): the fit says
+`private=False` and the release is not DP.
 
 Differences from the reference code, all deliberate:
 * it calls the general eigensolver `numpy.linalg.eig` and keeps the first d' eigenvectors *in the
@@ -36,20 +39,32 @@ from dpvae.privacy.mechanisms.gaussian import (
     check_matrix,
     check_noise_multiplier,
     clip_rows,
+    dp_mean,
     gaussian_noise,
 )
 
 NONPRIVATE_MEAN = "nonprivate"
+DP_MEAN = "dp"
 
 
 @dataclass(frozen=True)
 class DPPCA:
-    """A fitted DP-PCA: `components` (d × d'), their noisy `eigenvalues` (descending), the centring `mean`."""
+    """A fitted DP-PCA: `components` (d × d'), their noisy `eigenvalues` (descending), the centring `mean`.
+
+    `mechanisms` are the releases that paid for it (the DP mean, if any, then the PCA); `private` is
+    False when the centring mean was the data's exact mean (then no ledger makes the fit DP).
+    """
 
     components: np.ndarray
     eigenvalues: np.ndarray
     mean: np.ndarray
-    mechanism: Mechanism
+    mechanisms: tuple[Mechanism, ...]
+    private: bool
+
+    @property
+    def mechanism(self) -> Mechanism:
+        """The PCA release itself (XᵀX + symmetric noise)."""
+        return self.mechanisms[-1]
 
     def transform(self, x: ArrayLike) -> np.ndarray:
         """Project rows of `x` onto the components: (x − mean) · W (no clipping, as in P3GM's encoder)."""
@@ -60,7 +75,7 @@ def resolve_mean(x: np.ndarray, mean: ArrayLike | Literal["nonprivate"]) -> np.n
     """The centring vector: the data's empirical mean for "nonprivate", else `mean` broadcast to d."""
     if isinstance(mean, str):
         if mean != NONPRIVATE_MEAN:
-            raise ValueError(f'mean must be an array, a number or "{NONPRIVATE_MEAN}", got "{mean}"')
+            raise ValueError(f'mean must be an array, a number, "{DP_MEAN}" or "{NONPRIVATE_MEAN}", got "{mean}"')
         return x.mean(axis=0)
     vector = np.asarray(mean, dtype=np.float64)
     if vector.shape not in ((), (x.shape[1],)):
@@ -89,19 +104,31 @@ def dp_pca(
     noise_multiplier: float,
     rng: np.random.Generator,
     *,
-    mean: ArrayLike | Literal["nonprivate"],
+    mean: ArrayLike | Literal["dp", "nonprivate"],
+    mean_noise_multiplier: float | None = None,
+    mean_clip: float | None = None,
 ) -> DPPCA:
     """Fit DP-PCA (Gaussian mechanism on XᵀX with noise std σ_p = `noise_multiplier`; see module doc).
 
-    `mean` is explicit on purpose: an array or number (0 for no centring) is taken as public;
-    "nonprivate" uses the empirical mean as the P3GM code does, which this mechanism does not protect.
-    `n_components` above d is capped at d.
+    `mean` is explicit on purpose: an array or number (0 for no centring) is taken as public (a
+    constant, or an earlier private release); "dp" releases a DP mean first (`gaussian.dp_mean` with
+    `mean_noise_multiplier` and the data-independent row bound `mean_clip`, both required) and centres
+    with it; "nonprivate" uses the empirical mean as the P3GM code does, which this mechanism does not
+    protect (`private=False`). `n_components` above d is capped at d.
     """
     data = check_matrix(x, "x")
     n_kept = min(check_count(n_components, "n_components", 1), data.shape[1])
     sigma = check_noise_multiplier(noise_multiplier)
-    centre = resolve_mean(data, mean)
-    noise = symmetric_gaussian_noise(data.shape[1], sigma, check_generator(rng))
+    check_generator(rng)
+    released: tuple[Mechanism, ...] = ()
+    if isinstance(mean, str) and mean == DP_MEAN:
+        if mean_noise_multiplier is None or mean_clip is None:
+            raise ValueError('mean="dp" needs mean_noise_multiplier and mean_clip')
+        centre, record = dp_mean(data, mean_clip, mean_noise_multiplier, rng, name="dp_pca.mean")
+        released = (record,)
+    else:
+        centre = resolve_mean(data, mean)
+    noise = symmetric_gaussian_noise(data.shape[1], sigma, rng)
     covariance = (clipped_second_moment(data, centre) + noise) / data.shape[0]
     eigenvalues, eigenvectors = np.linalg.eigh(covariance)
     order = np.argsort(eigenvalues)[::-1][:n_kept]
@@ -112,5 +139,6 @@ def dp_pca(
         components=components,
         eigenvalues=eigenvalues[order],
         mean=centre,
-        mechanism=Mechanism("dp_pca", sigma, sensitivity=1.0),
+        mechanisms=(*released, Mechanism("dp_pca", sigma, sensitivity=1.0)),
+        private=not (isinstance(mean, str) and mean == NONPRIVATE_MEAN),
     )

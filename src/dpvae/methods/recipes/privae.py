@@ -1,0 +1,160 @@
+"""PriVAE's privacy accounting: Theorem 2's way ("paper") and the released gradient's way ("sound").
+
+Term-wise DP-SGD releases one vector per step, g̃ = (g_sample + N(0, (σ'C1)²))/B + (g_batch + N(0, (σ'C2)²))/b
+(PAPERS.md §1.1; B the expected batch size, b sub-groups formed by independent uniform labels). Adding
+or removing a record moves g_sample by ≤ C1 (its own clipped term) and g_batch by ≤ 2·C2 (it joins or
+leaves one existing sub-group, whose clipped gradient can flip; no other record changes sub-group), and
+the two can move in the same direction, so
+
+    sensitivity of g_sample/B + g_batch/b  =  c1 + 2·c2,     noise std  =  σ'·√(c1² + c2²),
+    with c1 = C1/B and c2 = C2/b;
+
+the step is one Gaussian mechanism with multiplier σ'·√(c1² + c2²)/(c1 + 2·c2), for every realised
+Poisson batch. (The issue's (C1 + 2·C2)/√(C1² + C2²) is this ratio with the clip norms weighted by 1/B
+and 1/b; taken literally with the raw clip norms it holds only for B = b.)
+
+The noise factor κ = σ'/σ (σ: ordinary DP-SGD's multiplier for the target at the same q and T):
+* "paper": 2√(log(2/δ)/log(1/δ)) (Abadi's bound at (ε/2, δ/2), Theorem 2 with Lemma 2's C1 + C2; the
+  batch term can in fact move by 2·C2, so the paper's ε is a claim, not a bound);
+* "sqrt5": √5 = √(1² + 2²), the whitened sensitivity if the two noisy sums were released separately;
+  sound for the single release too (Cauchy-Schwarz: (c1 + 2c2)/√(c1² + c2²) ≤ √5), and loose;
+* "tight": (c1 + 2·c2)/√(c1² + c2²), the exact worst case of the released vector relative to its
+  noise: the sound ledger then spends exactly the target.
+The "sound" ledger is the released vector as one mechanism (above), whatever κ; the headline is "paper"
+for κ = paper and "sound" otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal, get_args
+
+from dpvae.privacy.accounting import INTEGER_ORDERS, Conversion, abadi_kappa, calibrate_noise
+from dpvae.privacy.ledger import Accounting, Ledger, Mechanism
+from dpvae.privacy.release import ReleasePart, combined_mechanism
+
+Kappa = Literal["paper", "sqrt5", "tight"]
+KAPPAS: tuple[str, ...] = get_args(Kappa)
+#: Orders of PAPERS.md's PriVAE σ(ε) table (integer orders 2–256, classic conversion).
+PRIVAE_ORDERS = INTEGER_ORDERS
+#: Whitened l2-sensitivity of the two sums (g_sample/C1, g_batch/C2) as two separate releases.
+SQRT5 = math.sqrt(5)
+PRIVAE_NOTES = (
+    "paper: the two noisy sums accounted separately at delta/2 each and the epsilons added (Theorem 2, "
+    "Lemma 2's C1 + C2; a claim: a record joining an existing sub-group moves its clipped term by up to "
+    "2*C2); sound: the released gradient g_sample/B + g_batch/b + noise as one Gaussian mechanism on the "
+    "Poisson subsample, sensitivity C1/B + 2*C2/b (sub-groups by independent labels), noise std "
+    "sigma'*sqrt((C1/B)^2 + (C2/b)^2). kappa: paper = 2*sqrt(log(2/delta)/log(1/delta)), sqrt5 = sqrt(5) "
+    "(sound, loose), tight = (C1/B + 2*C2/b)/sqrt((C1/B)^2 + (C2/b)^2) (sound, exact: spends the target)"
+)
+
+
+def _check_clips(c1: float, c2: float, expected_batch_size: float, num_groups: int) -> None:
+    if not c1 > 0:
+        raise ValueError(f"c1 must be > 0, got {c1}")
+    if not c2 >= 0:
+        raise ValueError(f"c2 must be >= 0, got {c2}")
+    if not expected_batch_size > 0:
+        raise ValueError(f"expected_batch_size must be > 0, got {expected_batch_size}")
+    if isinstance(num_groups, bool) or int(num_groups) != num_groups or num_groups < 1:
+        raise ValueError(f"num_groups must be an integer >= 1, got {num_groups}")
+
+
+def release_parts(noise_multiplier: float, c1: float, c2: float, expected_batch_size: float,
+                  num_groups: int) -> list[ReleasePart]:
+    """The released gradient's two terms (one without the batch term): noise std and sensitivity each."""
+    _check_clips(c1, c2, expected_batch_size, num_groups)
+    c1w, c2w = c1 / expected_batch_size, c2 / num_groups
+    parts = [ReleasePart("per-example sum / B", noise_multiplier * c1w, c1w)]
+    if c2 > 0:
+        parts.append(ReleasePart("sub-group sum / b", noise_multiplier * c2w, 2 * c2w))
+    return parts
+
+
+def tight_kappa(c1: float, c2: float, expected_batch_size: float, num_groups: int) -> float:
+    """(c1 + 2·c2)/√(c1² + c2²) with c1 = C1/B, c2 = C2/b: the released vector's sensitivity over its noise
+    per unit multiplier (1 without the batch term)."""
+    _check_clips(c1, c2, expected_batch_size, num_groups)
+    c1w, c2w = c1 / expected_batch_size, c2 / num_groups
+    return (c1w + 2 * c2w) / math.hypot(c1w, c2w)
+
+
+def privae_kappa(delta: float, c1: float, c2: float, expected_batch_size: float, num_groups: int,
+                 kappa: Kappa = "paper") -> float:
+    """Noise factor σ'/σ of term-wise DP-SGD (see the module docstring); 1 without the batch-wise term."""
+    if kappa not in KAPPAS:
+        raise ValueError(f"kappa must be one of {KAPPAS}, got {kappa!r}")
+    _check_clips(c1, c2, expected_batch_size, num_groups)
+    if c2 == 0:
+        return 1.0
+    if kappa == "paper":
+        return abadi_kappa(delta)
+    return SQRT5 if kappa == "sqrt5" else tight_kappa(c1, c2, expected_batch_size, num_groups)
+
+
+def privae_ledger(
+    noise_multiplier: float,
+    sample_rate: float,
+    steps: int,
+    delta: float,
+    c1: float,
+    c2: float,
+    expected_batch_size: float,
+    num_groups: int,
+    kappa: Kappa = "paper",
+    target_epsilon: float | None = None,
+    conversion: Conversion = "classic",
+    orders: tuple[float, ...] = PRIVAE_ORDERS,
+    notes: str = PRIVAE_NOTES,
+) -> Ledger:
+    """Ledger of a term-wise DP-SGD run whose two noisy sums both use multiplier σ' = `noise_multiplier`.
+
+    Paper: each half (per-example sum at C1, sub-group sum at C2) accounted alone with its own
+    amplification at δ/2 and the two ε added (Theorem 2). Sound: the released gradient as one
+    Poisson-subsampled Gaussian mechanism (module docstring). Without the batch term (C2 = 0) both are
+    ordinary DP-SGD at C1. `kappa` only picks the headline: "paper" for κ = paper, else "sound".
+    """
+    if kappa not in KAPPAS:
+        raise ValueError(f"kappa must be one of {KAPPAS}, got {kappa!r}")
+    parts = release_parts(noise_multiplier, c1, c2, expected_batch_size, num_groups)
+    sound_mechanism = combined_mechanism("term-wise DP-SGD: released gradient", parts, sample_rate, steps)
+    sound = Accounting((sound_mechanism,), delta, conversion=conversion, orders=orders)
+    headline = "paper" if kappa == "paper" else "sound"
+    per_example = Mechanism("term-wise DP-SGD: per-example sum", noise_multiplier, sample_rate, steps, c1)
+    if c2 == 0:
+        paper = Accounting((per_example,), delta, conversion=conversion, orders=orders)
+        return Ledger(paper, sound, target_epsilon, notes, headline)
+    sub_group = Mechanism("term-wise DP-SGD: sub-group sum", noise_multiplier, sample_rate, steps, c2)
+    paper = Accounting(
+        (per_example, sub_group), delta, accountant="rdp+rdp (sequential)", conversion=conversion, orders=orders
+    )
+    return Ledger(paper, sound, target_epsilon, notes, headline)
+
+
+def privae_noise(
+    epsilon: float,
+    delta: float,
+    sample_rate: float,
+    steps: int,
+    c1: float,
+    c2: float,
+    expected_batch_size: float,
+    num_groups: int,
+    kappa: Kappa = "paper",
+    conversion: Conversion = "classic",
+    orders: tuple[float, ...] = PRIVAE_ORDERS,
+) -> float:
+    """σ' = κ·σ, σ being ordinary DP-SGD's multiplier for (ε, δ) at rate q over `steps` steps, rounded up
+    (if ever needed) so that the headline ε of `privae_ledger` never exceeds `epsilon`."""
+    factor = privae_kappa(delta, c1, c2, expected_batch_size, num_groups, kappa)
+    sigma = factor * calibrate_noise(epsilon, delta, sample_rate, steps, conversion, orders)
+
+    def headline(noise: float) -> float:
+        return privae_ledger(noise, sample_rate, steps, delta, c1, c2, expected_batch_size, num_groups, kappa,
+                             conversion=conversion, orders=orders).epsilon
+
+    step = 1e-12
+    while headline(sigma) > epsilon:  # κσ/κ can round below σ; Theorem 2's halves are not guaranteed either
+        sigma *= 1 + step
+        step *= 2
+    return sigma
