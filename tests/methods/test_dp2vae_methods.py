@@ -91,3 +91,20 @@ def test_gs_wgan_accounting_the_authors_way_and_ours():
     iters = authors_iters(1.0, 1.07, 1000, 32, 1e-5)
     assert authors_epsilon(1.07, 1000, iters, 32, 1e-5) <= 1.0 < authors_epsilon(1.07, 1000, iters + 1, 32, 1e-5)
     assert 100 < iters < 200 and math.isfinite(accounting(1.07, 1000, iters, 32, 1.0, 1e-5).epsilon)
+
+
+def test_gs_wgan_sanitised_gradients_move_by_at_most_the_sound_sensitivity():
+    """Any two discriminators (a record of D_k changed => discriminator k arbitrary) give pre-noise releases
+    within 2C/sqrt(B) of each other: the sound ledger's sensitivity (multiplier sigma/sqrt(B))."""
+    from dpvae.methods.impl.gs_wgan import clip_images, sound_accounting
+
+    batch, clip = 8, 1.0
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        a = torch.randn(1, batch, 1, 28, 28, generator=generator) * 10
+        b = -a * torch.rand(1, batch, 1, 1, 1, generator=generator) * 5   # adversarial: opposite directions
+        moved = torch.linalg.norm(clip_images(a, clip / batch) - clip_images(b, clip / batch))
+        assert moved <= 2 * clip / math.sqrt(batch) + 1e-6
+    mechanism = sound_accounting(1.07, 1000, 10, batch, clip, 1e-5).mechanisms[0]
+    assert mechanism.noise_multiplier == pytest.approx(1.07 / math.sqrt(batch))
+    assert mechanism.sampling == "fixed-partition"

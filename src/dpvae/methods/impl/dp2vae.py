@@ -40,7 +40,7 @@ def _new_model(arch: dict, seed: int) -> CVAE:
 
 def noise_multiplier(ctx: RunContext, subsets: int, steps: int) -> float:
     """σ: as configured, or the smallest σ whose pyvacy-style Eps(K, σ, T, δ) meets the target (the paper's way)."""
-    from dpvae.privacy.recipes import dp2vae_epsilon, dp2vae_noise
+    from dpvae.methods.recipes import dp2vae_epsilon, dp2vae_noise
 
     if ctx.params.noise_multiplier != "auto":
         return float(ctx.params.noise_multiplier)
@@ -91,7 +91,7 @@ def pretrain_encoders(ctx: RunContext, arch: dict, subsets: torch.Tensor, x: tor
 
 def train(ctx: RunContext) -> Ledger:
     from dpvae.privacy.dpsgd import DPSGD
-    from dpvae.privacy.recipes import dp2vae_ledger
+    from dpvae.methods.recipes import dp2vae_ledger
 
     p, device = ctx.params, device_of(ctx)
     arch = _architecture(ctx)
@@ -113,9 +113,12 @@ def train(ctx: RunContext) -> Ledger:
     decoder_opt = torch.optim.Adam(model.decoder.parameters(), lr=p.lr)
     draws = ctx.torch_generator("stage2-batches", device=str(device))
     noise_gen = ctx.torch_generator("stage2-noise", device=str(device))
+    # the encoder is updated from the private batch without noise (A-D2): declared, so that the sound
+    # ledger charges every per-example gradient of a step (recipes.dp2vae_ledger)
     engine = DPSGD(model, noise_multiplier=sigma, sample_rate=1 / k, max_grad_norm=p.clip,
                    expected_batch_size=batch, private_params=list(model.decoder.parameters()),
-                   public_max_grad_norm=p.clip, generator=noise_gen)
+                   public_max_grad_norm=p.clip, public_uses_private_data=True, max_batch_size=batch,
+                   generator=noise_gen)
     step = 0
     if state and "stage2_step" in state:
         model.decoder.load_state_dict(state["decoder"])

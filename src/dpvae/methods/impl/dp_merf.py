@@ -20,7 +20,7 @@ NOTES = ("DP-MERF's single release: the label-conditional mean embedding of the 
          "random Fourier features (each record's feature has norm 1), plus N(0, (2*sigma/n)^2) noise; the "
          "generator only sees the noisy embedding. One Gaussian mechanism under replace-one adjacency "
          "(sensitivity 2/n), RDP with the classic conversion and a continuous order search, as the "
-         "reference code's autodp call; this accounting is also a sound bound for what the code releases.")
+         "reference code's autodp call; it is also the sound accounting (the one release is the only use of the data).")
 
 
 def accounting(noise_multiplier: float, n: int, delta: float) -> Accounting:
@@ -77,7 +77,8 @@ def train(ctx: RunContext) -> Ledger:
         log.info("epoch %d/%d: loss %.6f", epoch + 1, p.epochs, float(loss))
     torch.save(generator.state_dict(), ctx.model_dir / GENERATOR)
     (ctx.model_dir / MODEL_JSON).write_text(json.dumps(meta, indent=2))
-    return Ledger(accounting(sigma, n, ctx.delta), None, ctx.epsilon, NOTES)
+    release = accounting(sigma, n, ctx.delta)
+    return Ledger(release, release, ctx.epsilon, NOTES)   # sound too: tests check the 2/n sensitivity
 
 
 @torch.no_grad()
