@@ -9,12 +9,11 @@ rule item_spec:
     log:
         "logs/render/{paper}/{item}.spec.log",
     params:
-        spec=lambda w: PLAN.item_spec(w.paper, w.item),
-    run:
-        from dpvae.files import write_json, write_text
-
-        write_json(output[0], params.spec)
-        write_text(log[0], f"wrote {output[0]}\n")
+        spec=lambda w: json.dumps(PLAN.item_spec(w.paper, w.item), indent=2, default=str),
+    conda:
+        ENV
+    shell:   # not `run:` (a fresh interpreter per job, see aggregate_spec)
+        "printf '%s\\n' {params.spec:q} > {output} && echo 'wrote {output}' > {log}"
 
 
 _CAPTION = "../report/item.rst"
