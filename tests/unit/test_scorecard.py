@@ -102,3 +102,7 @@ def test_adult_auprc_with_the_other_class_positive_is_keyed_as_the_codes_reading
                      "classifier": "mean4"})
     key = published_key("p3gm", "table6", row)
     assert (key["metric"], key["setting"]) == ("auprc", "positive=le50K")
+    tvd = pd.Series({"dataset": "adult", "variant": "p3gm", "epsilon": 1.0, "metric": "tvd2_public_notebook",
+                     "classifier": None})
+    key = published_key("p3gm", "table8", tvd)
+    assert (key["metric"], key["setting"]) == ("tvd2", "reading=notebook")
