@@ -5,7 +5,6 @@ editing a renderer re-renders without retraining."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
