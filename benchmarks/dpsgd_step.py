@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> None:
                                     for e in cases}, steps, warmup,
                                    time.process_time if args.clock == "cpu" else time.perf_counter)
         for engine in [c for c in cases if c.startswith("nonprivate")] + [e for e in args.engines
-                                                                         if e != "nonprivate"]:
+                                                                         if not e.startswith("nonprivate")]:
             baseline = BASELINES.get(engine, engine if engine.startswith("nonprivate") else "nonprivate")
             per_epoch = f" sec_per_epoch={seconds[engine] * -(-args.epoch // batch_size):.0f}" if args.epoch else ""
             print(f"model={model_name} engine={engine} clock={args.clock} sec_per_step={seconds[engine]:.4f}"
