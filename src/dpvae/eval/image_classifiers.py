@@ -109,5 +109,7 @@ def image_classifiers(ctx: EvalContext) -> Rows:
         rows += [{"metric": "accuracy", "classifier": kind, "value": float(np.mean(scores))},
                  {"metric": "accuracy_std", "classifier": kind, "value": float(np.std(scores))}]
     # the protocol actually run (the item states it): synthetic training images, real test images
-    return rows + [{"metric": "classifier_n_train", "value": float(len(y))},
-                   {"metric": "classifier_n_test", "value": float(len(test_y))}]
+    o = ctx.options
+    return rows + [{"metric": f"classifier_{name}", "value": float(value)} for name, value in (
+        ("n_train", len(y)), ("n_test", len(test_y)), ("repeats", o.repeats), ("max_epochs", o.max_epochs),
+        ("patience", o.patience))]
