@@ -135,6 +135,14 @@ def _fail(message: str) -> int:
 def _run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("dpvae").setLevel(logging.INFO)
+    if args.stage in ("aggregate", "combine"):      # bookkeeping: pandas only, no torch or method registry
+        from dpvae import tables
+
+        if args.stage == "aggregate":
+            tables.aggregate(args.spec, args.out)
+        else:
+            tables.combine(args.tables, args.out)
+        return 0
     from dpvae import stages
 
     if args.stage == "check-config":
@@ -178,10 +186,6 @@ def _run(args: argparse.Namespace) -> int:
         stages.evaluate(args.run, args.metric, args.options, args.out, args.reference)
     elif args.stage == "reference":
         stages.reference(args.data, args.metric, args.options, args.out)
-    elif args.stage == "aggregate":
-        stages.aggregate(args.spec, args.out)
-    elif args.stage == "combine":
-        stages.combine(args.tables, args.out)
     elif args.stage == "analyze":
         stages.analyze(args.experiment, args.context, args.out)
     elif args.stage == "render":

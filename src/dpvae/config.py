@@ -82,6 +82,11 @@ def _reference_errors(config: dict) -> Iterator[str]:
             if metric not in METRICS:
                 yield (f"config key '{key}.metrics[{i}]': unknown metric '{metric}'"
                        f"{_did_you_mean(metric, METRICS.names())} (known: {', '.join(sorted(METRICS))})")
+        sweep = exp.get("sweep") or {}
+        for label in sweep.get("only", []):
+            if label not in sweep["points"]:
+                yield (f"config key '{key}.sweep.only': '{label}' is not a point of the sweep"
+                       f"{_did_you_mean(label, list(sweep['points']))}")
         for i, vname in enumerate(exp["variants"]):
             if vname not in variants:
                 yield f"config key '{key}.variants[{i}]': unknown variant '{vname}'{_did_you_mean(vname, list(variants))}"

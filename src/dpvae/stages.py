@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpvae.analyses import TIDY_COLUMNS, run_analysis, tidy
+from dpvae.analyses import TIDY_COLUMNS, run_analysis
 from dpvae.errors import DataError, NotBuiltError
 from dpvae.eval.base import EvalContext
 from dpvae.eval.registry import METRICS
@@ -25,8 +25,8 @@ from dpvae.files import atomic_directory, atomic_write, write_json
 from dpvae.methods.base import RunContext
 from dpvae.methods.checkpoint import CHECKPOINT_NAME
 from dpvae.methods.registry import get_method
+from dpvae.tables import read_spec
 from dpvae.provenance import device_name, git_commit, machine, sha256_json
-from dpvae.runs import split_variant
 
 
 def _seed_everything(ctx: RunContext) -> None:
@@ -43,14 +43,6 @@ def run_context(spec: dict, **extra: Any) -> RunContext:
     method = get_method(spec["method"])
     params = method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params", name=method.name)
     return RunContext(spec, Path(spec["run"]), params, extra)
-
-
-def read_spec(run_dir: str | Path) -> dict:
-    """The spec a run was trained with (from its train.json)."""
-    path = Path(run_dir) / "train.json"
-    if not path.is_file():
-        raise DataError(f"{path}: missing; train the run first (snakemake builds it)")
-    return json.loads(path.read_text())["spec"]
 
 
 def train(spec: dict) -> Path:
@@ -113,38 +105,6 @@ def reference(data_dir: str | Path, metric: str, options: dict, out: str | Path)
     arrays = entry.reference(Path(data_dir), parsed)
     atomic_write(out, lambda tmp: np.savez(tmp, **arrays))
     return Path(out)
-
-
-def aggregate(spec_path: str | Path, out: str | Path) -> pd.DataFrame:
-    """One tidy table of every metric of every run of an experiment on one dataset (+ the spent epsilons)."""
-    spec = json.loads(Path(spec_path).read_text())
-    experiment, exp = spec["experiment"], spec["config"]
-    sweep_name = (exp.get("sweep") or {}).get("name")
-    rows = []
-    for run_dir in map(Path, spec["runs"]):
-        run = read_spec(run_dir)
-        base = {"experiment": experiment, "dataset": run["dataset"], "variant": run["variant"],
-                "method": run["method"], "epsilon": run["epsilon"], "seed": run["seed"],
-                "sweep": sweep_name, "point": (split_variant(run["variant"])[1] or (None, None))[1]}
-        ledger = json.loads((run_dir / "privacy.json").read_text())
-        if ledger.get("epsilon") is not None:
-            rows.append({**base, "metric": "epsilon_spent", "value": ledger["epsilon"]})
-            for kind in ("paper", "sound"):
-                if ledger.get(kind):
-                    rows.append({**base, "metric": f"epsilon_spent_{kind}", "value": ledger[kind]["epsilon"]})
-        for metric in exp["metrics"]:
-            result = json.loads((run_dir / "metrics" / f"{metric}.json").read_text())
-            rows += [{**base, **row} for row in result["rows"]]
-    table = tidy(rows)
-    atomic_write(out, lambda tmp: table.to_csv(tmp, index=False))
-    return table
-
-
-def combine(tables: list[str | Path], out: str | Path) -> pd.DataFrame:
-    """Concatenate tidy tables (one per variant) into one, in the given order."""
-    table = tidy([]) if not tables else pd.concat([pd.read_csv(p) for p in tables], ignore_index=True)
-    atomic_write(out, lambda tmp: table[TIDY_COLUMNS].to_csv(tmp, index=False))
-    return table
 
 
 def analyze(experiment: str, context: dict, out: str | Path) -> pd.DataFrame:

@@ -58,11 +58,9 @@ rule aggregate_spec:
         f"logs/{RESULTS}/aggregate/{{experiment}}/{{dataset}}/{{variant}}.spec.log",
     params:
         spec=lambda w: PLAN.aggregate_spec(w.experiment, w.dataset, w.variant),
-    run:
-        from dpvae.files import write_json, write_text
-
-        write_json(output[0], params.spec)
-        write_text(log[0], f"wrote {output[0]}\n")
+        src=SRC,
+    script:
+        "../scripts/write_spec.py"
 
 
 rule aggregate:

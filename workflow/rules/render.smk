@@ -10,11 +10,9 @@ rule item_spec:
         "logs/render/{paper}/{item}.spec.log",
     params:
         spec=lambda w: PLAN.item_spec(w.paper, w.item),
-    run:
-        from dpvae.files import write_json, write_text
-
-        write_json(output[0], params.spec)
-        write_text(log[0], f"wrote {output[0]}\n")
+        src=SRC,
+    script:
+        "../scripts/write_spec.py"
 
 
 _CAPTION = "../report/item.rst"
