@@ -59,9 +59,9 @@ def trained(request, smoke_config, prepared_from_mirror, mirror, tmp_path, monke
 
 
 def _tolerance(accounting: dict) -> float:
-    """1e-4; 1e-3 at a searched fractional order (pyvacy's way, DP2-VAE): there opacus' RDP (tf-privacy's
-    series, what pyvacy ran) and dp-accounting's differ by up to ~3e-4 relative at small sigma (0.686: 3.1717
-    vs 3.1740 at order 2.686) — a numerical difference between the two libraries, not between accountings."""
+    """1e-4; 1e-3 at a searched fractional order (pyvacy's way, DP2-VAE): there dp-accounting's RDP is
+    conservative by up to ~3e-4 relative at small sigma (0.686, order 2.686: 3.1740 vs opacus' 3.1717, which
+    matches numerical integration of the Renyi divergence) — the libraries differ, not the accountings."""
     return 1e-3 if accounting.get("accountant") == "rdp-order-search" else 1e-4
 
 
