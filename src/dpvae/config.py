@@ -52,6 +52,8 @@ def _reference_errors(config: dict) -> Iterator[str]:
                    f"{_did_you_mean(variant['method'], METHODS.names())} (known: {', '.join(sorted(METHODS))})")
             continue
         yield from _variant_param_errors(name, variant, METHODS.get(variant["method"]))
+        if variant.get("audit") and not _is_private(config, name):
+            yield f"config key 'variants.{name}.audit': only a private variant can be audited"
 
     yield from _evaluation_errors(config.get("evaluation", {}), METRICS)
 

@@ -11,9 +11,11 @@ of its own, w ∈ R^m, never part of the model or its optimizer. Canary i is a r
 s·w_i: its gradient is the Dirac vector s·e_i (s = 100C, so clipping binds and it enters as exactly C·e_i),
 and it is zero on the model, as the model's records are zero on w. Each step, every included canary
 (each with probability ½, fixed for the run) joins the batch independently with the engine's sample
-rate, as a record of the per-example kind the engine accounts for: clipped at the engine's per-record
-clip and weighted like one record (standard and term-wise: C/B with B the expected batch size; micro
-and batch aggregation: C, the per-record sensitivity the papers state for their averaged gradient).
+rate, as a record of the per-example kind the engine accounts for (`canary_parts`): clipped at the
+engine's per-record clip and weighted like one record (standard DP-SGD: C/B with B the expected batch
+size; term-wise: C1/B and, as a sub-group of its own, C2/b — together exactly the per-record claim of
+the paper's two halves; micro and batch aggregation: C, the per-record sensitivity the papers state for
+their averaged gradient).
 The engine's own code clips them together with the batch and adds its noise to w like to every private
 parameter; the auditor reads w's released (noisy) gradient after every step — a white-box view that
 DP-SGD's accounting already covers — and scores each canary by the sum and the maximum of its
@@ -48,21 +50,30 @@ if TYPE_CHECKING:
     from dpvae.privacy.ledger import Ledger
 
 CANARY_SCALE = 100.0   # a canary's gradient norm, in units of the clip it is clipped at
+AUDIT_FILE = "audit.json"   # an audited run's record, beside its ledger (privacy.json)
 LAYER_NAME = "<canaries>"   # the engine's name for the canary layer (error messages)
 TERM_NAME = "canary"
 _ACTIVE: contextvars.ContextVar[CanarySession | None] = contextvars.ContextVar("canary_session", default=None)
 
 
-def clip_and_weight(engine: Any) -> tuple[float, float]:
-    """(clip, weight in the released gradient) of one record of the engine's per-example kind."""
+def canary_parts(engine: Any) -> list[tuple[float, float]]:
+    """(clip, weight in the released gradient) of each clipped term a record of the engine's per-example
+    kind enters: standard DP-SGD C/B; term-wise C1/B and, as a sub-group of its own, C2/b; micro and batch
+    aggregation C (the per-record sensitivity the papers state for their averaged gradient)."""
     kind = engine.kind
     if kind == "dpsgd":
-        return engine.max_grad_norm, 1 / engine.expected_batch_size
+        return [(engine.max_grad_norm, 1 / engine.expected_batch_size)]
     if kind == "termwise":
-        return engine.sample_clip, 1 / engine.expected_batch_size
+        parts = [(engine.sample_clip, 1 / engine.expected_batch_size)]
+        return parts + ([(engine.batch_clip, 1 / engine.num_groups)] if engine.batch_clip > 0 else [])
     if kind in ("micro", "batch"):
-        return engine.max_grad_norm, 1.0
+        return [(engine.max_grad_norm, 1.0)]
     raise ValueError(f"no canary definition for engine kind {kind!r}")
+
+
+def canary_unit(engine: Any) -> float:
+    """What one sampled canary adds to its coordinate of the released gradient (before noise)."""
+    return sum(clip * weight for clip, weight in canary_parts(engine))
 
 
 class CanarySlot:
@@ -78,17 +89,18 @@ class CanarySlot:
         self.engine: Any = None
         self._unit: float | None = None
 
-    def losses(self, engine: Any) -> tuple[Tensor, float, float]:
-        """This step's canary losses [k] (a forward pass of w, recorded by the engine's hooks), their clip
-        and their weight; every included canary is in the batch with the engine's sample rate."""
-        clip, weight = clip_and_weight(engine)
-        self._unit = clip * weight
+    def losses(self, engine: Any) -> tuple[Tensor, list[tuple[float, float]]]:
+        """This step's canary losses [k] (a forward pass of w, recorded by the engine's hooks) and the
+        (clip, weight) of each term they enter; every included canary is in the batch with the engine's
+        sample rate."""
+        parts = canary_parts(engine)
+        self._unit = canary_unit(engine)
         drawn = torch.rand(self.session.count, generator=self.generator) < engine.sample_rate
         rows = torch.nonzero(drawn & self.included).squeeze(1).to(self.layer.weight.device)
         x = torch.zeros(len(rows), self.session.count, device=rows.device, dtype=self.layer.weight.dtype)
-        x[torch.arange(len(rows), device=rows.device), rows] = CANARY_SCALE * clip
+        x[torch.arange(len(rows), device=rows.device), rows] = CANARY_SCALE * max(clip for clip, _ in parts)
         with torch.enable_grad():
-            return self.layer(x).squeeze(1), clip, weight
+            return self.layer(x).squeeze(1), parts
 
     def observe(self) -> None:
         """Read w's released gradient (one coordinate per canary) after a step."""
@@ -131,7 +143,6 @@ class CanarySession:
             raise RuntimeError(f"the canaries saw {scores.steps} of the engine's {engine.steps} steps (a run "
                                "resumed from a checkpoint?): audit it in one uninterrupted run")
         result = audit(scores.scores(), self.included, delta, self.confidence)
-        clip, weight = clip_and_weight(engine)
         claims = {}
         for kind in ("paper", "sound"):
             mechanisms = [m for m in engine.mechanisms(sound=kind == "sound") if m.steps > 0]
@@ -142,7 +153,8 @@ class CanarySession:
             "ledger_epsilon_sound": None if ledger.sound is None else ledger.sound.epsilon,
             **claims,
             "engine": {"kind": engine.kind, "noise_multiplier": engine.noise_multiplier,
-                       "sample_rate": engine.sample_rate, "steps": engine.steps, "clip": clip, "weight": weight,
+                       "sample_rate": engine.sample_rate, "steps": engine.steps,
+                       "canary_terms": [{"clip": c, "weight": w} for c, w in canary_parts(engine)],
                        "engines_in_run": self.engines},
             **result.to_dict(),
             "inclusion": self.included.astype(int).tolist(),

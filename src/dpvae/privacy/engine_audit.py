@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from dpvae.privacy.canaries import CANARY_SCALE, clip_and_weight
+from dpvae.privacy.canaries import CANARY_SCALE, canary_unit
 from dpvae.privacy.one_run import OneRunAudit, ScoreAccumulator, audit
 
 ENGINES = ("dpsgd", "termwise", "micro", "batch", "partial")
@@ -201,7 +201,7 @@ def run_audit(setting: AuditSetting) -> EngineAudit:
     engine = build_engine(setting, model, 1.0, noise)
     sigma = calibrate(engine, setting)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    clip, weight = clip_and_weight(engine)
+    unit = canary_unit(engine)
     scores = ScoreAccumulator(setting.canaries)
     in_data = torch.as_tensor(people.included)
     for _ in range(setting.steps):
@@ -210,7 +210,7 @@ def run_audit(setting: AuditSetting) -> EngineAudit:
         x = torch.cat([people.records[rows], people.canaries[drawn]])
         optimizer.zero_grad(set_to_none=True)
         engine.step(*step_inputs(setting.engine, model(x), setting.groups, sampling))
-        scores.observe(model.private_grad()[people.coordinates].numpy() / (clip * weight))
+        scores.observe(model.private_grad()[people.coordinates].numpy() / unit)
         optimizer.step()
     engine.close()
     result = audit(scores.scores(), people.included, setting.delta, setting.confidence)

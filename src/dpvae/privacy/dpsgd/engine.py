@@ -370,7 +370,7 @@ class _Engine:
         calls = self._recorder.take()
         canary_layer = None if self._canaries is None else self._canaries.layer
         if not any(c for layer, c in calls.items() if layer is not canary_layer) and any(
-                t.losses.requires_grad and t.units.num_examples for t in terms if t.name != canaries.TERM_NAME):
+                t.losses.requires_grad and t.units.num_examples for t in terms if not t.name.startswith(canaries.TERM_NAME)):
             raise ValueError("no forward pass of the model was recorded since the last engine call: run the "
                              "model, then call the engine once per forward pass")
         if self._has_batchnorm:  # a BatchNorm may have been switched to training mode since construction
@@ -406,9 +406,10 @@ class _Engine:
         if self.budget is not None:
             self.budget.check(self.steps + 1)
         if self._canaries is not None:  # audited run: the canaries join the batch as records (privacy.canaries)
-            losses, clip, weight = self._canaries.losses(self)
-            terms = [*terms, Term(canaries.TERM_NAME, losses, Units.per_example(len(losses), losses.device),
-                                  clip, 0.0, weight)]
+            losses, parts = self._canaries.losses(self)
+            units = Units.per_example(len(losses), losses.device)
+            terms = [*terms, *(Term(f"{canaries.TERM_NAME}.{i}", losses, units, clip, 0.0, weight)
+                               for i, (clip, weight) in enumerate(parts))]
         (grads,) = self._aggregate(terms, [[t.scale for t in terms]], include_public=True)
         std = math.sqrt(sum((t.scale * t.noise_std) ** 2 for t in terms))
         private = {id(p) for layer in self._private_layers for p in trainable_params(layer)}
