@@ -42,7 +42,7 @@ def validate_config(config: dict) -> dict:
 def _reference_errors(config: dict) -> Iterator[str]:
     from dpvae.analyses import ANALYSES
     from dpvae.eval.registry import METRICS
-    from dpvae.items import PAPERS
+    from dpvae.items import SECTIONS
     from dpvae.methods.registry import METHODS
 
     variants = config["variants"]
@@ -59,8 +59,8 @@ def _reference_errors(config: dict) -> Iterator[str]:
 
     for name, exp in config["experiments"].items():
         key = f"experiments.{name}"
-        if exp["paper"] not in PAPERS:
-            yield f"config key '{key}.paper': unknown paper '{exp['paper']}' (known: {', '.join(PAPERS)})"
+        if exp["paper"] not in SECTIONS:
+            yield f"config key '{key}.paper': unknown paper '{exp['paper']}' (known: {', '.join(SECTIONS)})"
         for i, ds in enumerate(exp["datasets"]):
             if (err := _dataset_error(f"{key}.datasets[{i}]", ds)):
                 yield err
