@@ -1,7 +1,8 @@
 """`python -m dpvae <command> ...`: the stages the Snakemake rules call, and the user's commands.
 
 User commands: check-config, status, methods, metrics, record, scorecard. A user-fixable problem (bad
-config, data, target, privacy budget) prints one or two lines naming the key, file or value and exits 2.
+config, data, target, privacy budget, a missing or unreadable file) prints one or two lines naming the
+key, file or value and exits 2; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -110,8 +112,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(_parser().parse_args(argv))
     except DpvaeError as error:
-        print(f"dpvae: error: {error}", file=sys.stderr)
-        return 2
+        return _fail(str(error))
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError) as error:
+        if error.filename is None:       # not about a path the user gave: a bug, keep the traceback
+            raise
+        return _fail(f"{error.filename}: {error.strerror}")
+
+
+def _fail(message: str) -> int:
+    """Print the message to stderr (a job's log) and, in a workflow job, to the terminal too: the rules
+    open file descriptor $DPVAE_ERROR_FD on Snakemake's stderr. Exit status 2."""
+    line = f"dpvae: error: {message}"
+    print(line, file=sys.stderr, flush=True)
+    if (fd := os.environ.get("DPVAE_ERROR_FD", "")).isdigit() and int(fd) > 2:
+        try:
+            os.write(int(fd), (line + "\n").encode())
+        except OSError:              # not open: a command line run by hand
+            pass
+    return 2
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -31,6 +31,7 @@ def validate_config(config: dict) -> dict:
     if not errors:
         errors = list(_reference_errors(config))
     if errors:
+        errors = list(dict.fromkeys(errors))      # one line per problem (a sweep repeats some)
         raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(errors))
     return config
 
@@ -56,6 +57,9 @@ def _reference_errors(config: dict) -> Iterator[str]:
             yield f"config key 'variants.{name}.audit': only a private variant can be audited"
 
     yield from _evaluation_errors(config.get("evaluation", {}), METRICS)
+    for i, ds in enumerate(config.get("data", {}).get("unreachable", [])):
+        if (err := _dataset_error(f"data.unreachable[{i}]", ds)):
+            yield err
 
     for name, exp in config["experiments"].items():
         key = f"experiments.{name}"

@@ -42,6 +42,9 @@ class Item:
         return ("pdf", "csv", "tex") if self.kind == "table" else ("pdf", "png", *self.extra_outputs)
 
 
+LVAE_ARTIFACTS = ("sample_grid", "mc_attack", "elbo_attack", "outlier_exposure", "privacy_tradeoff")
+
+
 def _items() -> tuple[Item, ...]:
     T, F = "table", "figure"
     return (
@@ -50,11 +53,11 @@ def _items() -> tuple[Item, ...]:
         Item("privae", "fig2", F, "Pinwheel clustering with and without KL(p||q)", ("privae_clustering",),
              artifacts=("pinwheel_scatter",)),
         Item("lvae", "fig1", F, "VAE: membership-inference trade-off and samples", ("lvae_mia",),
-             artifacts=("sample_grid",)),
+             artifacts=LVAE_ARTIFACTS),
         Item("lvae", "fig2", F, "VAE-DPSGD: membership-inference trade-off and samples", ("lvae_mia",),
-             artifacts=("sample_grid",)),
-        Item("lvae", "fig3", F, "LVAE: membership-inference trade-off and samples", ("lvae_mia",),
-             artifacts=("sample_grid",)),
+             artifacts=LVAE_ARTIFACTS),
+        Item("lvae", "fig3", F, "LVAE: membership-inference trade-off and samples", ("lvae_mia", "lvae_spectral"),
+             artifacts=LVAE_ARTIFACTS),
         Item("p3gm", "table1", T, "Contrast with competitors"),
         Item("p3gm", "table2", T, "Table of symbols"),
         Item("p3gm", "table3", T, "Datasets", ("p3gm_table3",)),
@@ -78,7 +81,8 @@ def _items() -> tuple[Item, ...]:
         Item("dp2vae", "fig1", F, "Samples at (10, 1e-5)", ("dp2vae_eps10",), artifacts=("sample_grid",)),
         Item("dp2vae", "fig2", F, "Samples at (1, 1e-5)", ("dp2vae_eps1", "dp2vae_gswgan_eps1"),
              datasets=("mnist", "fashion-mnist"), artifacts=("sample_grid",)),
-        Item("dp2vae", "fig3", F, "CelebA samples at (1, 1e-5)", ("dp2vae_eps1",), datasets=("celeba32",),
+        Item("dp2vae", "fig3", F, "CelebA samples at (1, 1e-5)", ("dp2vae_eps1",),
+             datasets=("celeba32", "celeba32-standin"),
              artifacts=("sample_grid",)),
         Item("dp2vae", "fig4", F, "GS-WGAN with and without pre-training", ("dp2vae_gswgan_ablation",),
              artifacts=("sample_grid",)),
@@ -123,7 +127,10 @@ def items_with_id(item_id: str) -> list[Item]:
 
 
 def item_datasets(item: Item, config: dict, experiment: str) -> list[str]:
+    """The datasets of `experiment` the item renders: its own restriction, minus those the configuration
+    lists as unreachable (`data.unreachable`: the item then says so instead of showing a number)."""
     datasets = config["experiments"][experiment]["datasets"]
-    return [d for d in datasets if not item.datasets or d in item.datasets]
+    unreachable = set((config.get("data") or {}).get("unreachable") or ())
+    return [d for d in datasets if (not item.datasets or d in item.datasets) and d not in unreachable]
 
 

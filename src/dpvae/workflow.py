@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from dpvae.config import validate_config
-from dpvae.data.registry import get_dataset
-from dpvae.errors import NotBuiltError, TargetError
+from dpvae.data.registry import get_dataset, unverified_source_problem
+from dpvae.errors import ConfigError, NotBuiltError, TargetError
 from dpvae.eval.registry import METRICS
 from dpvae.items import ITEMS, PAPERS, SECTIONS, Item, get_item, item_datasets, items_with_id
 from dpvae.methods.base import Resources
@@ -196,9 +196,22 @@ class Plan:
         """Every item that builds today, and the scorecard."""
         return [f"{item_prefix(i.paper, i.id)}.pdf" for i in done_items(self.config)] + ["figures/scorecard.pdf"]
 
-    def fetch_inputs(self, dataset: str) -> list[str]:
+    def fetch_inputs(self, dataset: str, dryrun: bool = True) -> list[str]:
+        """The marker of the verified raw source a dataset is prepared from (none for generated data).
+
+        Unless `dryrun`, a source that is not fetched yet and has files without any checksum must be listed
+        in data.allow_unverified: refused here, while planning, saying what to write.
+        """
         spec = get_dataset(dataset)
-        return [f"{self.config['data']['root']}/raw/{spec.source}/SHA256SUMS"] if spec.files else []
+        if not spec.files:
+            return []
+        root = self.config["data"]["root"]
+        marker = f"{root}/raw/{spec.source}/SHA256SUMS"
+        if not dryrun and not Path(marker).is_file():
+            problem = unverified_source_problem(spec.source, root, self.config["data"]["allow_unverified"])
+            if problem:
+                raise ConfigError(f"dataset '{dataset}': {problem}")
+        return [marker]
 
     # -- targets ---------------------------------------------------------------------------------
 

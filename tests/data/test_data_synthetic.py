@@ -67,3 +67,19 @@ def test_two_gaussians_have_unit_covariance_and_opposite_means(dim: int) -> None
 def test_two_gaussians_reject_bad_dimension() -> None:
     with pytest.raises(ValueError, match="dim"):
         synthetic.two_gaussians(np.random.default_rng(0), 0, 10)
+
+
+def test_celeba_standin_has_celeba32s_schema_and_says_it_is_a_stand_in(tmp_path):
+    from dpvae.data import prepare_dataset
+    from dpvae.data.registry import get_dataset
+    from dpvae.data.store import load_prepared
+
+    data = load_prepared(prepare_dataset("celeba32-standin", tmp_path, seed=0))
+    assert data.train.x.shape[1:] == (3, 32, 32) and data.test.x.shape[1:] == (3, 32, 32)
+    assert 0 <= data.train.x.min() and data.train.x.max() <= 1
+    assert set(data.train.y) == {0, 1} and set(data.test.y) == {0, 1}
+    assert "STAND-IN" in get_dataset("celeba32-standin").description
+    assert data.meta["options"]["stand_in_for"] == "celeba32"
+    # the label is learnable from the mean colour (what classifiers and generators get to learn)
+    red_minus_blue = data.train.x[:, 0].mean((1, 2)) - data.train.x[:, 2].mean((1, 2))
+    assert red_minus_blue[data.train.y == 1].mean() > red_minus_blue[data.train.y == 0].mean() + 0.2

@@ -111,6 +111,7 @@ def test_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         raise OSError("disk full")
 
     monkeypatch.setattr(json, "dump", broken_dump)
+    monkeypatch.setattr(json, "dumps", broken_dump)   # dpvae.files.write_json serialises with dumps
     with pytest.raises(OSError, match="disk full"):
         p3gm_ledger(CREDIT, notes="second").write(path)
     assert path.read_text() == before

@@ -88,3 +88,51 @@ def test_the_slurm_profile_builds_the_smoke_items_with_every_job_completed(
     states = sacct_states(run_id)
     assert set(states) == set(submitted) and set(states.values()) == {"COMPLETED"}, states
     print(f"\nSLURM profile: {len(states)} jobs, all COMPLETED in sacct; wall time {wall:.0f} s")
+
+
+GPU_OVERLAY = """
+variants:
+  ckpt-test-gpu: {method: ckpt-test-gpu, params: {steps: 20, max_train: 2000}}
+experiments:
+  slurm_gpu: {paper: p3gm, description: SLURM GPU request test, datasets: [twogauss-d5],
+              variants: [ckpt-test-gpu], epsilons: [10], seeds: 1, metrics: []}
+"""
+GPU_TRAIN = "results/smoke/runs/twogauss-d5/ckpt-test-gpu/eps10/seed0/train.json"
+
+
+@pytest.fixture()
+def gpu_checkout(tmp_path: Path) -> Path:
+    """A checkout with `ckpt-test-gpu` (a small DP-SGD method declaring a GPU) and an overlay that trains it."""
+    import yaml
+
+    from dpvae.schema import deep_update
+
+    checkout = tmp_path / "dpvae"
+    shutil.copytree(REPO_ROOT, checkout, ignore=generated)
+    shutil.copy2(REPO_ROOT / "tests" / "support" / "ckpt_method.py", checkout / "src" / "dpvae" / "methods" / "ckpt_test.py")
+    overlay = deep_update(yaml.safe_load((checkout / "tests" / "config" / "smoke.yaml").read_text()),
+                          yaml.safe_load(GPU_OVERLAY))
+    (checkout / "overlay.yaml").write_text(yaml.safe_dump(overlay))
+    return checkout
+
+
+def test_a_gpu_method_asks_slurm_for_a_gpu_unless_device_is_cpu(cluster: None, gpu_checkout: Path) -> None:
+    """With `device: cpu` its train job runs without a GPU (none in sacct's TRES); otherwise it is submitted
+    with --gpus=1 (which this GPU-less cluster refuses)."""
+    command = [sys.executable, "-m", "snakemake", "--workflow-profile", "workflow/profiles/slurm",
+               "--configfile=overlay.yaml", GPU_TRAIN]
+    on_cpu = subprocess.run([*command, "--config", "device=cpu"], cwd=gpu_checkout, capture_output=True, text=True,
+                            timeout=1800)
+    output = on_cpu.stdout + on_cpu.stderr
+    assert on_cpu.returncode == 0, output[-5000:]
+    train_job = re.search(r"submitted with SLURM jobid (\d+) \(log: \S+rule_train", output).group(1)
+    tres = subprocess.run(["sacct", "-X", "-n", "-P", "-j", train_job, "-o", "State,ReqTRES,AllocTRES"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    state, requested, allocated = tres.split("|")
+    assert state == "COMPLETED" and "gpu" not in requested + allocated and "cpu=1," in requested, tres
+    print(f"\nGPU method with device=cpu: SLURM job {train_job} {state}, TRES {requested}")
+
+    shutil.rmtree(gpu_checkout / "results")
+    on_gpu = subprocess.run(command, cwd=gpu_checkout, capture_output=True, text=True, timeout=1800)
+    output = on_gpu.stdout + on_gpu.stderr
+    assert on_gpu.returncode != 0 and re.search(r"sbatch .* --gpus=1 ", output), output[-5000:]

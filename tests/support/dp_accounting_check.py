@@ -21,6 +21,22 @@ def dp_accounting_curve(mechanisms: list[dict], orders) -> np.ndarray:
     return accountant.rdp
 
 
+#: Pure ε-DP: the Laplace RDP curve tends to 1/b as the order grows; at this order it is within 1e-7.
+PURE_ORDER = 1e10
+
+
+def pure_rederive(mechanisms: list[dict]) -> float:
+    """Σ ε_i of a "pure" accounting: dp-accounting's Laplace RDP (multiplier = scale / L1-sensitivity) at
+    an order large enough to equal the pure ε (an exponential mechanism with ε_i is recorded as 1/ε_i)."""
+    events = [dpa.SelfComposedDpEvent(dpa.LaplaceDpEvent(m["noise_multiplier"]), m["steps"]) for m in mechanisms]
+    accountant = RdpAccountant(orders=[PURE_ORDER])
+    accountant.compose(dpa.ComposedDpEvent(events))
+    return float(accountant._rdp[0])
+
+
+SEQUENTIAL = " (sequential)"
+
+
 def fixed_partition_curve(mechanisms: list[dict], orders) -> np.ndarray:
     """Fixed-partition mechanisms: each step's Gaussian RDP r(α) from dp-accounting, then the mixture bound
     log(1 − q + q·e^{(α−1) r(α)})/(α − 1) per step (joint convexity; see accounting.fixed_partition_rdp)."""
@@ -36,7 +52,20 @@ def fixed_partition_curve(mechanisms: list[dict], orders) -> np.ndarray:
 
 
 def rederive(record: dict) -> float:
-    """ε of one accounting's JSON, recomputed from its mechanisms with dp-accounting's RDP curves."""
+    """ε of one accounting's JSON, recomputed from its mechanisms with dp-accounting's RDP curves.
+
+    A sequential accounting ("rdp+rdp (sequential)") is re-derived part by part: each mechanism alone at
+    δ/n, the ε added (only "rdp" parts are supported here).
+    """
+    if record["accountant"] == "pure":
+        return pure_rederive(record["mechanisms"])
+    if record["accountant"].endswith(SEQUENTIAL):
+        parts = record["accountant"][: -len(SEQUENTIAL)].split("+")
+        if set(parts) != {"rdp"} or len(parts) != len(record["mechanisms"]):
+            raise NotImplementedError(f"re-deriving accountant {record['accountant']!r} is not supported")
+        share = record["delta"] / len(parts)
+        return sum(rederive({**record, "accountant": "rdp", "delta": share, "mechanisms": [m]})
+                   for m in record["mechanisms"])
     orders = np.asarray(record["orders"], dtype=float)
     if record["accountant"] == "rdp-order-search":
         orders = np.asarray([record["order"]])

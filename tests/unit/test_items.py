@@ -28,7 +28,8 @@ def test_status_is_derived_from_registries(paper_config):
     done = {i.key for i in done_items(paper_config)}
     assert {"p3gm/table1", "p3gm/table2", "p3gm/table3", "p3gm/table4", "p3gm/fig1", "p3gm/fig3",
             "dp2vae/fig6"} <= done
-    assert "method p3gm" in missing_parts(ITEMS["p3gm/table6"], paper_config)
+    assert {"p3gm/table5", "p3gm/table7", "p3gm/fig2", "p3gm/fig5", "p3gm/fig7"} <= done
+    assert "method dp2vae" in missing_parts(ITEMS["dp2vae/table1"], paper_config)
 
 
 def test_items_with_id_gathers_across_papers():

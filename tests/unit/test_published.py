@@ -115,8 +115,16 @@ def test_all_files_load_with_the_documented_schema(table: pd.DataFrame) -> None:
         assert table[col].dtype == float
     assert table["value"].notna().all()
     assert not table.duplicated(list(KEY_COLUMNS)).any()
-    assert set(table["source"]) == {"paper", "reference-code"}
+    assert set(table["source"]) == {"paper", "reference-code", "dpimagebench"}
     assert {"p3gm", "dp2vae"} <= set(table["paper"])
+
+
+def test_dpimagebench_rows_are_a_labelled_second_reference_for_two_baselines(table: pd.DataFrame) -> None:
+    bench = table[table["source"] == "dpimagebench"]
+    assert set(bench["method"]) == {"dp-merf", "gs-wgan"} and set(bench["item"]) == {"table1"}
+    assert (bench["epsilon"] == 10).all() and (bench["cited_from"] == "").all()
+    assert bench["note"].str.contains("DPImageBench").all() and (bench["classifier"] == "").all()
+    assert len(bench) == 8 and set(bench["dataset"]) == {"mnist", "fashion-mnist"}
 
 
 def test_single_paper_selection_returns_exactly_that_papers_rows(table: pd.DataFrame) -> None:

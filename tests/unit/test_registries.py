@@ -3,6 +3,7 @@ typed parameters and options, and configuration checks that stay light (no torch
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -68,5 +69,7 @@ def test_validating_a_configuration_imports_no_heavy_library():
             "if m in sys.modules]; print(','.join(heavy))")
     from dpvae.paths import REPO_ROOT
 
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, check=True)
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}  # this checkout's package, not the venv's install
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, env=env,
+                         check=True)
     assert out.stdout.strip() == "", f"imported at validation time: {out.stdout.strip()}"

@@ -11,6 +11,7 @@ import pytest
 from dpvae import stages
 from dpvae.data.registry import prepare_dataset
 from dpvae.errors import NotBuiltError
+from dpvae.files import temporaries
 from dpvae.params import MethodParams
 from dpvae.runs import Run, run_spec
 
@@ -31,7 +32,7 @@ def test_train_and_sample_a_nonprivate_method(pinwheel_spec):
     assert json.loads((run / "privacy.json").read_text())["private"] is False
     meta = json.loads((run / "train.json").read_text())
     assert meta["spec"] == pinwheel_spec and meta["seconds"] >= 0
-    assert not list(run.glob(".model.partial-*"))
+    assert not temporaries(run / "model")
     assert meta["spec_sha256"] and meta["commit"] and meta["seed"] == 0
     with np.load(stages.sample(run, None)) as samples:
         assert samples["x"].shape == (100, 2) and samples["y"].shape == (100,)   # max_train subsample

@@ -24,20 +24,10 @@ from dpvae.items import ITEMS
 from dpvae.paths import REPO_ROOT
 from dpvae.status import done_items
 
-SMOKE_FILE = REPO_ROOT / "tests" / "config" / "smoke.yaml"
+from support.workflow_runs import smoke, snakemake
+
 pytestmark = pytest.mark.workflow
 ALL_ITEMS = [f"figures/{key}.pdf" for key in ITEMS]
-
-
-def snakemake(*args: str, cwd: Path, mirror: Path | None = None, repo: Path = REPO_ROOT,
-              timeout: int = 1800) -> subprocess.CompletedProcess:
-    env = {**os.environ, "DPVAE_DATA_MIRROR": str(mirror) if mirror else ""}
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(repo / "Snakefile"), "--directory", str(cwd)]
-    return subprocess.run([*command, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
-
-
-def smoke(repo: Path = REPO_ROOT) -> str:
-    return f"--configfile={repo / 'tests' / 'config' / 'smoke.yaml'}"
 
 
 RULES = ("fetch", "prepare", "train", "sample", "evaluate", "reference", "aggregate", "combine", "analyze",
@@ -123,27 +113,6 @@ def test_a_real_run_of_an_unbuilt_item_stops_at_once_naming_what_is_missing(tmp_
     output = result.stderr + result.stdout
     assert f"cannot build {pending.key}" in output and method in output
     assert not (tmp_path / "results").exists() and not (tmp_path / "data").exists()
-
-
-def _copy_repository(destination: Path) -> Path:
-    """The files a build reads (not .git or .venv), so that a test may edit them."""
-    for name in ("Snakefile", "config.yaml", "pyproject.toml"):
-        shutil.copy2(REPO_ROOT / name, destination / name)
-    for name in ("workflow", "src", "envs", "reproductions"):
-        if (REPO_ROOT / name).exists():
-            shutil.copytree(REPO_ROOT / name, destination / name, ignore=shutil.ignore_patterns("__pycache__"))
-    (destination / "tests" / "config").mkdir(parents=True)
-    shutil.copy2(SMOKE_FILE, destination / "tests" / "config" / "smoke.yaml")
-    return destination
-
-
-@pytest.fixture(scope="module")
-def smoke_build(tmp_path_factory, mirror) -> Path:
-    """Every buildable item, figures/table2.pdf and the scorecard at smoke scale, built once in a repo copy."""
-    repo = _copy_repository(tmp_path_factory.mktemp("smoke"))
-    result = snakemake("--cores", "2", smoke(repo), "all", "figures/table2.pdf", cwd=repo, mirror=mirror, repo=repo)
-    assert result.returncode == 0, result.stderr[-5000:]
-    return repo
 
 
 def test_every_buildable_item_is_built(smoke_build, smoke_config):

@@ -16,14 +16,25 @@ from dpvae.errors import DpvaeError
 from dpvae.paths import data_mirror, item_prefix, results_dir
 from dpvae.workflow import Plan
 
+
+def stop(error):
+    """End the run while the Snakefile is read, before any job: the message alone, no traceback.
+
+    (A WorkflowError raised here would print this file's name, line and a traceback line around it.)
+    """
+    print(f"dpvae: error: {error}", file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
 try:
     PLAN = Plan(config, workflow.basedir)
 except DpvaeError as error:
-    raise WorkflowError(str(error)) from None
+    stop(error)
 
 
 def checked(fn):
-    """An input function whose user-fixable errors (unknown or not-yet-built item) end the run plainly."""
+    """An input function whose user-fixable errors (unknown or not-yet-built item, unverifiable data) end
+    the run while the DAG is built, before any job. Snakemake wraps the message (rule, wildcards)."""
 
     def wrapped(wildcards):
         try:
@@ -39,7 +50,9 @@ MIRROR = data_mirror(config["data"]["mirror"])
 # Under --sdm conda the rule's environment provides python; otherwise the interpreter running Snakemake.
 USES_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 PYTHON = "python" if USES_CONDA else sys.executable
-DPVAE = f"PYTHONPATH={SRC}${{PYTHONPATH:+:$PYTHONPATH}} {PYTHON} -m dpvae"
+# Every job's output goes to its log; fd 3 keeps Snakemake's stderr, where the CLI also writes the one-line
+# message of a user-fixable failure (bad data, privacy budget exceeded, ...), so it shows in the terminal.
+DPVAE = f"3>&2 DPVAE_ERROR_FD=3 PYTHONPATH={SRC}${{PYTHONPATH:+:$PYTHONPATH}} {PYTHON} -m dpvae"
 ENV = "../../envs/dpvae.yaml"
 RUN = f"{RESULTS}/runs/{{dataset}}/{{variant}}/eps{{eps}}/seed{{seed}}"
 
@@ -48,9 +61,10 @@ def prepared(dataset):
     return f"{DATA}/prepared/{dataset}"
 
 
+@checked
 def fetch_inputs(wildcards):
     """The verified raw files a dataset is prepared from (none for generated datasets)."""
-    return PLAN.fetch_inputs(wildcards.dataset)
+    return PLAN.fetch_inputs(wildcards.dataset, dryrun=workflow.dryrun)
 
 
 def gpus(wanted):

@@ -3,13 +3,12 @@
 # Where the raw bytes come from (the mirror, or a download) is not part of their identity -- their checksum
 # is -- so the mirror is not a param: switching DPVAE_DATA_MIRROR / data.mirror on or off re-runs nothing.
 # The fetch job reads it from its environment (sbatch exports it to cluster jobs as well).
-from snakemake.exceptions import WorkflowError as _WorkflowError
 
 _MIRROR_VARIABLE = "DPVAE_DATA_MIRROR"
 
 if MIRROR:
     if not Path(MIRROR).is_dir():
-        raise _WorkflowError(
+        stop(
             f"data mirror {MIRROR} does not exist or is not a directory (from DPVAE_DATA_MIRROR or the config key "
             "data.mirror); point it at a directory laid out as <mirror>/<source>/<file>, or unset both to download"
         )

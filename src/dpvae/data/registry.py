@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from dpvae.data import celeba, images, synthetic, tabular
-from dpvae.data.sources import RemoteFile, fetch, verify_local
+from dpvae.data import celeba, images, standin, standins, synthetic, tabular
+from dpvae.data.sources import RemoteFile, allow_unverified_hint, fetch, unverifiable, verify_local
 from dpvae.data.store import Prepared, write_prepared
+from dpvae.errors import TargetError
 from dpvae.files import write_text
 
 Builder = Callable[[Path | None, int], Prepared]
@@ -119,11 +120,28 @@ def _specs() -> dict[str, DatasetSpec]:
             "centre crop, PIL bilinear to 32x32, pixel/255", n_train=60000,
         ),
         DatasetSpec(
+            "celeba32-standin", "STAND-IN for celeba32 (CelebA is not reachable here): generated 3x32x32 colour "
+            "fields, y = 'gender' label; same schema, not faces", None, (), standin.build_celeba_standin,
+            "independent seeded draws of 2,000 train and 500 test images", "generated in [0, 1]", n_train=2000,
+        ),
+        DatasetSpec(
             "pinwheel", "Pinwheel (Johnson et al., MATLAB behaviour as Mathieu et al.): 4 arms x 100 points", None, (),
             synthetic.build_pinwheel, "independent seeded draws of 400 train and 400 test points", "none", n_train=400,
         ),
     ]  # fmt: skip
+    specs += [_standin_spec(real_id) for real_id in standins.SCHEMAS]
     return {spec.dataset_id: spec for spec in specs}
+
+
+def _standin_spec(real_id: str) -> DatasetSpec:
+    """A generated stand-in with `real_id`'s schema (used where the real data cannot be downloaded)."""
+    schema = standins.SCHEMAS[real_id]
+    n_train = schema.n_records - -(-schema.n_records // 10)
+    return DatasetSpec(
+        standins.standin_id(real_id), f"STAND-IN (generated, not real data) with the schema of {schema.real_description}",
+        None, (), partial(standins.build_standin, real_id=real_id), HOLDOUT,
+        f"generated, min-max to {list(schema.value_range)}", n_train=n_train,
+    )
 
 
 DATASETS: dict[str, DatasetSpec] = _specs()
@@ -145,7 +163,7 @@ def get_dataset(dataset_id: str) -> DatasetSpec:
         build = partial(synthetic.build_two_gaussians, dim=dim)
         return DatasetSpec(dataset_id, description, None, (), build, HOLDOUT, "none", n_train=18000)
     known = ", ".join([*DATASETS, *PARAMETRIC_IDS])
-    raise ValueError(f"unknown dataset_id {dataset_id!r}; known ids: {known} (d = any positive integer)")
+    raise TargetError(f"unknown dataset_id {dataset_id!r}; known ids: {known} (d = any positive integer)")
 
 
 def raw_dir_of(dataset_id: str, root: str | Path) -> Path | None:
@@ -186,7 +204,27 @@ def source_files(source: str) -> tuple[RemoteFile, ...]:
         if spec.source == source:
             return spec.files
     known = sorted({s.source for s in DATASETS.values() if s.source})
-    raise ValueError(f"unknown raw source {source!r}; known sources: {', '.join(known)}")
+    raise TargetError(f"unknown raw source {source!r}; known sources: {', '.join(known)}")
+
+
+def sources_without_checksums() -> list[str]:
+    """Raw sources with a file that has no published checksum (fetched only with data.allow_unverified)."""
+    return sorted({s.source for s in DATASETS.values()
+                   if s.source and any(f.published_checksum is None for f in s.files)})
+
+
+def unverified_source_problem(source: str, root: str | Path, allowed: list[str] | tuple[str, ...]) -> str | None:
+    """Why fetching `source` into `<root>/raw/<source>` would be refused (files without any checksum,
+    published or recorded, and the source not in `allowed`), naming the config key; None if it would not."""
+    if source in allowed:
+        return None
+    missing = unverifiable(source_files(source), Path(root) / "raw" / source)
+    if not missing:
+        return None
+    wanted = sorted({*allowed, *sources_without_checksums()})
+    return (f"raw source '{source}' ({', '.join(missing)}) has no published checksum, so its download cannot be "
+            f"verified. To accept it (its sha256 is recorded on first download and checked after), list it in "
+            f"the config key data.allow_unverified: {allow_unverified_hint(wanted)}")
 
 
 def fetch_source(source: str, root: str | Path, mirror: str | Path | None = None, *,

@@ -116,6 +116,19 @@ def fetch(
     return observed
 
 
+def unverifiable(files: Iterable[RemoteFile], raw_dir: str | Path) -> list[str]:
+    """The files with no published checksum and none recorded beside them in ``raw_dir`` (never fetched
+    with allow_unverified): fetching them needs ``allow_unverified``."""
+    return [f.filename for f in files if _expected_checksum(f, Path(raw_dir) / f.filename) is None]
+
+
+def allow_unverified_hint(sources: Iterable[str]) -> str:
+    """How a user lists `sources` in the config key data.allow_unverified (command line or config file)."""
+    listed = ", ".join(sorted(set(sources)))
+    return (f"add --config 'data={{allow_unverified: [{listed}]}}' after the targets, or put "
+            f"`data: {{allow_unverified: [{listed}]}}` in a --configfile")
+
+
 def verify_local(files: Iterable[RemoteFile], raw_dir: str | Path) -> dict[str, str]:
     """Check that every file is in ``raw_dir`` and verifies; return {filename: sha256}. Never downloads."""
     raw_dir = Path(raw_dir)
@@ -128,7 +141,7 @@ def verify_local(files: Iterable[RemoteFile], raw_dir: str | Path) -> dict[str, 
         if expected is None:
             raise DataError(
                 f"{path} has no published checksum and no recorded one ({_sidecar(path)}); "
-                "fetch it with allow_unverified=True to record its sha256"
+                f"fetch it again with the config key data.allow_unverified listing '{raw_dir.name}' to record its sha256"
             )
         try:
             observed[remote.filename] = _verify(path, remote, expected, label=str(path)).sha256
@@ -149,9 +162,12 @@ def _fetch_one(
     destination = raw_dir / remote.filename
     expected = _expected_checksum(remote, destination)
     if expected is None and not allow_unverified:
+        source = destination.parent.name
         raise DataError(
             f"{destination}: no published checksum is known for {remote.filename}, so it cannot be verified; "
-            f"refusing it. Pass allow_unverified=True to accept it and record its sha256 in {_sidecar(destination)}"
+            f"refusing it. To accept it and record its sha256 in {_sidecar(destination)}, list '{source}' in the "
+            f"config key data.allow_unverified ({allow_unverified_hint([source])}; "
+            "`python -m dpvae fetch --allow-unverified`; Python: allow_unverified=True)"
         )
     if destination.is_file():
         try:
@@ -193,7 +209,10 @@ def _download(remote: RemoteFile, destination: Path, expected: tuple[str, str] |
                 return _land(response, destination, remote, expected, label=f"{url} (for {destination})")
         except (urllib.error.URLError, OSError, DataError) as error:
             failures.append(f"  {url}: {error}")
-    raise DataError(f"could not obtain a verified {destination}{not_mirrored}; tried:\n" + "\n".join(failures))
+    place = f"{mirrored} (the mirror) or {destination}" if mirrored is not None else str(destination)
+    raise DataError(f"could not obtain a verified {destination}{not_mirrored}; tried:\n" + "\n".join(failures)
+                    + f"\nwithout network access, put a copy of {remote.filename} at {place} and run the same "
+                    "command again (it is verified before use)")
 
 
 def _land(

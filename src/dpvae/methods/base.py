@@ -91,14 +91,24 @@ class RunContext:
 
     @cached_property
     def data(self) -> Any:
-        """The prepared dataset, its training split subsampled to `params.max_train` if set."""
+        """The prepared dataset, its training split subsampled to `params.max_train` if set.
+
+        A planted outlier (meta `outlier_index`, LVAE's white image) is always kept in the subsample, in
+        place of the last record drawn, and `outlier_index` then points at it in the subsample.
+        """
         from dpvae.data.store import load_prepared
 
         prepared = load_prepared(Path(self.spec["data_root"]) / "prepared" / self.spec["dataset"])
         limit = getattr(self.params, "max_train", None)
         if limit and limit < len(prepared.train.y):
-            keep = np.sort(self.rng("max_train").choice(len(prepared.train.y), size=limit, replace=False))
+            keep = self.rng("max_train").choice(len(prepared.train.y), size=limit, replace=False)
+            outlier = prepared.meta.get("outlier_index")
+            if outlier is not None and outlier not in keep:
+                keep[-1] = outlier
+            keep = np.sort(keep)
             prepared = prepared.subset_train(keep)
+            if outlier is not None:
+                prepared.meta["outlier_index"] = int(np.searchsorted(keep, outlier))
         return prepared
 
 

@@ -10,22 +10,34 @@
                              "rng": rng_state(gen), "engine_steps": engine.steps})
 
 A checkpoint holds everything that decides the rest of the run — parameters, optimiser state, step and
-*every* random stream (torch generators, numpy generators) and the privacy accountant's step count — so the
-resumed run releases exactly what the uninterrupted one would have. It is written atomically (never half),
-ignored if it belongs to another spec, and removed by the train stage once the model is in place.
+*every* random stream (the method's torch and numpy generators, and the process-wide torch, CUDA, numpy
+and `random` states, saved and restored here) and the privacy accountant's step count — so the resumed run
+releases exactly what the uninterrupted one would have. It is written atomically (never half), ignored if
+it belongs to another spec, and removed by the train stage once the model is in place.
+
+How often: the method's `every_seconds` / `every_steps`, unless the environment sets
+`DPVAE_CHECKPOINT_EVERY_STEPS` or `DPVAE_CHECKPOINT_EVERY_SECONDS` (e.g. on a preemptible cluster, or a
+test that kills a run after a few steps); checkpointing never changes what a run releases.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import random
 import time
 from pathlib import Path
 from typing import Any
 
+from dpvae.errors import ConfigError
 from dpvae.files import atomic_write
 from dpvae.methods.base import RunContext
 from dpvae.provenance import sha256_json
 
 CHECKPOINT_NAME = "checkpoint.pt"
+EVERY_STEPS_VARIABLE = "DPVAE_CHECKPOINT_EVERY_STEPS"
+EVERY_SECONDS_VARIABLE = "DPVAE_CHECKPOINT_EVERY_SECONDS"
+log = logging.getLogger(__name__)
 
 
 class Checkpoint:
@@ -35,6 +47,10 @@ class Checkpoint:
         self.path = Path(ctx.run_dir) / CHECKPOINT_NAME
         self.key = sha256_json(ctx.spec)
         self.every_seconds, self.every_steps = every_seconds, every_steps
+        if os.environ.get(EVERY_STEPS_VARIABLE):
+            self.every_steps = _positive(EVERY_STEPS_VARIABLE, int)
+        if os.environ.get(EVERY_SECONDS_VARIABLE):
+            self.every_seconds = _positive(EVERY_SECONDS_VARIABLE, float)
         self._last = time.monotonic()
 
     def load(self) -> dict[str, Any] | None:
@@ -43,9 +59,18 @@ class Checkpoint:
 
         if not self.path.is_file():
             return None
-        saved = torch.load(self.path, map_location="cpu", weights_only=False)
-        if saved.get("key") != self.key:
+        try:
+            saved = torch.load(self.path, map_location="cpu", weights_only=False)
+        except Exception as error:  # written atomically, so only a damaged disk gets here: start over
+            log.warning("ignoring unreadable checkpoint %s (%s); training from the start", self.path, error)
             return None
+        if not isinstance(saved, dict) or saved.get("key") != self.key:
+            log.warning("ignoring %s: it belongs to another spec of this run", self.path)
+            return None
+        if "global_rng" in saved:
+            _restore_global_rng(saved["global_rng"])
+        step = saved["state"].get("step") if isinstance(saved["state"], dict) else None
+        log.info("resuming from checkpoint %s%s", self.path, "" if step is None else f" at step {step}")
         return saved["state"]
 
     def due(self, step: int) -> bool:
@@ -57,11 +82,45 @@ class Checkpoint:
     def save(self, state: dict[str, Any]) -> None:
         import torch
 
-        atomic_write(self.path, lambda tmp: torch.save({"key": self.key, "state": state}, tmp))
+        payload = {"key": self.key, "state": state, "global_rng": _global_rng()}
+        atomic_write(self.path, lambda tmp: torch.save(payload, tmp))
         self._last = time.monotonic()
 
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)
+
+
+def _positive(variable: str, kind: type) -> Any:
+    text = os.environ[variable]
+    try:
+        value = kind(text)
+    except ValueError:
+        value = 0
+    if not value > 0:
+        raise ConfigError(f"environment variable {variable}={text!r}: expected a positive number")
+    return value
+
+
+def _global_rng() -> dict[str, Any]:
+    """The process-wide random states a method may draw from without its own generator."""
+    import numpy as np
+    import torch
+
+    state = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "random": random.getstate()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _restore_global_rng(state: dict[str, Any]) -> None:
+    import numpy as np
+    import torch
+
+    torch.set_rng_state(state["torch"])
+    np.random.set_state(state["numpy"])
+    random.setstate(state["random"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
 
 
 def rng_state(*generators: Any) -> list[Any]:

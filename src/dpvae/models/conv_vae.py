@@ -6,19 +6,20 @@
              ConvT(f→1,4,2,1) = Laplace(·, 0.1) location                                   [1×32×32]
     N = GroupNorm (private use, A-P1), BatchNorm (Mathieu, non-private only) or nothing; convs have no
     bias except the heads; conv weights ~ N(0, 0.02).
-    φ(x_i)   = −(1/L) Σ_l [log p(x_i|z_il) − β (log q(z_il|x_i) − log p(z_il))]   (sparse prior p)
-    ψ(s_j)   = α · MMD_DIM(posterior samples of s_j, prior samples of s_j)
+    prior    spike-and-slab p(z_d) = γ N(0, spike_std²) + (1 − γ) N(0, 1)  (γ = 0: N(0, I))
+    φ, ψ     `LatentVAE.loss_terms` (ψ = α · MMD_DIM by default)
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
+import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from dpvae.models.losses import laplace_nll, mmd_dim, normal_log_prob, sparse_prior_log_prob
-from dpvae.privacy.dpsgd.units import Units
+from dpvae.models.latent_vae import LatentVAE
+from dpvae.models.losses import SPIKE_STD, laplace_nll, sample_sparse_prior, sparse_prior_log_prob
 
 
 def _norm(kind: str, channels: int, groups: int) -> nn.Module:
@@ -29,19 +30,23 @@ def _norm(kind: str, channels: int, groups: int) -> nn.Module:
     return nn.Identity()
 
 
-class ConvVAE(nn.Module):
+class ConvVAE(LatentVAE):
     """The network and loss terms of the module docstring; `norm_groups` groups per GroupNorm."""
 
     def __init__(self, latent_dim: int = 50, base_channels: int = 32,
                  norm: Literal["group", "batch", "none"] = "group", norm_groups: int = 8,
-                 spike_weight: float = 0.8, likelihood_scale: float = 0.1) -> None:
+                 spike_weight: float = 0.8, likelihood_scale: float = 0.1, spike_std: float = SPIKE_STD) -> None:
         super().__init__()
         if norm not in ("group", "batch", "none"):
             raise ValueError(f"norm must be 'group', 'batch' or 'none', got {norm!r}")
         if not 0 <= spike_weight < 1:
             raise ValueError(f"spike_weight must be in [0, 1), got {spike_weight}")
+        if not spike_std > 0:
+            raise ValueError(f"spike_std must be > 0, got {spike_std}")
         f, d = base_channels, latent_dim
-        self.spike_weight, self.likelihood_scale = spike_weight, likelihood_scale
+        self.config = {"latent_dim": d, "base_channels": f, "norm": norm, "norm_groups": norm_groups,
+                       "spike_weight": spike_weight, "likelihood_scale": likelihood_scale, "spike_std": spike_std}
+        self.spike_weight, self.likelihood_scale, self.spike_std = spike_weight, likelihood_scale, spike_std
         self.encoder = nn.Sequential(
             nn.Conv2d(1, f, 4, 2, 1, bias=False), nn.LeakyReLU(0.2),
             nn.Conv2d(f, 2 * f, 4, 2, 1, bias=False), _norm(norm, 2 * f, norm_groups), nn.LeakyReLU(0.2),
@@ -68,6 +73,19 @@ class ConvVAE(nn.Module):
         """Laplace locations [N, 1, 32, 32] for latents [N, D]."""
         return self.decoder(z[:, :, None, None])
 
+    def log_likelihood(self, x: Tensor, z: Tensor) -> Tensor:
+        """log Laplace(x; decode(z), 0.1) summed over pixels, [N]."""
+        return -laplace_nll(x, self.decode(z), self.likelihood_scale)
+
+    def reconstruction(self, z: Tensor) -> Tensor:
+        return self.decode(z)
+
+    def prior_log_prob(self, z: Tensor) -> Tensor:
+        return sparse_prior_log_prob(z, self.spike_weight, self.spike_std).sum(-1)
+
+    def sample_prior(self, n: int, generator: torch.Generator | None = None) -> Tensor:
+        return sample_sparse_prior((n, self.latent_dim), self.spike_weight, self.spike_std, generator=generator)
+
     def forward(self, x: Tensor, noise: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """μ, std [B, D], latents z [B, L, D] and Laplace locations [B, L, 1, 32, 32] for `noise` ~ N(0, I)
         of shape [B, L, D] (L Monte-Carlo samples; decoded example-major)."""
@@ -75,22 +93,3 @@ class ConvVAE(nn.Module):
         z = mu[:, None] + std[:, None] * noise
         loc = self.decode(z.flatten(0, 1))
         return mu, std, z, loc.reshape(*z.shape[:2], *loc.shape[1:])
-
-    def loss_terms(self, x: Tensor, noise: Tensor, prior_samples: Tensor | None = None,
-                   groups: Tensor | None = None, num_groups: int = 1, beta: float = 1.0, alpha: float = 0.0
-                   ) -> tuple[Tensor, Tensor]:
-        """φ per example [B] and ψ per sub-group [num_groups] (zeros when `alpha` = 0).
-
-        `noise [B, L, D]` drives the reparameterisation; ψ uses the first sample of each example and
-        `prior_samples [B, D]` (fresh draws from the prior, one per example, grouped with it).
-        """
-        mu, std, z, loc = self(x, noise)
-        nll = laplace_nll(x[:, None].expand_as(loc).flatten(0, 1), loc.flatten(0, 1), self.likelihood_scale)
-        kld = (normal_log_prob(z, mu[:, None], std[:, None])
-               - sparse_prior_log_prob(z, self.spike_weight)).sum(-1)
-        phi = (nll.reshape(z.shape[:2]) + beta * kld).mean(1)
-        if alpha == 0:
-            return phi, phi.new_zeros(num_groups)
-        if prior_samples is None or groups is None:
-            raise ValueError("alpha > 0 needs prior_samples and groups")
-        return phi, alpha * mmd_dim(z[:, 0], prior_samples, Units(groups, num_groups))

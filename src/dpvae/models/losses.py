@@ -128,3 +128,38 @@ def mixture_kl(mu: Tensor, logvar: Tensor, prior: MixturePrior | None = None) ->
         return gaussian_kl(mu, logvar, torch.zeros_like(mu), torch.ones_like(mu))
     per_component = gaussian_kl(mu[:, None], logvar[:, None], prior.means, prior.variances)  # [B, K]
     return -torch.logsumexp(prior.weights.log() - per_component, dim=1)
+
+
+def gaussian_mixture_log_prob(z: Tensor, means: Tensor, std: float) -> Tensor:
+    """log Σ_k (1/K) N(z; means_k, std² I), summed over the last dimension of z [..., D]; means [K, D]."""
+    per_component = normal_log_prob(z[..., None, :], means, std).sum(-1)       # [..., K]
+    return torch.logsumexp(per_component, dim=-1) - math.log(means.shape[0])
+
+
+def sample_gaussian_mixture(n: int, means: Tensor, std: float, generator: torch.Generator | None = None) -> Tensor:
+    """n draws [n, D] from the equal-weight mixture of N(means_k, std² I)."""
+    component = torch.randint(means.shape[0], (n,), generator=generator)
+    return means[component] + std * torch.randn(n, means.shape[1], generator=generator, dtype=means.dtype)
+
+
+def kld_inc(mu: Tensor, std: Tensor, prior: Tensor, units: Units, prior_log_prob) -> Tensor:
+    """KL(p(z) ‖ q(z)) within each unit (Mathieu et al.'s KLD_INC), shape [U].
+
+    Unit u with members s_u: mean over its prior draws ẑ_m (row m of `prior [B, D]`, one per member) of
+    log p(ẑ_m) − log (1/|s_u|) Σ_{i∈s_u} q(ẑ_m | x_i), q(·|x_i) = N(mu_i, std_i²) (the unit's aggregate
+    posterior). `prior_log_prob` maps [..., D] to log p summed over D. Empty units get 0.
+    """
+    if not (mu.shape == std.shape == prior.shape and mu.dim() == 2):
+        raise ValueError(f"mu, std and prior must all be [B, D], got {tuple(mu.shape)}, {tuple(std.shape)} "
+                         f"and {tuple(prior.shape)}")
+    z, mask = pad_by_unit(prior, units)                                         # [U, m, D], [U, m]
+    loc, _ = pad_by_unit(mu, units)
+    scale = pad_by_unit(std, units)[0] + (~mask)[..., None].to(std.dtype)        # padding: std 1
+    log_q = normal_log_prob(z[:, :, None], loc[:, None], scale[:, None]).sum(-1)   # [U, m (draws), m (members)]
+    floor = torch.finfo(log_q.dtype).min / 4
+    log_q = log_q.masked_fill(~mask[:, None, :], floor)
+    n = mask.sum(1).to(mu.dtype)
+    safe_n = n.clamp_min(1)
+    log_agg = torch.logsumexp(log_q, dim=2) - safe_n.log()[:, None]              # [U, m]
+    gap = torch.where(mask, prior_log_prob(z) - log_agg, torch.zeros_like(log_agg))
+    return gap.sum(1) / safe_n

@@ -10,6 +10,7 @@ One module for every accountant the four papers use:
   one in today's TF-Privacy, opacus, dp-accounting and the P3GM code's vendored TF-Privacy.
 * zCDP → (ε, δ), the classic Gaussian-mechanism bound, Abadi et al.'s moments accountant and the
   closed-form factor κ PriVAE derives from it.
+* Pure ε-DP composition of Laplace / exponential mechanisms (`pure_epsilon`, accountant "pure").
 * Replace-one adjacency (see `replace_one_rdp`), calibration of σ for a target ε (rounded up: the ε of
   the returned σ never exceeds the target), and the continuous order search of pyvacy (DP²-VAE's
   accountant).
@@ -55,6 +56,8 @@ INTEGER_ORDERS: tuple[float, ...] = tuple(float(a) for a in range(2, 257))
 PYVACY_ORDER_BOUNDS: tuple[float, float] = (1.0, 512.0)
 
 _SEQUENTIAL_SUFFIX = " (sequential)"
+#: Pure ε-DP composition (Laplace / exponential mechanisms, δ = 0), see `pure_epsilon`.
+PURE_ACCOUNTANT = "pure"
 
 
 class GaussianMechanismLike(Protocol):
@@ -323,21 +326,39 @@ def epsilon_order_search(
     return float(result.fun), float(result.x)
 
 
+def pure_epsilon(mechanisms: Sequence[GaussianMechanismLike]) -> float:
+    """ε of the sequential composition of pure ε-DP mechanisms (δ = 0): Σ steps_i / noise_multiplier_i.
+
+    Under the "pure" accountant a mechanism record is a Laplace mechanism whose `noise_multiplier` is its
+    scale / L1-sensitivity (so one release is (1/multiplier)-DP), or any other ε_i-DP mechanism (e.g. an
+    exponential mechanism) written with multiplier 1/ε_i. Basic composition adds the ε_i; the guarantee
+    holds at δ = 0, hence at every δ.
+    """
+    total = 0.0
+    for m in mechanisms:
+        if m.sample_rate != 1:
+            raise ValueError(f"{m.name}: the pure accountant does not amplify by sampling (sample_rate must be 1)")
+        if m.steps:
+            total += math.inf if m.noise_multiplier == 0 else m.steps / m.noise_multiplier
+    return float(total)
+
+
 def parse_accountant(accountant: str, n_mechanisms: int) -> tuple[PartAccountant, ...] | None:
     """Per-mechanism accountants of a sequential accountant name, or None for joint accountants.
 
-    Names: "rdp" (sum of RDP curves over the given orders, one conversion), "rdp-order-search"
+    Names: "rdp" (sum of RDP curves over the given orders, one conversion), "pure" (pure ε-DP
+    composition of Laplace / exponential mechanisms at δ = 0, `pure_epsilon`), "rdp-order-search"
     (the same with a continuous order search inside [min(orders), max(orders)]), or
     "<a>+<b>+… (sequential)" with one part per mechanism among "rdp", "moments", "zcdp", "gaussian":
     each mechanism is accounted alone at δ/n (n = number of mechanisms) and the ε add up (basic
     sequential composition). "moments" always uses λ = 1…255 and the classic conversion (Abadi et al.);
     "zcdp" (ρ = steps/(2σ²)) and "gaussian" (one release) need q = 1.
     """
-    if accountant in ("rdp", "rdp-order-search"):
+    if accountant in ("rdp", "rdp-order-search", PURE_ACCOUNTANT):
         return None
     if not accountant.endswith(_SEQUENTIAL_SUFFIX):
         raise ValueError(
-            f"accountant must be 'rdp', 'rdp-order-search' or '<part>+…{_SEQUENTIAL_SUFFIX}', got {accountant!r}"
+            f"accountant must be 'rdp', 'rdp-order-search', '{PURE_ACCOUNTANT}' or '<part>+…{_SEQUENTIAL_SUFFIX}', got {accountant!r}"
         )
     parts = tuple(accountant[: -len(_SEQUENTIAL_SUFFIX)].split("+"))
     for part in parts:
@@ -392,6 +413,8 @@ def account(
     _check_choice(conversion, CONVERSIONS, "conversion")
     _check_choice(adjacency, ADJACENCIES, "adjacency")
     parts = parse_accountant(accountant, len(mechanisms))
+    if accountant == PURE_ACCOUNTANT:
+        return pure_epsilon(mechanisms), None
     if accountant == "rdp":
         return epsilon(mechanisms, delta, conversion, orders, adjacency)
     if accountant == "rdp-order-search":

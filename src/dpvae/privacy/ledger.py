@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import Literal, get_args
 import numpy as np
 
 from dpvae.errors import PrivacyBudgetExceeded
+from dpvae.files import write_json
 from dpvae.privacy.accounting import (
     ADJACENCIES,
     CONVERSIONS,
@@ -248,19 +248,8 @@ class Ledger:
         return ledger
 
     def write(self, path: str | os.PathLike) -> Path:
-        """Write the JSON atomically (temporary file in the same folder, then rename); returns the path."""
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "w") as stream:
-                json.dump(self.to_dict(), stream, indent=2)
-                stream.write("\n")
-            os.replace(temporary, target)
-        except BaseException:
-            os.unlink(temporary)
-            raise
-        return target
+        """Write the JSON atomically (`dpvae.files.write_json`: never half a ledger); returns the path."""
+        return write_json(path, self.to_dict())
 
     @classmethod
     def read(cls, path: str | os.PathLike) -> Ledger:

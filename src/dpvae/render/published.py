@@ -43,7 +43,7 @@ METHODS = frozenset(
     }
 )  # fmt: skip
 CLASSIFIERS = frozenset({"", "lr", "mlp", "cnn", "ab", "gbm", "xgb", "mean4"})
-SOURCES = frozenset({"paper", "reference-code"})
+SOURCES = frozenset({"paper", "reference-code", "dpimagebench"})
 
 # metric -> (lowest allowed, highest allowed, must be an integer)
 METRIC_RANGES: dict[str, tuple[float, float, bool]] = {

@@ -1,0 +1,132 @@
+"""Fréchet Inception Distance with torch-fidelity's InceptionV3 and the offline FID weights (PAPERS.md §4.3).
+
+Protocol (written on every item that shows FID):
+* extractor: torch-fidelity 0.4 `inception-v3-compat` (the TF `inception-2015-12-05` graph ported), pool3
+  features (2048-d), weights `pt_inception-2015-12-05-fc-zeroed.pth` (sha256-checked; its fc layer is
+  zeroed, which only the logits would see);
+* images: values in [0, 1] -> uint8 round(255·x); grey images repeated to 3 channels; torch-fidelity resizes
+  to 299×299 with its TF1-compatible bilinear resize (pytorch-fid, which the paper names, uses
+  F.interpolate bilinear: a small difference);
+* generated: the first `n_samples` of the run's samples (class-balanced prefixes, 60,000 at paper scale);
+* real reference: the `reference` split (train by default, [choice] A-D7), all of it or `reference_n`
+  images drawn with seed 0, its mean and covariance cached once per dataset by the `reference` rule;
+* FID = ‖μ_r − μ_g‖² + Tr(Σ_r + Σ_g − 2(Σ_rΣ_g)^{1/2}) by torch-fidelity's `fid_statistics_to_metric`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from dpvae.errors import DataError
+from dpvae.eval.base import EvalContext, Rows
+from dpvae.eval.registry import register_metric
+from dpvae.params import MetricOptions, param
+
+WEIGHTS_NAME = "pt_inception-2015-12-05-fc-zeroed.pth"
+WEIGHTS_SHA256 = "b60f2de70e560e3d08f8dfb001f46f346e701c1eb50ea87d9cf90427f066b997"
+WEIGHTS_ENV = "DPVAE_INCEPTION_WEIGHTS"
+
+
+@dataclass(frozen=True)
+class FIDOptions(MetricOptions):
+    n_samples: int = param(60000, "generated images used for FID (the first n of the run's samples)", minimum=2)
+    batch_size: int = param(64, "Inception batch size", minimum=1)
+    reference: Literal["train", "test"] = param("train", "real reference images: the training or the test split")
+    reference_n: int | None = param(None, "real images in the reference statistics (null = the whole split)", minimum=2)
+
+
+def weights_path(data_root: Path | None = None) -> Path:
+    """The offline Inception weights: $DPVAE_INCEPTION_WEIGHTS, else <mirror>/inception/, else
+    <data root>/raw/inception/ (sha256 checked once per process)."""
+    candidates = [os.environ.get(WEIGHTS_ENV)]
+    if os.environ.get("DPVAE_DATA_MIRROR"):
+        candidates.append(str(Path(os.environ["DPVAE_DATA_MIRROR"]) / "inception" / WEIGHTS_NAME))
+    if data_root is not None:
+        candidates.append(str(Path(data_root) / "raw" / "inception" / WEIGHTS_NAME))
+    for candidate in filter(None, candidates):
+        path = Path(candidate)
+        if path.is_file():
+            _check_sha256(path)
+            return path
+    raise DataError(f"FID needs the Inception weights {WEIGHTS_NAME} (sha256 {WEIGHTS_SHA256}): set "
+                    f"{WEIGHTS_ENV} or DPVAE_DATA_MIRROR (<mirror>/inception/), or place it in "
+                    f"<data root>/raw/inception/; looked at: {', '.join(filter(None, candidates)) or 'nothing'}")
+
+
+_CHECKED: set[Path] = set()
+
+
+def _check_sha256(path: Path) -> None:
+    if path in _CHECKED:
+        return
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != WEIGHTS_SHA256:
+        raise DataError(f"{path}: sha256 {digest.hexdigest()} differs from the expected {WEIGHTS_SHA256}")
+    _CHECKED.add(path)
+
+
+def to_uint8_rgb(x: np.ndarray) -> np.ndarray:
+    """[N, C, H, W] floats in [0, 1] -> [N, 3, H, W] uint8 (grey repeated to RGB)."""
+    if x.ndim != 4 or x.shape[1] not in (1, 3):
+        raise ValueError(f"FID needs images [N, 1 or 3, H, W], got shape {x.shape}")
+    images = np.clip(np.rint(x * 255.0), 0, 255).astype(np.uint8)
+    return np.repeat(images, 3, axis=1) if images.shape[1] == 1 else images
+
+
+def statistics(x: np.ndarray, batch_size: int, weights: Path) -> dict[str, np.ndarray]:
+    """Mean [2048] and covariance [2048, 2048] (float64) of pool3 features, accumulated batch by batch."""
+    import torch
+    from torch_fidelity.feature_extractor_inceptionv3 import FeatureExtractorInceptionV3
+
+    extractor = FeatureExtractorInceptionV3("inception-v3-compat", ["2048"],
+                                            feature_extractor_weights_path=str(weights)).eval()
+    total, outer = np.zeros(2048), np.zeros((2048, 2048))
+    with torch.no_grad():
+        for start in range(0, len(x), batch_size):
+            images = torch.from_numpy(to_uint8_rgb(x[start:start + batch_size]))
+            (features,) = extractor(images)
+            f = features.double().numpy()
+            total += f.sum(0)
+            outer += f.T @ f
+    n = len(x)
+    mu = total / n
+    sigma = (outer - n * np.outer(mu, mu)) / (n - 1)
+    return {"mu": mu, "sigma": sigma, "n": np.asarray(n)}
+
+
+def build_reference(prepared_dir: Path, options: FIDOptions) -> dict[str, np.ndarray]:
+    """Real-image statistics of one dataset's `reference` split (the cached input of every FID job)."""
+    from dpvae.data.store import load_prepared
+
+    split = getattr(load_prepared(prepared_dir), options.reference)
+    x = split.x
+    if options.reference_n and options.reference_n < len(x):
+        x = x[np.sort(np.random.default_rng(0).choice(len(x), options.reference_n, replace=False))]
+    stats = statistics(x, options.batch_size, weights_path(Path(prepared_dir).parents[1]))
+    return {**stats, "split": np.asarray(options.reference)}
+
+
+@register_metric("fid", needs=("samples", "reference"), options=FIDOptions, reference=build_reference,
+                 reference_keys=("reference", "reference_n", "batch_size"), gpu=True, runtime=240,
+                 description="Frechet Inception Distance to real images (torch-fidelity, offline InceptionV3)")
+def fid(ctx: EvalContext) -> Rows:
+    from torch_fidelity.metric_fid import fid_statistics_to_metric
+
+    x = ctx.samples["x"][: ctx.options.n_samples]
+    if len(x) < 2:
+        raise ValueError(f"FID needs at least 2 samples, the run has {len(ctx.samples['x'])}")
+    real = ctx.reference()
+    generated = statistics(x, ctx.options.batch_size, weights_path(Path(ctx.run.spec["data_root"])))
+    value = fid_statistics_to_metric(generated, {"mu": real["mu"], "sigma": real["sigma"]}, verbose=False)
+    return [{"metric": "fid", "value": float(value["frechet_inception_distance"])},
+            {"metric": "fid_n_samples", "value": float(len(x))},
+            {"metric": "fid_reference_n", "value": float(real["n"])}]

@@ -1,0 +1,111 @@
+"""DP²-VAE's utility metric: LR / MLP / CNN trained on synthetic images, accuracy on the real test split.
+
+Protocol (PAPERS.md §4.3, A-D6 [choice]s): LR = scikit-learn `LogisticRegression()` with its defaults on
+flattened pixels; MLP and CNN (`dpvae.models.classifiers`) with Adam's defaults, batch 512, 10 % of the
+synthetic set held out for early stopping (patience 10 epochs, at most 300, best validation weights kept)
+as in DP-Sinkhorn's code. "5 runs" are read as 5 classifier trainings (seeds) on one synthetic set, and
+their mean (and standard deviation) is reported.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from dpvae.eval.base import EvalContext, Rows
+from dpvae.eval.registry import register_metric
+from dpvae.params import MetricOptions, param
+
+Classifier = Literal["lr", "mlp", "cnn"]
+
+
+@dataclass(frozen=True)
+class ImageClassifierOptions(MetricOptions):
+    repeats: int = param(5, "classifier trainings averaged per run", minimum=1)
+    batch_size: int = param(512, "classifier batch size", minimum=1)
+    max_epochs: int = param(300, "maximum classifier epochs", minimum=1)
+    patience: int = param(10, "early-stopping patience on the synthetic validation split", minimum=1)
+    val_fraction: float = param(0.1, "share of the synthetic set held out for early stopping", exclusive_minimum=0, maximum=0.9)
+    classifiers: list[Classifier] = param(["lr", "mlp", "cnn"], "classifiers to train")
+    max_test: int | None = param(None, "evaluate on the first n real test images (null = all)", minimum=1)
+
+
+def _torch_accuracy(kind: str, x: np.ndarray, y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray,
+                    classes: int, options: ImageClassifierOptions, seed: int) -> float:
+    """Train one MLP/CNN with early stopping on a seeded validation split; accuracy on (test_x, test_y)."""
+    import torch
+    from torch.nn import functional as F
+
+    from dpvae.models import classifiers
+
+    generator = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    model = getattr(classifiers, kind)(tuple(x.shape[1:]), classes)
+    optimizer = torch.optim.Adam(model.parameters())
+    order = torch.randperm(len(y), generator=generator)
+    n_val = max(1, int(round(options.val_fraction * len(y))))
+    val, train = order[:n_val], order[n_val:]
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+
+    def accuracy(inputs: torch.Tensor, labels: torch.Tensor) -> float:
+        model.eval()
+        with torch.no_grad():
+            hits = sum(int((model(inputs[s:s + 2048]).argmax(1) == labels[s:s + 2048]).sum())
+                       for s in range(0, len(labels), 2048))
+        return hits / len(labels)
+
+    best, best_state, waited = -1.0, copy.deepcopy(model.state_dict()), 0
+    for _ in range(options.max_epochs):
+        model.train()
+        for part in train[torch.randperm(len(train), generator=generator)].split(options.batch_size):
+            optimizer.zero_grad()
+            F.cross_entropy(model(xt[part]), yt[part]).backward()
+            optimizer.step()
+        score = accuracy(xt[val], yt[val])
+        if score > best:
+            best, best_state, waited = score, copy.deepcopy(model.state_dict()), 0
+        else:
+            waited += 1
+            if waited >= options.patience:
+                break
+    model.load_state_dict(best_state)
+    return accuracy(torch.from_numpy(test_x), torch.from_numpy(test_y))
+
+
+def _lr_accuracy(x: np.ndarray, y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray, seed: int) -> float:
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+
+    if len(np.unique(y)) < 2:
+        return float(np.mean(test_y == y[0]))   # one class only: LR cannot be fitted, it predicts that class
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)   # defaults (max_iter=100), as the paper states
+        model = LogisticRegression(random_state=seed).fit(x.reshape(len(x), -1), y)
+    return float(model.score(test_x.reshape(len(test_x), -1), test_y))
+
+
+@register_metric("image_classifiers", needs=("samples", "data"), options=ImageClassifierOptions, gpu=True,
+                 runtime=240, description="DP2-VAE's LR / MLP / CNN trained on synthetic images, accuracy on "
+                                          "real test images")
+def image_classifiers(ctx: EvalContext) -> Rows:
+    x = np.ascontiguousarray(ctx.samples["x"], dtype=np.float32)
+    y = np.asarray(ctx.samples["y"], dtype=np.int64)
+    test = ctx.data.test
+    test_x, test_y = test.x[: ctx.options.max_test], test.y[: ctx.options.max_test]
+    classes = int(max(y.max(), ctx.data.train.y.max(), test.y.max())) + 1
+    rows = []
+    for kind in ctx.options.classifiers:
+        if kind == "lr":   # deterministic (lbfgs): one fit stands for every repeat
+            scores = [_lr_accuracy(x, y, test_x, test_y, ctx.run.seed_for("image_classifiers/lr"))]
+        else:
+            scores = [_torch_accuracy(kind, x, y, test_x, test_y, classes, ctx.options,
+                                      ctx.run.seed_for(f"image_classifiers/{kind}/{repeat}"))
+                      for repeat in range(ctx.options.repeats)]
+        rows += [{"metric": "accuracy", "classifier": kind, "value": float(np.mean(scores))},
+                 {"metric": "accuracy_std", "classifier": kind, "value": float(np.std(scores))}]
+    return rows

@@ -1,0 +1,108 @@
+"""P3GM's four tabular classifiers: trained on synthetic records, AUROC and AUPRC on the real test split.
+
+Settings of the reference code (`ml_task/tabledata_classification.py`, PAPERS.md §3.3):
+LogisticRegression(solver='liblinear'); AdaBoostClassifier() defaults; GradientBoostingClassifier(
+max_features='sqrt', max_depth=8, min_samples_leaf=50, min_samples_split=200); and XGBoost used as a
+*regressor*, `XGBRegressor(nthread=1, subsample=0.5)`, whose output is the score (today's xgboost spells
+`nthread` as `n_jobs`). Scores: `roc_auc_score` and `average_precision_score` on predict_proba[:, 1] or
+the regressor's output, per classifier and averaged over the four ("mean4", Tables VI, Figs 4, 6-8).
+
+Adult's positive class: the code scores the arg-min of the one-hot label, i.e. "<=50K" (PAPERS.md A-G2);
+the `adult_positive` option picks it, and Adult also gets `auprc_flipped` (the other class positive). A synthetic set with one class only cannot train a classifier: its
+score is that of a constant predictor (AUROC 0.5, AUPRC the test prevalence) and a `single_class` row says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from dpvae.eval.base import EvalContext, Rows
+from dpvae.eval.registry import register_metric
+from dpvae.params import MetricOptions, param
+
+CLASSIFIERS = ("lr", "ab", "gbm", "xgb")
+ADULT_LABELS = ["<=50K", ">50K"]
+
+
+@dataclass(frozen=True)
+class TabularClassifierOptions(MetricOptions):
+    adult_positive: Literal[">50K", "<=50K"] = param(">50K", "positive class of Adult (paper text vs the reference code's arg-min)")
+
+
+def make_classifier(name: str, seed: int):
+    """One of the reference code's four classifiers, seeded (the reference leaves them unseeded)."""
+    from sklearn.ensemble import AdaBoostClassifier, GradientBoostingClassifier
+    from sklearn.linear_model import LogisticRegression
+    from xgboost import XGBRegressor
+
+    if name == "lr":
+        return LogisticRegression(solver="liblinear", random_state=seed)
+    if name == "ab":
+        return AdaBoostClassifier(random_state=seed)
+    if name == "gbm":
+        return GradientBoostingClassifier(max_features="sqrt", max_depth=8, min_samples_leaf=50,
+                                          min_samples_split=200, random_state=seed)
+    if name == "xgb":
+        return XGBRegressor(n_jobs=1, subsample=0.5, random_state=seed)
+    raise ValueError(f"unknown classifier {name!r}; known: {', '.join(CLASSIFIERS)}")
+
+
+def positive_labels(y: np.ndarray, label_names: list[str] | None, adult_positive: str) -> np.ndarray:
+    """Binary labels with 1 = the positive class; Adult's follows `adult_positive`."""
+    y = np.asarray(y, dtype=np.int64)
+    if label_names == ADULT_LABELS and adult_positive == "<=50K":
+        return 1 - y
+    return y
+
+
+def scores(name: str, x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, seed: int) -> np.ndarray:
+    """The classifier's score for the positive class on every test record."""
+    model = make_classifier(name, seed)
+    model.fit(x_train, y_train)
+    return model.predict(x_test) if name == "xgb" else model.predict_proba(x_test)[:, 1]
+
+
+def classifier_rows(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray,
+                    seed: int, flipped: bool = False) -> Rows:
+    """AUROC and AUPRC per classifier and their mean over the four ('mean4').
+
+    `flipped` adds `auprc_flipped`: the AUPRC with the other class as positive, scored by 1 − score (what
+    training on flipped labels gives: the four classifiers' losses are symmetric in the labels). AUROC
+    does not depend on which class is positive.
+    """
+    from sklearn.metrics import average_precision_score, roc_auc_score
+
+    x_train = np.asarray(x_train, dtype=np.float64).reshape(len(x_train), -1)
+    x_test = np.asarray(x_test, dtype=np.float64).reshape(len(x_test), -1)
+    if len(np.unique(y_test)) < 2:
+        raise ValueError("the real test split holds one class only; AUROC is undefined")
+    rows: Rows = []
+    single = len(np.unique(y_train)) < 2
+    for name in CLASSIFIERS:
+        score = np.zeros(len(y_test)) if single else scores(name, x_train, y_train, x_test, seed)
+        rows += [{"metric": "auroc", "classifier": name, "value": float(roc_auc_score(y_test, score))},
+                 {"metric": "auprc", "classifier": name, "value": float(average_precision_score(y_test, score))}]
+        if flipped:
+            rows.append({"metric": "auprc_flipped", "classifier": name,
+                         "value": float(average_precision_score(1 - y_test, 1 - score))})
+    for metric in ("auroc", "auprc", *(("auprc_flipped",) if flipped else ())):
+        rows.append({"metric": metric, "classifier": "mean4",
+                     "value": float(np.mean([r["value"] for r in rows if r["metric"] == metric]))})
+    if single:
+        rows.append({"metric": "single_class", "value": float(np.unique(y_train)[0]) if len(y_train) else -1.0})
+    return rows
+
+
+@register_metric("tabular_classifiers", needs=("samples", "data"), options=TabularClassifierOptions,
+                 description="P3GM's LR / AdaBoost / GBM / XGBoost trained on synthetic, AUROC and AUPRC on real test",
+                 threads=1, runtime=30)
+def tabular_classifiers(ctx: EvalContext) -> Rows:
+    names = ctx.data.meta.get("label_names")
+    positive = ctx.options.adult_positive
+    y_train = positive_labels(ctx.samples["y"], names, positive)
+    y_test = positive_labels(ctx.data.test.y, names, positive)
+    return classifier_rows(ctx.samples["x"], y_train, ctx.data.test.x, y_test, ctx.run.seed_for("classifiers"),
+                           flipped=names == ADULT_LABELS)

@@ -1,0 +1,62 @@
+"""Helpers the image-generating methods share: labels, class-balanced sampling, disjoint subsets, σ calibration."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from dpvae.errors import ConfigError
+from dpvae.methods.base import RunContext
+
+
+def num_classes(ctx: RunContext) -> int:
+    """Label count of the prepared data (max label + 1 over both splits)."""
+    return int(max(ctx.data.train.y.max(), ctx.data.test.y.max())) + 1
+
+
+def onehot(y: Tensor, classes: int) -> Tensor:
+    return torch.nn.functional.one_hot(y, classes).to(torch.float32)
+
+
+def balanced_labels(n: int, classes: int) -> np.ndarray:
+    """0, 1, ..., classes-1, 0, 1, ...: every prefix is as class-balanced as it can be (FID uses a prefix)."""
+    return (np.arange(n) % classes).astype(np.int64)
+
+
+def disjoint_subsets(ctx: RunContext, count: int, param: str = "subsets") -> np.ndarray:
+    """[count, N // count] training-row indices: a seeded shuffle cut into `count` equal disjoint subsets
+    (the remainder, fewer than `count` records, is unused, as in GS-WGAN's code)."""
+    n = len(ctx.data.train.y)
+    size = n // count
+    if size < 1:
+        raise ConfigError(f"config key 'variants.{ctx.spec['variant']}.params.{param}': {count} subsets of "
+                          f"{n} training records leave them empty")
+    order = ctx.rng("partition").permutation(n)
+    return order[: count * size].reshape(count, size)
+
+
+def calibrated(epsilon_of: Callable[[float], float], solve: Callable[[], float], target: float) -> float:
+    """`solve()`'s σ, rounded up until `epsilon_of(σ)` is at most `target` (no overspending, no tolerance)."""
+    sigma, step = solve(), 1e-12
+    while epsilon_of(sigma) > target:
+        sigma *= 1 + step
+        step *= 2
+        if step > 1:
+            raise RuntimeError(f"could not round sigma={sigma} below the target epsilon {target}")
+    return sigma
+
+
+def device_of(ctx: RunContext) -> torch.device:
+    return torch.device(ctx.device)
+
+
+def batches(n: int, size: int) -> list[slice]:
+    return [slice(start, min(n, start + size)) for start in range(0, n, size)]
+
+
+def whole(value: float) -> int:
+    return int(math.ceil(value))

@@ -1,0 +1,1 @@
+"""Training implementations of methods (heavy imports; loaded inside `Method.train`/`sample` only)."""

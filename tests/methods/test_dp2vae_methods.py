@@ -1,0 +1,110 @@
+"""DP²-VAE and its baselines: checkpoint resume gives identical bytes, the accounting matches the authors'
+numbers, and DP-MERF's release has the sensitivity its ledger assumes."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from dpvae import stages
+from dpvae.methods.checkpoint import Checkpoint
+from dpvae.runs import Run, run_spec
+
+
+def _spec(config: dict, data: Path, tmp: Path, name: str, **params) -> dict:
+    spec = run_spec(config, Run("mnist", "dp2vae", "10", 0))
+    spec["params"] = {**spec["params"], "subsets": 4, "pretrain_iters": 2, "iters": 6, "batch_size": 4,
+                      "hidden_channels": [4, 4], "latent_dim": 2, "chunk": 2, "max_train": 64, **params}
+    return {**spec, "run": str(tmp / name), "data_root": str(Path(data).parents[1]), "device": "cpu"}
+
+
+@pytest.mark.parametrize("fail_at", ["stage1", "stage2"])
+def test_dp2vae_resumes_from_its_checkpoint_with_identical_bytes(fail_at, smoke_config, prepared_from_mirror,
+                                                                 tmp_path, monkeypatch):
+    import dpvae.methods.impl.dp2vae as impl
+
+    data = prepared_from_mirror("mnist")
+    stages.train(_spec(smoke_config, data, tmp_path, "whole"))
+    spec = _spec(smoke_config, data, tmp_path, "killed")
+    monkeypatch.setattr(Checkpoint, "due", lambda self, step: True)
+    calls = {"n": 0}
+
+    def killer(original):
+        def wrapped(*args, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise KeyboardInterrupt("killed")
+            return original(*args, **kwargs)
+        return wrapped
+
+    if fail_at == "stage1":     # after the first chunk of 2 encoders
+        monkeypatch.setattr(impl, "stacked_loss", killer(impl.stacked_loss))
+        calls["n"] = -1          # two iterations of chunk 1 pass, the first of chunk 2 is killed
+    else:
+        from dpvae.privacy.dpsgd import DPSGD
+        monkeypatch.setattr(DPSGD, "step", killer(DPSGD.step))
+    with pytest.raises(KeyboardInterrupt):
+        stages.train(spec)
+    assert (Path(spec["run"]) / "checkpoint.pt").is_file() and not (Path(spec["run"]) / "model").exists()
+    monkeypatch.undo()
+    stages.train(spec)
+    whole = torch.load(tmp_path / "whole" / "model" / "decoder.pt", weights_only=True)
+    resumed = torch.load(Path(spec["run"]) / "model" / "decoder.pt", weights_only=True)
+    assert whole.keys() == resumed.keys()
+    assert all(torch.equal(whole[k], resumed[k]) for k in whole)
+    assert not (Path(spec["run"]) / "checkpoint.pt").exists()
+
+
+def test_dp_merf_release_has_sensitivity_two_over_n():
+    from dpvae.methods.impl.common import onehot
+    from dpvae.models.merf import embedding, rff_weights
+
+    generator = torch.Generator().manual_seed(0)
+    x, y = torch.rand(50, 20, generator=generator), torch.randint(3, (50,), generator=generator)
+    w = rff_weights(64, 20, 5.0, generator)
+    base = embedding(x, onehot(y, 3), w)
+    for _ in range(20):   # replace one record by an arbitrary one (other class, other pixels)
+        i = int(torch.randint(50, (1,), generator=generator))
+        x2, y2 = x.clone(), y.clone()
+        x2[i], y2[i] = torch.rand(20, generator=generator) * 5, (y[i] + 1) % 3
+        assert torch.linalg.norm(embedding(x2, onehot(y2, 3), w) - base) <= 2 / 50 + 1e-6
+
+
+def test_dp_merf_accounting_matches_its_repository():
+    from dpvae.methods.impl.dp_merf import accounting
+
+    # dp_analysis.py's comment: sigma 5 -> epsilon < 1, sigma 25 -> epsilon < 0.2 (autodp: 0.980, 0.193)
+    assert accounting(5.0, 60000, 1e-5).epsilon == pytest.approx(0.9797, abs=2e-3)
+    assert accounting(25.0, 60000, 1e-5).epsilon == pytest.approx(0.1927, abs=2e-3)
+
+
+def test_gs_wgan_accounting_the_authors_way_and_ours():
+    from dpvae.methods.impl.gs_wgan import accounting, authors_epsilon, authors_iters
+
+    # GS-WGAN's default configuration is its "epsilon = 10" (autodp); PAPERS.md A-D10: about 5.0 under a
+    # Poisson add/remove-one accountant with the classic conversion
+    assert authors_epsilon(1.07, 1000, 20000, 32, 1e-5) == pytest.approx(10.0, abs=0.05)
+    assert accounting(1.07, 1000, 20000, 32, 1.0, 1e-5).epsilon == pytest.approx(5.0, abs=0.05)
+    iters = authors_iters(1.0, 1.07, 1000, 32, 1e-5)
+    assert authors_epsilon(1.07, 1000, iters, 32, 1e-5) <= 1.0 < authors_epsilon(1.07, 1000, iters + 1, 32, 1e-5)
+    assert 100 < iters < 200 and math.isfinite(accounting(1.07, 1000, iters, 32, 1.0, 1e-5).epsilon)
+
+
+def test_gs_wgan_sanitised_gradients_move_by_at_most_the_sound_sensitivity():
+    """Any two discriminators (a record of D_k changed => discriminator k arbitrary) give pre-noise releases
+    within 2C/sqrt(B) of each other: the sound ledger's sensitivity (multiplier sigma/sqrt(B))."""
+    from dpvae.methods.impl.gs_wgan import clip_images, sound_accounting
+
+    batch, clip = 8, 1.0
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        a = torch.randn(1, batch, 1, 28, 28, generator=generator) * 10
+        b = -a * torch.rand(1, batch, 1, 1, 1, generator=generator) * 5   # adversarial: opposite directions
+        moved = torch.linalg.norm(clip_images(a, clip / batch) - clip_images(b, clip / batch))
+        assert moved <= 2 * clip / math.sqrt(batch) + 1e-6
+    mechanism = sound_accounting(1.07, 1000, 10, batch, clip, 1e-5).mechanisms[0]
+    assert mechanism.noise_multiplier == pytest.approx(1.07 / math.sqrt(batch))
+    assert mechanism.sampling == "fixed-partition"

@@ -1,0 +1,100 @@
+"""K models at once (`dpvae.models.stacked`) are exactly K single models: losses, gradients, clipping, Adam."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from dpvae.models import gswgan as nets
+from dpvae.models.cvae import CVAE, stacked_loss
+from dpvae.models.stacked import StackedAdam, clip_per_model, stack, unstack
+
+
+@pytest.fixture()
+def models() -> list[CVAE]:
+    torch.manual_seed(0)
+    return [CVAE((1, 12, 12), 3, 2, [4, 6]) for _ in range(3)]
+
+
+def _batch(k: int, b: int = 5):
+    generator = torch.Generator().manual_seed(1)
+    x = torch.rand(k, b, 1, 12, 12, generator=generator)
+    onehot = torch.nn.functional.one_hot(torch.randint(3, (k, b), generator=generator), 3).float()
+    return x, onehot, torch.randn(k, b, 2, generator=generator)
+
+
+def test_stacked_loss_and_gradients_equal_each_single_model(models):
+    params = stack(models)
+    x, onehot, noise = _batch(len(models))
+    losses = stacked_loss(models[0], params, x, onehot, noise)
+    grads = torch.autograd.grad(losses.mean(1).sum(), list(params.values()))
+    for i, model in enumerate(models):
+        single = model.loss(x[i], onehot[i], noise[i])
+        assert torch.allclose(losses[i], single, rtol=1e-5, atol=1e-4)
+        single.mean().backward()
+        for (name, p), g in zip(model.named_parameters(), grads):
+            assert torch.allclose(p.grad, g[i], rtol=1e-4, atol=1e-6), name
+
+
+def test_per_model_clipping_matches_clip_grad_norm(models):
+    params = stack(models)
+    x, onehot, noise = _batch(len(models))
+    grads = dict(zip(params, torch.autograd.grad(stacked_loss(models[0], params, x, onehot, noise).mean(1).sum(),
+                                                 list(params.values()))))
+    encoder = [n for n in grads if n.startswith("encoder.")]
+    decoder = [n for n in grads if n.startswith("decoder.")]
+    clip_per_model(grads, [encoder, decoder], 0.5)
+    for i, model in enumerate(models):
+        model.loss(x[i], onehot[i], noise[i]).mean().backward()
+        torch.nn.utils.clip_grad_norm_(model.encoder.parameters(), 0.5)
+        torch.nn.utils.clip_grad_norm_(model.decoder.parameters(), 0.5)
+        for name, p in model.named_parameters():
+            assert torch.allclose(p.grad, grads[name][i], rtol=1e-4, atol=1e-7), name
+
+
+def test_stacked_adam_is_k_independent_torch_adams_also_one_row_at_a_time(models):
+    params = stack(models)
+    adam = StackedAdam(params, 1e-2)
+    singles = [torch.optim.Adam(m.parameters(), 1e-2) for m in models]
+    generator = torch.Generator().manual_seed(2)
+    for step in range(4):
+        rows = None if step % 2 == 0 else torch.tensor([1])
+        grads = {n: torch.randn(p.shape, generator=generator) for n, p in params.items()}
+        adam.step(grads if rows is None else {n: g[rows] for n, g in grads.items()}, rows=rows)
+        for i, (model, opt) in enumerate(zip(models, singles)):
+            if rows is not None and i not in rows.tolist():
+                continue
+            for n, p in model.named_parameters():
+                p.grad = grads[n][i].clone()
+            opt.step()
+    for i, model in enumerate(models):
+        for n, value in unstack(params, i).items():
+            assert torch.allclose(dict(model.named_parameters())[n], value, atol=1e-6), (i, n)
+
+
+def test_gswgan_networks_of_a_stack_do_not_interact():
+    torch.manual_seed(0)
+    g, gu = nets.init_generator(3, 4, 2)
+    d, du = nets.init_discriminator(3, 2)
+    generator = torch.Generator().manual_seed(3)
+    z = nets.bernoulli_latent((3, 4, 4), generator, torch.device("cpu"))
+    y = torch.randint(10, (3, 4), generator=generator)
+    images = nets.generator(g, dict(gu), z, y, update=False)
+    scores = nets.discriminator(d, dict(du), images, y, update=False)
+    assert images.shape == (3, 4, 1, 28, 28) and scores.shape == (3, 4)
+    for i in range(3):
+        gi = {n: t[i:i + 1] for n, t in g.items()}
+        di = {n: t[i:i + 1] for n, t in d.items()}
+        alone = nets.generator(gi, {n: t[i:i + 1] for n, t in gu.items()}, z[i:i + 1], y[i:i + 1], update=False)
+        assert torch.allclose(alone[0], images[i], atol=1e-5)
+        score = nets.discriminator(di, {n: t[i:i + 1] for n, t in du.items()}, alone, y[i:i + 1], update=False)
+        assert torch.allclose(score[0], scores[i], atol=1e-4)
+
+
+def test_spectral_normalisation_converges_to_unit_spectral_norm():
+    torch.manual_seed(0)
+    d, du = nets.init_discriminator(2, 3)
+    for _ in range(50):
+        w = nets.spectral(d, du, "conv1", update=True)
+    for i in range(2):
+        assert float(torch.linalg.matrix_norm(w[i].detach().reshape(w.shape[1], -1), ord=2)) == pytest.approx(1.0, rel=1e-3)
