@@ -80,13 +80,15 @@ def test_outside_a_session_training_is_untouched() -> None:
     assert all(torch.equal(a, b) for a, b in zip(first.state_dict().values(), second.state_dict().values()))
 
 
-def test_only_the_first_engine_carries_the_canaries_and_never_the_model() -> None:
+def test_only_the_first_engine_to_release_carries_the_canaries_and_never_the_model() -> None:
     session = CanarySession(50, seed=1)
     with session.active():
+        other = Autoencoder()
+        second = DPSGD(other, max_grad_norm=1.0, noise_multiplier=1.0, sample_rate=0.5, expected_batch_size=4)
         model = Autoencoder()
         first = DPSGD(model, max_grad_norm=1.0, noise_multiplier=1.0, sample_rate=0.5, expected_batch_size=4)
-        second = DPSGD(Autoencoder(), max_grad_norm=1.0, noise_multiplier=1.0, sample_rate=0.5, expected_batch_size=4)
-        first.step(model(data(8)))
+        first.step(model(data(8)))       # built after `second` (a calibration probe, say), but releases first
+        second.step(other(data(8)))
     assert session.slot is not None and session.slot.engine is first and second._canaries is None
     assert session.engines == 2 and session.slot.scores.steps == 1
     canary_weight = session.slot.layer.weight

@@ -5,8 +5,8 @@
         ledger = method.train(ctx)          # the method's own training entry point, unchanged
     record = session.record(ledger, delta)  # -> <run>/audit.json
 
-While a session is active, the first DP-SGD engine constructed (`dpvae.privacy.dpsgd`, any kind) carries
-the canaries; a method opts in simply by training with an engine. The engine appends one private layer
+While a session is active, the first DP-SGD engine to release a step (`dpvae.privacy.dpsgd`, any kind;
+an engine built only to calibrate σ never steps) carries the canaries; a method opts in simply by training with an engine. The engine appends one private layer
 of its own, w ∈ R^m, never part of the model or its optimizer. Canary i is a record whose loss is
 s·w_i: its gradient is the Dirac vector s·e_i (s = 100C, so clipping binds and it enters as exactly C·e_i),
 and it is zero on the model, as the model's records are zero on w. Each step, every included canary
@@ -112,7 +112,7 @@ class CanarySlot:
 
 class CanarySession:
     """m canaries with their inclusion bits (each included with probability ½), active around a training
-    run; the first engine built inside `active()` carries them."""
+    run; the first engine to release a step inside `active()` carries them."""
 
     def __init__(self, count: int, seed: int, confidence: float = 0.95) -> None:
         if int(count) != count or count < 2:
@@ -164,7 +164,8 @@ class CanarySession:
 
 
 def attach(engine: Any, device: torch.device, dtype: torch.dtype) -> CanarySlot | None:
-    """Called by an engine's constructor: the active session's slot if this is its first engine, else None."""
+    """Called by an engine at its first release: the active session's slot if this is the first such engine,
+    else None."""
     session = _ACTIVE.get()
     if session is None:
         return None

@@ -24,8 +24,8 @@ this (`public_uses_private_data=True`, with `max_batch_size` for per-example ter
 then charges it (every unit of a step may move, no subsampling amplification). Frozen parameters are
 not touched. The public parameters themselves must not be released.
 
-Audited runs (`dpvae.privacy.canaries`): while a canary session is active, the first engine constructed
-appends a private layer of Dirac canaries that join each step's batch as records; outside a session
+Audited runs (`dpvae.privacy.canaries`): while a canary session is active, the first engine to release
+a step appends a private layer of Dirac canaries that join each step's batch as records; outside a session
 nothing changes.
 
 Privacy records (`mechanisms`): `sound=False` gives the paper's accounting (its claim), `sound=True`
@@ -189,10 +189,8 @@ class _Engine:
         self._model = model
         reject_batch_mixing(model, self._private_layers)
         self._has_batchnorm = any(isinstance(m, _BatchNorm) for m in model.modules())
-        self._canaries = canaries.attach(self, owners[0].device, owners[0].dtype)  # an audited run only
-        if self._canaries is not None:
-            layers[canaries.LAYER_NAME] = self._canaries.layer
-            self._private_layers.append(self._canaries.layer)
+        self._canaries: canaries.CanarySlot | None = None   # an audited run only: set at the first release
+        self._canary_place = (owners[0].device, owners[0].dtype)
         self._recorder = CallRecorder(layers)
 
     def _declare_public(self, declared: bool, max_batch_size: int | None) -> None:
@@ -405,6 +403,11 @@ class _Engine:
         refuse (PrivacyBudgetExceeded, nothing released) a step past the budget."""
         if self.budget is not None:
             self.budget.check(self.steps + 1)
+        if self.steps == 0 and self._canaries is None:   # the first engine to release in a session carries them
+            self._canaries = canaries.attach(self, *self._canary_place)
+            if self._canaries is not None:
+                self._private_layers.append(self._canaries.layer)
+                self._recorder.add(canaries.LAYER_NAME, self._canaries.layer)
         if self._canaries is not None:  # audited run: the canaries join the batch as records (privacy.canaries)
             losses, parts = self._canaries.losses(self)
             units = Units.per_example(len(losses), losses.device)
