@@ -167,7 +167,7 @@ def combine(tables: list[str | Path], out: str | Path) -> pd.DataFrame:
 
 
 def analyze(experiment: str, context: dict, out: str | Path) -> pd.DataFrame:
-    table = run_analysis(experiment, context["experiments"][experiment], context)
+    table = run_analysis(experiment, context["experiments"][experiment], {**context, "out": str(out)})
     atomic_write(out, lambda tmp: table[TIDY_COLUMNS].to_csv(tmp, index=False))
     return table
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -120,6 +120,7 @@ class CanarySession:
         self.count, self.seed, self.confidence = int(count), int(seed), float(confidence)
         self.included = np.random.default_rng([self.seed, 1]).random(self.count) < 0.5
         self.slot: CanarySlot | None = None
+        self.releases: ReleaseSlot | None = None
         self.engines = 0
         self.started = time.time()
 
@@ -135,9 +136,11 @@ class CanarySession:
         """What audit.json holds: the canary engine, the claims, ε̂ and the raw scores."""
         from dpvae.privacy.ledger import Accounting
 
+        if self.releases is not None and (self.slot is None or self.slot.engine is None):
+            return self._release_record(ledger, delta)
         if self.slot is None or self.slot.engine is None:
-            raise RuntimeError("no DP-SGD engine was constructed during the audited run: the method trains "
-                               "without `dpvae.privacy.dpsgd` and this audit cannot cover it")
+            raise RuntimeError("no DP-SGD engine released a step and no noisy release (`canaries.release`) was "
+                               "made during the audited run: this audit cannot cover the method")
         engine, scores = self.slot.engine, self.slot.scores
         if scores.steps != engine.steps:
             raise RuntimeError(f"the canaries saw {scores.steps} of the engine's {engine.steps} steps (a run "
@@ -163,6 +166,71 @@ class CanarySession:
         }
 
 
+    def _ledger_claims(self, ledger: Ledger) -> dict:
+        return {"epsilon_claimed": ledger.epsilon, "headline": ledger.headline,
+                "ledger_epsilon_paper": ledger.paper.epsilon,
+                "ledger_epsilon_sound": None if ledger.sound is None else ledger.sound.epsilon}
+
+    def _release_record(self, ledger: Ledger, delta: float) -> dict:
+        slot = self.releases
+        result = audit(slot.scores.scores(), self.included, delta, self.confidence)
+        return {
+            **self._ledger_claims(ledger),
+            "release": {"kind": "release", "name": slot.name, "releases": slot.scores.steps,
+                        "sensitivity": slot.sensitivity, "sample_rate": slot.sample_rate},
+            **result.to_dict(),
+            "inclusion": self.included.astype(int).tolist(),
+            "scores": {name: s.tolist() for name, s in slot.scores.scores().items()},
+            "seconds": round(time.time() - self.started, 3),
+        }
+
+
+class ReleaseSlot:
+    """The canaries of a noisy release that is not a DP-SGD step (`release`): each release appends one
+    coordinate per canary, shifted by the release's per-record sensitivity when the canary is in the data
+    and drawn, before the method's own noise is added."""
+
+    def __init__(self, session: CanarySession, name: str, sensitivity: float, sample_rate: float) -> None:
+        self.session, self.name = session, name
+        self.sensitivity, self.sample_rate = float(sensitivity), float(sample_rate)
+        self.rng = np.random.default_rng([session.seed, 2])
+        self.scores = ScoreAccumulator(session.count)
+
+    def shifts(self, sensitivity: float, sample_rate: float) -> np.ndarray:
+        """This release's canary coordinates before noise (each scored in units of its release's sensitivity)."""
+        self.sensitivity, self.sample_rate = float(sensitivity), float(sample_rate)
+        drawn = self.rng.random(self.session.count) < sample_rate
+        return np.where(drawn & self.session.included, float(sensitivity), 0.0)
+
+
+def release(clean: Any, std: float, draw: Callable[[tuple[int, ...], float], Any], *, sensitivity: float,
+            sample_rate: float = 1.0, name: str = "release") -> Any:
+    """`clean + draw(clean.shape, std)`: one noisy release of a mechanism that is not a DP-SGD step (numpy
+    array or torch tensor; `draw(shape, std)` is the method's own noise, e.g. Gaussian or Laplace of that
+    scale). Outside a canary session exactly that. In an audited run whose canaries no DP-SGD engine has
+    claimed, the release is made over the values and one extra coordinate per canary (its shift: the
+    release's per-record `sensitivity` — L2 for Gaussian, L1 for Laplace — when the canary is in the data
+    and drawn with `sample_rate`), with the same noise draw; the canary coordinates are read, in units of
+    the sensitivity, and stripped."""
+    session = _ACTIVE.get()
+    if session is None or (session.slot is not None and session.slot.engine is not None):
+        return clean + draw(tuple(clean.shape), std)
+    if session.releases is None:
+        session.releases = ReleaseSlot(session, name, sensitivity, sample_rate)
+    if session.releases.name != name:   # one mechanism per run carries the canaries
+        return clean + draw(tuple(clean.shape), std)
+    shifts = session.releases.shifts(sensitivity, sample_rate)
+    if isinstance(clean, Tensor):
+        extended = torch.cat([clean.reshape(-1), torch.as_tensor(shifts, dtype=clean.dtype, device=clean.device)])
+    else:
+        extended = np.concatenate([np.asarray(clean, dtype=np.float64).reshape(-1), shifts])
+    noisy = extended + draw(tuple(extended.shape), std)
+    observed = noisy[-session.count:]
+    observed = observed.detach().double().cpu().numpy() if isinstance(observed, Tensor) else np.asarray(observed)
+    session.releases.scores.observe(observed / sensitivity)
+    return noisy[:-session.count].reshape(clean.shape)
+
+
 def attach(engine: Any, device: torch.device, dtype: torch.dtype) -> CanarySlot | None:
     """Called by an engine at its first release: the active session's slot if this is the first such engine,
     else None."""
@@ -170,7 +238,7 @@ def attach(engine: Any, device: torch.device, dtype: torch.dtype) -> CanarySlot 
     if session is None:
         return None
     session.engines += 1
-    if session.slot is not None:
+    if session.slot is not None or session.releases is not None:
         return None
     session.slot = CanarySlot(session, device, dtype)
     session.slot.engine = engine
