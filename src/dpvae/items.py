@@ -17,9 +17,9 @@ PAPERS = ("privae", "lvae", "p3gm", "dp2vae")   # the papers (each with its publ
 SECTIONS = (*PAPERS, "audit")                    # first path segment of every item: the papers and the project's own
 
 
-#: The audit item's experiments: the engine-level audit (an analysis) and one experiment per dataset of the
-#: private methods audited through their own training (variants with `audit:`; docs/audit.md).
-AUDIT_EXPERIMENTS = ("audit_engines",)
+#: The audit item's experiments (analyses): the engine-level audit and every private method audited through
+#: its own training entry point (docs/audit.md).
+AUDIT_EXPERIMENTS = ("audit_engines", "audit_methods")
 
 
 @dataclass(frozen=True)

@@ -98,7 +98,8 @@ def train_audited(spec: dict) -> dict:
 def method_audit(name: str, experiment: dict, context: dict) -> pd.DataFrame:
     """Every private method trained once through its own entry point with canaries (docs/audit.md).
 
-    params: epsilon, canaries, seed, confidence, and `targets` {label: {method, dataset, params}}. The runs
+    params: epsilon, canaries, seed, confidence, `targets` {label: {method, dataset, params}} and `exclude`
+    (labels left out at this scale). The runs
     (privacy.json and audit.json) land in results/<scale>/audit/<label>/ beside the table."""
     import torch
 
@@ -106,7 +107,12 @@ def method_audit(name: str, experiment: dict, context: dict) -> pd.DataFrame:
     torch.set_num_threads(1)
     runs = Path(context["out"]).parent.parent / "audit" if "out" in context else Path("results/audit")
     rows = []
+    unknown = sorted(set(params.get("exclude", [])) - set(params["targets"]))
+    if unknown:
+        raise ValueError(f"experiments.{name}.params.exclude: unknown targets {unknown}")
     for label, target in params["targets"].items():
+        if label in params.get("exclude", []):
+            continue
         if target["dataset"] not in experiment["datasets"]:
             raise ValueError(f"experiments.{name}.params.targets.{label}.dataset: '{target['dataset']}' is not "
                              f"in the experiment's datasets {experiment['datasets']} (they are its prepared inputs)")
