@@ -1,10 +1,10 @@
 """The project's own item audit/dpsgd: claimed ε vs the one-run audit's ε̂, per DP-SGD engine and method.
 
 No published numbers: the claims are the runs' own ledgers (engines: the paper accounting they are
-calibrated to; methods: the ledger's headline ε). Each point is one audited run: a filled marker at the
-95 % lower bound ε̂, a hollow one at the central estimate (confidence ½), a bar between them, a tick at the
-most its canaries could show; the dashed diagonal is ε̂ = claimed ε (a point above it would refute the
-claim). The figure's tidy data (the audit rows of every run) is written beside it as CSV.
+calibrated to; methods: the ledger's headline ε). Each row is one audited run: a filled marker at the
+95 % lower bound ε̂, a hollow one at the central estimate (confidence ½), a bar between them, a cross at
+the claimed ε and a tick at the most its canaries could show (a lower bound right of the cross would
+refute the claim). The figure's tidy data (the audit rows of every run) is written beside it as CSV.
 """
 
 from __future__ import annotations
@@ -36,19 +36,23 @@ def audit_points(tables: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.Data
     return rows, wide
 
 
-def _panel(ax, points: pd.DataFrame, title: str) -> None:
-    top = max(points["eps_claimed"].max(), points["eps_max_certifiable"].max()) * 1.15
-    ax.plot([0, top], [0, top], ls="--", color="0.4", lw=1, label="ε̂ = claimed ε")
-    palette = pyplot().get_cmap("tab10")
-    for i, (label, group) in enumerate(points.groupby("label", sort=False)):
-        color = palette(i % 10)
-        x = group["eps_claimed"] * (1 + 0.04 * (i - len(points["label"].unique()) / 2))  # dodge
-        ax.vlines(x, group["eps_lower"], group["eps_point"], color=color, lw=1.5)
-        ax.scatter(x, group["eps_lower"], color=color, s=28, zorder=3, label=label)
-        ax.scatter(x, group["eps_point"], facecolors="white", edgecolors=color, s=28, zorder=3)
-        ax.scatter(x, group["eps_max_certifiable"], color=color, marker="_", s=60, zorder=3)
-    ax.set(xlim=(0, top), ylim=(0, top), xlabel="claimed ε (ledger)", ylabel="audited ε̂", title=title)
-    ax.legend(fontsize=6, loc="upper left")
+def _panel(ax, points: pd.DataFrame, title: str, top: float, legend: bool) -> None:
+    """One row per audited run (label, claimed ε): ε̂'s bar from the lower bound (filled) to the central
+    estimate (hollow), the claim (×) and the most the canaries could show (|)."""
+    points = points.sort_values(["label", "eps_claimed"]).reset_index(drop=True)
+    y = list(range(len(points)))[::-1]
+    ax.hlines(y, points["eps_lower"], points["eps_point"], color="C0", lw=2)
+    ax.scatter(points["eps_lower"], y, color="C0", s=28, zorder=3, label="ε̂ (95 % lower bound)")
+    ax.scatter(points["eps_point"], y, facecolors="white", edgecolors="C0", s=28, zorder=3, label="ε̂ (central)")
+    ax.scatter(points["eps_claimed"], y, color="C3", marker="x", s=36, zorder=4, label="claimed ε (ledger)")
+    ax.scatter(points["eps_max_certifiable"], y, color="0.5", marker="|", s=60, zorder=2,
+               label="most the canaries can show")
+    ax.set_yticks(y, [f"{label}  (ε = {eps:.3g})" for label, eps in zip(points["label"], points["eps_claimed"])],
+                  fontsize=7)
+    ax.set(xlim=(0, top), title=title)
+    ax.set_title(title, fontsize=9)
+    if legend:
+        ax.legend(fontsize=6, loc="lower right")
 
 
 @register_renderer("audit/dpsgd")
@@ -56,13 +60,16 @@ def audit_dpsgd(ctx: RenderContext) -> None:
     rows, wide = audit_points(ctx.tables)
     apply_style()
     panels = [(kind, wide[wide["kind"] == kind]) for kind in ("engine", "method") if (wide["kind"] == kind).any()]
-    fig, axes = pyplot().subplots(1, max(len(panels), 1), figsize=(4.2 * max(len(panels), 1), 4), squeeze=False)
-    titles = {"engine": "DP-SGD engines (small model, canaries through the model)",
-              "method": "private methods (own training, canaries on the engine)"}
-    for ax, (kind, points) in zip(axes[0], panels):
-        _panel(ax, points, titles[kind])
-    delta = ctx.config.get("delta")
-    fig.suptitle(f"One-run canary audit (Steinke et al. 2023) at δ = {delta:g}: filled = 95 % lower bound, "
-                 "hollow = central estimate, tick = most the canaries can show", fontsize=7, y=1.02)
+    heights = [max(len(points), 2) for _, points in panels] or [2]
+    fig, axes = pyplot().subplots(len(heights), 1, figsize=(6.5, 1.2 + 0.28 * sum(heights) + 0.6 * len(heights)),
+                                  squeeze=False, gridspec_kw={"height_ratios": heights}, sharex=True)
+    titles = {"engine": "DP-SGD engines (small model, canaries through the model's clipping)",
+              "method": "private methods (own training entry point, canaries on their engine or noisy release)"}
+    top = 1.1 * max([wide[c].max() for c in ("eps_claimed", "eps_max_certifiable", "eps_point")] + [1.0])
+    for i, (ax, (kind, points)) in enumerate(zip(axes[:, 0], panels)):
+        _panel(ax, points, titles[kind], top, legend=i == 0)
+    axes[-1, 0].set_xlabel("ε at δ = %g" % ctx.config.get("delta"))
+    fig.suptitle("One-run canary audit (Steinke et al. 2023): ε̂ never above the claim = no evidence against it "
+                 "(a lower bound, not a proof)", fontsize=8)
     save_figure(fig, ctx.prefix)
     atomic_write(f"{ctx.prefix}.csv", lambda tmp: rows.to_csv(tmp, index=False, float_format="%.6g"))
