@@ -19,8 +19,9 @@ rule item_spec:
 
 _CAPTION = "../report/item.rst"
 # Anything under figures/ that is not an item, a gathered item id or the scorecard.
-UNKNOWN_TARGET = (r"(?!(" + "|".join(SECTIONS) + r")/(" + ITEM_ID_PATTERN + r")\.(pdf|png|csv|tex)$)"
-                  r"(?!(" + ITEM_ID_PATTERN + r")\.pdf$)(?!scorecard\.(pdf|csv)$).+")
+_SECTIONS = "|".join(SECTIONS)
+UNKNOWN_TARGET = (rf"(?!({_SECTIONS})/({ITEM_ID_PATTERN})\.(pdf|png|csv|tex)$)"
+                  rf"(?!({ITEM_ID_PATTERN})\.pdf$)(?!scorecard\.(pdf|csv)$).+")
 # Figures whose tidy data is an output beside them (the audit item): pdf, png and csv.
 FIGURE_CSV_ITEMS = "|".join(sorted({i.id for i in ITEMS.values() if i.kind == "figure" and "csv" in i.outputs}))
 
