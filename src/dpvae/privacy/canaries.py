@@ -27,7 +27,11 @@ method's ledger. It does not cover the model's own layers (a clipping bug in one
 alone: the engine-level audit, `dpvae.privacy.engine_audit`, puts canaries through the model), the
 method's real batching (canaries are Poisson-sampled at the engine's rate, as the accountant assumes),
 nor mechanisms outside DP-SGD (DP-PCA, DP-EM, DP k-means: the claimed ε includes them, the canaries
-see only the engine). Only one engine per run carries canaries (a method with several engines over
+see only the engine). Methods whose noise is not a DP-SGD step (DP-MERF's mean embedding, GS-WGAN's
+sanitised gradients, PrivBayes' conditionals, Ryan's measurements) make each noisy release through
+`release(clean, std, draw, sensitivity=…)`: their own noise draw over the values plus one coordinate per
+canary, shifted by the release's per-record sensitivity when the canary is in and drawn (`ReleaseSlot`).
+Only one engine (or one named release) per run carries canaries (a method with several engines over
 disjoint data, e.g. DP-GM's clusters, has each record in one of them).
 """
 
