@@ -69,6 +69,9 @@ def audit_dpsgd(ctx: RenderContext) -> None:
     for i, (ax, (kind, points)) in enumerate(zip(axes[:, 0], panels)):
         _panel(ax, points, titles[kind], top, legend=i == 0)
     axes[-1, 0].set_xlabel("ε at δ = %g" % ctx.config.get("delta"))
+    excluded = (ctx.config.get("experiments", {}).get("audit_methods", {}).get("params", {}).get("exclude") or [])
+    if excluded:
+        fig.text(0.01, 0.005, f"left out at this scale: {', '.join(excluded)} (docs/audit.md)", fontsize=6)
     fig.suptitle("One-run canary audit (Steinke et al. 2023): ε̂ never above the claim = no evidence against it "
                  "(a lower bound, not a proof)", fontsize=8)
     save_figure(fig, ctx.prefix)
