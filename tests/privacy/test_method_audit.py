@@ -90,3 +90,25 @@ def test_outside_a_session_a_release_is_the_methods_own_noise() -> None:
     noisy = canaries.release(clean, 2.0, lambda shape, std: std * np.random.default_rng(1).standard_normal(shape),
                              sensitivity=1.0)
     assert np.array_equal(noisy, clean + 2.0 * np.random.default_rng(1).standard_normal((2, 3)))
+
+
+def test_the_analysis_writes_each_audited_run_beside_its_table(tmp_path: Path) -> None:
+    from dpvae import stages
+    from dpvae.data.registry import prepare_dataset
+
+    prepare_dataset("pinwheel", tmp_path / "data")
+    experiment = {"paper": "audit", "analysis": "method_audit", "datasets": ["pinwheel"], "params": {
+        "epsilon": 1, "canaries": 50, "exclude": ["skipped"],
+        "targets": {"dp-vae": {"method": "dp-vae", "dataset": "pinwheel", "params": {"epochs": 1}},
+                    "skipped": {"method": "ryan", "dataset": "pinwheel"}}}}
+    context = {"experiments": {"audit_methods": experiment}, "variants": {}, "data_root": str(tmp_path / "data"),
+               "delta": DELTA}
+    out = tmp_path / "results" / "smoke" / "tables" / "audit_methods.csv"
+    table = stages.analyze("audit_methods", context, out)
+    run = tmp_path / "results" / "smoke" / "audit" / "dp-vae"
+    assert (run / "audit.json").is_file() and (run / "privacy.json").is_file() and out.is_file()
+    values = dict(zip(table["metric"], table["value"]))
+    assert set(table["variant"]) == {"dp-vae"} and values["canaries"] == 50 and values["eps_claimed"] <= 1
+    with pytest.raises(ValueError, match="unknown targets"):
+        stages.analyze("audit_methods", {**context, "experiments": {"audit_methods": {
+            **experiment, "params": {**experiment["params"], "exclude": ["nope"]}}}}, out)
