@@ -40,7 +40,7 @@ def test_noise_scaled_by_a_tenth_is_caught(engine: str) -> None:
     assert audit.epsilon_paper <= 1.0 < audit.result.lower
 
 
-@pytest.mark.parametrize("engine", ["dpsgd", "micro"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_a_layer_left_out_of_the_clipping_is_caught(engine: str) -> None:
     audit = audit_small(engine, "unclipped layer")
     assert audit.epsilon_paper <= 1.0 < audit.result.lower
