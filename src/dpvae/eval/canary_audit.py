@@ -29,6 +29,7 @@ def canary_audit(ctx: EvalContext) -> Rows:
         raise DataError(f"{path}: missing; the run's variant '{ctx.run.spec['variant']}' needs "
                         "`audit: {canaries: N}` so that its training carries canaries (docs/audit.md)")
     record = json.loads(path.read_text())
-    rows = [{"metric": metric, "value": record[key]} for metric, key in ROWS.items()]
-    rows.append({"metric": "noise_multiplier", "value": record["engine"]["noise_multiplier"]})
+    rows = [{"metric": metric, "value": record[key]} for metric, key in ROWS.items() if key in record]
+    if "engine" in record:   # a DP-SGD engine carried the canaries (else a noisy release: no engine claims)
+        rows.append({"metric": "noise_multiplier", "value": record["engine"]["noise_multiplier"]})
     return rows
