@@ -95,6 +95,7 @@ def run_spec(config: dict, run: Run) -> dict:
                      if (e.get("sweep") or {}).get("name") == point[0] and base in e.get("variants", []))
     spec = config["variants"][base]
     private = is_private(config, run.variant)
+    audit = {"audit": spec["audit"]} if spec.get("audit") else {}   # only audited runs carry the key
     return {
         "run_id": run.id,
         "run": run.path(config["scale"]),
@@ -109,6 +110,7 @@ def run_spec(config: dict, run: Run) -> dict:
         "seed": run.seed,
         "device": config["device"],
         "data_root": config["data"]["root"],
+        **audit,
     }
 
 

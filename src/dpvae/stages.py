@@ -8,6 +8,7 @@ its `train.json`; aggregate and render read their inputs from small spec files, 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import time
@@ -46,21 +47,29 @@ def run_context(spec: dict, **extra: Any) -> RunContext:
 
 
 def train(spec: dict) -> Path:
-    """Train one run: <run>/model/ (renamed into place when complete), privacy.json, train.json."""
+    """Train one run: <run>/model/ (renamed into place when complete), privacy.json, train.json; an audited
+    run (spec key `audit`, docs/audit.md) trains with canaries and writes audit.json beside privacy.json."""
+    from dpvae.privacy.canaries import AUDIT_FILE
     from dpvae.privacy.ledger import check_budget
 
     run_dir = Path(spec["run"])
     method = get_method(spec["method"])
     started = time.time()
+    if spec.get("audit") and not spec["private"]:
+        raise DataError(f"run {spec['run_id']}: only a private run can be audited (variant '{spec['variant']}')")
     with atomic_directory(run_dir / "model") as partial:
         ctx = run_context(spec, model_dir=partial)
         _seed_everything(ctx)
-        ledger = method.train(ctx)
+        session = _canary_session(ctx)
+        with session.active() if session else contextlib.nullcontext():
+            ledger = method.train(ctx)
         if spec["private"]:
             if ledger is None:
                 raise RuntimeError(f"private method '{method.name}' returned no privacy ledger")
             check_budget(ledger, spec["epsilon"], spec["delta"])  # no tolerance: epsilon <= target exactly
             ledger.write(ctx.ledger_path)
+            if session:
+                write_json(run_dir / AUDIT_FILE, session.record(ledger, spec["delta"]))
         else:
             write_json(ctx.ledger_path, {"private": False, "epsilon": None, "delta": None, "method": method.name,
                                          "note": "non-private run: no differential-privacy guarantee"})
@@ -70,6 +79,16 @@ def train(spec: dict) -> Path:
         "scale": spec.get("scale"), "seconds": round(time.time() - started, 3), "device": ctx.device,
         "device_name": device_name(ctx.device), **machine()})
     return run_dir / "model"
+
+
+def _canary_session(ctx: RunContext):
+    """The canary session of an audited run (`dpvae.privacy.canaries`), or None."""
+    audit = ctx.spec.get("audit")
+    if not audit:
+        return None
+    from dpvae.privacy.canaries import CanarySession
+
+    return CanarySession(audit["canaries"], ctx.seed_for("canaries"), audit.get("confidence", 0.95))
 
 
 def sample(run_dir: str | Path, n: int | None) -> Path:
@@ -108,7 +127,7 @@ def reference(data_dir: str | Path, metric: str, options: dict, out: str | Path)
 
 
 def analyze(experiment: str, context: dict, out: str | Path) -> pd.DataFrame:
-    table = run_analysis(experiment, context["experiments"][experiment], context)
+    table = run_analysis(experiment, context["experiments"][experiment], {**context, "out": str(out)})
     atomic_write(out, lambda tmp: table[TIDY_COLUMNS].to_csv(tmp, index=False))
     return table
 
