@@ -147,6 +147,7 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.stage == "check-config":
         from dpvae.config import load_config
+        from dpvae.items import ITEMS
         from dpvae.runs import experiment_runs
         from dpvae.status import done_items
 
@@ -155,7 +156,7 @@ def _run(args: argparse.Namespace) -> int:
                 for r in experiment_runs(config, name)}
         done = [i.key for i in done_items(config)]
         print(f"configuration valid: {len(config['experiments'])} experiments, {len(runs)} distinct runs, "
-              f"{len(done)}/34 items buildable: {', '.join(done)}")
+              f"{len(done)}/{len(ITEMS)} items buildable: {', '.join(done)}")
     elif args.stage == "status":
         from dpvae.config import load_config
         from dpvae.status import readme_with_status, status_table
