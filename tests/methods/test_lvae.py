@@ -98,6 +98,9 @@ def test_vae_dpsgd_writes_a_ledger_within_its_target(lvae_spec):
     assert ledger["epsilon"] <= spec["epsilon"] == 1
     (mechanism,) = ledger["mechanisms"]
     assert mechanism["steps"] == 4 and mechanism["sample_rate"] == 16 / 64 and mechanism["sensitivity"] == 1.0
+    assert ledger["headline"] == "paper" and ledger["paper"]["adjacency"] == "add/remove-one"
+    assert ledger["sound"]["adjacency"] == "replace-one" and ledger["sound"]["mechanisms"] == ledger["mechanisms"]
+    assert ledger["sound"]["epsilon"] > ledger["paper"]["epsilon"] == ledger["epsilon"]
 
 
 def test_dp_sgd_with_a_lipschitz_constraint_is_refused(lvae_spec):
