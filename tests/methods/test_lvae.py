@@ -116,6 +116,7 @@ def test_lvae_writes_a_claim_that_says_it_is_no_guarantee(lvae_spec, constraint)
     assert json.loads((run / "privacy.json").read_text())["epsilon"] is None
     claim = json.loads((run / "model" / CLAIM_FILE).read_text())
     assert "NOT a differential-privacy guarantee" in claim["kind"] and claim["private"] is False
+    assert claim["accounting"] == "paper" and claim["sound"] is None and claim["not_dp"]
     assert claim["R_x"] == pytest.approx(28.0)
     c = 28.0 ** 2 + 2 * 5.0 * chi2_radius(16, spec["delta"]) * 28.0
     assert claim["claimed_epsilon"] == pytest.approx(2 * c)
