@@ -152,9 +152,10 @@ class Plan:
         for name in item.experiments:
             if "analysis" in self.config["experiments"][name]:
                 continue
-            for dataset in item_datasets(item, self.config, name):
+            computed = [a for a in item.artifacts if a in self.config["experiments"][name].get("metrics", ())]
+            for dataset in item_datasets(item, self.config, name):   # only what the experiment computes
                 files += [f"{self.run_dir(run)}/metrics/{a}.json" for run in self.runs(name, dataset)
-                          for a in item.artifacts]
+                          for a in computed]
         return files
 
     def item_spec(self, paper: str, item_id: str) -> dict:
