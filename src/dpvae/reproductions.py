@@ -65,9 +65,14 @@ def published_key(paper: str, item: str, row: pd.Series) -> dict:
     settings = [s for s in (implied, point) if s]
     if (paper, item) in ITEM_SETTINGS:
         settings.append(ITEM_SETTINGS[(paper, item)](base))
+    metric = str(row["metric"])
+    if metric == "auprc_flipped":   # Adult's AUPRC with the other class positive: '<=50K' (A-G2) at the default
+        metric, settings = "auprc", [*settings, "positive=le50K"]
+    if metric == "tvd2_public_notebook":   # P3GM Table VIII as the notebook computes it (A-G10)
+        metric, settings = "tvd2", [*settings, "reading=notebook"]
     epsilon = row.get("epsilon")
     return {"paper": paper, "item": item, "dataset": dataset, "method": METHOD_ALIASES.get(paper, {}).get(base, base),
-            "epsilon": float(epsilon) if pd.notna(epsilon) else np.nan, "metric": row["metric"],
+            "epsilon": float(epsilon) if pd.notna(epsilon) else np.nan, "metric": metric,
             "classifier": "" if pd.isna(row.get("classifier")) else str(row["classifier"]),
             "setting": ";".join(settings)}
 

@@ -95,3 +95,14 @@ def test_published_keys_translate_our_ids():
                           "classifier": None})
     assert published_key("dp2vae", "fig5", ablation)["setting"] == "pretrain=false"
     assert published_key("dp2vae", "table1", ablation)["method"] == "dp2vae"
+
+
+def test_adult_auprc_with_the_other_class_positive_is_keyed_as_the_codes_reading():
+    row = pd.Series({"dataset": "adult", "variant": "p3gm", "epsilon": 1.0, "metric": "auprc_flipped",
+                     "classifier": "mean4"})
+    key = published_key("p3gm", "table6", row)
+    assert (key["metric"], key["setting"]) == ("auprc", "positive=le50K")
+    tvd = pd.Series({"dataset": "adult", "variant": "p3gm", "epsilon": 1.0, "metric": "tvd2_public_notebook",
+                     "classifier": None})
+    key = published_key("p3gm", "table8", tvd)
+    assert (key["metric"], key["setting"]) == ("tvd2", "reading=notebook")

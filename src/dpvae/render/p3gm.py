@@ -484,7 +484,7 @@ def p3gm_table8(ctx: RenderContext) -> None:
                 row[name] = (missing_text(ctx, "p3gm_tabular", dataset) if missing
                              else cell(summaries[key], dataset=dataset, variant=variant))
             paper = published_value(published, dataset, method, "tvd2")
-            notebook = published_value(published, dataset, method, "tvd2", source="reference-code")
+            notebook = published_value(published, dataset, method, "tvd2", setting="reading=notebook", source="reference-code")
             row[f"TVD ({PAPER_LABEL})"] = paper if not public else float("nan")
             row[f"TVD ({NOTEBOOK})"] = notebook if public else float("nan")
             rows.append(row)
