@@ -13,7 +13,7 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 sys.path.insert(0, os.path.join(workflow.basedir, "src"))
-from dpvae.items import PAPERS  # noqa: E402
+from dpvae.items import ITEM_ID_PATTERN, ITEMS, SECTIONS  # noqa: E402
 
 
 # Paper scale, always loaded (beside this Snakefile); --configfile overlays are merged on top of it.
@@ -31,8 +31,8 @@ wildcard_constraints:
     seed=r"\d+",
     metric=r"[a-z0-9_]+",
     experiment=r"[a-z0-9][a-z0-9_.-]*",
-    paper="|".join(PAPERS),
-    item=r"(table|fig)\d+",
+    paper="|".join(SECTIONS),
+    item=ITEM_ID_PATTERN,
 
 
 include: "workflow/rules/common.smk"
@@ -50,6 +50,7 @@ localrules:
     item_spec,
     render_table,
     render_figure,
+    render_figure_csv,
     gather,
     scorecard,
 

@@ -1,6 +1,7 @@
 """Seconds per optimizer step of every DP-SGD engine on the project's two VAEs (CPU, 2 threads).
 
     python benchmarks/dpsgd_step.py [--steps 10] [--models mlp conv] [--engines dpsgd termwise ...] [--quick]
+                                    [--clock wall|cpu] [--epoch 60000]
 
 Prints one line per case: `model=mlp engine=termwise sec_per_step=0.0123 ratio_to_nonprivate=1.42`.
 Models: `mlp` = P3GM MLP VAE 784→1000→30, `conv` = PriVAE conv VAE (32×32, D = 50, GroupNorm).
@@ -153,7 +154,8 @@ def make_step(engine: str, work: Workload) -> Callable[[], None]:
     return step
 
 
-def seconds_per_step(steps: dict[str, Callable[[], None]], rounds: int, warmup: int) -> dict[str, float]:
+def seconds_per_step(steps: dict[str, Callable[[], None]], rounds: int, warmup: int,
+                     clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
     """Median seconds per step of each case, timed round-robin so that load changes hit all cases alike."""
     for step in steps.values():
         for _ in range(warmup):
@@ -161,9 +163,9 @@ def seconds_per_step(steps: dict[str, Callable[[], None]], rounds: int, warmup: 
     times: dict[str, list[float]] = {name: [] for name in steps}
     for _ in range(rounds):
         for name, step in steps.items():
-            start = time.perf_counter()
+            start = clock()
             step()
-            times[name].append(time.perf_counter() - start)
+            times[name].append(clock() - start)
     return {name: statistics.median(t) for name, t in times.items()}
 
 
@@ -176,6 +178,11 @@ def main(argv: list[str] | None = None) -> None:
                         choices=ENGINES + tuple(BASELINES.values()))
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                        help="wall seconds, or CPU seconds of this process (with --threads 1: one core's seconds, "
+                             "unaffected by other processes on a shared machine)")
+    parser.add_argument("--epoch", type=int, default=0, metavar="N",
+                        help="also print seconds per epoch of N records (steps = ceil(N / batch size))")
     parser.add_argument("--quick", action="store_true", help="tiny models, batch 8, one step: a smoke test")
     args = parser.parse_args(argv)
     if args.steps < 1 or args.warmup < 0 or args.batch_size < 1:
@@ -189,12 +196,14 @@ def main(argv: list[str] | None = None) -> None:
         cases = list(dict.fromkeys(["nonprivate", *baselines.values(), *args.engines]))
         make = mlp_workload if model_name == "mlp" else conv_workload
         seconds = seconds_per_step({e: make_step(e, make(batch_size, width if model_name == "mlp" else channels))
-                                    for e in cases}, steps, warmup)
+                                    for e in cases}, steps, warmup,
+                                   time.process_time if args.clock == "cpu" else time.perf_counter)
         for engine in [c for c in cases if c.startswith("nonprivate")] + [e for e in args.engines
-                                                                         if e != "nonprivate"]:
+                                                                         if not e.startswith("nonprivate")]:
             baseline = BASELINES.get(engine, engine if engine.startswith("nonprivate") else "nonprivate")
-            print(f"model={model_name} engine={engine} sec_per_step={seconds[engine]:.4f} "
-                  f"ratio_to_nonprivate={seconds[engine] / seconds[baseline]:.2f}", flush=True)
+            per_epoch = f" sec_per_epoch={seconds[engine] * -(-args.epoch // batch_size):.0f}" if args.epoch else ""
+            print(f"model={model_name} engine={engine} clock={args.clock} sec_per_step={seconds[engine]:.4f}"
+                  f"{per_epoch} ratio_to_nonprivate={seconds[engine] / seconds[baseline]:.2f}", flush=True)
 
 if __name__ == "__main__":
     main()

@@ -135,10 +135,19 @@ def _fail(message: str) -> int:
 def _run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("dpvae").setLevel(logging.INFO)
+    if args.stage in ("aggregate", "combine"):      # bookkeeping: pandas only, no torch or method registry
+        from dpvae import tables
+
+        if args.stage == "aggregate":
+            tables.aggregate(args.spec, args.out)
+        else:
+            tables.combine(args.tables, args.out)
+        return 0
     from dpvae import stages
 
     if args.stage == "check-config":
         from dpvae.config import load_config
+        from dpvae.items import ITEMS
         from dpvae.runs import experiment_runs
         from dpvae.status import done_items
 
@@ -147,7 +156,7 @@ def _run(args: argparse.Namespace) -> int:
                 for r in experiment_runs(config, name)}
         done = [i.key for i in done_items(config)]
         print(f"configuration valid: {len(config['experiments'])} experiments, {len(runs)} distinct runs, "
-              f"{len(done)}/34 items buildable: {', '.join(done)}")
+              f"{len(done)}/{len(ITEMS)} items buildable: {', '.join(done)}")
     elif args.stage == "status":
         from dpvae.config import load_config
         from dpvae.status import readme_with_status, status_table
@@ -178,10 +187,6 @@ def _run(args: argparse.Namespace) -> int:
         stages.evaluate(args.run, args.metric, args.options, args.out, args.reference)
     elif args.stage == "reference":
         stages.reference(args.data, args.metric, args.options, args.out)
-    elif args.stage == "aggregate":
-        stages.aggregate(args.spec, args.out)
-    elif args.stage == "combine":
-        stages.combine(args.tables, args.out)
     elif args.stage == "analyze":
         stages.analyze(args.experiment, args.context, args.out)
     elif args.stage == "render":

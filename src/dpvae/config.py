@@ -43,7 +43,7 @@ def validate_config(config: dict) -> dict:
 def _reference_errors(config: dict) -> Iterator[str]:
     from dpvae.analyses import ANALYSES
     from dpvae.eval.registry import METRICS
-    from dpvae.items import PAPERS
+    from dpvae.items import SECTIONS
     from dpvae.methods.registry import METHODS
 
     variants = config["variants"]
@@ -53,6 +53,8 @@ def _reference_errors(config: dict) -> Iterator[str]:
                    f"{_did_you_mean(variant['method'], METHODS.names())} (known: {', '.join(sorted(METHODS))})")
             continue
         yield from _variant_param_errors(name, variant, METHODS.get(variant["method"]))
+        if variant.get("audit") and not _is_private(config, name):
+            yield f"config key 'variants.{name}.audit': only a private variant can be audited"
 
     yield from _evaluation_errors(config.get("evaluation", {}), METRICS)
     for i, ds in enumerate(config.get("data", {}).get("unreachable", [])):
@@ -61,8 +63,8 @@ def _reference_errors(config: dict) -> Iterator[str]:
 
     for name, exp in config["experiments"].items():
         key = f"experiments.{name}"
-        if exp["paper"] not in PAPERS:
-            yield f"config key '{key}.paper': unknown paper '{exp['paper']}' (known: {', '.join(PAPERS)})"
+        if exp["paper"] not in SECTIONS:
+            yield f"config key '{key}.paper': unknown paper '{exp['paper']}' (known: {', '.join(SECTIONS)})"
         for i, ds in enumerate(exp["datasets"]):
             if (err := _dataset_error(f"{key}.datasets[{i}]", ds)):
                 yield err
@@ -82,6 +84,11 @@ def _reference_errors(config: dict) -> Iterator[str]:
             if metric not in METRICS:
                 yield (f"config key '{key}.metrics[{i}]': unknown metric '{metric}'"
                        f"{_did_you_mean(metric, METRICS.names())} (known: {', '.join(sorted(METRICS))})")
+        sweep = exp.get("sweep") or {}
+        for label in sweep.get("only", []):
+            if label not in sweep["points"]:
+                yield (f"config key '{key}.sweep.only': '{label}' is not a point of the sweep"
+                       f"{_did_you_mean(label, list(sweep['points']))}")
         for i, vname in enumerate(exp["variants"]):
             if vname not in variants:
                 yield f"config key '{key}.variants[{i}]': unknown variant '{vname}'{_did_you_mean(vname, list(variants))}"

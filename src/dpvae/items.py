@@ -1,4 +1,5 @@
-"""Every figure and table of the four papers: the one list of papers and item ids, and what each item reads.
+"""Every figure and table of the four papers (and the project's own audit item): the one list of papers and
+item ids, and what each item reads.
 
 An item is rendered from the tidy tables of its experiments (one per experiment and dataset, or one per
 analysis) plus, for qualitative figures, per-run artifacts. Whether it can be built is derived from the
@@ -12,7 +13,13 @@ from dataclasses import dataclass
 from dpvae.errors import TargetError
 from dpvae.registry import did_you_mean
 
-PAPERS = ("privae", "lvae", "p3gm", "dp2vae")
+PAPERS = ("privae", "lvae", "p3gm", "dp2vae")   # the papers (each with its published numbers)
+SECTIONS = (*PAPERS, "audit")                    # first path segment of every item: the papers and the project's own
+
+
+#: The audit item's experiments (analyses): the engine-level audit and every private method audited through
+#: its own training entry point (docs/audit.md).
+AUDIT_EXPERIMENTS = ("audit_engines", "audit_methods")
 
 
 @dataclass(frozen=True)
@@ -24,6 +31,7 @@ class Item:
     experiments: tuple[str, ...] = ()
     datasets: tuple[str, ...] = ()  # restrict to these datasets of the experiments (empty = all)
     artifacts: tuple[str, ...] = ()  # per-run metric artifacts read by the renderer (e.g. sample_grid)
+    extra_outputs: tuple[str, ...] = ()  # a figure's tidy data beside it ("csv")
 
     @property
     def key(self) -> str:
@@ -31,7 +39,7 @@ class Item:
 
     @property
     def outputs(self) -> tuple[str, ...]:
-        return ("pdf", "csv", "tex") if self.kind == "table" else ("pdf", "png")
+        return ("pdf", "csv", "tex") if self.kind == "table" else ("pdf", "png", *self.extra_outputs)
 
 
 LVAE_ARTIFACTS = ("sample_grid", "mc_attack", "elbo_attack", "outlier_exposure", "privacy_tradeoff")
@@ -84,10 +92,15 @@ def _items() -> tuple[Item, ...]:
         Item("dp2vae", "fig7", F, "CelebA at (10, 1e-5)", ("dp2vae_celeba_eps10",), artifacts=("sample_grid",)),
         Item("dp2vae", "fig8", F, "DP2-VAE at (0.2, 1e-5)", ("dp2vae_eps02",), artifacts=("sample_grid",)),
         Item("dp2vae", "fig9", F, "FID vs learning rate", ("dp2vae_lr",), artifacts=("sample_grid",)),
+        Item("audit", "dpsgd", F, "Empirical privacy audit: claimed epsilon vs one-run lower bound per DP-SGD engine "
+             "and private method", AUDIT_EXPERIMENTS, extra_outputs=("csv",)),
     )
 
 
+
 ITEMS: dict[str, Item] = {item.key: item for item in _items()}
+#: Item ids as a regular expression (Snakemake's `item` wildcard): the papers' tableN / figN and the others.
+ITEM_ID_PATTERN = "|".join([r"(table|fig)\d+", *sorted({i.id for i in ITEMS.values() if i.paper not in PAPERS})])
 
 
 def get_item(key: str) -> Item:
@@ -95,8 +108,9 @@ def get_item(key: str) -> Item:
     if key in ITEMS:
         return ITEMS[key]
     paper, _, item_id = key.partition("/")
-    if paper not in PAPERS:
-        raise TargetError(f"no paper '{paper}'{did_you_mean(paper, list(PAPERS))}; the papers are: {', '.join(PAPERS)}")
+    if paper not in SECTIONS:
+        raise TargetError(f"no paper '{paper}'{did_you_mean(paper, list(SECTIONS))}; the papers are: "
+                          f"{', '.join(PAPERS)} (and the project's own: {', '.join(SECTIONS[len(PAPERS):])})")
     ids = [i.id for i in ITEMS.values() if i.paper == paper]
     raise TargetError(f"no item '{item_id}' in paper '{paper}'{did_you_mean(item_id, ids)}; "
                       f"its items are: {', '.join(ids)}")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-from dpvae.methods.registry import METHODS
 from dpvae.paths import run_dir
 from dpvae.schema import format_eps
 
@@ -52,11 +51,14 @@ def variant_ids(experiment: dict) -> list[str]:
     sweep = experiment.get("sweep")
     if not sweep:
         return list(experiment.get("variants", []))
-    return [f"{v}{SWEEP_SEPARATOR}{sweep['name']}={p}" for v in experiment["variants"] for p in sweep["points"]]
+    points = [p for p in sweep["points"] if p in sweep.get("only", sweep["points"])]
+    return [f"{v}{SWEEP_SEPARATOR}{sweep['name']}={p}" for v in experiment["variants"] for p in points]
 
 
 def is_private(config: dict, variant_id: str) -> bool:
     spec = config["variants"][split_variant(variant_id)[0]]
+    from dpvae.methods.registry import METHODS   # here: aggregation imports this module without the methods
+
     return bool(spec.get("private", METHODS.get(spec["method"]).private))
 
 
@@ -93,6 +95,7 @@ def run_spec(config: dict, run: Run) -> dict:
                      if (e.get("sweep") or {}).get("name") == point[0] and base in e.get("variants", []))
     spec = config["variants"][base]
     private = is_private(config, run.variant)
+    audit = {"audit": spec["audit"]} if spec.get("audit") else {}   # only audited runs carry the key
     return {
         "run_id": run.id,
         "run": run.path(config["scale"]),
@@ -107,6 +110,7 @@ def run_spec(config: dict, run: Run) -> dict:
         "seed": run.seed,
         "device": config["device"],
         "data_root": config["data"]["root"],
+        **audit,
     }
 
 

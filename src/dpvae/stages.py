@@ -8,6 +8,7 @@ its `train.json`; aggregate and render read their inputs from small spec files, 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import time
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpvae.analyses import TIDY_COLUMNS, run_analysis, tidy
+from dpvae.analyses import TIDY_COLUMNS, run_analysis
 from dpvae.errors import DataError, NotBuiltError
 from dpvae.eval.base import EvalContext
 from dpvae.eval.registry import METRICS
@@ -25,8 +26,8 @@ from dpvae.files import atomic_directory, atomic_write, write_json
 from dpvae.methods.base import RunContext
 from dpvae.methods.checkpoint import CHECKPOINT_NAME
 from dpvae.methods.registry import get_method
+from dpvae.tables import read_spec
 from dpvae.provenance import device_name, git_commit, machine, sha256_json
-from dpvae.runs import split_variant
 
 
 def _seed_everything(ctx: RunContext) -> None:
@@ -45,30 +46,30 @@ def run_context(spec: dict, **extra: Any) -> RunContext:
     return RunContext(spec, Path(spec["run"]), params, extra)
 
 
-def read_spec(run_dir: str | Path) -> dict:
-    """The spec a run was trained with (from its train.json)."""
-    path = Path(run_dir) / "train.json"
-    if not path.is_file():
-        raise DataError(f"{path}: missing; train the run first (snakemake builds it)")
-    return json.loads(path.read_text())["spec"]
-
-
 def train(spec: dict) -> Path:
-    """Train one run: <run>/model/ (renamed into place when complete), privacy.json, train.json."""
+    """Train one run: <run>/model/ (renamed into place when complete), privacy.json, train.json; an audited
+    run (spec key `audit`, docs/audit.md) trains with canaries and writes audit.json beside privacy.json."""
+    from dpvae.privacy.canaries import AUDIT_FILE
     from dpvae.privacy.ledger import check_budget
 
     run_dir = Path(spec["run"])
     method = get_method(spec["method"])
     started = time.time()
+    if spec.get("audit") and not spec["private"]:
+        raise DataError(f"run {spec['run_id']}: only a private run can be audited (variant '{spec['variant']}')")
     with atomic_directory(run_dir / "model") as partial:
         ctx = run_context(spec, model_dir=partial)
         _seed_everything(ctx)
-        ledger = method.train(ctx)
+        session = _canary_session(ctx)
+        with session.active() if session else contextlib.nullcontext():
+            ledger = method.train(ctx)
         if spec["private"]:
             if ledger is None:
                 raise RuntimeError(f"private method '{method.name}' returned no privacy ledger")
             check_budget(ledger, spec["epsilon"], spec["delta"])  # no tolerance: epsilon <= target exactly
             ledger.write(ctx.ledger_path)
+            if session:
+                write_json(run_dir / AUDIT_FILE, session.record(ledger, spec["delta"]))
         else:
             write_json(ctx.ledger_path, {"private": False, "epsilon": None, "delta": None, "method": method.name,
                                          "note": "non-private run: no differential-privacy guarantee"})
@@ -78,6 +79,16 @@ def train(spec: dict) -> Path:
         "scale": spec.get("scale"), "seconds": round(time.time() - started, 3), "device": ctx.device,
         "device_name": device_name(ctx.device), **machine()})
     return run_dir / "model"
+
+
+def _canary_session(ctx: RunContext):
+    """The canary session of an audited run (`dpvae.privacy.canaries`), or None."""
+    audit = ctx.spec.get("audit")
+    if not audit:
+        return None
+    from dpvae.privacy.canaries import CanarySession
+
+    return CanarySession(audit["canaries"], ctx.seed_for("canaries"), audit.get("confidence", 0.95))
 
 
 def sample(run_dir: str | Path, n: int | None) -> Path:
@@ -115,40 +126,8 @@ def reference(data_dir: str | Path, metric: str, options: dict, out: str | Path)
     return Path(out)
 
 
-def aggregate(spec_path: str | Path, out: str | Path) -> pd.DataFrame:
-    """One tidy table of every metric of every run of an experiment on one dataset (+ the spent epsilons)."""
-    spec = json.loads(Path(spec_path).read_text())
-    experiment, exp = spec["experiment"], spec["config"]
-    sweep_name = (exp.get("sweep") or {}).get("name")
-    rows = []
-    for run_dir in map(Path, spec["runs"]):
-        run = read_spec(run_dir)
-        base = {"experiment": experiment, "dataset": run["dataset"], "variant": run["variant"],
-                "method": run["method"], "epsilon": run["epsilon"], "seed": run["seed"],
-                "sweep": sweep_name, "point": (split_variant(run["variant"])[1] or (None, None))[1]}
-        ledger = json.loads((run_dir / "privacy.json").read_text())
-        if ledger.get("epsilon") is not None:
-            rows.append({**base, "metric": "epsilon_spent", "value": ledger["epsilon"]})
-            for kind in ("paper", "sound"):
-                if ledger.get(kind):
-                    rows.append({**base, "metric": f"epsilon_spent_{kind}", "value": ledger[kind]["epsilon"]})
-        for metric in exp["metrics"]:
-            result = json.loads((run_dir / "metrics" / f"{metric}.json").read_text())
-            rows += [{**base, **row} for row in result["rows"]]
-    table = tidy(rows)
-    atomic_write(out, lambda tmp: table.to_csv(tmp, index=False))
-    return table
-
-
-def combine(tables: list[str | Path], out: str | Path) -> pd.DataFrame:
-    """Concatenate tidy tables (one per variant) into one, in the given order."""
-    table = tidy([]) if not tables else pd.concat([pd.read_csv(p) for p in tables], ignore_index=True)
-    atomic_write(out, lambda tmp: table[TIDY_COLUMNS].to_csv(tmp, index=False))
-    return table
-
-
 def analyze(experiment: str, context: dict, out: str | Path) -> pd.DataFrame:
-    table = run_analysis(experiment, context["experiments"][experiment], context)
+    table = run_analysis(experiment, context["experiments"][experiment], {**context, "out": str(out)})
     atomic_write(out, lambda tmp: table[TIDY_COLUMNS].to_csv(tmp, index=False))
     return table
 

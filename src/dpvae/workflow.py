@@ -19,7 +19,7 @@ from dpvae.config import validate_config
 from dpvae.data.registry import get_dataset, unverified_source_problem
 from dpvae.errors import ConfigError, NotBuiltError, TargetError
 from dpvae.eval.registry import METRICS
-from dpvae.items import ITEMS, PAPERS, Item, get_item, item_datasets, items_with_id
+from dpvae.items import ITEMS, PAPERS, SECTIONS, Item, get_item, item_datasets, items_with_id
 from dpvae.methods.base import Resources
 from dpvae.methods.registry import METHODS
 from dpvae.paths import analysis_table, item_prefix, reference_file, results_dir
@@ -152,9 +152,10 @@ class Plan:
         for name in item.experiments:
             if "analysis" in self.config["experiments"][name]:
                 continue
-            for dataset in item_datasets(item, self.config, name):
+            computed = [a for a in item.artifacts if a in self.config["experiments"][name].get("metrics", ())]
+            for dataset in item_datasets(item, self.config, name):   # only what the experiment computes
                 files += [f"{self.run_dir(run)}/metrics/{a}.json" for run in self.runs(name, dataset)
-                          for a in item.artifacts]
+                          for a in computed]
         return files
 
     def item_spec(self, paper: str, item_id: str) -> dict:
@@ -251,7 +252,7 @@ class Plan:
             if m["item"] == "scorecard":
                 return []
             if not items_with_id(m["item"]):
-                if m["item"] in PAPERS:
+                if m["item"] in SECTIONS:
                     raise TargetError(f"{target}: '{m['item']}' is a paper; ask for figures/{m['item']}/<item>.pdf "
                                       f"with an item id of {', '.join(i.id for i in ITEMS.values() if i.paper == m['item'])}")
                 from dpvae.registry import did_you_mean
@@ -260,4 +261,5 @@ class Plan:
                                   f"item ids: {', '.join(ids)}")
             return []  # a gather includes only what builds, with a cover page saying what is pending
         raise TargetError(f"{target}: not a target of this workflow; ask for figures/<paper>/<item>.pdf "
-                          f"(papers: {', '.join(PAPERS)}), figures/<item>.pdf or figures/scorecard.pdf")
+                          f"(papers: {', '.join(PAPERS)}; the project's own: {', '.join(SECTIONS[len(PAPERS):])}), "
+                          "figures/<item>.pdf or figures/scorecard.pdf")

@@ -23,6 +23,7 @@ from dpvae.data.store import Prepared, Split, write_prepared
 EXPECTED_IDS = {
     "mnist", "fashion-mnist", "mnist-p3gm", "fashion-mnist-p3gm", "fashion-mnist-32", "mnist-lvae", "adult",
     "adult-dropna", "credit", "credit-full", "isolet", "esr", "celeba32", "pinwheel", "celeba32-standin",
+    "credit-standin", "isolet-standin", "esr-standin",
 }  # fmt: skip
 
 

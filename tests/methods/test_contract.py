@@ -58,6 +58,13 @@ def trained(request, smoke_config, prepared_from_mirror, mirror, tmp_path, monke
     return method, spec
 
 
+def _tolerance(accounting: dict) -> float:
+    """1e-4; 1e-3 at a searched fractional order (pyvacy's way, DP2-VAE): there dp-accounting's RDP is
+    conservative by up to ~3e-4 relative at small sigma (0.686, order 2.686: 3.1740 vs opacus' 3.1717, which
+    matches numerical integration of the Renyi divergence) — the libraries differ, not the accountings."""
+    return 1e-3 if accounting.get("accountant") == "rdp-order-search" else 1e-4
+
+
 @pytest.mark.parametrize("trained", IMPLEMENTED, ids=[m.name for m in IMPLEMENTED], indirect=True)
 def test_method_meets_the_contract(trained):
     method, spec = trained
@@ -66,10 +73,10 @@ def test_method_meets_the_contract(trained):
     ledger = json.loads((run / "privacy.json").read_text())
     if spec["private"]:
         assert ledger["epsilon"] <= spec["epsilon"], "the headline epsilon exceeds the run's target"
-        assert rederive(ledger) == pytest.approx(ledger["epsilon"], rel=1e-4)
+        assert rederive(ledger) == pytest.approx(ledger["epsilon"], rel=_tolerance(ledger))
         for other in ("paper", "strict", "sound"):
             if isinstance(ledger.get(other), dict) and ledger[other].get("mechanisms"):
-                assert rederive(ledger[other]) == pytest.approx(ledger[other]["epsilon"], rel=1e-4), other
+                assert rederive(ledger[other]) == pytest.approx(ledger[other]["epsilon"], rel=_tolerance(ledger[other])), other
     else:
         assert ledger["private"] is False and ledger["epsilon"] is None
 

@@ -98,7 +98,7 @@ def test_ledger_is_pure_and_spends_exactly_the_target():
     ledger, half = privbayes_ledger(n_attributes=15, degree=2, epsilon=1.0, delta=1e-5)
     assert ledger.paper.accountant == "pure" and ledger.epsilon <= 1.0
     assert ledger.epsilon == pytest.approx(1.0, abs=1e-8) and half == pytest.approx(0.5, abs=1e-8)
-    assert ledger.strict.epsilon == pytest.approx(1.5, abs=1e-8)      # replace-one doubles the count sensitivity
+    assert ledger.sound.epsilon == pytest.approx(1.5, abs=1e-8)      # replace-one doubles the count sensitivity
     structure, conditionals = ledger.paper.mechanisms
     assert (structure.steps, conditionals.steps) == (14, 13)
     assert rederive(ledger.to_dict()) == pytest.approx(ledger.epsilon, rel=1e-6)

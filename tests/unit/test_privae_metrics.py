@@ -87,6 +87,7 @@ def test_metric_functions_on_a_saved_model(tmp_path) -> None:
         elbo = iwae_loglik(_context(model, tmp_path, IWAEOptions(k=1, max_test=20), x, y))[0]["value"]
     assert values["iwae_loglik"] > elbo
     mmd = latent_mmd(_context(model, tmp_path, LatentMMDOptions(batch_size=10), x, y))
-    assert len(mmd) == 1 and math.isfinite(mmd[0]["value"])
+    values = {r["metric"]: r["value"] for r in mmd}     # the batch MMD and the same per test record
+    assert set(values) == {"latent_mmd", "latent_mmd_per_record"} and math.isfinite(values["latent_mmd"])
     sparsity = hoyer_sparsity(_context(model, tmp_path, HoyerOptions(), x, y))[0]["value"]
     assert 0 <= sparsity <= 1

@@ -8,9 +8,9 @@ from dpvae.runs import Run, experiment_runs, resolve_params, run_spec, split_var
 def test_privae_sparsity_expands_to_every_method_epsilon_and_seed(paper_config):
     runs = experiment_runs(paper_config, "privae_sparsity")
     private = [r for r in runs if r.eps != "inf"]
-    assert len(private) == 4 * 7 * 10                          # 4 private variants x 7 epsilons x 10 seeds
+    assert len(private) == 7 * 7 * 10       # (4 private variants + 3 with the sound kappa) x 7 epsilons x 10 seeds
     assert {r.variant for r in runs if r.eps == "inf"} == {"vae-mmd", "vae-sparse"}
-    assert len(runs) == len(set(runs)) == 4 * 7 * 10 + 2 * 10
+    assert len(runs) == len(set(runs)) == 7 * 7 * 10 + 2 * 10
 
 
 def test_parameters_resolve_variant_dataset_epsilon_then_sweep(paper_config):
@@ -49,3 +49,19 @@ def test_spec_of_private_and_nonprivate_runs(paper_config):
     assert not public["private"] and public["epsilon"] is None
     pgm = run_spec(paper_config, Run("credit", "pgm", "inf", 0))
     assert pgm["method"] == "p3gm" and not pgm["private"]
+
+
+def test_sweep_only_runs_the_named_points_and_refuses_unknown_ones(paper_config):
+    import copy
+
+    import pytest
+
+    from dpvae.config import ConfigError, validate_config
+
+    exp = {**paper_config["experiments"]["p3gm_allocation"]}
+    exp["sweep"] = {**exp["sweep"], "only": ["0.1", "1"]}
+    assert variant_ids(exp) == ["p3gm-allocation@ratio=0.1", "p3gm-allocation@ratio=1"]
+    config = copy.deepcopy(paper_config)
+    config["experiments"]["p3gm_allocation"]["sweep"]["only"] = ["0.5"]
+    with pytest.raises(ConfigError, match=r"p3gm_allocation\.sweep\.only': '0\.5' is not a point"):
+        validate_config(config)

@@ -10,7 +10,6 @@ import pytest
 
 from dpvae import stages
 from dpvae.data.registry import prepare_dataset
-from dpvae.errors import NotBuiltError
 from dpvae.files import temporaries
 from dpvae.params import MethodParams
 from dpvae.runs import Run, run_spec
@@ -47,9 +46,24 @@ def test_the_training_subsample_is_seeded(pinwheel_spec):
     assert np.array_equal(first, again) and not np.array_equal(first, other)
 
 
-def test_a_failing_method_leaves_no_model(pinwheel_spec):
-    spec = {**pinwheel_spec, "method": "privae", "private": True, "epsilon": 10.0}
-    with pytest.raises(NotBuiltError, match="not implemented yet"):
+class _Crasher:
+    """A method that writes part of its model, then fails."""
+
+    name, paper, private, description, implemented = "crasher", "test", False, "test double", True
+    Params = MethodParams
+
+    def train(self, ctx):
+        ctx.model_dir.mkdir(parents=True, exist_ok=True)
+        (ctx.model_dir / "weights.bin").write_bytes(b"half")
+        raise RuntimeError("out of memory half-way")
+
+
+def test_a_failing_method_leaves_no_model(pinwheel_spec, monkeypatch):
+    from dpvae.methods.registry import METHODS
+
+    monkeypatch.setitem(METHODS._entries, "crasher", _Crasher())
+    spec = {**pinwheel_spec, "method": "crasher"}
+    with pytest.raises(RuntimeError, match="half-way"):
         stages.train(spec)
     run = Path(spec["run"])
     assert not (run / "model").exists() and not (run / "privacy.json").exists()

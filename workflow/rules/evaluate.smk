@@ -57,14 +57,10 @@ rule aggregate_spec:
     log:
         f"logs/{RESULTS}/aggregate/{{experiment}}/{{dataset}}/{{variant}}.spec.log",
     params:
-        spec=lambda w: json.dumps(PLAN.aggregate_spec(w.experiment, w.dataset, w.variant), indent=2, default=str),
-    conda:
-        ENV
-    # A shell rule, not `run:`: Snakemake runs each `run:` job in a fresh interpreter that re-parses the whole
-    # workflow (~3.6 s of CPU per job on this project's 2-core machine). Specs are <= 15 KB at paper scale,
-    # far below the 128 KB limit of one shell argument.
-    shell:
-        "printf '%s\\n' {params.spec:q} > {output} && echo 'wrote {output}' > {log}"
+        spec=lambda w: PLAN.aggregate_spec(w.experiment, w.dataset, w.variant),
+        src=SRC,
+    script:
+        "../scripts/write_spec.py"
 
 
 rule aggregate:

@@ -9,17 +9,19 @@ rule item_spec:
     log:
         "logs/render/{paper}/{item}.spec.log",
     params:
-        spec=lambda w: json.dumps(PLAN.item_spec(w.paper, w.item), indent=2, default=str),
-    conda:
-        ENV
-    shell:   # not `run:` (a fresh interpreter per job, see aggregate_spec)
-        "printf '%s\\n' {params.spec:q} > {output} && echo 'wrote {output}' > {log}"
+        spec=lambda w: PLAN.item_spec(w.paper, w.item),
+        src=SRC,
+    script:
+        "../scripts/write_spec.py"
 
 
 _CAPTION = "../report/item.rst"
 # Anything under figures/ that is not an item, a gathered item id or the scorecard.
-UNKNOWN_TARGET = (r"(?!(" + "|".join(PAPERS) + r")/(table|fig)\d+\.(pdf|png|csv|tex)$)"
-                  r"(?!(table|fig)\d+\.pdf$)(?!scorecard\.(pdf|csv)$).+")
+_SECTIONS = "|".join(SECTIONS)
+UNKNOWN_TARGET = (rf"(?!({_SECTIONS})/({ITEM_ID_PATTERN})\.(pdf|png|csv|tex)$)"
+                  rf"(?!({ITEM_ID_PATTERN})\.pdf$)(?!scorecard\.(pdf|csv)$).+")
+# Figures whose tidy data is an output beside them (the audit item): pdf, png and csv.
+FIGURE_CSV_ITEMS = "|".join(sorted({i.id for i in ITEMS.values() if i.kind == "figure" and "csv" in i.outputs}))
 
 
 rule render_table:
@@ -61,6 +63,26 @@ rule render_figure:
         "{params.dpvae} render --spec {input.spec} > {log} 2>&1"
 
 
+rule render_figure_csv:
+    input:
+        unpack(_render_inputs),
+    output:
+        pdf=report("figures/{paper}/{item}.pdf", caption=_CAPTION, category="{paper}", labels={"item": "{item}", "output": "pdf"}),
+        png=report("figures/{paper}/{item}.png", caption=_CAPTION, category="{paper}", labels={"item": "{item}", "output": "png"}),
+        csv=report("figures/{paper}/{item}.csv", caption=_CAPTION, category="{paper}", labels={"item": "{item}", "output": "csv"}),
+    log:
+        "logs/render/{paper}/{item}.log",
+    wildcard_constraints:
+        item=FIGURE_CSV_ITEMS,
+    params:
+        dpvae=DPVAE,
+        caption=lambda w: PLAN.caption(w.paper, w.item),
+    conda:
+        ENV
+    shell:
+        "{params.dpvae} render --spec {input.spec} > {log} 2>&1"
+
+
 rule unknown_target:
     # Matches only what no other rule makes under figures/: explains what the valid targets are.
     output:
@@ -77,7 +99,7 @@ rule unknown_target:
         "false"
 
 
-ruleorder: render_table > render_figure > scorecard > gather > unknown_target
+ruleorder: render_table > render_figure > render_figure_csv > scorecard > gather > unknown_target
 
 
 rule gather:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpvae.baselines.counts import JointCounter, combine, mutual_information_table
+from dpvae.privacy import canaries
 
 Clique = tuple[int, ...]
 
@@ -104,9 +105,10 @@ def measure(codes: np.ndarray, sizes: np.ndarray, round2: list[Clique], sigma: f
     d = codes.shape[1]
     names = [str(a) for a in range(d)]
     weight = 1.0 / np.sqrt(d)
+    noise = lambda shape, std: std * rng.standard_normal(shape)  # noqa: E731  (canaries: an audited run only)
     round1, supports, mappings = [], [], []
     for a in range(d):
-        y = weight * histogram(codes, (a,), sizes) + sigma * rng.standard_normal(int(sizes[a]))
+        y = canaries.release(weight * histogram(codes, (a,), sizes), sigma, noise, sensitivity=weight, name="match3")
         support = y >= 3 * sigma
         mapping = np.full(int(sizes[a]), int(support.sum()), dtype=np.int64)
         mapping[support] = np.arange(int(support.sum()))
@@ -123,7 +125,7 @@ def measure(codes: np.ndarray, sizes: np.ndarray, round2: list[Clique], sigma: f
         weight2 = 1.0 / np.sqrt(len(kept))
         for clique in kept:
             hist = histogram(compressed, clique, compressed_sizes)
-            y = weight2 * hist + sigma * rng.standard_normal(hist.size)
+            y = canaries.release(weight2 * hist, sigma, noise, sensitivity=weight2, name="match3")
             measurements.append(LinearMeasurement(y / weight2, tuple(names[a] for a in clique), stddev=sigma / weight2))
     return Measured(measurements, supports, compressed_sizes)
 

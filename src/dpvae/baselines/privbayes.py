@@ -29,6 +29,7 @@ from itertools import combinations
 import numpy as np
 
 from dpvae.baselines.counts import JointCounter, combine, mutual_information_table
+from dpvae.privacy import canaries
 
 Network = list[tuple[int, tuple[int, ...]]]   # (child, parents) in the order attributes were added
 
@@ -121,7 +122,8 @@ def noisy_counts(codes: np.ndarray, columns: tuple[int, ...], sizes: np.ndarray,
     combined, total = combine(codes, columns, sizes)
     counts = np.bincount(combined, minlength=total).astype(np.float64)
     if scale > 0:
-        counts = counts + rng.laplace(0.0, scale, size=total)
+        counts = canaries.release(counts, scale, lambda shape, b: rng.laplace(0.0, b, size=shape),  # L1 sensitivity 1
+                                  sensitivity=1.0, name="PrivBayes conditionals")
     return np.clip(counts, 0, None).reshape([int(sizes[c]) for c in columns])
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from dpvae.data import celeba, images, standin, standins, synthetic, tabular
+from dpvae.data import celeba, images, standins, synthetic, tabular
 from dpvae.data.sources import RemoteFile, allow_unverified_hint, fetch, unverifiable, verify_local
 from dpvae.data.store import Prepared, write_prepared
 from dpvae.errors import TargetError
@@ -121,7 +121,7 @@ def _specs() -> dict[str, DatasetSpec]:
         ),
         DatasetSpec(
             "celeba32-standin", "STAND-IN for celeba32 (CelebA is not reachable here): generated 3x32x32 colour "
-            "fields, y = 'gender' label; same schema, not faces", None, (), standin.build_celeba_standin,
+            "fields, y = 'gender' label; same schema, not faces", None, (), standins.build_celeba_standin,
             "independent seeded draws of 2,000 train and 500 test images", "generated in [0, 1]", n_train=2000,
         ),
         DatasetSpec(

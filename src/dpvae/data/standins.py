@@ -1,4 +1,4 @@
-"""Generated stand-ins for datasets these machines cannot download (Kaggle Credit, UCI ISOLET, UCI ESR).
+"""Generated stand-ins for datasets these machines cannot download (Kaggle Credit, UCI ISOLET, UCI ESR; CelebA).
 
 A stand-in has the real dataset's schema — feature count, value range per column, label balance, binary
 label names — and a learnable class structure, but it is *not* the real data: items rendered from a
@@ -9,6 +9,11 @@ Generator: a latent z ~ N(0, I_k) shifted by ±`separation` along one direction 
 random linear layer plus Gaussian noise through tanh (bounded, skewed marginals, correlated columns), then
 min-max scaled to the real column range on the whole set before the seeded 90/10 holdout (as the real
 preparers scale). Deterministic in the seed.
+
+`celeba32-standin` (images) has CelebA32's schema — x (N, 3, 32, 32) float32 in [0, 1], y in {0, 1}
+("female", "male") — so that the CelebA items' code paths run at smoke scale without the real images. Each
+image is a smooth colour field (a few random Gaussian blobs on a random background) whose mean hue depends
+on the label, so that classifiers and generators have something learnable. It is NOT CelebA.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dpvae.data.store import Prepared, holdout_split
+from dpvae.data.store import Prepared, Split, holdout_split
 
 STANDIN_SUFFIX = "-standin"
 
@@ -92,5 +97,39 @@ def build_standin(raw_dir: Path | None, seed: int, *, real_id: str) -> Prepared:
                   "which cannot be downloaded on this machine"),
         "options": {"n_records": schema.n_records, "n_features": schema.n_features,
                     "positive_rate": schema.positive_rate, "generator": "tanh(linear(z ± shift) + noise)"},
+    }
+    return Prepared(train, test, meta)
+
+
+# ---- images: the CelebA32 stand-in ----
+
+STANDIN_TRAIN, STANDIN_TEST, SIZE = 2000, 500, 32
+
+
+def _faces(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    y = rng.integers(0, 2, n).astype(np.int64)
+    grid = np.stack(np.meshgrid(np.linspace(-1, 1, SIZE), np.linspace(-1, 1, SIZE), indexing="ij"))  # [2, H, W]
+    base = rng.uniform(0.2, 0.8, (n, 3, 1, 1)) + 0.15 * np.where(y == 1, 1.0, -1.0)[:, None, None, None] \
+        * np.array([1.0, 0.0, -1.0])[None, :, None, None]
+    x = np.broadcast_to(base, (n, 3, SIZE, SIZE)).copy()
+    for _ in range(3):
+        centre = rng.uniform(-0.6, 0.6, (n, 2, 1, 1))
+        width = rng.uniform(0.15, 0.4, (n, 1, 1))
+        blob = np.exp(-((grid[None] - centre) ** 2).sum(1) / (2 * width**2))          # [n, H, W]
+        x += rng.uniform(-0.4, 0.4, (n, 3, 1, 1)) * blob[:, None]
+    return np.clip(x, 0, 1).astype(np.float32), y
+
+
+def build_celeba_standin(raw_dir: Path | None, seed: int) -> Prepared:
+    """2,000 train and 500 test stand-in images (train first, then test, from numpy default_rng(seed))."""
+    rng = np.random.default_rng(seed)
+    train, test = Split(*_faces(rng, STANDIN_TRAIN)), Split(*_faces(rng, STANDIN_TEST))
+    meta = {
+        "scaling": "generated in [0, 1]",
+        "split": {"rule": "independent draws: train first, then test, from numpy default_rng(seed)", "seed": seed},
+        "label_names": ["female (stand-in)", "male (stand-in)"],
+        "positive_class": 1,
+        "options": {"n_train": STANDIN_TRAIN, "n_test": STANDIN_TEST, "image_size": SIZE,
+                    "stand_in_for": "celeba32"},
     }
     return Prepared(train, test, meta)

@@ -108,4 +108,8 @@ def image_classifiers(ctx: EvalContext) -> Rows:
                       for repeat in range(ctx.options.repeats)]
         rows += [{"metric": "accuracy", "classifier": kind, "value": float(np.mean(scores))},
                  {"metric": "accuracy_std", "classifier": kind, "value": float(np.std(scores))}]
-    return rows
+    # the protocol actually run (the item states it): synthetic training images, real test images
+    o = ctx.options
+    return rows + [{"metric": f"classifier_{name}", "value": float(value)} for name, value in (
+        ("n_train", len(y)), ("n_test", len(test_y)), ("repeats", o.repeats), ("max_epochs", o.max_epochs),
+        ("patience", o.patience))]

@@ -31,7 +31,10 @@ SPEC_FILE = "model.json"
 DPSGD_NOTES = (
     "VAE-DPSGD (LVAE Fig. 2): the paper gives no DP-SGD parameters (A-L3); C, B and epochs come from the "
     "configuration and sigma is calibrated by RDP (add/remove-one, improved conversion) to the target "
-    "epsilon over T = ceil(epochs N / B) steps of Poisson sampling at q = B/N, which is how batches are drawn"
+    "epsilon over T = ceil(epochs N / B) steps of Poisson sampling at q = B/N, which is how batches are drawn. "
+    "paper (headline): add/remove-one RDP, improved conversion - a bound for the standard DP-SGD engine, whose "
+    "per-example clipping tests/privacy/test_soundness.py checks; sound: the same record under replace-one "
+    "adjacency (Mironov 2017, Prop. 11)"
 )
 
 
@@ -176,10 +179,12 @@ class LVAE(Method):
                           conversion="improved")
 
     def _ledger(self, ctx: RunContext, engine: Any) -> Any:
-        from dpvae.privacy.ledger import Ledger
+        """paper: standard DP-SGD's add/remove-one RDP (the headline; the paper names no accountant, A-L3);
+        sound: replace-one (a replaced record moves the clipped sum by up to 2C; Mironov 2017, Prop. 11)."""
+        from dpvae.methods.dp_vae import dpsgd_ledger
 
-        accounting = self._accounting(ctx, engine.noise_multiplier, engine.sample_rate, engine.steps)
-        return Ledger(paper=accounting, target_epsilon=ctx.epsilon, notes=DPSGD_NOTES)
+        record = self._accounting(ctx, engine.noise_multiplier, engine.sample_rate, engine.steps).mechanisms[0]
+        return dpsgd_ledger(record, ctx.delta, ctx.epsilon, DPSGD_NOTES)
 
     @staticmethod
     def _penalty(model: Any, p: LVAEParams, batch: Any, generator: Any) -> Any:

@@ -50,6 +50,11 @@ def lipschitz_claim(*, lipschitz: float, latent_dim: int, delta: float, data_rad
                           f"{measured['max']:.4g} > L = {lipschitz:g} at {measured['probes']} prior probes")
     return {
         "kind": KIND,
+        "accounting": "paper",      # the ledgers' vocabulary: this is the paper's claim ...
+        "sound": None,              # ... and there is no sound accounting of it
+        "not_dp": "the decoder's Lipschitz constraint comes with no accountant: the paper's bound assumes a "
+                  "Gaussian likelihood, an exactly L-Lipschitz decoder and consistency, none of which the "
+                  "trained model is shown to satisfy (see violations)",
         "private": False,
         "source": "Gross & Wunder, Lemma 2 (bounded log-likelihood), Lemma 3 (posterior), Lemma 4 and theorem",
         "constraint": constraint,

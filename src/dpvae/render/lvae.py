@@ -109,12 +109,23 @@ def _facts(table: pd.DataFrame, variant: str, kind: str) -> str:
     lines.append(f"sample quality: Fréchet distance in PCA-50 space {_fmt(_stat(table, variant, 'frechet_pca'), 1)} "
                  f"(real vs real {_fmt(_stat(table, variant, 'frechet_pca_real'), 1)})")
     if kind == "dpsgd":
-        lines.append(f"ledger ε {_fmt(_stat(table, variant, 'epsilon_spent'), 3)} (RDP), "
+        lines.append(f"ledger ε: paper (headline, add/remove-one RDP) {_fmt(_stat(table, variant, 'epsilon_spent'), 3)}, "
+                     f"sound (replace-one) {_fmt(_stat(table, variant, 'epsilon_spent_sound'), 3)}; "
                      f"PLD ε {_fmt(_stat(table, variant, 'pld_epsilon'), 3)}")
     if kind == "lipschitz":
         lines.append(f"L = {_fmt(_stat(table, variant, 'claimed_lipschitz'), 1)}; measured max ‖J‖ "
                      f"{_fmt(_stat(table, variant, 'measured_lipschitz_max'), 1)}")
     return "\n".join(lines)
+
+
+def _training(ctx: RenderContext, variants: list[str]) -> str:
+    """The training setting of the shown variants (epochs, batch), which CPU overlays change."""
+    parts = []
+    for variant in variants:
+        params = ctx.config["variants"][variant].get("params", {})
+        parts.append(f"{params.get('epochs', '?'):g} epoch(s) at B = {params.get('batch_size', '?')}"
+                     if isinstance(params.get("epochs"), (int, float)) else "epochs ?")
+    return ", ".join(dict.fromkeys(parts)) or "no variant"
 
 
 def _samples_panel(fig, spec, ctx: RenderContext, variant: str) -> None:
@@ -164,8 +175,8 @@ def _figure(ctx: RenderContext, kind: str, title: str) -> None:
                 fontsize=5.5, bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "0.8"})
         _samples_panel(fig, outer[1], ctx, variants[0])
     seeds = sorted({int(s) for s in table["seed"].dropna()}) if "seed" in table else []
-    fig.suptitle(f"{title} ({', '.join(variants)}; {len(seeds)} seed(s); paper: curves only, no numbers)",
-                 fontsize=9)
+    fig.suptitle(f"{title} ({', '.join(variants)}; {len(seeds)} seed(s); {_training(ctx, variants)}; "
+                 "paper: curves only, no numbers)", fontsize=9)
     save_figure(fig, ctx.prefix)
 
 

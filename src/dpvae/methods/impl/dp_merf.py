@@ -11,6 +11,7 @@ import torch
 from dpvae.methods.base import RunContext
 from dpvae.methods.impl.common import balanced_labels, batches, calibrated, device_of, num_classes, onehot
 from dpvae.models.merf import MERFGenerator, embedding, rff_weights
+from dpvae.privacy import canaries
 from dpvae.privacy.accounting import PYVACY_ORDER_BOUNDS, solve_noise_multiplier
 from dpvae.privacy.ledger import Accounting, Ledger, Mechanism
 
@@ -53,7 +54,9 @@ def train(ctx: RunContext) -> Ledger:
     for part in batches(n, 1000):   # Σ_i φ(x_i) ⊗ onehot(y_i), then the one noisy release of the mean
         total += embedding(x[part], onehot(y[part], classes), w, reduce="sum")
     release = ctx.torch_generator("release", "cpu")
-    noisy = total / n + (2 * sigma / n) * torch.randn(p.rff_dim, classes, generator=release).to(device)
+    noisy = canaries.release(total / n, 2 * sigma / n,   # its own noise; canaries only in an audited run
+                             lambda shape, std: std * torch.randn(shape, generator=release).to(device),
+                             sensitivity=2 / n, name="DP-MERF mean embedding")
     del x, total
 
     meta = {"shape": list(ctx.data.train.x.shape[1:]), "num_classes": classes, "code_dim": p.code_dim,

@@ -26,6 +26,7 @@ from dpvae.methods.checkpoint import Checkpoint, restore_rng, rng_state
 from dpvae.methods.impl.common import balanced_labels, batches, device_of, disjoint_subsets, num_classes
 from dpvae.models import gswgan as nets
 from dpvae.models.stacked import StackedAdam
+from dpvae.privacy import canaries
 from dpvae.privacy.accounting import PYVACY_ORDER_BOUNDS
 from dpvae.privacy.ledger import Accounting, Ledger, Mechanism
 
@@ -217,7 +218,9 @@ def train(ctx: RunContext) -> Ledger:
         fake = nets.generator(g, gu, z, labels)
         (image_grad,) = torch.autograd.grad(-nets.discriminator(dk, uk, fake, labels).mean(), fake, retain_graph=True)
         flat = clip_images(image_grad, bound)
-        flat = flat + 2 * p.noise_multiplier * bound * torch.randn(flat.shape, generator=noise, device=device)
+        flat = canaries.release(  # its own noise; canaries (an audited run only) move like a record: every g_i by 2C/B
+            flat, 2 * p.noise_multiplier * bound, lambda shape, std: std * torch.randn(shape, generator=noise, device=device),
+            sensitivity=2 * bound * math.sqrt(batch), sample_rate=1.0 / k, name="GS-WGAN sanitised image gradients")
         grads = torch.autograd.grad(fake, list(g.values()), flat.reshape(fake.shape))
         g_opt.step(dict(zip(g, grads)))
         for n, t in uk.items():

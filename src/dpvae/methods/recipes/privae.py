@@ -143,11 +143,15 @@ def privae_noise(
     kappa: Kappa = "paper",
     conversion: Conversion = "classic",
     orders: tuple[float, ...] = PRIVAE_ORDERS,
+    sigma: float | None = None,
 ) -> float:
     """σ' = κ·σ, σ being ordinary DP-SGD's multiplier for (ε, δ) at rate q over `steps` steps, rounded up
-    (if ever needed) so that the headline ε of `privae_ledger` never exceeds `epsilon`."""
+    (if ever needed) so that the headline ε of `privae_ledger` never exceeds `epsilon`. `sigma`: that σ
+    when the caller has calibrated it already (the same arguments; calibrating costs seconds of RDP)."""
     factor = privae_kappa(delta, c1, c2, expected_batch_size, num_groups, kappa)
-    sigma = factor * calibrate_noise(epsilon, delta, sample_rate, steps, conversion, orders)
+    if sigma is None:
+        sigma = calibrate_noise(epsilon, delta, sample_rate, steps, conversion, orders)
+    sigma = factor * sigma
 
     def headline(noise: float) -> float:
         return privae_ledger(noise, sample_rate, steps, delta, c1, c2, expected_batch_size, num_groups, kappa,

@@ -59,7 +59,7 @@ def termwise_noise(params, epsilon: float, delta: float, sample_rate: float, ste
     """σ' = κσ for term-wise DP-SGD per `params.kappa` (κ = 1 without the batch-wise term)."""
     sigma = _sigma(epsilon, delta, sample_rate, steps)
     noise = privae_noise(epsilon, delta, sample_rate, steps, params.clip_sample, params.clip_batch,
-                         params.batch_size, params.groups, params.kappa, CONVERSION, PRIVAE_ORDERS)
+                         params.batch_size, params.groups, params.kappa, CONVERSION, PRIVAE_ORDERS, sigma=sigma)
     return Calibration(sigma, noise / sigma, noise)
 
 

@@ -24,6 +24,10 @@ this (`public_uses_private_data=True`, with `max_batch_size` for per-example ter
 then charges it (every unit of a step may move, no subsampling amplification). Frozen parameters are
 not touched. The public parameters themselves must not be released.
 
+Audited runs (`dpvae.privacy.canaries`): while a canary session is active, the first engine to release
+a step appends a private layer of Dirac canaries that join each step's batch as records; outside a session
+nothing changes.
+
 Privacy records (`mechanisms`): `sound=False` gives the paper's accounting (its claim), `sound=True`
 the released gradient as one Gaussian mechanism with a sensitivity that holds for every realised
 batch (`dpvae.privacy.release`). `step()` overwrites `.grad`; call it once per forward pass. With a
@@ -43,6 +47,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.modules.batchnorm import _BatchNorm
 
+from dpvae.privacy import canaries
 from dpvae.privacy.dpsgd.hooks import Call, CallRecorder, reject_batch_mixing
 from dpvae.privacy.dpsgd.layers import (
     Grads, check_supported, dense_conv_grads, per_example_dots, per_example_view, trainable_params)
@@ -184,6 +189,8 @@ class _Engine:
         self._model = model
         reject_batch_mixing(model, self._private_layers)
         self._has_batchnorm = any(isinstance(m, _BatchNorm) for m in model.modules())
+        self._canaries: canaries.CanarySlot | None = None   # an audited run only: set at the first release
+        self._canary_place = (owners[0].device, owners[0].dtype)
         self._recorder = CallRecorder(layers)
 
     def _declare_public(self, declared: bool, max_batch_size: int | None) -> None:
@@ -359,7 +366,9 @@ class _Engine:
                    ) -> list[dict[nn.Parameter, Tensor]]:
         """Clipped (private) and plain-or-clipped (public) sums, one result per weight set over the terms."""
         calls = self._recorder.take()
-        if not any(calls.values()) and any(t.losses.requires_grad and t.units.num_examples for t in terms):
+        canary_layer = None if self._canaries is None else self._canaries.layer
+        if not any(c for layer, c in calls.items() if layer is not canary_layer) and any(
+                t.losses.requires_grad and t.units.num_examples for t in terms if not t.name.startswith(canaries.TERM_NAME)):
             raise ValueError("no forward pass of the model was recorded since the last engine call: run the "
                              "model, then call the engine once per forward pass")
         if self._has_batchnorm:  # a BatchNorm may have been switched to training mode since construction
@@ -394,6 +403,16 @@ class _Engine:
         refuse (PrivacyBudgetExceeded, nothing released) a step past the budget."""
         if self.budget is not None:
             self.budget.check(self.steps + 1)
+        if self.steps == 0 and self._canaries is None:   # the first engine to release in a session carries them
+            self._canaries = canaries.attach(self, *self._canary_place)
+            if self._canaries is not None:
+                self._private_layers.append(self._canaries.layer)
+                self._recorder.add(canaries.LAYER_NAME, self._canaries.layer)
+        if self._canaries is not None:  # audited run: the canaries join the batch as records (privacy.canaries)
+            losses, parts = self._canaries.losses(self)
+            units = Units.per_example(len(losses), losses.device)
+            terms = [*terms, *(Term(f"{canaries.TERM_NAME}.{i}", losses, units, clip, 0.0, weight)
+                               for i, (clip, weight) in enumerate(parts))]
         (grads,) = self._aggregate(terms, [[t.scale for t in terms]], include_public=True)
         std = math.sqrt(sum((t.scale * t.noise_std) ** 2 for t in terms))
         private = {id(p) for layer in self._private_layers for p in trainable_params(layer)}
@@ -402,6 +421,8 @@ class _Engine:
                 g = g.add_(torch.normal(0.0, std, p.shape, generator=self.generator, device=p.device, dtype=p.dtype))
             p.grad = g.detach()
         self.steps += 1
+        if self._canaries is not None:
+            self._canaries.observe()
 
     def _mechanism(self, name: str, noise_multiplier: float, sensitivity: float) -> Mechanism:
         return Mechanism(name=name, noise_multiplier=noise_multiplier, sample_rate=self.sample_rate,

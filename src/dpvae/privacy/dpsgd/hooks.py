@@ -44,6 +44,11 @@ class CallRecorder:
         if output.requires_grad:
             self._calls.setdefault(layer, []).append(Call(tuple(inputs), output, output._version))
 
+    def add(self, name: str, layer: nn.Module) -> None:
+        """Record this layer's calls too (an audited run's canary layer, added at the first step)."""
+        self.names[layer] = name
+        self._handles.append(layer.register_forward_hook(self._record))
+
     @contextmanager
     def paused(self) -> Iterator[None]:
         """Layer calls made inside this context are not recorded (the engine's own re-evaluations)."""

@@ -1,0 +1,129 @@
+"""The engine-level one-run audit of every DP-SGD engine at a range of claimed ε (audit/dpsgd; docs/audit.md).
+
+Each (engine, ε) is one audited training run of `dpvae.privacy.engine_audit`; the rows are ε̂ (`eps_lower`,
+`eps_point`, `eps_max_certifiable`) beside the claims (`eps_claimed` = the engine's paper accounting, the
+calibration target; `eps_sound`), the calibrated `noise_multiplier` and the run's `audit_seconds`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from dpvae.analyses import register_analysis
+from dpvae.analyses.tidy import tidy
+
+
+@register_analysis("dpsgd_audit")
+def dpsgd_audit(name: str, experiment: dict, context: dict) -> pd.DataFrame:
+    """params: epsilons, canaries, records, seed, confidence, and per engine its sample_rate, steps (groups)."""
+    import torch
+
+    from dpvae.privacy.engine_audit import ENGINES, AuditSetting, run_audit
+
+    params = experiment["params"]
+    unknown = sorted(set(params["engines"]) - set(ENGINES))
+    if unknown:
+        raise ValueError(f"experiments.{name}.params.engines: unknown engines {unknown} (known: {', '.join(ENGINES)})")
+    torch.set_num_threads(1)
+    rows = []
+    for engine, setting in params["engines"].items():
+        for epsilon in params["epsilons"]:
+            audit = run_audit(AuditSetting(
+                engine, float(epsilon), setting["sample_rate"], setting["steps"], canaries=params["canaries"],
+                records=params["records"], delta=context["delta"], groups=setting.get("groups", 4),
+                confidence=params.get("confidence", 0.95), seed=params.get("seed", 0)))
+            base = {"experiment": name, "variant": f"engine:{engine}", "method": engine, "epsilon": epsilon,
+                    "seed": params.get("seed", 0)}
+            values = {"eps_lower": audit.result.lower, "eps_point": audit.result.point,
+                      "eps_max_certifiable": audit.result.max_certifiable, "eps_claimed": audit.epsilon_paper,
+                      "eps_sound": audit.epsilon_sound, "noise_multiplier": audit.noise_multiplier,
+                      "canaries": params["canaries"], "audit_seconds": audit.seconds}
+            rows += [{**base, "metric": metric, "value": value} for metric, value in values.items()]
+    return tidy(rows)
+
+
+#: The values an audited run's audit.json gives its row (metric -> key; `noise_multiplier` from the engine).
+AUDIT_ROWS = {"eps_lower": "lower", "eps_point": "point", "eps_max_certifiable": "max_certifiable",
+              "eps_claimed": "epsilon_claimed", "engine_eps_paper": "engine_epsilon_paper",
+              "engine_eps_sound": "engine_epsilon_sound", "canaries": "canaries", "audit_seconds": "seconds"}
+
+
+def audit_rows(record: dict) -> list[dict]:
+    """The tidy rows (metric, value) of one audit.json (a method's audited run)."""
+    rows = [{"metric": metric, "value": record[key]} for metric, key in AUDIT_ROWS.items() if key in record]
+    if "engine" in record:
+        rows.append({"metric": "noise_multiplier", "value": record["engine"]["noise_multiplier"]})
+    return rows
+
+
+def train_audited(spec: dict) -> dict:
+    """Train one run through its method's own entry point (`method.train`) inside a canary session; write its
+    ledger (privacy.json) and audit.json into `spec["run"]`; return the audit record. The budget is checked
+    as in the train stage (epsilon <= target exactly)."""
+    import random
+
+    import numpy as np
+    import torch
+
+    from dpvae.files import write_json
+    from dpvae.methods.base import RunContext
+    from dpvae.methods.registry import get_method
+    from dpvae.privacy.canaries import AUDIT_FILE, CanarySession
+    from dpvae.privacy.ledger import check_budget
+
+    method = get_method(spec["method"])
+    if not method.private:
+        raise ValueError(f"method '{method.name}' is not private: nothing to audit")
+    run = Path(spec["run"])
+    params = method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params", name=method.name)
+    ctx = RunContext(spec, run, params, {"model_dir": run / "model"})
+    (run / "model").mkdir(parents=True, exist_ok=True)
+    seed = ctx.seed_for("global")
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    session = CanarySession(spec["audit"]["canaries"], ctx.seed_for("canaries"), spec["audit"].get("confidence", 0.95))
+    with session.active():
+        ledger = method.train(ctx)
+    check_budget(ledger, spec["epsilon"], spec["delta"])
+    ledger.write(ctx.ledger_path)
+    record = session.record(ledger, spec["delta"])
+    write_json(run / AUDIT_FILE, record)
+    return record
+
+
+@register_analysis("method_audit")
+def method_audit(name: str, experiment: dict, context: dict) -> pd.DataFrame:
+    """Every private method trained once through its own entry point with canaries (docs/audit.md).
+
+    params: epsilon, canaries, seed, confidence, `targets` {label: {method, dataset, params}} and `exclude`
+    (labels left out at this scale). The runs
+    (privacy.json and audit.json) land in results/<scale>/audit/<label>/ beside the table."""
+    import torch
+
+    params = experiment["params"]
+    torch.set_num_threads(1)
+    runs = Path(context["out"]).parent.parent / "audit" if "out" in context else Path("results/audit")
+    rows = []
+    unknown = sorted(set(params.get("exclude", [])) - set(params["targets"]))
+    if unknown:
+        raise ValueError(f"experiments.{name}.params.exclude: unknown targets {unknown}")
+    for label, target in params["targets"].items():
+        if label in params.get("exclude", []):
+            continue
+        if target["dataset"] not in experiment["datasets"]:
+            raise ValueError(f"experiments.{name}.params.targets.{label}.dataset: '{target['dataset']}' is not "
+                             f"in the experiment's datasets {experiment['datasets']} (they are its prepared inputs)")
+        seed = params.get("seed", 0)
+        spec = {"run_id": f"audit/{label}", "run": str(runs / label), "scale": context.get("scale", ""),
+                "dataset": target["dataset"], "variant": label, "method": target["method"], "private": True,
+                "params": target.get("params", {}), "epsilon": float(params["epsilon"]), "delta": context["delta"],
+                "seed": seed, "device": "cpu", "data_root": context["data_root"],
+                "audit": {"canaries": params["canaries"], "confidence": params.get("confidence", 0.95)}}
+        record = train_audited(spec)
+        base = {"experiment": name, "dataset": target["dataset"], "variant": label, "method": target["method"],
+                "epsilon": params["epsilon"], "seed": seed}
+        rows += [{**base, **row} for row in audit_rows(record)]
+    return tidy(rows)

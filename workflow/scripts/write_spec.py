@@ -1,0 +1,15 @@
+"""A spec rule's job: write `params.spec` (computed by the Snakefile's plan) as JSON to the output.
+
+A `script:` job starts a bare Python (a fraction of a second), where a `run:` job would start a whole new
+Snakemake; the spec travels in Snakemake's script preamble, never on a command line.
+"""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, snakemake.params.src)  # noqa: F821  (the checkout's package, as the shell rules use)
+from dpvae.files import write_json, write_text  # noqa: E402
+
+write_json(snakemake.output[0], snakemake.params.spec)  # noqa: F821
+write_text(snakemake.log[0], f"wrote {snakemake.output[0]} ({len(json.dumps(snakemake.params.spec))} bytes, pid {os.getpid()})\n")  # noqa: F821
