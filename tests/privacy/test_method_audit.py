@@ -23,10 +23,11 @@ DELTA = 1e-5
 
 def smoke_targets() -> dict[str, dict]:
     from dpvae.config import load_config
+    from dpvae.paths import REPO_ROOT
 
-    from conftest import PAPER_CONFIG, SMOKE_CONFIG
-
-    params = load_config([PAPER_CONFIG, SMOKE_CONFIG])["experiments"]["audit_methods"]["params"]
+    # at collection time (parametrize), so not the conftest fixture; `conftest` is ambiguous across test dirs
+    config = load_config([REPO_ROOT / "config.yaml", REPO_ROOT / "tests" / "config" / "smoke.yaml"])
+    params = config["experiments"]["audit_methods"]["params"]
     return {k: v for k, v in params["targets"].items() if k not in params.get("exclude", [])}
 
 
