@@ -24,5 +24,5 @@ done
 for entry in "${queue[@]}"; do
   read -r variant eps seed <<<"$entry"
   echo "== $(date -u +%FT%TZ) $variant eps$eps seed$seed"
-  "$SNAKEMAKE" --cores 2 --configfile=workflow/campaigns/privae-cpu.yaml -q $(targets "$variant" "$eps" "$seed")
+  "$SNAKEMAKE" --cores 2 --configfile=workflow/campaigns/privae-cpu.yaml --quiet progress -- $(targets "$variant" "$eps" "$seed")
 done
