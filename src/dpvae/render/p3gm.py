@@ -151,7 +151,7 @@ def p3gm_table5(ctx: RenderContext) -> None:
              "not match the reference notebook (stale values, PAPERS.md A-G9); 'notebook' = the reference code's "
              "printed run (sigma_s 2.0, sigma_p 15), shown where it differs.",
              "PGM = P3GM without noise and without clipping (not an option of the reference code, A-G16)."]
-    notes = [*standin_note(datasets), *unreachable_note(table, datasets), *notes]
+    notes = [*standin_note(datasets), *unreachable_note(ctx, "p3gm_credit_components", table, datasets), *notes]
     save_table(out, ctx.prefix, "P3GM Table V - Kaggle Credit per classifier: VAE, PGM, P3GM", [n for n in notes if n])
 
 
