@@ -59,6 +59,8 @@ rule aggregate_spec:
     params:
         spec=lambda w: PLAN.aggregate_spec(w.experiment, w.dataset, w.variant),
         src=SRC,
+    conda:
+        ENV
     script:
         "../scripts/write_spec.py"
 

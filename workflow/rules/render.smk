@@ -11,6 +11,8 @@ rule item_spec:
     params:
         spec=lambda w: PLAN.item_spec(w.paper, w.item),
         src=SRC,
+    conda:
+        ENV
     script:
         "../scripts/write_spec.py"
 
