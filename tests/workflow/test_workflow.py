@@ -146,7 +146,7 @@ def test_the_report_holds_every_built_item_with_its_caption(smoke_build, mirror,
     for item in done_items(smoke_config):
         assert f"figures/{item.key}.pdf" in html, item.key
         caption = (smoke_build / "workflow" / "report" / item.paper / f"{item.id}.rst").read_text()
-        words = re.findall(r"[A-Za-z]+", caption.split("—")[-1])[:3]
+        words = re.findall(r"[A-Za-z0-9]+", caption.split("—")[-1])[:3]
         assert re.search(r"\W+".join(words), html), (item.key, words)
     assert "Scale: smoke" in html
 
