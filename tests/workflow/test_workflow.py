@@ -142,12 +142,12 @@ def test_the_report_holds_every_built_item_with_its_caption(smoke_build, mirror,
     report = smoke_build / "report.html"
     result = snakemake(smoke(smoke_build), "--report", str(report), cwd=smoke_build, mirror=mirror, repo=smoke_build)
     assert result.returncode == 0, result.stderr[-3000:]
-    html = report.read_text()
+    html = re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), report.read_text())  # JSON escapes
     for item in done_items(smoke_config):
         assert f"figures/{item.key}.pdf" in html, item.key
         caption = (smoke_build / "workflow" / "report" / item.paper / f"{item.id}.rst").read_text()
-        words = re.findall(r"[A-Za-z0-9]+", caption.split("—")[-1])[:3]
-        assert re.search(r"\W+".join(words), html), (item.key, words)
+        words = re.findall(r"\w+", caption.split("—")[-1])[:3]          # e.g. 'DP²', 'VAE', 'Figure'
+        assert re.search(r"(?:\W|<[^>]*>)+".join(map(re.escape, words)), html), (item.key, words)   # tags between
     assert "Scale: smoke" in html
 
 
