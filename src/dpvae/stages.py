@@ -1,6 +1,7 @@
 """The workflow's stages as plain functions (the CLI and the Snakemake rules call these).
 
-train -> sample -> evaluate per run; reference per (dataset, metric); aggregate per (experiment, dataset);
+train -> sample -> evaluate per run; reference per (dataset, metric); aggregate per (experiment, dataset)
+(in `dpvae.tables`: bookkeeping without torch);
 analyze per analysis experiment; render per item; gather per item id. Outputs are written atomically, so
 an interrupted job leaves nothing that looks finished. Every stage after `train` reads the run's spec from
 its `train.json`; aggregate and render read their inputs from small spec files, never from argv.
@@ -26,8 +27,8 @@ from dpvae.files import atomic_directory, atomic_write, write_json
 from dpvae.methods.base import RunContext
 from dpvae.methods.checkpoint import CHECKPOINT_NAME
 from dpvae.methods.registry import get_method
-from dpvae.tables import read_spec
 from dpvae.provenance import device_name, git_commit, machine, sha256_json
+from dpvae.tables import read_spec
 
 
 def _seed_everything(ctx: RunContext) -> None:
