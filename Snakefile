@@ -55,6 +55,18 @@ localrules:
     scorecard,
 
 
+onstart:
+    start_worker()
+
+
+onsuccess:
+    stop_worker()
+
+
+onerror:
+    stop_worker()
+
+
 rule all:
     default_target: True
     input:

@@ -1,0 +1,120 @@
+"""The warm worker (dpvae.worker): a job forked from it prints, exits and fails exactly as it would in its own
+process, without paying for the imports; a cancelled job's child dies; without a worker the command runs alone."""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dpvae.paths import REPO_ROOT
+
+SRC = str(REPO_ROOT / "src")
+
+
+def _start(path: Path, code: str) -> subprocess.Popen:
+    worker = subprocess.Popen([sys.executable, "-c", code, str(path), str(os.getpid())],
+                              env={**os.environ, "PYTHONPATH": SRC}, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    while not path.exists():
+        assert worker.poll() is None, worker.stderr.read().decode()
+        assert time.monotonic() < deadline, "the worker did not listen within 300 s"
+        time.sleep(0.2)
+    return worker
+
+
+@pytest.fixture(scope="module")
+def worker(tmp_path_factory):
+    path = tmp_path_factory.mktemp("worker") / "socket"
+    process = _start(path, "import sys; from dpvae.worker import serve; serve(sys.argv[1], int(sys.argv[2]))")
+    yield path
+    process.terminate()
+    process.wait(timeout=30)
+    assert not path.exists(), "the worker removes its socket when stopped"
+
+
+def _dpvae(*args: str, worker: Path | None = None, cwd: Path = REPO_ROOT) -> tuple[subprocess.CompletedProcess, float]:
+    """Run `python -m dpvae ARGS` with fd 3 open on a file, as the rules do (`3>&2`); the result (its
+    `channel`: what reached fd 3) and the CPU seconds it used."""
+    env = {**os.environ, "PYTHONPATH": SRC, "DPVAE_ERROR_FD": "3", "CHANNEL": str(Path(cwd, "channel.txt"))}
+    env.pop("DPVAE_WORKER", None)
+    if worker is not None:
+        env["DPVAE_WORKER"] = str(worker)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result = subprocess.run(["bash", "-c", 'exec "$@" 3>"$CHANNEL"', "_", sys.executable, "-m", "dpvae", *args],
+                            env=env, capture_output=True, text=True, cwd=cwd)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result.channel = Path(env["CHANNEL"]).read_text()
+    return result, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def test_a_job_in_the_worker_prints_what_it_prints_alone_without_the_imports(worker):
+    alone, alone_cpu = _dpvae("methods")
+    warm, warm_cpu = _dpvae("methods", worker=worker)
+    assert alone.returncode == warm.returncode == 0
+    assert warm.stdout == alone.stdout and "privae" in warm.stdout
+    # the client only starts Python and forwards its files; the imports happened once, in the worker
+    assert warm_cpu < 0.5 < alone_cpu, (warm_cpu, alone_cpu)
+
+
+def test_a_failing_job_in_the_worker_fails_the_same_way(worker, tmp_path):
+    alone, _ = _dpvae("methods", "nosuch", cwd=tmp_path)
+    for _ in range(3):
+        warm, _ = _dpvae("methods", "nosuch", worker=worker, cwd=tmp_path)
+        assert alone.returncode == warm.returncode == 2
+        assert warm.stderr == alone.stderr and "unknown method 'nosuch'" in warm.stderr
+        assert warm.channel == alone.channel == alone.stderr       # the rules' fd 3 reaches the terminal
+
+
+def test_the_job_works_in_the_clients_directory(worker, tmp_path):
+    (tmp_path / "t.csv").write_text("not,a,table\n")
+    alone, _ = _dpvae("record", "t.csv", "--out-dir", "out", cwd=tmp_path)
+    warm, _ = _dpvae("record", "t.csv", "--out-dir", "out", worker=worker, cwd=tmp_path)
+    assert alone.returncode == warm.returncode != 0
+    assert warm.stderr == alone.stderr and "t.csv" in warm.stderr
+
+
+def test_without_a_listening_worker_the_command_runs_alone(tmp_path):
+    result, cpu = _dpvae("methods", worker=tmp_path / "no-such-socket")
+    assert result.returncode == 0 and "privae" in result.stdout and cpu > 0.5
+
+
+def test_a_cancelled_job_is_killed_with_its_process_group(tmp_path):
+    path = tmp_path / "socket"
+    marker = tmp_path / "child.pid"
+    # a worker whose jobs write their pid and sleep (no preload: this is about the process handling)
+    code = ("import os, sys, time, dpvae.cli as cli\n"
+            f"cli.main = lambda argv: (open({str(marker)!r}, 'w').write(str(os.getpid())), time.sleep(120))\n"
+            "from dpvae.worker import serve; serve(sys.argv[1], int(sys.argv[2]), warm=False)")
+    process = _start(path, code)
+    try:
+        client = subprocess.Popen([sys.executable, "-m", "dpvae", "methods"],
+                                  env={**os.environ, "PYTHONPATH": SRC, "DPVAE_WORKER": str(path)})
+        deadline = time.monotonic() + 60
+        while not marker.exists() or not marker.read_text():
+            assert time.monotonic() < deadline and client.poll() is None
+            time.sleep(0.1)
+        child = int(marker.read_text())
+        client.send_signal(signal.SIGTERM)          # Snakemake cancelling the job
+        client.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while _alive(child):
+            assert time.monotonic() < deadline, "the cancelled job's child still runs"
+            time.sleep(0.1)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
