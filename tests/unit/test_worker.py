@@ -39,7 +39,7 @@ def worker(tmp_path_factory):
     assert not path.exists(), "the worker removes its socket when stopped"
 
 
-def _dpvae(*args: str, worker: Path | None = None, cwd: Path = REPO_ROOT) -> tuple[subprocess.CompletedProcess, float]:
+def _dpvae(*args: str, cwd: Path, worker: Path | None = None) -> tuple[subprocess.CompletedProcess, float]:
     """Run `python -m dpvae ARGS` with fd 3 open on a file, as the rules do (`3>&2`); the result (its
     `channel`: what reached fd 3) and the CPU seconds it used."""
     env = {**os.environ, "PYTHONPATH": SRC, "DPVAE_ERROR_FD": "3", "CHANNEL": str(Path(cwd, "channel.txt"))}
@@ -54,9 +54,9 @@ def _dpvae(*args: str, worker: Path | None = None, cwd: Path = REPO_ROOT) -> tup
     return result, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def test_a_job_in_the_worker_prints_what_it_prints_alone_without_the_imports(worker):
-    alone, alone_cpu = _dpvae("methods")
-    warm, warm_cpu = _dpvae("methods", worker=worker)
+def test_a_job_in_the_worker_prints_what_it_prints_alone_without_the_imports(worker, tmp_path):
+    alone, alone_cpu = _dpvae("methods", cwd=tmp_path)
+    warm, warm_cpu = _dpvae("methods", worker=worker, cwd=tmp_path)
     assert alone.returncode == warm.returncode == 0
     assert warm.stdout == alone.stdout and "privae" in warm.stdout
     # the client only starts Python and forwards its files; the imports happened once, in the worker
@@ -81,7 +81,7 @@ def test_the_job_works_in_the_clients_directory(worker, tmp_path):
 
 
 def test_without_a_listening_worker_the_command_runs_alone(tmp_path):
-    result, cpu = _dpvae("methods", worker=tmp_path / "no-such-socket")
+    result, cpu = _dpvae("methods", worker=tmp_path / "no-such-socket", cwd=tmp_path)
     assert result.returncode == 0 and "privae" in result.stdout and cpu > 0.5
 
 
