@@ -17,11 +17,15 @@ from __future__ import annotations
 import json
 import os
 import selectors
+import shutil
 import signal
 import socket
 import struct
+import subprocess
 import sys
+import tempfile
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 ENV_VAR = "DPVAE_WORKER"
@@ -242,6 +246,36 @@ class _quiet:
 
     def __exit__(self, kind, value, tb) -> bool:
         return kind is not None and issubclass(kind, (OSError, KeyError, ValueError))
+
+
+@dataclass
+class LocalWorker:
+    """A worker serving the jobs of the current process (Snakemake's), started by `start`."""
+
+    process: subprocess.Popen
+    folder: Path
+
+
+def start(src: str, log: Path) -> LocalWorker:
+    """Start a worker for the jobs of this process (importing dpvae from `src`; its messages to `log`) and
+    export its socket in os.environ, which the jobs inherit. Jobs run alone until it listens."""
+    folder = Path(tempfile.mkdtemp(prefix="dpvae-worker-"))
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))}
+    with open(log, "a") as out:
+        process = subprocess.Popen([sys.executable, "-m", "dpvae.worker", str(folder / "socket"), str(os.getpid())],
+                                   env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    os.environ[ENV_VAR] = str(folder / "socket")
+    return LocalWorker(process, folder)
+
+
+def stop(worker: LocalWorker) -> None:
+    """Stop it (it also stops by itself when this process exits) and stop exporting its socket."""
+    os.environ.pop(ENV_VAR, None)
+    worker.process.terminate()
+    worker.process.wait(timeout=30)
+    shutil.rmtree(worker.folder, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> None:

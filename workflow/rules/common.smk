@@ -2,7 +2,6 @@
 # All logic lives in src/dpvae (dpvae.workflow); this file only binds it to Snakemake.
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -101,34 +100,22 @@ def _render_inputs(w):
     }
 
 
-WORKER = {}
+
+WORKER = []
 
 
 def start_worker():
     """A warm worker (dpvae.worker) for a local build of at least `local_worker` jobs: jobs fork from one
-    process that imported torch and the project once. Jobs run in their own process until it listens."""
+    process that imported torch and the project once."""
     wanted = config.get("local_worker", 0)
-    if not wanted or len(workflow.dag) < wanted or not workflow.local_exec or USES_CONDA:
-        return
-    import subprocess
-    import tempfile
+    if wanted and len(workflow.dag) >= wanted and workflow.local_exec and not USES_CONDA:
+        from dpvae import worker
 
-    folder = Path(tempfile.mkdtemp(prefix="dpvae-worker-"))
-    Path("logs").mkdir(exist_ok=True)
-    with open(Path("logs") / "worker.log", "a") as log:
-        WORKER["process"] = subprocess.Popen(
-            [sys.executable, "-m", "dpvae.worker", str(folder / "socket"), str(os.getpid())],
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")]))},
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    WORKER["folder"] = folder
-    os.environ["DPVAE_WORKER"] = str(folder / "socket")
+        WORKER.append(worker.start(SRC, Path("logs") / "worker.log"))
 
 
 def stop_worker():
-    import shutil
+    from dpvae import worker
 
-    if process := WORKER.pop("process", None):
-        process.terminate()
-        process.wait(timeout=30)
-        shutil.rmtree(WORKER.pop("folder"), ignore_errors=True)
-    os.environ.pop("DPVAE_WORKER", None)
+    while WORKER:
+        worker.stop(WORKER.pop())
