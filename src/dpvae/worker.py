@@ -14,6 +14,7 @@ job are not measured; paper-scale builds leave the worker off.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -50,9 +51,8 @@ def submit(argv: list[str]) -> int | None:
         sock.close()
         return None
     with sock:
-        request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
-        message = _HEADER.pack(len(request)) + json.dumps(fds).encode().ljust(32) + request
-        socket.send_fds(sock, [message], fds)
+        request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "fds": fds}).encode()
+        socket.send_fds(sock, [_HEADER.pack(len(request)) + request], fds)
         reply = _recv_exactly(sock, _STATUS.size)
     if reply is None:               # the worker died under us: say so, fail the job
         print("dpvae: error: the warm worker went away while running this job", file=sys.stderr)
@@ -68,8 +68,8 @@ def _is_open(fd: int) -> bool:
     return True
 
 
-def _recv_exactly(sock: socket.socket, n: int) -> bytes | None:
-    data = b""
+def _recv_exactly(sock: socket.socket, n: int, data: bytes = b"") -> bytes | None:
+    """`data` completed to `n` bytes from `sock`; None if the peer closed first."""
     while len(data) < n:
         chunk = sock.recv(n - len(data))
         if not chunk:
@@ -137,7 +137,7 @@ def serve(path: str, parent: int, warm: bool = True) -> None:
     finally:
         for pid in children:
             _kill(pid)
-        with _quiet():
+        with _gone():
             target.unlink()
 
 
@@ -145,14 +145,9 @@ def _fork_job(conn: socket.socket, server_sockets: list[socket.socket], selector
     """Receive one request and fork its child; the child's pid (None for a malformed request)."""
     try:
         message, fds, _, _ = socket.recv_fds(conn, 1 << 20, len(STD_FDS))
-        size = _HEADER.unpack_from(message)[0]
-        fd_targets = json.loads(message[_HEADER.size:_HEADER.size + 32])
-        body = message[_HEADER.size + 32:]
-        while len(body) < size:
-            chunk = conn.recv(size - len(body))
-            if not chunk:
-                raise ConnectionError("request cut short")
-            body += chunk
+        body = _recv_exactly(conn, _HEADER.unpack_from(message)[0], message[_HEADER.size:])
+        if body is None:
+            raise ConnectionError("request cut short")
         request = json.loads(body)
     except (OSError, ValueError, struct.error) as error:
         print(f"dpvae worker: bad request: {error}", file=sys.stderr, flush=True)
@@ -167,7 +162,7 @@ def _fork_job(conn: socket.socket, server_sockets: list[socket.socket], selector
     selector.close()
     for sock in (*server_sockets, conn):
         sock.close()
-    os._exit(_run_child(request, dict(zip(fd_targets, fds))))
+    os._exit(_run_child(request, dict(zip(request["fds"], fds))))
 
 
 def _run_child(request: dict, fds: dict[int, int]) -> int:
@@ -178,7 +173,7 @@ def _run_child(request: dict, fds: dict[int, int]) -> int:
             os.dup2(fd, target)
         for target in STD_FDS:
             if target not in fds:
-                with _quiet():
+                with _gone():
                     os.close(target)
         for fd in fds.values():
             if fd not in STD_FDS:
@@ -207,7 +202,7 @@ def _run_child(request: dict, fds: dict[int, int]) -> int:
     except BaseException:       # noqa: BLE001 - a job's traceback belongs in its log, then a failed status
         traceback.print_exc()
         status = 1
-    with _quiet():
+    with _gone():
         sys.stdout.flush()
         sys.stderr.flush()
     return int(status or 0)
@@ -226,26 +221,21 @@ def _reap(children: dict[int, socket.socket], selector: selectors.BaseSelector) 
         if conn is None:
             continue
         code = os.waitstatus_to_exitcode(wait_status)
-        with _quiet():
+        with _gone():
             selector.unregister(conn)
-        with _quiet():
+        with _gone():
             conn.sendall(_STATUS.pack(code if code >= 0 else 128 - code))
         conn.close()
 
 
+def _gone() -> contextlib.suppress:
+    """Ignore the errors of a file, socket or child that is already gone."""
+    return contextlib.suppress(OSError, KeyError, ValueError)
+
+
 def _kill(pid: int) -> None:
-    with _quiet():
+    with _gone():
         os.killpg(pid, signal.SIGTERM)
-
-
-class _quiet:
-    """Ignore OSError / KeyError / ValueError (a file or child already gone)."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind, value, tb) -> bool:
-        return kind is not None and issubclass(kind, (OSError, KeyError, ValueError))
 
 
 @dataclass

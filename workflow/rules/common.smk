@@ -100,7 +100,6 @@ def _render_inputs(w):
     }
 
 
-
 WORKER = []
 
 
