@@ -22,7 +22,7 @@ $(VENV)/.installed: envs/requirements.txt envs/constraints.txt pyproject.toml
 	touch $@
 
 smoke: setup
-	DPVAE_DATA_MIRROR=$(abspath $(MIRROR)) $(VENV)/bin/snakemake --cores $(CORES) --max-threads 1 --configfile=tests/config/smoke.yaml
+	DPVAE_DATA_MIRROR=$(abspath $(MIRROR)) $(VENV)/bin/snakemake --cores $(CORES) --max-threads 1 --scheduler greedy --configfile=tests/config/smoke.yaml
 
 test: setup
 	DPVAE_DATA_MIRROR=$(abspath $(MIRROR)) $(VENV)/bin/python -m pytest

@@ -3,26 +3,20 @@ plans no job after a build; a mirror that does not exist stops Snakemake before 
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from dpvae.paths import REPO_ROOT
+from support import workflow_runs
 
-SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO_ROOT / "Snakefile")]
-SMOKE = f"--configfile={REPO_ROOT / 'tests' / 'config' / 'smoke.yaml'}"
 TARGET = "data/prepared/adult"
 pytestmark = pytest.mark.workflow
 
 
 def snakemake(*args: str, cwd: Path, mirror: Path | None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "DPVAE_DATA_MIRROR": str(mirror) if mirror else ""}
-    return subprocess.run([*SNAKEMAKE, "--directory", str(cwd), SMOKE, *args], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=900)
+    return workflow_runs.snakemake(workflow_runs.smoke(), *args, cwd=cwd, mirror=mirror, timeout=900)
 
 
 def planned_jobs(result: subprocess.CompletedProcess) -> str:
