@@ -55,7 +55,7 @@ def train(spec: dict) -> Path:
 
     run_dir = Path(spec["run"])
     method = get_method(spec["method"])
-    started = time.time()
+    started, commit = time.time(), git_commit()   # the code that trains, not what the checkout holds at the end
     if spec.get("audit") and not spec["private"]:
         raise DataError(f"run {spec['run_id']}: only a private run can be audited (variant '{spec['variant']}')")
     with atomic_directory(run_dir / "model") as partial:
@@ -76,7 +76,7 @@ def train(spec: dict) -> Path:
                                          "note": "non-private run: no differential-privacy guarantee"})
     (run_dir / CHECKPOINT_NAME).unlink(missing_ok=True)   # the model is in place: a resume point is moot
     write_json(run_dir / "train.json", {
-        "spec": spec, "spec_sha256": sha256_json(spec), "commit": git_commit(), "seed": spec["seed"],
+        "spec": spec, "spec_sha256": sha256_json(spec), "commit": commit, "seed": spec["seed"],
         "scale": spec.get("scale"), "seconds": round(time.time() - started, 3), "device": ctx.device,
         "device_name": device_name(ctx.device), **machine()})
     return run_dir / "model"
@@ -109,10 +109,10 @@ def evaluate(run_dir: str | Path, metric: str, options: dict, out: str | Path,
     run = run_context(read_spec(run_dir))
     _seed_everything(run)
     ctx = EvalContext(run, parsed, Path(out).parent, Path(reference) if reference else None)
-    started = time.time()
+    started, commit = time.time(), git_commit()
     rows = entry(ctx)
     write_json(Path(out), {"metric": metric, "options": parsed.to_dict(), "rows": rows,
-                           "seconds": round(time.time() - started, 3), "commit": git_commit()})
+                           "seconds": round(time.time() - started, 3), "commit": commit})
     return Path(out)
 
 

@@ -46,6 +46,14 @@ def test_the_training_subsample_is_seeded(pinwheel_spec):
     assert np.array_equal(first, again) and not np.array_equal(first, other)
 
 
+
+def test_train_json_names_the_commit_that_started_training(pinwheel_spec, monkeypatch):
+    """A checkout that moves on while a long run trains must not relabel the run with the newer code."""
+    commits = iter(["abc-started", "def-moved-on"])
+    monkeypatch.setattr(stages, "git_commit", lambda: next(commits))
+    stages.train(pinwheel_spec)
+    assert json.loads((Path(pinwheel_spec["run"]) / "train.json").read_text())["commit"] == "abc-started"
+
 class _Crasher:
     """A method that writes part of its model, then fails."""
 
