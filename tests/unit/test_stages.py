@@ -49,8 +49,16 @@ def test_the_training_subsample_is_seeded(pinwheel_spec):
 
 def test_train_json_names_the_commit_that_started_training(pinwheel_spec, monkeypatch):
     """A checkout that moves on while a long run trains must not relabel the run with the newer code."""
-    commits = iter(["abc-started", "def-moved-on"])
-    monkeypatch.setattr(stages, "git_commit", lambda: next(commits))
+    checkout = {"commit": "abc-started"}
+    method = stages.get_method(pinwheel_spec["method"])
+    train = method.train
+
+    def train_while_the_checkout_moves_on(ctx):
+        checkout["commit"] = "def-moved-on"
+        return train(ctx)
+
+    monkeypatch.setattr(stages, "git_commit", lambda: checkout["commit"])
+    monkeypatch.setattr(method, "train", train_while_the_checkout_moves_on)
     stages.train(pinwheel_spec)
     assert json.loads((Path(pinwheel_spec["run"]) / "train.json").read_text())["commit"] == "abc-started"
 
