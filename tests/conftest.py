@@ -17,6 +17,14 @@ PAPER_CONFIG = REPO / "config.yaml"
 SMOKE_CONFIG = REPO / "tests" / "config" / "smoke.yaml"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under `pytest -n N --dist loadgroup` (make test) the workflow tests share one worker, so the session's
+    smoke build is built once; every other test goes to whichever worker is free."""
+    for item in items:
+        if item.get_closest_marker("workflow") or item.get_closest_marker("slurm"):
+            item.add_marker(pytest.mark.xdist_group("workflow"))
+
+
 def mirror_dir() -> Path | None:
     """The offline data mirror: $DPVAE_DATA_MIRROR, else ../shared/data beside the repository."""
     for candidate in (os.environ.get("DPVAE_DATA_MIRROR"), REPO.parent / "shared" / "data"):
