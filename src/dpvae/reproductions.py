@@ -4,7 +4,9 @@
 CSV's key columns (paper, item, dataset, method, epsilon, metric, classifier, setting) plus seed, value and
 provenance (scale, variant, device, commit, command, wall_s, date) read from each run's `train.json`.
 Those files are committed. Our ids map to the papers' names by `published_key` (dataset suffixes dropped,
-variant aliases, sweep points as `setting`). Renderers read them (`recorded`) for their "ours (paper
+variant aliases, sweep points and a series' `step` as `setting`). A series longer than `MAX_STEPS` steps
+per run (Fig. 7's reconstruction loss at every iteration) is recorded at `MAX_STEPS` evenly spaced steps,
+first and last included; the whole series stays in the run's table. Renderers read them (`recorded`) for their "ours (paper
 scale)" column; `dpvae.scorecard` sets them beside every published cell.
 """
 
@@ -38,6 +40,7 @@ METHOD_ALIASES: dict[str, dict[str, str]] = {
     "lvae": {"lvae-vae": "vae", "lvae-dpsgd": "vae-dpsgd", "lvae-lipschitz": "lvae"},
     "privae": {"vae-sparse": "vae", "privae-pinwheel": "privae", "privae-kl-pinwheel": "privae-kl"},
 }
+MAX_STEPS = 100   # steps recorded per series and run (see the module docstring)
 DATASET_SUFFIXES = ("-p3gm", "-32", "-lvae", "-dropna", "-full", "-standin")
 
 
@@ -70,6 +73,8 @@ def published_key(paper: str, item: str, row: pd.Series) -> dict:
         metric, settings = "auprc", [*settings, "positive=le50K"]
     if metric == "tvd2_public_notebook":   # P3GM Table VIII as the notebook computes it (A-G10)
         metric, settings = "tvd2", [*settings, "reading=notebook"]
+    if pd.notna(row.get("step")):          # a point of a series (learning curves): one key per step
+        settings.append(f"step={int(row['step'])}")
     epsilon = row.get("epsilon")
     return {"paper": paper, "item": item, "dataset": dataset, "method": METHOD_ALIASES.get(paper, {}).get(base, base),
             "epsilon": float(epsilon) if pd.notna(epsilon) else np.nan, "metric": metric,
@@ -109,6 +114,7 @@ def reproduction_rows(table_path: str | Path, command: str) -> pd.DataFrame:
         raise DataError(f"{path}: no item reads experiment '{experiment}'")
     table = pd.read_csv(path)
     table = table[~table["metric"].astype(str).str.startswith("epsilon_spent")] if "metric" in table else table
+    table = thin_series(table)
     results = next(p for p in path.resolve().parents if p.name == "tables").parent
     rows = []
     for _, row in table.iterrows():
@@ -120,6 +126,22 @@ def reproduction_rows(table_path: str | Path, command: str) -> pd.DataFrame:
             rows.append({**published_key(item.paper, item.id, row), "seed": row.get("seed"), "value": row["value"], "scale": scale,
                          "variant": row.get("variant", ""), "command": command, **provenance})
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def thin_series(table: pd.DataFrame) -> pd.DataFrame:
+    """`table` with every series (rows with a `step`) cut to `MAX_STEPS` evenly spaced steps per run and metric."""
+    if "step" not in table or table["step"].isna().all():
+        return table
+    series = table[table["step"].notna()]
+    keys = [c for c in ("dataset", "variant", "epsilon", "seed", "metric", "classifier") if c in table]
+
+    def evenly(group: pd.DataFrame) -> pd.DataFrame:
+        group = group.sort_values("step")
+        keep = np.unique(np.linspace(0, len(group) - 1, min(len(group), MAX_STEPS)).round().astype(int))
+        return group.iloc[keep]
+
+    thinned = [evenly(group) for _, group in series.groupby(keys, dropna=False, sort=False)]
+    return pd.concat([table[table["step"].isna()], *thinned]).sort_index()
 
 
 def record(tables: list[str | Path], command: str, out_dir: str | Path | None = None) -> list[Path]:

@@ -106,3 +106,24 @@ def test_adult_auprc_with_the_other_class_positive_is_keyed_as_the_codes_reading
                      "classifier": None})
     key = published_key("p3gm", "table8", tvd)
     assert (key["metric"], key["setting"]) == ("tvd2", "reading=notebook")
+
+
+def test_a_learning_curve_is_recorded_one_key_per_step_and_thinned_to_max_steps(tmp_path):
+    results = tmp_path / "results" / "paper"
+    run = results / "runs" / "mnist-p3gm" / "p3gm-efficiency" / "eps1" / "seed0"
+    run.mkdir(parents=True)
+    (run / "train.json").write_text(json.dumps({"device_name": "cpu", "commit": "abc", "seconds": 1.0}))
+    base = {"experiment": "p3gm_efficiency", "dataset": "mnist-p3gm", "variant": "p3gm-efficiency",
+            "method": "p3gm", "epsilon": 1.0, "seed": 0}
+    losses = [{**base, "metric": "recon_loss", "step": s, "value": 1.0 / s} for s in range(1, 2101)]
+    accuracy = [{**base, "metric": "accuracy", "classifier": "cnn", "step": e, "value": 0.5 + e / 100} for e in range(1, 11)]
+    table = results / "tables" / "p3gm_efficiency" / "mnist-p3gm.csv"
+    table.parent.mkdir(parents=True)
+    pd.DataFrame(losses + accuracy).to_csv(table, index=False)
+    (written,) = record([table], command="x", out_dir=tmp_path / "reproductions")
+    rows = pd.read_csv(written, keep_default_na=False)
+    loss = rows[rows["metric"] == "recon_loss"]
+    assert len(loss) == 100 and {"step=1", "step=2100"} <= set(loss["setting"])      # evenly thinned, ends kept
+    curve = rows[rows["metric"] == "accuracy"].sort_values("value")
+    assert curve["setting"].tolist() == [f"step={e}" for e in range(1, 11)]          # every epoch its own key
+    assert curve["value"].tolist() == pytest.approx([0.5 + e / 100 for e in range(1, 11)])
