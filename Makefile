@@ -1,6 +1,6 @@
 # One-command set-up and the project's two entry points (see README.md).
 #   make smoke   the whole workflow at smoke scale (offline with ../shared/data as the mirror)
-#   make test    the test suite (unit, property, data, workflow, dry runs, lint) on $(CORES) pytest workers
+#   make test    the test suite (unit, property, data, workflow, dry runs, lint)
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -25,7 +25,7 @@ smoke: setup
 	DPVAE_DATA_MIRROR=$(abspath $(MIRROR)) $(VENV)/bin/snakemake --cores $(CORES) --max-threads 1 --scheduler greedy --configfile=tests/config/smoke.yaml
 
 test: setup
-	DPVAE_DATA_MIRROR=$(abspath $(MIRROR)) $(VENV)/bin/python -m pytest -n $(CORES) --dist loadgroup
+	DPVAE_DATA_MIRROR=$(abspath $(MIRROR)) $(VENV)/bin/python -m pytest
 
 lint: setup
 	$(VENV)/bin/snakemake --lint

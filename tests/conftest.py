@@ -17,18 +17,6 @@ PAPER_CONFIG = REPO / "config.yaml"
 SMOKE_CONFIG = REPO / "tests" / "config" / "smoke.yaml"
 
 
-@pytest.hookimpl(tryfirst=True)   # before xdist's own hook reads the groups
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under `pytest -n N --dist loadgroup` (make test) the workflow tests share one worker, so the session's
-    smoke build is built once, and they are scheduled first (the longest chain); every other test goes to
-    whichever worker is free."""
-    workflow = [item for item in items if item.get_closest_marker("workflow") or item.get_closest_marker("slurm")]
-    for item in workflow:
-        item.add_marker(pytest.mark.xdist_group("workflow"))
-    grouped = set(workflow)
-    items[:] = workflow + [item for item in items if item not in grouped]
-
-
 def mirror_dir() -> Path | None:
     """The offline data mirror: $DPVAE_DATA_MIRROR, else ../shared/data beside the repository."""
     for candidate in (os.environ.get("DPVAE_DATA_MIRROR"), REPO.parent / "shared" / "data"):
