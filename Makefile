@@ -25,7 +25,7 @@ smoke: setup
 	DPVAE_DATA_MIRROR=$(abspath $(MIRROR)) $(VENV)/bin/snakemake --cores $(CORES) --max-threads 1 --scheduler greedy --configfile=tests/config/smoke.yaml
 
 test: setup
-	DPVAE_DATA_MIRROR=$(abspath $(MIRROR)) $(VENV)/bin/python -m pytest
+	DPVAE_DATA_MIRROR=$(abspath $(MIRROR)) PY=$(PY) tests/run.sh
 
 lint: setup
 	$(VENV)/bin/snakemake --lint
