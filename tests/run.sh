@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 report=$(mktemp)
 trap 'rm -f "$report"' EXIT
-"$PY" -m pytest -p no:cacheprovider --ignore=tests/workflow "$@" >"$report" 2>&1 &
+nice -n 10 "$PY" -m pytest -p no:cacheprovider --ignore=tests/workflow "$@" >"$report" 2>&1 &   # the smoke build is the longer path
 others=$!
 "$PY" -m pytest tests/workflow "$@"
 workflow_status=$?
