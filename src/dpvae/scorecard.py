@@ -1,7 +1,9 @@
 """The scorecard: every published cell beside the recorded reproductions, with a verdict.
 
 Ours = mean ± sd over the seeds recorded in `reproductions/<paper>.csv` (`dpvae.reproductions`); the
-verdict follows stated tolerances (`TOLERANCES`); cells a paper only cites are marked, not judged.
+verdict follows stated tolerances (`TOLERANCES`); cells a paper only cites are marked, not judged. Items
+that publish no number (figures only) list their recorded cells too, each series at its last step, with
+no verdict.
 """
 
 from __future__ import annotations
@@ -59,6 +61,37 @@ def scorecard(paper: str | None = None, reproductions_dir: str | Path | None = N
         lines.append({**{k: cell[k] for k in KEY}, "source": cell["source"], "paper_value": cell["value"],
                       "ours_mean": mean, "ours_sd": sd, "n": n, "difference": diff, "verdict": verdict,
                       "devices": ";".join(sorted(set(match["device"].dropna().astype(str)))) if n else ""})
+    return pd.concat([pd.DataFrame(lines), _figure_only(published, ours)], ignore_index=True)
+
+
+NO_PUBLISHED_NUMBER = "no published number"
+
+
+def _last_steps(rows: pd.DataFrame) -> pd.DataFrame:
+    """A series (setting 'step=N') by its last recorded step only; other rows unchanged."""
+    step = pd.to_numeric(rows["setting"].astype(str).str.extract(r"^step=(\d+)$")[0], errors="coerce")
+    series = step.notna()
+    if not series.any():
+        return rows
+    group = [c for c in KEY if c != "setting"]
+    last = step[series].groupby([rows.loc[series, c].fillna("") for c in group]).transform("max")
+    return pd.concat([rows[~series], rows[series][step[series] == last]])
+
+
+def _figure_only(published: pd.DataFrame, ours: pd.DataFrame) -> pd.DataFrame:
+    """Recorded cells of items that publish no number (figures read off by eye): ours, with no verdict."""
+    if ours.empty:
+        return pd.DataFrame()
+    with_numbers = set(zip(published["paper"], published["item"]))
+    rows = _last_steps(ours[[(p, i) not in with_numbers for p, i in zip(ours["paper"], ours["item"])]])
+    lines = []
+    for key, cell in rows.groupby(list(KEY), dropna=False, sort=True):
+        values = cell["value"].astype(float)
+        n = int(values.notna().sum())
+        lines.append({**dict(zip(KEY, key)), "source": "ours only", "paper_value": np.nan,
+                      "ours_mean": float(values.mean()) if n else np.nan,
+                      "ours_sd": float(values.std(ddof=1)) if n > 1 else np.nan, "n": n, "difference": np.nan,
+                      "verdict": NO_PUBLISHED_NUMBER, "devices": ";".join(sorted(set(cell["device"].dropna().astype(str))))})
     return pd.DataFrame(lines)
 
 
@@ -66,7 +99,11 @@ def item_summary(card: pd.DataFrame) -> dict[str, str]:
     """'<paper>/<item>' -> 'k/n cells within tolerance' (n = published cells that are not only cited)."""
     summary = {}
     for (paper, item), rows in card.groupby(["paper", "item"]):
-        runnable = rows[rows["verdict"] != "cited (not run)"]
+        figure_only = rows["verdict"] == NO_PUBLISHED_NUMBER
+        if figure_only.all():
+            summary[f"{paper}/{item}"] = f"no published numbers; {len(rows)} cell{'s' * (len(rows) != 1)} recorded"
+            continue
+        runnable = rows[(rows["verdict"] != "cited (not run)") & ~figure_only]
         if runnable.empty:
             continue
         done = (runnable["verdict"] != "not reproduced").sum()
@@ -77,7 +114,8 @@ def item_summary(card: pd.DataFrame) -> dict[str, str]:
 
 
 def write_scorecard(card: pd.DataFrame, out: str | Path) -> None:
-    """`out` = <prefix>.csv or <prefix>.pdf: writes both, the PDF one table page per paper."""
+    """`out` = <prefix>.csv or <prefix>.pdf: writes both. The PDF: per paper, table pages of its published cells,
+    then plain-text pages listing its figure-only cells (one text block per page: hundreds of rows stay cheap)."""
     prefix = Path(out).with_suffix("")
     atomic_write(f"{prefix}.csv", lambda tmp: card.to_csv(tmp, index=False, float_format="%.6g"))
     from matplotlib.backends.backend_pdf import PdfPages
@@ -92,14 +130,35 @@ def write_scorecard(card: pd.DataFrame, out: str | Path) -> None:
     def write(tmp: str) -> None:
         with PdfPages(tmp) as pdf:
             for paper, rows in shown.groupby("paper", sort=False):
-                for start in range(0, len(rows), 45):
-                    page = rows.iloc[start:start + 45][columns]
-                    counts = rows["verdict"].value_counts().to_dict()
-                    fig = table_figure(page, f"Scorecard - {paper} (rows {start + 1}-{start + len(page)} of {len(rows)})",
+                figure_only = rows["verdict"] == NO_PUBLISHED_NUMBER
+                published = rows[~figure_only]
+                for start in range(0, len(published), 45):
+                    page = published.iloc[start:start + 45][columns]
+                    counts = published["verdict"].value_counts().to_dict()
+                    fig = table_figure(page, f"Scorecard - {paper} (rows {start + 1}-{start + len(page)} of {len(published)})",
                                        [", ".join(f"{k}: {v}" for k, v in sorted(counts.items())),
                                         "Tolerances: AUROC/AUPRC/TVD/accuracy +-0.03 absolute, FID +-15 % relative, "
                                         "epsilon exact (1e-3), counts and settings exact."])
                     pdf.savefig(fig)
                     pyplot().close(fig)
+                _figure_only_pages(pdf, paper, rows[figure_only])
 
     atomic_write(f"{prefix}.pdf", write)
+
+
+def _figure_only_pages(pdf, paper: str, rows: pd.DataFrame, per_page: int = 90) -> None:
+    """Monospace pages of a paper's recorded cells that have no published number."""
+    from dpvae.render.output import pyplot
+
+    listing = rows[["item", "dataset", "method", "epsilon", "metric", "classifier", "setting", "ours"]].fillna("")
+    lines = listing.to_string(index=False).splitlines()
+    header, body = lines[0], lines[1:]
+    for start in range(0, len(body), per_page):
+        fig = pyplot().figure(figsize=(11, 0.13 * (min(per_page, len(body) - start) + 1) + 0.8))
+        fig.text(0.02, 0.98, f"Scorecard - {paper}: recorded cells of items that publish no number (figures), "
+                 f"rows {start + 1}-{min(start + per_page, len(body))} of {len(body)}; mean +- sd (n seeds), no verdict",
+                 fontsize=9, va="top")
+        fig.text(0.02, 0.93, "\n".join([header, *body[start:start + per_page]]), family="monospace", fontsize=6.5,
+                 va="top")
+        pdf.savefig(fig)
+        pyplot().close(fig)

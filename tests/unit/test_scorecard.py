@@ -127,3 +127,24 @@ def test_a_learning_curve_is_recorded_one_key_per_step_and_thinned_to_max_steps(
     curve = rows[rows["metric"] == "accuracy"].sort_values("value")
     assert curve["setting"].tolist() == [f"step={e}" for e in range(1, 11)]          # every epoch its own key
     assert curve["value"].tolist() == pytest.approx([0.5 + e / 100 for e in range(1, 11)])
+
+
+def test_items_that_publish_no_number_list_ours_without_a_verdict(tmp_path):
+    pinwheel = {"paper": "privae", "item": "fig2", "dataset": "pinwheel", "method": "privae-kl", "epsilon": 10,
+                "metric": "pinwheel_recon_error", "scale": "paper", "device": "cpu"}
+    curve = {"paper": "p3gm", "item": "fig7", "dataset": "mnist", "method": "p3gm", "epsilon": 1,
+             "metric": "recon_loss", "seed": 0, "scale": "paper"}
+    _write(tmp_path, "privae", [{**pinwheel, "seed": 0, "value": 0.4}, {**pinwheel, "seed": 1, "value": 0.6}])
+    _write(tmp_path, "p3gm", [{**curve, "setting": "step=1", "value": 46.0}, {**curve, "setting": "step=2100", "value": 20.0},
+                              {"paper": "p3gm", "item": "table7", "dataset": "mnist", "method": "p3gm", "epsilon": 1,
+                               "metric": "accuracy", "classifier": "cnn", "seed": 0, "value": 0.79, "scale": "paper"}])
+    card = scorecard(reproductions_dir=tmp_path)
+    (fig2,) = card[(card["paper"] == "privae") & (card["item"] == "fig2")].itertuples()
+    assert fig2.verdict == "no published number" and fig2.n == 2 and pd.isna(fig2.paper_value)
+    assert fig2.ours_mean == pytest.approx(0.5) and fig2.ours_sd == pytest.approx(0.1414, rel=1e-3)
+    curve_rows = card[(card["paper"] == "p3gm") & (card["item"] == "fig7")]
+    assert curve_rows[["setting", "ours_mean"]].values.tolist() == [["step=2100", 20.0]]   # a series: its last step
+    summary = item_summary(card)
+    assert summary["privae/fig2"] == "no published numbers; 1 cell recorded"
+    assert summary["p3gm/table7"] == "2/12 within tolerance"   # items with published cells as before (paper + code cells)
+    assert (card[card["item"] == "table7"]["verdict"] != "no published number").all()
