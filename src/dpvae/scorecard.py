@@ -23,6 +23,7 @@ TOLERANCES: dict[str, tuple[str, float]] = {
     "fid": ("rel", 0.15), "epsilon": ("rel", 1e-3),
 }
 DEFAULT_TOLERANCE = ("rel", 0.0)   # counts, hyper-parameters, dataset statistics: exact
+NO_PUBLISHED_NUMBER = "no published number"   # the verdict of a recorded cell of a figure-only item
 
 def _verdict(metric: str, paper_value: float, mean: float, n: int, cited: bool) -> tuple[float, str]:
     if cited:
@@ -53,18 +54,22 @@ def scorecard(paper: str | None = None, reproductions_dir: str | Path | None = N
         eps = cell["epsilon"]
         match = candidates[np.isclose(candidates["epsilon"].astype(float), eps)] if not math.isnan(eps) else \
             candidates[candidates["epsilon"].isna()]
-        values = match["value"].astype(float)
-        n = int(values.notna().sum())
-        mean = float(values.mean()) if n else np.nan
-        sd = float(values.std(ddof=1)) if n > 1 else np.nan
-        diff, verdict = _verdict(cell["metric"], float(cell["value"]), mean, n, bool(cell["cited_from"]))
+        ours_cell = _ours(match)
+        diff, verdict = _verdict(cell["metric"], float(cell["value"]), ours_cell["ours_mean"], ours_cell["n"],
+                                 bool(cell["cited_from"]))
         lines.append({**{k: cell[k] for k in KEY}, "source": cell["source"], "paper_value": cell["value"],
-                      "ours_mean": mean, "ours_sd": sd, "n": n, "difference": diff, "verdict": verdict,
-                      "devices": ";".join(sorted(set(match["device"].dropna().astype(str)))) if n else ""})
-    return pd.concat([pd.DataFrame(lines), _figure_only(published, ours)], ignore_index=True)
+                      **ours_cell, "difference": diff, "verdict": verdict})
+    card = pd.concat([pd.DataFrame(lines), _figure_only(published, ours)], ignore_index=True)
+    return card[[*KEY, "source", "paper_value", "ours_mean", "ours_sd", "n", "difference", "verdict", "devices"]]
 
 
-NO_PUBLISHED_NUMBER = "no published number"
+def _ours(rows: pd.DataFrame) -> dict:
+    """Mean, sd (n > 1), seed count and devices of the recorded rows of one cell."""
+    values = rows["value"].astype(float)
+    n = int(values.notna().sum())
+    return {"ours_mean": float(values.mean()) if n else np.nan,
+            "ours_sd": float(values.std(ddof=1)) if n > 1 else np.nan, "n": n,
+            "devices": ";".join(sorted(set(rows["device"].dropna().astype(str)))) if n else ""}
 
 
 def _last_steps(rows: pd.DataFrame) -> pd.DataFrame:
@@ -86,12 +91,8 @@ def _figure_only(published: pd.DataFrame, ours: pd.DataFrame) -> pd.DataFrame:
     rows = _last_steps(ours[[(p, i) not in with_numbers for p, i in zip(ours["paper"], ours["item"])]])
     lines = []
     for key, cell in rows.groupby(list(KEY), dropna=False, sort=True):
-        values = cell["value"].astype(float)
-        n = int(values.notna().sum())
-        lines.append({**dict(zip(KEY, key)), "source": "ours only", "paper_value": np.nan,
-                      "ours_mean": float(values.mean()) if n else np.nan,
-                      "ours_sd": float(values.std(ddof=1)) if n > 1 else np.nan, "n": n, "difference": np.nan,
-                      "verdict": NO_PUBLISHED_NUMBER, "devices": ";".join(sorted(set(cell["device"].dropna().astype(str))))})
+        lines.append({**dict(zip(KEY, key)), "source": "ours only", "paper_value": np.nan, **_ours(cell),
+                      "difference": np.nan, "verdict": NO_PUBLISHED_NUMBER})
     return pd.DataFrame(lines)
 
 
