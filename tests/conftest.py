@@ -60,3 +60,15 @@ def prepared_from_mirror(tmp_path_factory: pytest.TempPathFactory, mirror: Path)
 
     yield prepared
     shutil.rmtree(root, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `gpu` skip, saying why, where no CUDA device is visible."""
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs CUDA (torch.cuda.is_available() is False); benchmarks/gpu.sh runs it on a GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from dpvae.analyses import TIDY_COLUMNS, run_analysis
+from dpvae.devices import repeatable
 from dpvae.errors import DataError, NotBuiltError
 from dpvae.eval.base import EvalContext
 from dpvae.eval.registry import METRICS
@@ -32,8 +33,10 @@ from dpvae.tables import read_spec
 
 
 def _seed_everything(ctx: RunContext) -> None:
+    """Seed every global generator from the run; on CUDA, deterministic kernels (`dpvae.devices`)."""
     import torch
 
+    repeatable(ctx.device)
     seed = ctx.seed_for("global")
     random.seed(seed)
     np.random.seed(seed)

@@ -3,8 +3,10 @@
 For each implemented method, at tiny scale on a dataset of one of its smoke-config experiments: it trains
 through the train stage; a private run's ledger states an epsilon no larger than its target, and Google's
 dp-accounting re-derives every accounting in it; samples have the prepared data's per-record shape, float32
-inputs and int64 labels in the data's label range; the same run gives identical samples on CPU. A new
-method gets these checks by registering.
+inputs and int64 labels in the data's label range; the same run sampled twice gives identical samples. A new
+method gets these checks by registering. Every check runs on every device there is: the CPU, and CUDA where a
+GPU is visible (`gpu` marker; skipped with the reason elsewhere); a method with two model families (PriVAE's
+conv VAE for images, its MLP VAE for the 2-d pinwheel) runs once per family.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from support.dp_accounting_check import rederive
 
 TINY_TRAIN = 256
 IMPLEMENTED = [m for m in METHODS.values() if m.implemented]
+# (method, dataset or None for its first offline run): the second model family of a method gets a case
+CASES = [(m, None) for m in IMPLEMENTED] + [(METHODS["privae"], "pinwheel")]
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 
 
 def _offline(dataset: str, mirror: Path | None) -> bool:
@@ -32,28 +37,35 @@ def _offline(dataset: str, mirror: Path | None) -> bool:
     return mirror is not None and all((mirror / spec.source / f.filename).is_file() for f in spec.files)
 
 
-def contract_run(config: dict, method: str, mirror: Path | None) -> Run:
-    """The first run of the smoke configuration that uses `method` on data available offline."""
+def contract_run(config: dict, method: str, mirror: Path | None, dataset: str | None = None) -> Run:
+    """The first run of the smoke configuration that uses `method` on data available offline (on `dataset`)."""
     for name, exp in config["experiments"].items():
         if "analysis" in exp:
             continue
         for run in experiment_runs(config, name):
             base = run.base_variant
-            if config["variants"][base]["method"] == method and _offline(run.dataset, mirror):
+            if config["variants"][base]["method"] != method or dataset not in (None, run.dataset):
+                continue
+            if _offline(run.dataset, mirror):
                 return run
-    pytest.skip(f"no smoke-config experiment runs method '{method}' on offline data")
+    pytest.skip(f"no smoke-config experiment runs method '{method}' on offline data {dataset or ''}")
+
+
+@pytest.fixture(params=DEVICES)
+def device(request) -> str:
+    return request.param
 
 
 @pytest.fixture()
-def trained(request, smoke_config, prepared_from_mirror, mirror, tmp_path, monkeypatch):
-    method = request.param
-    run = contract_run(smoke_config, method.name, mirror)
+def trained(request, device, smoke_config, prepared_from_mirror, mirror, tmp_path, monkeypatch):
+    method, dataset = request.param
+    run = contract_run(smoke_config, method.name, mirror, dataset)
     data = prepared_from_mirror(run.dataset)
     monkeypatch.chdir(tmp_path)
     spec = run_spec(smoke_config, run)
     params = dict(spec["params"])
     params["max_train"] = min(params.get("max_train") or TINY_TRAIN, TINY_TRAIN)
-    spec = {**spec, "params": params, "data_root": str(Path(data).parents[1]), "device": "cpu"}
+    spec = {**spec, "params": params, "data_root": str(Path(data).parents[1]), "device": device}
     stages.train(spec)
     return method, spec
 
@@ -65,7 +77,7 @@ def _tolerance(accounting: dict) -> float:
     return 1e-3 if accounting.get("accountant") == "rdp-order-search" else 1e-4
 
 
-@pytest.mark.parametrize("trained", IMPLEMENTED, ids=[m.name for m in IMPLEMENTED], indirect=True)
+@pytest.mark.parametrize("trained", CASES, ids=[m.name + (f"-{d}" if d else "") for m, d in CASES], indirect=True)
 def test_method_meets_the_contract(trained):
     method, spec = trained
     run = Path(spec["run"])

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from dpvae.devices import resolve_device
 from dpvae.errors import NotBuiltError
 from dpvae.params import MethodParams
 
@@ -57,12 +58,7 @@ class RunContext:
 
     @property
     def device(self) -> str:
-        wanted = self.spec.get("device", "auto")
-        if wanted != "auto":
-            return wanted
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
+        return resolve_device(self.spec.get("device", "auto"))
 
     @property
     def epsilon(self) -> float | None:

@@ -44,10 +44,10 @@ def sparse_prior_log_prob(z: Tensor, spike_weight: float, spike_std: float = SPI
 
 def sample_sparse_prior(shape: Sequence[int], spike_weight: float, spike_std: float = SPIKE_STD,
                         slab_std: float = 1.0, generator: torch.Generator | None = None) -> Tensor:
-    """Draws from the spike-and-slab prior of `sparse_prior_log_prob`."""
-    spike = torch.rand(shape, generator=generator) < spike_weight
-    std = torch.where(spike, torch.tensor(spike_std), torch.tensor(slab_std))
-    return std * torch.randn(shape, generator=generator)
+    """Draws from the spike-and-slab prior of `sparse_prior_log_prob`, on `generator`'s device."""
+    where = generator.device if generator is not None else torch.device("cpu")
+    spike = torch.rand(shape, generator=generator, device=where) < spike_weight
+    return torch.where(spike, spike_std, slab_std) * torch.randn(shape, generator=generator, device=where)
 
 
 class _CauchyKernelSum(torch.autograd.Function):
@@ -137,9 +137,14 @@ def gaussian_mixture_log_prob(z: Tensor, means: Tensor, std: float) -> Tensor:
 
 
 def sample_gaussian_mixture(n: int, means: Tensor, std: float, generator: torch.Generator | None = None) -> Tensor:
-    """n draws [n, D] from the equal-weight mixture of N(means_k, std² I)."""
-    component = torch.randint(means.shape[0], (n,), generator=generator)
-    return means[component] + std * torch.randn(n, means.shape[1], generator=generator, dtype=means.dtype)
+    """n draws [n, D] from the equal-weight mixture of N(means_k, std² I), on the means' device.
+
+    The draws come from `generator`'s device (the CPU without one), so a seeded CPU stream gives the same
+    draws whether the model is on the CPU or a GPU."""
+    where = generator.device if generator is not None else torch.device("cpu")
+    component = torch.randint(means.shape[0], (n,), generator=generator, device=where)
+    noise = torch.randn(n, means.shape[1], generator=generator, dtype=means.dtype, device=where)
+    return means[component.to(means.device)] + std * noise.to(means.device)
 
 
 def kld_inc(mu: Tensor, std: Tensor, prior: Tensor, units: Units, prior_log_prob) -> Tensor:

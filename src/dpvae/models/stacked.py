@@ -101,7 +101,7 @@ class StackedAdam:
         count = next(iter(params.values())).shape[0]
         self.m = {k: torch.zeros_like(v, requires_grad=False) for k, v in params.items()}
         self.v = {k: torch.zeros_like(v, requires_grad=False) for k, v in params.items()}
-        self.t = torch.zeros(count, dtype=torch.float64)
+        self.t = torch.zeros(count, dtype=torch.float64, device=next(iter(params.values())).device)
 
     @torch.no_grad()
     def step(self, grads: Stacked, rows: Tensor | None = None) -> None:
