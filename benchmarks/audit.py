@@ -1,12 +1,13 @@
 """Cost of the one-run canary audit (seconds per audited run) and its verdicts, honest and with a planted bug.
 
     DPVAE_DATA_MIRROR=../shared/data OMP_NUM_THREADS=1 PYTHONPATH=src:tests \\
-        python benchmarks/audit.py [--config tests/config/smoke.yaml] [--planted] [--only dp-vae,privbayes]
+        python benchmarks/audit.py [--config tests/config/smoke.yaml] [--planted] [--only dp-vae,privbayes] [--device cpu]
 
 Runs every engine of `audit_engines` (at its first claimed ε) and every target of `audit_methods` — each
 private method trained once through its own entry point in a canary session — with the settings of
 config.yaml overlaid with `--config` (Ryan's included even where that overlay excludes it). Needs the
 targets' datasets prepared under <data-root>/prepared/ (any snakemake run, or `python -m dpvae prepare`).
+The audited methods train on `--device` (the engine audits' toy models stay on the CPU).
 `--planted` plants the test-only bug (every noise standard deviation times 0.1, the ledger unchanged;
 tests/support/planted_bugs.py). Prints one line per audited run (kind, label, claimed ε, ε̂ lower / central,
 the most the canaries could show, seconds, verdict) and `seconds_per_audited_run=` (the mean). The seconds
@@ -29,6 +30,7 @@ import torch
 
 from dpvae.analyses.audit import train_audited
 from dpvae.config import load_config
+from dpvae.devices import device_argument, device_name
 from dpvae.paths import REPO_ROOT
 from dpvae.privacy.engine_audit import AuditSetting, run_audit
 
@@ -39,7 +41,9 @@ def main() -> None:
     parser.add_argument("--data-root", default="data")
     parser.add_argument("--planted", action="store_true", help="plant the noise x0.1 bug")
     parser.add_argument("--only", default="", help="comma-separated labels (engines or method targets)")
+    device_argument(parser)
     args = parser.parse_args()
+    print(f"device={device_name(args.device)}", flush=True)
     from support.planted_bugs import scaled_noise
 
     torch.set_num_threads(1)
@@ -72,7 +76,7 @@ def main() -> None:
             record = train_audited({
                 "run_id": f"audit/{label}", "run": f"{tmp}/{label}", "dataset": target["dataset"], "variant": label,
                 "method": target["method"], "private": True, "params": target.get("params", {}),
-                "epsilon": float(methods["epsilon"]), "delta": config["delta"], "seed": 0, "device": "cpu",
+                "epsilon": float(methods["epsilon"]), "delta": config["delta"], "seed": 0, "device": args.device,
                 "data_root": args.data_root, "audit": {"canaries": methods["canaries"]}})
             report("method", label, record["epsilon_claimed"], record["lower"], record["point"],
                    record["max_certifiable"], time.time() - started)

@@ -9,7 +9,9 @@ as it is: its kernels already repeat, and its results must not move.
 
 from __future__ import annotations
 
+import argparse
 import os
+import platform
 
 CUBLAS_WORKSPACE = ":4096:8"   # cuBLAS' documented setting for reproducible results (CUDA >= 10.2)
 
@@ -33,3 +35,26 @@ def repeatable(device: str) -> None:
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.backends.cudnn.benchmark = False
     torch.backends.cudnn.deterministic = True
+
+
+def device_name(device: str) -> str:
+    """A readable name of the device that ran a job (GPU model, or the CPU and its core count)."""
+    if device.startswith("cuda"):
+        import torch
+
+        return f"cuda: {torch.cuda.get_device_name(torch.device(device))}"
+    return f"cpu: {platform.processor() or platform.machine()} x{os.cpu_count()}"
+
+
+def synchronize(device: str) -> None:
+    """Wait for the device's queued work (a no-op on the CPU): call before reading a clock."""
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize(torch.device(device))
+
+
+def device_argument(parser: argparse.ArgumentParser) -> None:
+    """The benchmarks' `--device {cpu,cuda}` (default cpu: the CPU numbers are the reference)."""
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="where the tensors live; every result line is preceded by `device=<name>`")

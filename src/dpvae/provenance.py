@@ -33,16 +33,5 @@ def git_commit() -> str:
     return f"{sha}-dirty" if dirty else sha
 
 
-def device_name(device: str) -> str:
-    """A readable name of the device that ran a job (GPU model, or the CPU and its core count)."""
-    if device.startswith("cuda"):
-        import torch
-
-        return f"cuda: {torch.cuda.get_device_name(0)}"
-    import os
-
-    return f"cpu: {platform.processor() or platform.machine()} x{os.cpu_count()}"
-
-
 def machine() -> dict[str, str]:
     return {"host": platform.node(), "python": platform.python_version(), "platform": platform.platform()}

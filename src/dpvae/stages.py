@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from dpvae.analyses import TIDY_COLUMNS, run_analysis
-from dpvae.devices import repeatable
+from dpvae.devices import device_name, repeatable
 from dpvae.errors import DataError, NotBuiltError
 from dpvae.eval.base import EvalContext
 from dpvae.eval.registry import METRICS
@@ -28,7 +28,7 @@ from dpvae.files import atomic_directory, atomic_write, write_json
 from dpvae.methods.base import RunContext
 from dpvae.methods.checkpoint import CHECKPOINT_NAME
 from dpvae.methods.registry import get_method
-from dpvae.provenance import device_name, git_commit, machine, sha256_json
+from dpvae.provenance import git_commit, machine, sha256_json
 from dpvae.tables import read_spec
 
 

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The checks a CUDA machine is for, in one go (about 8 minutes on one H100/H200; nothing is downloaded):
+#   1. every test marked `gpu` (the method contract on CUDA, engine and metric device tests),
+#   2. the DP-SGD engines at batch 256 against a non-private step, with operator calls and syncs per step,
+#   3. DP²-VAE stage 1 (encoder-iterations/s) and stage 2 (private vs non-private step) at the paper's widths,
+#   4. GS-WGAN's vectorised discriminators.
+#
+#   benchmarks/gpu.sh [OUTDIR]        (default benchmarks/out/gpu-<date>; PY=python to choose the interpreter)
+#
+# Each part has its own time limit and its own log in OUTDIR; a part that fails or runs out of time is reported
+# and the others still run. The exit status is non-zero when any part failed. Needs the project's Python
+# dependencies and, for the contract, the offline data mirror ($DPVAE_DATA_MIRROR: MNIST, Fashion-MNIST, Adult).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUTDIR=${1:-benchmarks/out/gpu-$(date -u +%Y%m%dT%H%M%SZ)}
+PY=${PY:-python3}
+mkdir -p "$OUTDIR"
+export PYTHONPATH=src:tests${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+# cuBLAS' reproducible workspace for the whole pytest process (jobs set it themselves: dpvae.devices.repeatable)
+export CUBLAS_WORKSPACE_CONFIG=${CUBLAS_WORKSPACE_CONFIG:-:4096:8}
+failed=()
+
+part() {   # part NAME SECONDS COMMAND...: run COMMAND under a time limit, its output in OUTDIR/NAME.log and here
+  local name=$1 limit=$2 started=$SECONDS status
+  shift 2
+  echo "== $name (limit ${limit}s): $*"
+  timeout "$limit" "$@" 2>&1 | tee "$OUTDIR/$name.log"
+  status=${PIPESTATUS[0]}
+  echo "== $name: exit $status after $((SECONDS - started)) s"
+  [ "$status" -eq 0 ] || failed+=("$name")
+}
+
+part device 60 "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, '|', \
+torch.cuda.get_device_name(0), '|', round(torch.cuda.get_device_properties(0).total_memory / 2**30), 'GiB')"
+part tests 270 "$PY" -m pytest -p no:cacheprovider -q -m gpu -o addopts="-ra --strict-markers" \
+  tests/methods tests/models tests/privacy tests/eval
+part engines 150 "$PY" benchmarks/dpsgd_step.py --device cuda --steps 20 \
+  --engines nonprivate opacus dpsgd termwise micro batch partial
+part dp2vae 120 "$PY" benchmarks/dp2vae_stage1.py --device cuda
+part gswgan 60 "$PY" benchmarks/gswgan_discriminators.py --device cuda --discriminators 100 --steps 2 --model-dims 64
+echo "== gpu.sh: ${#failed[@]} part(s) failed${failed[*]:+: ${failed[*]}}; logs in $OUTDIR"
+[ ${#failed[@]} -eq 0 ]
