@@ -1,5 +1,6 @@
 # One-command set-up and the project's two entry points (see README.md).
-#   make smoke   the whole workflow at smoke scale (offline with ../shared/data as the mirror)
+#   make smoke   the whole workflow at smoke scale (offline with ../shared/data as the mirror); Snakemake's
+#                other settings come from the default profile, profiles/default, which it finds by itself
 #   make test    the test suite (unit, property, data, workflow, dry runs, lint)
 SHELL := /bin/bash
 VENV ?= .venv
@@ -22,7 +23,7 @@ $(VENV)/.installed: envs/requirements.txt envs/constraints.txt pyproject.toml
 	touch $@
 
 smoke: setup
-	DPVAE_DATA_MIRROR=$(abspath $(MIRROR)) $(VENV)/bin/snakemake --cores $(CORES) --max-threads 1 --scheduler greedy --configfile=tests/config/smoke.yaml
+	DPVAE_DATA_MIRROR=$(abspath $(MIRROR)) $(VENV)/bin/snakemake --cores $(CORES) --max-threads 1 --configfile=tests/config/smoke.yaml
 
 test: setup
 	DPVAE_DATA_MIRROR=$(abspath $(MIRROR)) PY=$(PY) tests/run.sh

@@ -15,8 +15,8 @@ SMOKE_FILE = REPO_ROOT / "tests" / "config" / "smoke.yaml"
 
 
 def snakemake_command(repo: Path = REPO_ROOT, cwd: Path | None = None) -> list[str]:
-    # the greedy scheduler: with hundreds of short jobs ready, the default ILP one costs a quarter of the build
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(repo / "Snakefile"), "--scheduler", "greedy"]
+    # as a user types it: the default profile (greedy scheduler, rerun-incomplete) is found beside the Snakefile
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(repo / "Snakefile")]
     return command + (["--directory", str(cwd)] if cwd else [])
 
 
@@ -39,7 +39,7 @@ def copy_repository(destination: Path) -> Path:
     """The files a build reads (not .git or .venv), so that a test may edit them."""
     for name in ("Snakefile", "config.yaml", "pyproject.toml"):
         shutil.copy2(REPO_ROOT / name, destination / name)
-    for name in ("workflow", "src", "envs", "reproductions"):
+    for name in ("workflow", "profiles", "src", "envs", "reproductions"):
         if (REPO_ROOT / name).exists():
             shutil.copytree(REPO_ROOT / name, destination / name, ignore=shutil.ignore_patterns("__pycache__"))
     (destination / "tests" / "config").mkdir(parents=True)

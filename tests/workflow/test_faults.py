@@ -1,7 +1,7 @@
 """Faults and resume through Snakemake, as a user meets them: `kill -9` of the whole run (its process group)
 while a prepare job writes and while a train job writes, then `kill -9` of Snakemake alone while the train
 job runs. After each, the same command again (after Snakemake's own `--unlock`; `rerun-incomplete` comes
-from the default profile) carries on: what a killed job wrote is absent or complete, never half; no job that
+from the default profile, which the command does not name: Snakemake finds it) carries on: what a killed job wrote is absent or complete, never half; no job that
 Snakemake reported finished is redone; the train job resumes from its checkpoint; the end result has the
 bytes of an uninterrupted run and no temporary file is left. A train job that overspends its budget fails
 with the one-line message in its log and on the terminal.
@@ -63,8 +63,8 @@ def repo(tmp_path_factory) -> Path:
 
 
 def args(repo: Path, *targets: str) -> list[str]:
-    return ["--workflow-profile", str(repo / "workflow" / "profiles" / "default"), "--cores", "2",
-            f"--configfile={repo / 'overlay.yaml'}", *(targets or (TARGET,))]
+    """The user's command: no profile named (Snakemake finds profiles/default beside the Snakefile)."""
+    return [f"--configfile={repo / 'overlay.yaml'}", *(targets or (TARGET,))]
 
 
 def start(repo: Path, work: Path, mirror: Path, log: Path) -> subprocess.Popen:
@@ -153,6 +153,7 @@ def test_killed_runs_resume_to_the_bytes_of_an_uninterrupted_run(repo, uninterru
     assert re.search(r"resuming from checkpoint \S+ at step [1-9]\d*", train_log.read_text()), train_log.read_text()
     third.send_signal(signal.SIGKILL)                 # the train job goes on, orphaned
     third.wait()
+    assert "Using workflow specific profile" in log.read_text(), "the command ran without the default profile"
 
     # 4. the same command again finishes (while the orphan may still be writing the same run)
     unlock(repo, work, mirror)

@@ -57,6 +57,19 @@ def test_paper_scale_plans_every_item_with_no_line_over_64_kib(tmp_path, paper_c
     assert int(re.search(r"^train\s+(\d+)", output, re.M).group(1)) == len(reachable) > 1300   # every run once
 
 
+def test_a_plain_command_gets_the_default_profile_and_none_turns_it_off(tmp_path):
+    """`snakemake <target>` as the README writes it: the profile beside the Snakefile is in effect (its
+    printshellcmds shows each job's command), and `--workflow-profile none` leaves Snakemake's own defaults."""
+    target = (smoke(), "figures/p3gm/table3.pdf")
+    plain = snakemake("-n", *target, cwd=tmp_path)
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    assert re.search(r"Using workflow specific profile \S*profiles/default", plain.stderr), plain.stderr[:2000]
+    assert "-m dpvae prepare" in plain.stdout, "the profile's printshellcmds is not in effect"
+    off = snakemake("-n", "--workflow-profile", "none", *target, cwd=tmp_path)
+    assert off.returncode == 0 and "Using workflow specific profile" not in off.stderr
+    assert "-m dpvae prepare" not in off.stdout
+
+
 def test_config_fid_n_samples_reaches_the_fid_job(tmp_path):
     overlay = tmp_path / "fid.yaml"
     overlay.write_text("evaluation:\n  fid: {n_samples: 1234}\n")
