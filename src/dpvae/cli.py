@@ -39,7 +39,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--configfile", action="append", default=[], metavar="FILE",
                    help="a configuration overlay on config.yaml, as for snakemake (--configfile=FILE; repeatable)")
     p.add_argument("--directory", default=".", help="the working directory of the build (default: here)")
-    p.add_argument("--json", action="store_true", help="the plan as JSON")
+    output = p.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="the plan as JSON")
+    output.add_argument("--markdown", action="store_true", help="one row per target (markdown)")
 
     p = sub.add_parser("methods", help="every method with its typed parameters (markdown)")
     p.add_argument("name", nargs="?", help="only this method")
@@ -178,7 +180,8 @@ def _run(args: argparse.Namespace) -> int:
         from dpvae.plan import cost_plan
 
         plan = cost_plan(args.targets, args.configfile, args.directory)
-        print(json.dumps(plan.to_dict(), indent=1) if args.json else plan.to_text())
+        print(json.dumps(plan.to_dict(), indent=1) if args.json else
+              plan.to_markdown() if args.markdown else plan.to_text())
     elif args.stage in ("methods", "metrics"):
         from dpvae.catalog import method_catalog, metric_catalog
 

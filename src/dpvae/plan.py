@@ -297,6 +297,15 @@ class CostPlan:
     def per_target(self) -> list[dict]:
         return [{"target": t, **self.totals([j for j in self.jobs if t in j.job.targets])} for t in self.targets]
 
+    def to_markdown(self) -> str:
+        """One row per target and their total (every job once), as a markdown table (README's)."""
+        lines = ["| target | jobs to run | one H100/H200: GPU-h | + CPU-h | 2-core CPU: h | estimates (jobs) |",
+                 "|---|--:|--:|--:|--:|---|"]
+        for name, total in [*((f"`{t['target']}`", t) for t in self.per_target()), ("**all**", self.totals())]:
+            _, _, todo, gpu, cpu, two = _counts(total)
+            lines.append(f"| {name} | {todo} | {gpu} | {cpu} | {two} | {_sources_text(total)} |")
+        return "\n".join(lines)
+
     def to_dict(self) -> dict:
         return {"targets": list(self.targets), "configfiles": list(self.configfiles), "scale": self.scale,
                 "device": self.device, "total": self.totals(), "per_target": self.per_target(), "rows": self.rows()}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from dpvae.cli import main
 from dpvae.config import load_config
 from dpvae.paths import REPO_ROOT
-from dpvae.plan import CPU_MACHINE, GPU_MACHINE, Estimate, describe, device_class
+from dpvae.plan import CPU_MACHINE, GPU_MACHINE, Estimate, cost_plan, describe, device_class
 from dpvae.runs import run_spec
 from dpvae.workflow import Plan
 
@@ -45,19 +46,24 @@ def _fake_built_run(root: Path, plan: Plan, run) -> None:
         os.utime(path, (1_700_000_000 + age, 1_700_000_000 + age))
 
 
-def test_plan_counts_built_jobs_and_takes_measured_estimates(tmp_path, capsys):
-    overlay = tmp_path / "seeds.yaml"
+@pytest.fixture(scope="module")
+def faked(tmp_path_factory) -> tuple[Path, list[str], Plan, object]:
+    """A working directory with one run of the target faked as built, the plan's arguments, the rules' plan
+    and that run."""
+    root = tmp_path_factory.mktemp("plan")
+    overlay = root / "seeds.yaml"
     overlay.write_text(OVERLAY)
     plan = Plan(load_config([REPO_ROOT / "config.yaml", SMOKE, overlay]), REPO_ROOT)
     runs = plan.runs("privae_clustering", "pinwheel")
     assert len(runs) == 4                                      # 2 variants x 1 epsilon x 2 seeds
     built = next(r for r in runs if r.variant == "privae-pinwheel" and r.seed == 0)
-    _fake_built_run(tmp_path, plan, built)
+    _fake_built_run(root, plan, built)
+    return root, [f"--configfile={SMOKE}", f"--configfile={overlay}", f"--directory={root}"], plan, built
 
-    code, out, err = _plan([f"--configfile={SMOKE}", f"--configfile={overlay}", f"--directory={tmp_path}",
-                            "--json", TARGET], capsys)
-    assert code == 0, err
-    result = json.loads(out)
+
+def test_plan_counts_built_jobs_and_takes_measured_estimates(faked):
+    root, args, plan, built = faked
+    result = cost_plan([TARGET], [SMOKE, root / "seeds.yaml"], root).to_dict()
     assert result["scale"] == "smoke" and result["targets"] == [TARGET]
     rows = {(r["rule"], r["group"]): r for r in result["rows"]}
     train, prepare = rows[("train", "privae · pinwheel")], rows[("prepare", "")]
@@ -66,6 +72,7 @@ def test_plan_counts_built_jobs_and_takes_measured_estimates(tmp_path, capsys):
     evaluate = rows[("evaluate", "pinwheel_scatter · pinwheel")]
     assert (evaluate["jobs"], evaluate["built"]) == (4, 0)     # its metrics are not there: to run
     assert result["total"]["built"] == 2 and result["total"]["jobs"] == sum(r["jobs"] for r in result["rows"])
+    assert result["per_target"][0]["jobs"] == result["total"]["jobs"]
 
     # seed 1 of the same variant (same settings) is measured on the benchmark's device; the KL variant is declared
     declared_min = plan.train_resources(built.dataset, "privae-kl-pinwheel", built.eps, 0).runtime
@@ -75,11 +82,17 @@ def test_plan_counts_built_jobs_and_takes_measured_estimates(tmp_path, capsys):
         assert train["sources"][machine] == {"measured": 1, "declared": 2, "none": 0}
     assert train[CPU_MACHINE]["hours"] == pytest.approx((MEASURED_S + 2 * declared_min * 60) / 3600, abs=1e-3)
     assert train[GPU_MACHINE]["gpu_hours"] == 0               # PriVAE asks for no GPU, and ran on none
+    assert Path.cwd() != root                                  # Snakemake's working directory is given back
 
-    code, text, _ = _plan([f"--configfile={SMOKE}", f"--configfile={overlay}", f"--directory={tmp_path}", TARGET],
-                          capsys)
-    assert code == 0 and "measured: 1 run on cpu: test x2" in text and "declared" in text
-    assert Path.cwd() != tmp_path                              # Snakemake's working directory is given back
+
+def test_cli_prints_the_table_and_markdown(faked, capsys):
+    _, args, _, _ = faked
+    code, text, err = _plan([*args, TARGET], capsys)
+    assert code == 0, err
+    assert re.search(r"^train +privae · pinwheel +4 +1 +3 .*measured: 1 run on cpu: test x2", text, re.M)
+    assert re.search(r"^total +\d+ +2 ", text, re.M)
+    code, markdown, _ = _plan([*args, "--markdown", TARGET], capsys)
+    assert code == 0 and markdown.splitlines()[2].startswith(f"| `{TARGET}` | ")
 
 
 @pytest.mark.parametrize("args, says", [
