@@ -3,7 +3,7 @@
 `snakemake_dag` reads the workflow as `snakemake --dry-run` does (the dry-run executor, so input functions see
 `workflow.dryrun`) and builds its DAG without running the scheduler. Snakemake alone decides what is built
 (outputs present, not older than their inputs, no rerun trigger fired), and every rule, a new one included,
-is planned with the threads, runtime and GPU its `resources:` declare and the benchmark file it writes.
+is planned with the runtime and GPU its `resources:` declare and the benchmark file it writes.
 Snakemake's API stops at "execute"; building the DAG alone uses three of its internals, here and nowhere else.
 """
 
@@ -32,7 +32,6 @@ class DagJob:
     rule: str
     wildcards: dict[str, str]
     built: bool                      # Snakemake would not run it
-    threads: int
     runtime: float | None            # minutes its rule declares (resources: runtime), None if none
     gpu: bool                        # asks for a GPU (resources: gpu; 0 under `device: cpu`)
     targets: frozenset[str]          # the requested targets that need it
@@ -74,7 +73,7 @@ def snakemake_dag(targets: Sequence[str], configfiles: Sequence[str | Path] = ()
         with contextlib.redirect_stderr(said), _silenced(logging.getLogger("snakemake")), \
                 SnakemakeApi(OutputSettings(dryrun=True, quiet=quiet, enable_file_logging=False)) as api:
             api_workflow = api.workflow(
-                resource_settings=ResourceSettings(cores=1024),   # so that a job's threads are what its rule asks
+                resource_settings=ResourceSettings(cores=1),
                 config_settings=ConfigSettings(configfiles=[Path(f).resolve() for f in configfiles]),
                 snakefile=Path(snakefile), workdir=Path(workdir).resolve())
             api_workflow.dag(DAGSettings(targets=set(targets)))
@@ -82,7 +81,8 @@ def snakemake_dag(targets: Sequence[str], configfiles: Sequence[str | Path] = ()
             workflow._executor_plugin = ExecutorPluginRegistry().get_plugin("dryrun")   # internal 2
             workflow._prepare_dag(forceall=False, ignore_incomplete=True, lock_warn_only=True, nolock=True)
             workflow._build_dag()                                                  # internal 3
-            return Dag(_jobs(workflow.dag, targets), _benchmark_files(workflow), tuple(r.name for r in workflow.rules))
+            rules = tuple(rule.name for rule in workflow.rules)
+            return Dag(_jobs(workflow.dag, targets), _benchmark_files(workflow), rules)
     except SystemExit:           # the Snakefile's stop(): it said why on stderr
         raise ConfigError(_said(said.getvalue()) or "the workflow stopped while it was read") from None
     except MissingRuleException as error:
@@ -90,9 +90,7 @@ def snakemake_dag(targets: Sequence[str], configfiles: Sequence[str | Path] = ()
         raise TargetError(f"{missing.group(1) if missing else targets}: no rule makes it; targets are "
                           "figures/<paper>/<item>.pdf, figures/<item>.pdf, figures/scorecard.pdf or any file "
                           "a rule writes") from None
-    except RuleException as error:       # AmbiguousRuleException, CyclicGraphException, ...
-        raise TargetError(_first_line(error)) from None
-    except WorkflowError as error:
+    except (RuleException, WorkflowError) as error:     # an ambiguous or cyclic rule, a failing input function
         raise TargetError(_first_line(error)) from None
 
 
@@ -117,7 +115,7 @@ def _jobs(dag, targets: Sequence[str]) -> list[DagJob]:
         resources = dict(job.resources.items())
         runtime = resources.get("runtime")
         jobs.append(DagJob(rule=job.rule.name, wildcards=dict(job.wildcards_dict), built=not dag.needrun(job),
-                           threads=int(job.threads), runtime=float(runtime) if runtime is not None else None,
+                           runtime=float(runtime) if runtime is not None else None,
                            gpu=bool(resources.get("gpu", 0)), targets=frozenset(wanted.get(job, ()))))
     return jobs
 
@@ -155,6 +153,6 @@ def _said(stderr: str) -> str:
 
 
 def _first_line(error: Exception) -> str:
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    text = " ".join(lines[:2]) if lines and lines[0].endswith(":") else (lines[0] if lines else type(error).__name__)
-    return text
+    """Snakemake's message in one line: its first line (and the next if the first ends in a colon)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()] or [type(error).__name__]
+    return " ".join(lines[:2]) if lines[0].endswith(":") else lines[0]
