@@ -1,7 +1,7 @@
 """`python -m dpvae <command> ...`: the stages the Snakemake rules call, and the user's commands.
 
-User commands: check-config, status, methods, metrics, record, scorecard. A user-fixable problem (bad
-config, data, target, privacy budget, a missing or unreadable file) prints one or two lines naming the
+User commands: check-config, status, plan, methods, metrics, record, scorecard. A user-fixable problem
+(bad config, data, target, privacy budget, a missing or unreadable file) prints one or two lines naming the
 key, file or value and exits 2; anything else is a bug and keeps its traceback.
 """
 
@@ -33,6 +33,15 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", help="print the item status table (markdown), or write it into README.md")
     p.add_argument("configfiles", nargs="*", default=["config.yaml"])
     p.add_argument("--update-readme", metavar="README", help="replace the status block of this README")
+
+    p = sub.add_parser("plan", help="the jobs some targets still need and their estimated GPU- and CPU-hours")
+    p.add_argument("targets", nargs="*", help="files or rules, as for snakemake (default: every buildable item)")
+    p.add_argument("--configfile", action="append", default=[], metavar="FILE",
+                   help="a configuration overlay on config.yaml, as for snakemake (--configfile=FILE; repeatable)")
+    p.add_argument("--directory", default=".", help="the working directory of the build (default: here)")
+    output = p.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="the plan as JSON")
+    output.add_argument("--markdown", action="store_true", help="one row per target (markdown)")
 
     p = sub.add_parser("methods", help="every method with its typed parameters (markdown)")
     p.add_argument("name", nargs="?", help="only this method")
@@ -167,6 +176,12 @@ def _run(args: argparse.Namespace) -> int:
             path.write_text(readme_with_status(path.read_text(), config))
         else:
             print(status_table(config))
+    elif args.stage == "plan":
+        from dpvae.plan import cost_plan
+
+        plan = cost_plan(args.targets, args.configfile, args.directory)
+        print(json.dumps(plan.to_dict(), indent=1) if args.json else
+              plan.to_markdown() if args.markdown else plan.to_text())
     elif args.stage in ("methods", "metrics"):
         from dpvae.catalog import method_catalog, metric_catalog
 

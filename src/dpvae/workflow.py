@@ -59,6 +59,10 @@ class Plan:
     def runs(self, experiment: str, dataset: str) -> list[Run]:
         return self._runs[f"{experiment}/{dataset}"]
 
+    def all_runs(self) -> set[Run]:
+        """Every run some experiment needs."""
+        return self._all_runs
+
     def run(self, dataset: str, variant: str, eps: str, seed: int | str) -> Run:
         run = Run(dataset, variant, eps, int(seed))
         if run not in self._all_runs:

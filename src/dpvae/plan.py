@@ -1,0 +1,410 @@
+"""`python -m dpvae plan`: the jobs some targets still need, and the hours they cost, before a run.
+
+Snakemake's own DAG (`dpvae.dag`) lists the jobs and which are built. Every job still to run gets an estimate
+on two machines, one GPU machine (an H100/H200 under `device: auto`) and a 2-core CPU machine:
+
+* **measured**, from jobs with the same settings: its rule and wildcards but the seed; for a run's jobs the
+  method, dataset and typed parameters instead of variant and epsilon (the epsilon does not change the work),
+  and for `evaluate` also the metric's typed options. Measurements are the benchmark files at this scale
+  (`benchmark:` of every rule; the device is the one the job's outputs or its run's train.json record) and,
+  at paper scale, the training `wall_s` of recorded runs (reproductions/*.csv; their settings are those of
+  the campaign overlay their command names). The median over runs is taken, preferring, on the GPU machine,
+  CUDA, then a CPU; on the 2-core machine a 2-core CPU, then another CPU; a device not recorded comes last.
+* else **declared**: the rule's `runtime` resource (minutes on the CPU reference machine; methods and metrics
+  declare it, `Resources.runtime`). A rule that declares none (bookkeeping) is not estimated.
+
+On the GPU machine a job's hours are GPU-hours when it asks for a GPU (`resources: gpu`, which `device: cpu`
+turns off) or was measured on one, CPU-hours otherwise. Hours are job wall time, summed.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dpvae.dag import BenchmarkFile, Dag, DagJob, snakemake_dag
+from dpvae.errors import DpvaeError
+from dpvae.eval.registry import METRICS
+from dpvae.methods.registry import METHODS
+from dpvae.paths import REPO_ROOT
+from dpvae.reproductions import published_dataset, read_all
+from dpvae.runs import Run
+from dpvae.schema import format_eps, read_config
+from dpvae.workflow import Plan
+
+GPU_MACHINE, CPU_MACHINE = "gpu_machine", "cpu_2core"
+_PREFERENCE = {GPU_MACHINE: ("cuda", "cpu2", "cpu", ""), CPU_MACHINE: ("cpu2", "cpu", "")}
+_RUN_WILDCARDS = frozenset({"dataset", "variant", "eps", "seed"})
+_TRAIN_RULE = "train"            # the job whose time a recorded run's wall_s is (its train.json "seconds")
+_OVERLAY = re.compile(r"workflow/campaigns/[\w.-]+\.ya?ml")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    seconds: float
+    device: str                  # 'cuda: NVIDIA H200', 'cpu: x86_64 x2', '' (not recorded)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One job's hours on one machine and where they come from."""
+
+    seconds: float | None        # None: nothing measured, nothing declared
+    source: str                  # 'measured' | 'declared' | 'none'
+    on_gpu: bool = False
+    devices: tuple[str, ...] = ()
+    runs: frozenset[str] = frozenset()   # the measurements used
+
+
+@dataclass(frozen=True)
+class JobCost:
+    job: DagJob
+    group: str
+    estimates: dict[str, Estimate] = field(default_factory=dict)   # machine -> estimate; empty when built
+
+
+def device_class(device: str) -> str:
+    """'cuda', 'cpu2' (a 2-core CPU), 'cpu' or '' (not recorded) for a recorded device name."""
+    if device.startswith("cuda"):
+        return "cuda"
+    if device.startswith("cpu"):
+        return "cpu2" if re.search(r"\bx2$", device) else "cpu"
+    return ""
+
+
+class Settings:
+    """What makes two jobs cost the same, under one configuration (see the module docstring)."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self._specs: dict[tuple, dict | None] = {}
+        self._canonical: dict[tuple, str | None] = {}
+
+    def key(self, rule: str, wildcards: dict[str, str], spec: dict | None = None,
+            options: dict | None = None) -> tuple | None:
+        """The settings of a job of `rule` (a run's `spec` and a metric's `options` if recorded, else the
+        configuration's); None when they cannot be known (a run no experiment has, parameters that no longer
+        parse)."""
+        if _run_of(wildcards) is None:
+            return (rule, *sorted((k, v) for k, v in wildcards.items() if k != "seed"))
+        spec = spec or self.spec(wildcards)
+        if spec is None:
+            return None
+        metric = wildcards.get("metric")
+        params = self._typed("method", spec["method"], spec["params"])
+        opts = self._typed("metric", metric, options if options is not None else self.plan.metric_options(metric)) \
+            if metric else ""
+        return None if params is None or opts is None else (rule, spec["method"], spec["dataset"], params, metric, opts)
+
+    def spec(self, wildcards: dict[str, str]) -> dict | None:
+        """The configuration's run spec for a run's wildcards (the seed aside), None if no experiment has it."""
+        index = (wildcards["dataset"], wildcards["variant"], wildcards["eps"])
+        if index not in self._specs:
+            try:
+                self._specs[index] = self.plan.spec(*index, wildcards["seed"])
+            except DpvaeError:
+                self._specs[index] = None
+        return self._specs[index]
+
+    def group(self, job: DagJob) -> str:
+        """The table row a job is counted in: metric or method, and dataset ('' for bookkeeping rules)."""
+        what = job.wildcards.get("metric") or job.wildcards.get("method")
+        if not what and _run_of(job.wildcards):
+            what = (self.spec(job.wildcards) or {}).get("method")
+        return " · ".join(p for p in (what, job.wildcards.get("dataset")) if p) if what else ""
+
+    def _typed(self, kind: str, name: str, values: dict) -> str | None:
+        """`values` parsed by the method's parameters or the metric's options (defaults filled), as JSON."""
+        index = (kind, name, json.dumps(values, sort_keys=True, default=str))
+        if index not in self._canonical:
+            try:
+                entry = METHODS.get(name).Params if kind == "method" else METRICS.get(name).Options
+                typed = entry.parse(values, name=name).to_dict()
+                self._canonical[index] = json.dumps(typed, sort_keys=True, default=str)
+            except (DpvaeError, TypeError, ValueError):
+                self._canonical[index] = None
+        return self._canonical[index]
+
+
+class Measurements:
+    """Measured seconds by settings: benchmark files at this scale, and recorded paper-scale training runs."""
+
+    def __init__(self, settings: Settings, workdir: Path) -> None:
+        self.settings = settings
+        self.workdir = workdir
+        self.by_key: dict[tuple, dict[str, Measurement]] = {}
+        self._json: dict[Path, dict] = {}
+        self._overlays: dict[str, Plan | None] = {}
+
+    def add_benchmarks(self, files: Iterable[BenchmarkFile]) -> None:
+        for bench in files:
+            seconds = _benchmark_seconds(self.workdir / bench.path)
+            device, spec, options = self._record(bench)
+            key = self.settings.key(bench.rule, bench.wildcards, spec, options)
+            if key is not None and seconds is not None:
+                self.by_key.setdefault(key, {})[_ident(bench.rule, bench.wildcards, bench.path)] = \
+                    Measurement(seconds, device)
+
+    def add_recorded(self, reproductions_dir: Path | None = None) -> None:
+        """Training times of recorded paper-scale runs, unless a benchmark file measured the same run."""
+        frame = read_all(reproductions_dir)
+        frame = frame[(frame["scale"] == "paper") & frame["wall_s"].notna() & frame["seed"].notna()]
+        frame = frame.sort_values("date").drop_duplicates(["dataset", "variant", "epsilon", "seed", "setting"],
+                                                          keep="last")
+        for command, rows in frame.groupby("command"):
+            plan = self._overlay_plan(command)
+            if plan is None:
+                continue
+            runs: dict[tuple, list[Run]] = {}
+            for run in plan.all_runs():
+                runs.setdefault((run.variant, run.eps, run.seed, published_dataset(run.dataset)[0]), []).append(run)
+            for row in rows.itertuples():
+                eps = "inf" if row.epsilon != row.epsilon else format_eps(row.epsilon)
+                settings = set(str(row.setting).split(";"))
+                found = [r for r in runs.get((row.variant, eps, int(row.seed), row.dataset), [])
+                         if published_dataset(r.dataset)[1] in settings | {""}]
+                if len(found) != 1:
+                    continue
+                wildcards = {"dataset": found[0].dataset, "variant": found[0].variant, "eps": eps,
+                             "seed": str(found[0].seed)}
+                key = self.settings.key(_TRAIN_RULE, wildcards, plan.spec(**wildcards))
+                if key is not None:
+                    self.by_key.setdefault(key, {}).setdefault(
+                        _ident(_TRAIN_RULE, wildcards, ""), Measurement(float(row.wall_s), str(row.device)))
+
+    def estimate(self, job: DagJob, machine: str, device_setting: str) -> Estimate:
+        """The job's estimate on `machine` (GPU_MACHINE or CPU_MACHINE) under config `device`."""
+        found = self.by_key.get(self.settings.key(job.rule, job.wildcards), {})
+        uses_gpu = machine == GPU_MACHINE and device_setting != "cpu"
+        for wanted in _PREFERENCE[machine]:
+            if wanted == "cuda" and not uses_gpu:
+                continue
+            chosen = {k: m for k, m in found.items() if device_class(m.device) == wanted}
+            if chosen:
+                return Estimate(statistics.median(m.seconds for m in chosen.values()), "measured",
+                                uses_gpu and (job.gpu or wanted == "cuda"),
+                                tuple(sorted({m.device or "device not recorded" for m in chosen.values()})),
+                                frozenset(chosen))
+        if job.runtime is not None:
+            return Estimate(job.runtime * 60, "declared", uses_gpu and job.gpu)
+        return Estimate(None, "none")
+
+    def _record(self, bench: BenchmarkFile) -> tuple[str, dict | None, dict | None]:
+        """(device, run spec, metric options) as the job's JSON outputs or its run's train.json record them."""
+        paths = [self.workdir / p for p in bench.outputs if p.endswith(".json")]
+        if (run := _run_of(bench.wildcards)):
+            paths.append(self.workdir / run.path(self.settings.plan.scale) / "train.json")
+        device, spec, options = "", None, None
+        for path in paths:
+            record = self._read_json(path)
+            device = device or str(record.get("device_name") or record.get("device") or "")
+            spec = spec or record.get("spec")
+            options = options if options is not None else record.get("options")
+        return device, spec, options
+
+    def _read_json(self, path: Path) -> dict:
+        if path not in self._json:
+            try:
+                loaded = json.loads(path.read_text())
+            except (OSError, ValueError):
+                loaded = {}
+            self._json[path] = loaded if isinstance(loaded, dict) else {}
+        return self._json[path]
+
+    def _overlay_plan(self, command: str) -> Plan | None:
+        """The configuration a recorded run was trained under: config.yaml + the campaign overlay its
+        command names (None if that file is gone or no longer valid)."""
+        match = _OVERLAY.search(command)
+        name = match.group(0) if match else ""
+        if name not in self._overlays:
+            files = [REPO_ROOT / "config.yaml"] + ([REPO_ROOT / name] if name else [])
+            try:
+                self._overlays[name] = Plan(read_config(files), REPO_ROOT)
+            except DpvaeError:
+                self._overlays[name] = None
+        return self._overlays[name]
+
+
+def _run_of(wildcards: dict[str, str]) -> Run | None:
+    """The run a job works on (its rule has the run's wildcards), else None."""
+    if not _RUN_WILDCARDS <= wildcards.keys():
+        return None
+    return Run(wildcards["dataset"], wildcards["variant"], wildcards["eps"], int(wildcards["seed"]))
+
+
+def _ident(rule: str, wildcards: dict[str, str], path: str) -> str:
+    """One measured job: rule, run id and metric for a run's job (its benchmark file and its recorded row are
+    one measurement), else the benchmark file."""
+    if (run := _run_of(wildcards)):
+        return ":".join([rule, run.id, wildcards.get("metric", "")])
+    return path
+
+
+def _benchmark_seconds(path: Path) -> float | None:
+    """Mean wall seconds (column `s`) of a Snakemake benchmark file; None if unreadable."""
+    try:
+        with path.open(newline="") as handle:
+            values = [float(row["s"]) for row in csv.DictReader(handle, delimiter="\t")]
+    except (OSError, KeyError, TypeError, ValueError):
+        return None
+    return statistics.fmean(values) if values else None
+
+
+# -- the plan --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CostPlan:
+    targets: tuple[str, ...]
+    configfiles: tuple[str, ...]
+    scale: str
+    device: str
+    jobs: list[JobCost]
+    rules: tuple[str, ...]       # the workflow's rules in the order they are defined (rows follow it)
+
+    def totals(self, jobs: Sequence[JobCost] | None = None) -> dict:
+        """Counts and hours of `jobs` (default: all): on the GPU machine GPU- and CPU-hours, on the 2-core machine
+        hours; how many jobs to run are measured, declared or not estimated (on the 2-core machine)."""
+        jobs = self.jobs if jobs is None else jobs
+        todo = [j for j in jobs if j.estimates]
+        gpu = [j.estimates[GPU_MACHINE] for j in todo]
+        cpu = [j.estimates[CPU_MACHINE] for j in todo]
+        return {"jobs": len(jobs), "built": len(jobs) - len(todo), "to_run": len(todo),
+                GPU_MACHINE: {"gpu_hours": _hours(e for e in gpu if e.on_gpu),
+                              "cpu_hours": _hours(e for e in gpu if not e.on_gpu)},
+                CPU_MACHINE: {"hours": _hours(cpu)},
+                "sources": {machine: {s: sum(e.source == s for e in ests) for s in ("measured", "declared", "none")}
+                            for machine, ests in ((GPU_MACHINE, gpu), (CPU_MACHINE, cpu))}}
+
+    def rows(self) -> list[dict]:
+        """One row per rule and group (metric or method, dataset), rules in the workflow's order."""
+        grouped: dict[tuple[str, str], list[JobCost]] = {}
+        for cost in self.jobs:
+            grouped.setdefault((cost.job.rule, cost.group), []).append(cost)
+        rows = []
+        for (rule, group), jobs in grouped.items():
+            ests = {m: [j.estimates[m] for j in jobs if j.estimates] for m in (GPU_MACHINE, CPU_MACHINE)}
+            rows.append({"rule": rule, "group": group, **self.totals(jobs),
+                         "estimate": {m: describe(e) for m, e in ests.items()}})
+        order = {rule: i for i, rule in enumerate(self.rules)}
+        return sorted(rows, key=lambda r: (order.get(r["rule"], len(order)), r["group"]))
+
+    def per_target(self) -> list[dict]:
+        return [{"target": t, **self.totals([j for j in self.jobs if t in j.job.targets])} for t in self.targets]
+
+    def to_markdown(self) -> str:
+        """One row per target and their total (every job once), as a markdown table (README's)."""
+        lines = ["| target | jobs to run | one H100/H200: GPU-h | + CPU-h | 2-core CPU: h | estimates (jobs) |",
+                 "|---|--:|--:|--:|--:|---|"]
+        for name, total in [*((f"`{t['target']}`", t) for t in self.per_target()), ("**all**", self.totals())]:
+            _, _, todo, gpu, cpu, two = _counts(total)
+            lines.append(f"| {name} | {todo} | {gpu} | {cpu} | {two} | {_sources_text(total)} |")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        return {"targets": list(self.targets), "configfiles": list(self.configfiles), "scale": self.scale,
+                "device": self.device, "total": self.totals(), "per_target": self.per_target(), "rows": self.rows()}
+
+    def to_text(self) -> str:
+        total = self.totals()
+        config = " + ".join(["config.yaml", *self.configfiles])
+        named = ", ".join(self.targets) if 0 < len(self.targets) <= 3 else \
+            (f"{len(self.targets)} targets" if self.targets else "the default target")
+        lines = [f"Cost plan of {named} at scale {self.scale} ({config}), device: {self.device}: "
+                 f"{total['jobs']} jobs, {total['built']} built, {total['to_run']} to run.",
+                 "Hours: job wall time summed, one job after another. GPU machine: one H100/H200 (GPU-h for jobs",
+                 "that ask for a GPU or were measured on one, CPU-h for the rest). 2-core: a 2-core CPU machine.",
+                 ""]
+        header = ("rule", "group", "jobs", "built", "to run", "GPU-h", "CPU-h", "2-core h", "estimate from")
+        body = [(r["rule"], r["group"], *_counts(r), _estimate_text(r["estimate"])) for r in self.rows()]
+        body.append(("total", "", *_counts(total), _sources_text(total)))
+        lines += _table(header, body)
+        if len(self.targets) > 1:
+            lines += ["", "Per target (a job that several targets need is counted in each):", ""]
+            lines += _table(("target", "jobs", "built", "to run", "GPU-h", "CPU-h", "2-core h", "estimates"),
+                            [(t["target"], *_counts(t), _sources_text(t)) for t in self.per_target()])
+        return "\n".join(lines)
+
+
+def cost_plan(targets: Sequence[str], configfiles: Sequence[str] = (), workdir: str | Path = ".",
+              reproductions_dir: Path | None = None) -> CostPlan:
+    """The jobs `targets` need under config.yaml + `configfiles` in `workdir`, each built or estimated."""
+    config = read_config([REPO_ROOT / "config.yaml", *configfiles])
+    plan = Plan(config, REPO_ROOT)                              # validates: a bad config is one message
+    plan.check_targets(targets, built_only=False)               # a misspelt item names the valid ones
+    dag: Dag = snakemake_dag(targets, configfiles, workdir)
+    settings = Settings(plan)
+    measured = Measurements(settings, Path(workdir))
+    measured.add_benchmarks(dag.benchmarks)
+    if plan.scale == "paper":
+        measured.add_recorded(reproductions_dir)
+    device = str(config.get("device", "auto"))
+    costs = [JobCost(job, settings.group(job), {} if job.built else
+                     {m: measured.estimate(job, m, device) for m in (GPU_MACHINE, CPU_MACHINE)})
+             for job in dag.jobs]
+    return CostPlan(tuple(targets), tuple(str(f) for f in configfiles), plan.scale, device, costs, dag.rules)
+
+
+# -- text ------------------------------------------------------------------------------------------------
+
+
+def describe(estimates: Sequence[Estimate]) -> str:
+    """Where a row's estimates come from: 'measured: 3 runs on cuda: NVIDIA H200', 'declared 120 min', ..."""
+    parts = []
+    measured = [e for e in estimates if e.source == "measured"]
+    if measured:
+        runs = frozenset().union(*(e.runs for e in measured))
+        devices = sorted({d for e in measured for d in e.devices})
+        parts.append((len(measured), f"measured: {len(runs)} run{'s' * (len(runs) != 1)} on {', '.join(devices)}"))
+    declared = sorted({round(e.seconds / 60) for e in estimates if e.source == "declared"})
+    if declared:
+        span = f"{declared[0]}" if len(declared) == 1 else f"{declared[0]}-{declared[-1]}"
+        parts.append((sum(e.source == "declared" for e in estimates), f"declared {span} min"))
+    if (none := sum(e.source == "none" for e in estimates)):
+        parts.append((none, "no runtime declared"))
+    if len(parts) == 1:
+        return parts[0][1]
+    return "; ".join(f"{text} ({n} jobs)" for n, text in parts)
+
+
+def _estimate_text(estimate: dict[str, str]) -> str:
+    gpu, cpu = estimate[GPU_MACHINE], estimate[CPU_MACHINE]
+    return gpu if gpu == cpu else f"GPU machine: {gpu} | 2-core: {cpu}"
+
+
+def _sources_text(total: dict) -> str:
+    gpu, cpu = total["sources"][GPU_MACHINE], total["sources"][CPU_MACHINE]
+    text = f"{gpu['measured']} measured, {gpu['declared']} declared"
+    if cpu["measured"] != gpu["measured"]:
+        text += f" (2-core: {cpu['measured']} measured)"
+    return text + (f", {gpu['none']} not estimated" if gpu["none"] else "")
+
+
+def _counts(total: dict) -> tuple[str, ...]:
+    return (str(total["jobs"]), str(total["built"]), str(total["to_run"]),
+            _h(total[GPU_MACHINE]["gpu_hours"]), _h(total[GPU_MACHINE]["cpu_hours"]), _h(total[CPU_MACHINE]["hours"]))
+
+
+def _hours(estimates: Iterable[Estimate]) -> float:
+    return round(sum(e.seconds or 0.0 for e in estimates) / 3600, 3)
+
+
+def _h(hours: float) -> str:
+    return "-" if hours == 0 else ("<0.1" if hours < 0.05 else f"{hours:,.1f}")
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Columns aligned: text left, numbers right; the last column unpadded."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    numeric = [all(re.fullmatch(r"[-<\d.,]+", str(r[i])) for r in rows) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        out = [str(c).rjust(w) if num else str(c).ljust(w) for c, w, num in zip(cells[:-1], widths, numeric)]
+        return "  ".join([*out, str(cells[-1])]).rstrip()
+
+    return [line(header), line(["-" * w for w in widths[:-1]] + ["-" * len(header[-1])]), *map(line, rows)]
