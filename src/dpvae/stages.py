@@ -27,6 +27,7 @@ from dpvae.files import atomic_directory, atomic_write, write_json
 from dpvae.methods.base import RunContext
 from dpvae.methods.checkpoint import CHECKPOINT_NAME
 from dpvae.methods.registry import get_method
+from dpvae.models import precision
 from dpvae.provenance import device_name, git_commit, machine, sha256_json
 from dpvae.tables import read_spec
 
@@ -110,19 +111,23 @@ def evaluate(run_dir: str | Path, metric: str, options: dict, out: str | Path,
     _seed_everything(run)
     ctx = EvalContext(run, parsed, Path(out).parent, Path(reference) if reference else None)
     started, commit = time.time(), git_commit()
-    rows = entry(ctx)
+    with precision.ieee_fp32():   # a metric is computed alike on every device, whatever the run's precision
+        rows = entry(ctx)
     write_json(Path(out), {"metric": metric, "options": parsed.to_dict(), "rows": rows,
                            "seconds": round(time.time() - started, 3), "commit": commit})
     return Path(out)
 
 
-def reference(data_dir: str | Path, metric: str, options: dict, out: str | Path) -> Path:
-    """A metric's cached per-dataset input (e.g. FID's real-image statistics) into `out` (.npz)."""
+def reference(data_dir: str | Path, metric: str, options: dict, out: str | Path, device: str = "auto") -> Path:
+    """A metric's cached per-dataset input (e.g. FID's real-image statistics) into `out` (.npz), computed on
+    `device` (`auto`: CUDA when available, as a run's)."""
     entry = METRICS.get(metric)
     parsed = entry.Options.parse(options, key=f"evaluation.{metric}", name=metric)
     if entry.reference is None:
         raise NotBuiltError(f"metric '{metric}' has no reference builder (not implemented yet)")
-    arrays = entry.reference(Path(data_dir), parsed)
+    resolved = RunContext({"device": device}, Path(data_dir)).device   # the runs' own reading of `device`
+    with precision.ieee_fp32():
+        arrays = entry.reference(Path(data_dir), parsed, resolved)
     atomic_write(out, lambda tmp: np.savez(tmp, **arrays))
     return Path(out)
 
