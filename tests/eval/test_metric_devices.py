@@ -27,7 +27,8 @@ CUDA = pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not torch
 DEVICES = ["cpu", CUDA]
 #: CUDA against the CPU for computations that are the same up to float rounding (IEEE fp32 on both)
 RTOL = 1e-4
-#: trained classifiers on CUDA: same initial weights and batch orders, other dropout masks (see the metrics)
+#: trained classifiers on CUDA (same initial weights and batch orders): rounding may flip a few predictions (3 of
+#: 30 allowed); networks with dropout draw other masks there and are compared where both learn fully
 ACCURACY_ATOL = 0.1
 
 
@@ -226,13 +227,23 @@ def test_fid_statistics_with_torch_fidelitys_inception_on_cuda(tmp_path):
 # -- classifiers trained on synthetic images ------------------------------------------------------
 
 
-def _blocks(n: int, rng: np.random.Generator, side: int = 28) -> tuple[np.ndarray, np.ndarray]:
-    """Grey images whose class k lights a block at position k (easy: every classifier separates them)."""
+def _blocks(n: int, rng: np.random.Generator, faint: bool) -> tuple[np.ndarray, np.ndarray]:
+    """28x28 grey images whose class k lights a block at position k: `faint` blocks in noise, which two epochs
+    learn only in part (the accuracy then moves with any change of weights, draws or order), or bright
+    blocks, which every classifier learns fully."""
     y = rng.integers(0, 3, n)
-    x = 0.1 * rng.random((n, 1, side, side))
+    x = (0.5 if faint else 0.1) * rng.random((n, 1, 28, 28))
     for i, k in enumerate(y):
-        x[i, 0, 4 + 6 * k: 10 + 6 * k, 4:10] += 0.9
+        x[i, 0, 4 + 6 * k: 10 + 6 * k, 4:10] += 0.2 if faint else 0.9
     return x.astype(np.float32), y.astype(np.int64)
+
+
+def _classifier_data(device: str, dropout: bool, seed: int) -> tuple[np.ndarray, ...]:
+    """Faint blocks, except for a network with dropout on CUDA: its masks differ from the CPU's, so there the
+    check is that both learn the bright blocks alike."""
+    rng = np.random.default_rng(seed)
+    faint = device == "cpu" or not dropout
+    return (*_blocks(60, rng, faint), *_blocks(30, rng, faint))
 
 
 def _old_torch_accuracy(kind, x, y, test_x, test_y, classes, options, seed) -> float:
@@ -282,8 +293,7 @@ def _old_torch_accuracy(kind, x, y, test_x, test_y, classes, options, seed) -> f
 def test_image_classifiers_on_the_device(device, kind):
     from dpvae.eval.image_classifiers import ImageClassifierOptions, _torch_accuracy
 
-    rng = np.random.default_rng(0)
-    (x, y), (test_x, test_y) = _blocks(60, rng), _blocks(30, rng)
+    x, y, test_x, test_y = _classifier_data(device, kind == "cnn", 0)
     options = ImageClassifierOptions(batch_size=16, max_epochs=2, patience=1)
     with precision.ieee_fp32():
         got = _torch_accuracy(kind, x, y, test_x, test_y, 3, options, 7, device)
@@ -330,8 +340,7 @@ def _old_p3gm_cnn(x, y, x_test, y_test, generator, max_epochs, batch_size, val_f
 def test_p3gm_cnn_on_the_device(device):
     from dpvae.models.p3gm_cnn import train_and_score
 
-    rng = np.random.default_rng(1)
-    (x, y), (test_x, test_y) = _blocks(60, rng), _blocks(30, rng)
+    x, y, test_x, test_y = _classifier_data(device, True, 1)
     torch.manual_seed(3)
     with precision.ieee_fp32():
         got = train_and_score(x, y, test_x, test_y, generator=torch.Generator().manual_seed(5), max_epochs=2,
@@ -341,7 +350,7 @@ def test_p3gm_cnn_on_the_device(device):
     if device == "cpu":
         assert got.test_curve == expected
     else:
-        assert got.test_curve[0] == pytest.approx(expected[0], abs=ACCURACY_ATOL)
+        assert got.test_curve == pytest.approx(expected, abs=ACCURACY_ATOL)
 
 
 # -- membership attacks ------------------------------------------------------------------------------
