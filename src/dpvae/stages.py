@@ -63,7 +63,7 @@ def train(spec: dict) -> Path:
         ctx = run_context(spec, model_dir=partial)
         _seed_everything(ctx)
         session = _canary_session(ctx)
-        with session.active() if session else contextlib.nullcontext():
+        with session.active() if session else contextlib.nullcontext(), precision.training(ctx.precision):
             ledger = method.train(ctx)
         if spec["private"]:
             if ledger is None:
@@ -79,7 +79,7 @@ def train(spec: dict) -> Path:
     write_json(run_dir / "train.json", {
         "spec": spec, "spec_sha256": sha256_json(spec), "commit": commit, "seed": spec["seed"],
         "scale": spec.get("scale"), "seconds": round(time.time() - started, 3), "device": ctx.device,
-        "device_name": device_name(ctx.device), **machine()})
+        "precision": ctx.precision, "device_name": device_name(ctx.device), **machine()})
     return run_dir / "model"
 
 

@@ -73,6 +73,11 @@ class RunContext:
     def delta(self) -> float:
         return self.spec["delta"]
 
+    @property
+    def precision(self) -> str:
+        """The run's model-compute precision (`dpvae.models.precision`); a spec names it only when not fp32."""
+        return self.spec.get("precision", "fp32")
+
     def seed_for(self, stream: str) -> int:
         """A 32-bit seed for a named random stream of this run (same run + stream => same seed)."""
         digest = hashlib.sha256(f"{self.spec['run_id']}|{self.spec['seed']}|{stream}".encode()).digest()
@@ -116,7 +121,9 @@ class Method(ABC):
     """A generative method: trains from a run context and samples synthetic records.
 
     Class attributes: `name` (registry key), `paper`, `private` (default privacy of its variants),
-    `description` (one line), `Params` (its typed parameters) and `RESOURCES` (a training job's needs).
+    `description` (one line), `Params` (its typed parameters), `RESOURCES` (a training job's needs) and
+    `precisions` (the config's `precision` values its training applies, `dpvae.models.precision`: under any
+    other it trains at fp32, and its runs' specs, ids and hashes stay as they are).
     """
 
     name: ClassVar[str]
@@ -125,6 +132,7 @@ class Method(ABC):
     description: ClassVar[str]
     Params: ClassVar[type[MethodParams]] = MethodParams
     RESOURCES: ClassVar[Resources] = Resources()
+    precisions: ClassVar[tuple[str, ...]] = ("fp32",)
     implemented: ClassVar[bool] = True
 
     def resources(self, params: MethodParams, dataset: str) -> Resources:
