@@ -120,9 +120,10 @@ def _precision(config: dict, method: str) -> dict:
     """`{"precision": ...}` where the configured precision changes what the run computes: not fp32 and applied
     by the method (`Method.precisions`); else nothing, so that fp32 runs keep their specs and hashes."""
     from dpvae.methods.registry import METHODS
+    from dpvae.models.precision import DEFAULT
 
-    wanted = config.get("precision", "fp32")
-    return {"precision": wanted} if wanted != "fp32" and wanted in METHODS.get(method).precisions else {}
+    wanted = config.get("precision", DEFAULT)
+    return {"precision": wanted} if wanted != DEFAULT and wanted in METHODS.get(method).precisions else {}
 
 
 def find_run(config: dict, dataset: str, variant: str, eps: str, seed: int | str) -> Run:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from dpvae.errors import NotBuiltError
+from dpvae.models.precision import DEFAULT as DEFAULT_PRECISION
 from dpvae.params import MethodParams
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ class RunContext:
     @property
     def precision(self) -> str:
         """The run's model-compute precision (`dpvae.models.precision`); a spec names it only when not fp32."""
-        return self.spec.get("precision", "fp32")
+        return self.spec.get("precision", DEFAULT_PRECISION)
 
     def seed_for(self, stream: str) -> int:
         """A 32-bit seed for a named random stream of this run (same run + stream => same seed)."""
@@ -132,7 +133,7 @@ class Method(ABC):
     description: ClassVar[str]
     Params: ClassVar[type[MethodParams]] = MethodParams
     RESOURCES: ClassVar[Resources] = Resources()
-    precisions: ClassVar[tuple[str, ...]] = ("fp32",)
+    precisions: ClassVar[tuple[str, ...]] = (DEFAULT_PRECISION,)
     implemented: ClassVar[bool] = True
 
     def resources(self, params: MethodParams, dataset: str) -> Resources:
