@@ -22,7 +22,8 @@ def method_catalog(name: str | None = None) -> str:
         lines += [f"### `{method.name}` ({method.paper}; {'private' if method.private else 'non-private'}){status}",
                   "", method.description, "",
                   f"Resources of a training job: {r.threads} threads, {r.mem_mb} MB, {r.runtime} min"
-                  f"{', GPU when available' if r.gpu else ''}.", "", *_fields(method.Params), ""]
+                  f"{', GPU when available' if r.gpu else ''}; config `precision` applied: "
+                  f"{', '.join(method.precisions)}.", "", *_fields(method.Params), ""]
     return "\n".join(lines)
 
 
@@ -31,7 +32,7 @@ def metric_catalog(name: str | None = None) -> str:
     for metric in [METRICS.get(name)] if name else METRICS.values():
         status = "" if metric.implemented else " — planned (not implemented yet)"
         lines += [f"### `{metric.name}`{status}", "", metric.description, "",
-                  f"Needs: {', '.join(metric.needs)}.", ""]
+                  f"Needs: {', '.join(metric.needs)}{'; GPU when available' if metric.gpu else ''}.", ""]
         if metric.Options.describe():
             lines += [*_fields(metric.Options), ""]
     return "\n".join(lines)

@@ -78,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--data", required=True, help="the prepared dataset directory")
     p.add_argument("--metric", required=True)
     p.add_argument("--options", type=_json, default={})
+    p.add_argument("--device", default="auto", help="torch device: auto (CUDA when available), cpu or cuda")
     p.add_argument("--out", required=True)
 
     p = sub.add_parser("aggregate", help="tidy table of an experiment's runs on one dataset")
@@ -201,7 +202,7 @@ def _run(args: argparse.Namespace) -> int:
     elif args.stage == "evaluate":
         stages.evaluate(args.run, args.metric, args.options, args.out, args.reference)
     elif args.stage == "reference":
-        stages.reference(args.data, args.metric, args.options, args.out)
+        stages.reference(args.data, args.metric, args.options, args.out, args.device)
     elif args.stage == "analyze":
         stages.analyze(args.experiment, args.context, args.out)
     elif args.stage == "render":

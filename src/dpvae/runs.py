@@ -96,6 +96,7 @@ def run_spec(config: dict, run: Run) -> dict:
     spec = config["variants"][base]
     private = is_private(config, run.variant)
     audit = {"audit": spec["audit"]} if spec.get("audit") else {}   # only audited runs carry the key
+    precision = _precision(config, spec["method"])
     return {
         "run_id": run.id,
         "run": run.path(config["scale"]),
@@ -111,7 +112,18 @@ def run_spec(config: dict, run: Run) -> dict:
         "device": config["device"],
         "data_root": config["data"]["root"],
         **audit,
+        **precision,
     }
+
+
+def _precision(config: dict, method: str) -> dict:
+    """`{"precision": ...}` where the configured precision changes what the run computes: not fp32 and applied
+    by the method (`Method.precisions`); else nothing, so that fp32 runs keep their specs and hashes."""
+    from dpvae.methods.registry import METHODS
+    from dpvae.models.precision import DEFAULT
+
+    wanted = config.get("precision", DEFAULT)
+    return {"precision": wanted} if wanted != DEFAULT and wanted in METHODS.get(method).precisions else {}
 
 
 def find_run(config: dict, dataset: str, variant: str, eps: str, seed: int | str) -> Run:

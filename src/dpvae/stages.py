@@ -28,6 +28,7 @@ from dpvae.files import atomic_directory, atomic_write, write_json
 from dpvae.methods.base import RunContext
 from dpvae.methods.checkpoint import CHECKPOINT_NAME
 from dpvae.methods.registry import get_method
+from dpvae.models import precision
 from dpvae.provenance import git_commit, machine, sha256_json
 from dpvae.tables import read_spec
 
@@ -65,7 +66,7 @@ def train(spec: dict) -> Path:
         ctx = run_context(spec, model_dir=partial)
         _seed_everything(ctx)
         session = _canary_session(ctx)
-        with session.active() if session else contextlib.nullcontext():
+        with session.active() if session else contextlib.nullcontext(), precision.training(ctx.precision):
             ledger = method.train(ctx)
         if spec["private"]:
             if ledger is None:
@@ -81,7 +82,7 @@ def train(spec: dict) -> Path:
     write_json(run_dir / "train.json", {
         "spec": spec, "spec_sha256": sha256_json(spec), "commit": commit, "seed": spec["seed"],
         "scale": spec.get("scale"), "seconds": round(time.time() - started, 3), "device": ctx.device,
-        "device_name": device_name(ctx.device), **machine()})
+        "precision": ctx.precision, "device_name": device_name(ctx.device), **machine()})
     return run_dir / "model"
 
 
@@ -113,19 +114,23 @@ def evaluate(run_dir: str | Path, metric: str, options: dict, out: str | Path,
     _seed_everything(run)
     ctx = EvalContext(run, parsed, Path(out).parent, Path(reference) if reference else None)
     started, commit = time.time(), git_commit()
-    rows = entry(ctx)
+    with precision.ieee_fp32():   # a metric is computed alike on every device, whatever the run's precision
+        rows = entry(ctx)
     write_json(Path(out), {"metric": metric, "options": parsed.to_dict(), "rows": rows,
                            "seconds": round(time.time() - started, 3), "commit": commit})
     return Path(out)
 
 
-def reference(data_dir: str | Path, metric: str, options: dict, out: str | Path) -> Path:
-    """A metric's cached per-dataset input (e.g. FID's real-image statistics) into `out` (.npz)."""
+def reference(data_dir: str | Path, metric: str, options: dict, out: str | Path, device: str = "auto") -> Path:
+    """A metric's cached per-dataset input (e.g. FID's real-image statistics) into `out` (.npz), computed on
+    `device` (`auto`: CUDA when available, as a run's)."""
     entry = METRICS.get(metric)
     parsed = entry.Options.parse(options, key=f"evaluation.{metric}", name=metric)
     if entry.reference is None:
         raise NotBuiltError(f"metric '{metric}' has no reference builder (not implemented yet)")
-    arrays = entry.reference(Path(data_dir), parsed)
+    resolved = resolve_device(device)
+    with precision.ieee_fp32():
+        arrays = entry.reference(Path(data_dir), parsed, resolved)
     atomic_write(out, lambda tmp: np.savez(tmp, **arrays))
     return Path(out)
 

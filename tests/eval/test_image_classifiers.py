@@ -16,7 +16,8 @@ def test_rows_report_accuracies_and_the_protocol_run():
     y = np.arange(60) % 3
     x = (rng.random((60, 1, 28, 28)) * 0.2 + y[:, None, None, None] / 3).astype(np.float32)   # separable by mean
     test = SimpleNamespace(x=x[:30], y=y[:30])
-    run = SimpleNamespace(data=SimpleNamespace(train=SimpleNamespace(y=y), test=test), seed_for=lambda name: 0)
+    run = SimpleNamespace(data=SimpleNamespace(train=SimpleNamespace(y=y), test=test), seed_for=lambda name: 0,
+                          device="cpu")
     options = ImageClassifierOptions(repeats=2, max_epochs=2, patience=1, max_test=20, classifiers=["lr", "mlp"])
     ctx = EvalContext(run, options, Path("."))
     ctx.__dict__["samples"] = {"x": x, "y": y}

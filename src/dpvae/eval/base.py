@@ -56,15 +56,16 @@ class EvalContext:
 
 Rows = list[dict[str, Any]]
 MetricFn = Callable[[EvalContext], Rows]
-ReferenceFn = Callable[[Path, Any], dict[str, np.ndarray]]   # (prepared dataset dir, options) -> arrays
+ReferenceFn = Callable[[Path, Any, str], dict[str, np.ndarray]]   # (prepared dataset dir, options, device) -> arrays
 
 
 @dataclass(frozen=True)
 class Metric:
     """A registered metric; `fn` None = planned (its jobs stay in the DAG and refuse to run).
 
-    A metric that needs "reference" has `reference(prepared_dir, options) -> arrays`, cached once per dataset
-    by the reference rule; `reference_keys` are the option names it reads (other options never rebuild it).
+    A metric that needs "reference" has `reference(prepared_dir, options, device) -> arrays`, cached once per
+    dataset by the reference rule; `reference_keys` are the option names it reads (other options never rebuild
+    it). `gpu`: its jobs ask the cluster for a GPU (they run on the CPU when none is there, or `device: cpu`).
     """
 
     name: str

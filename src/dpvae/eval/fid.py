@@ -11,6 +11,10 @@ Protocol (written on every item that shows FID):
 * real reference: the `reference` split (train by default, [choice] A-D7), all of it or `reference_n`
   images drawn with seed 0, its mean and covariance cached once per dataset by the `reference` rule;
 * FID = ‖μ_r − μ_g‖² + Tr(Σ_r + Σ_g − 2(Σ_rΣ_g)^{1/2}) by torch-fidelity's `fid_statistics_to_metric`.
+
+Device: the extractor runs on the run's device (the reference on the reference job's); the feature moments
+accumulate in float64 in NumPy on the CPU (as they always have) and in torch on a GPU, one copy back at the
+end; CUDA statistics equal the CPU's up to float rounding (evaluation runs in IEEE fp32, no TF32).
 """
 
 from __future__ import annotations
@@ -82,28 +86,34 @@ def to_uint8_rgb(x: np.ndarray) -> np.ndarray:
     return np.repeat(images, 3, axis=1) if images.shape[1] == 1 else images
 
 
-def statistics(x: np.ndarray, batch_size: int, weights: Path) -> dict[str, np.ndarray]:
-    """Mean [2048] and covariance [2048, 2048] (float64) of pool3 features, accumulated batch by batch."""
+def statistics(x: np.ndarray, batch_size: int, weights: Path, device: str = "cpu") -> dict[str, np.ndarray]:
+    """Mean [2048] and covariance [2048, 2048] (float64) of pool3 features, accumulated batch by batch on
+    `device` (see the module docstring)."""
     import torch
     from torch_fidelity.feature_extractor_inceptionv3 import FeatureExtractorInceptionV3
 
+    device = torch.device(device)
     extractor = FeatureExtractorInceptionV3("inception-v3-compat", ["2048"],
-                                            feature_extractor_weights_path=str(weights)).eval()
-    total, outer = np.zeros(2048), np.zeros((2048, 2048))
+                                            feature_extractor_weights_path=str(weights)).eval().to(device)
+    on_cpu = device.type == "cpu"    # NumPy's float64 sums there: the CPU's statistics stay bit for bit
+    total = np.zeros(2048) if on_cpu else torch.zeros(2048, dtype=torch.float64, device=device)
+    outer = np.zeros((2048, 2048)) if on_cpu else torch.zeros((2048, 2048), dtype=torch.float64, device=device)
     with torch.no_grad():
         for start in range(0, len(x), batch_size):
-            images = torch.from_numpy(to_uint8_rgb(x[start:start + batch_size]))
+            images = torch.from_numpy(to_uint8_rgb(x[start:start + batch_size])).to(device)
             (features,) = extractor(images)
-            f = features.double().numpy()
+            f = features.double().numpy() if on_cpu else features.double()
             total += f.sum(0)
             outer += f.T @ f
+    if not on_cpu:
+        total, outer = total.cpu().numpy(), outer.cpu().numpy()
     n = len(x)
     mu = total / n
     sigma = (outer - n * np.outer(mu, mu)) / (n - 1)
     return {"mu": mu, "sigma": sigma, "n": np.asarray(n)}
 
 
-def build_reference(prepared_dir: Path, options: FIDOptions) -> dict[str, np.ndarray]:
+def build_reference(prepared_dir: Path, options: FIDOptions, device: str = "cpu") -> dict[str, np.ndarray]:
     """Real-image statistics of one dataset's `reference` split (the cached input of every FID job)."""
     from dpvae.data.store import load_prepared
 
@@ -111,7 +121,7 @@ def build_reference(prepared_dir: Path, options: FIDOptions) -> dict[str, np.nda
     x = split.x
     if options.reference_n and options.reference_n < len(x):
         x = x[np.sort(np.random.default_rng(0).choice(len(x), options.reference_n, replace=False))]
-    stats = statistics(x, options.batch_size, weights_path(Path(prepared_dir).parents[1]))
+    stats = statistics(x, options.batch_size, weights_path(Path(prepared_dir).parents[1]), device)
     return {**stats, "split": np.asarray(options.reference)}
 
 
@@ -125,7 +135,7 @@ def fid(ctx: EvalContext) -> Rows:
     if len(x) < 2:
         raise ValueError(f"FID needs at least 2 samples, the run has {len(ctx.samples['x'])}")
     real = ctx.reference()
-    generated = statistics(x, ctx.options.batch_size, weights_path(Path(ctx.run.spec["data_root"])))
+    generated = statistics(x, ctx.options.batch_size, weights_path(Path(ctx.run.spec["data_root"])), ctx.run.device)
     value = fid_statistics_to_metric(generated, {"mu": real["mu"], "sigma": real["sigma"]}, verbose=False)
     return [{"metric": "fid", "value": float(value["frechet_inception_distance"])},
             {"metric": "fid_n_samples", "value": float(len(x))},

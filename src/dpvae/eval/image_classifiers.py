@@ -5,6 +5,12 @@ flattened pixels; MLP and CNN (`dpvae.models.classifiers`) with Adam's defaults,
 synthetic set held out for early stopping (patience 10 epochs, at most 300, best validation weights kept)
 as in DP-Sinkhorn's code. "5 runs" are read as 5 classifier trainings (seeds) on one synthetic set, and
 their mean (and standard deviation) is reported.
+
+Device: the MLP and CNN train on the run's device. Their initial weights (built on the CPU after
+`torch.manual_seed(seed)`), the validation split and every epoch's batch order come from CPU streams in the
+same order on every device, so the MLP on CUDA follows the CPU's training up to float rounding; the CNN's
+dropout masks come from the device's own generator (seeded alike), so on CUDA it is the same protocol with
+other masks: its accuracy agrees with the CPU's statistically, not to rounding. LR (scikit-learn) runs on the CPU.
 """
 
 from __future__ import annotations
@@ -34,8 +40,9 @@ class ImageClassifierOptions(MetricOptions):
 
 
 def _torch_accuracy(kind: str, x: np.ndarray, y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray,
-                    classes: int, options: ImageClassifierOptions, seed: int) -> float:
-    """Train one MLP/CNN with early stopping on a seeded validation split; accuracy on (test_x, test_y)."""
+                    classes: int, options: ImageClassifierOptions, seed: int, device: str = "cpu") -> float:
+    """Train one MLP/CNN on `device` with early stopping on a seeded validation split; accuracy on
+    (test_x, test_y). Random streams: see the module docstring."""
     import torch
     from torch.nn import functional as F
 
@@ -43,12 +50,12 @@ def _torch_accuracy(kind: str, x: np.ndarray, y: np.ndarray, test_x: np.ndarray,
 
     generator = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
-    model = getattr(classifiers, kind)(tuple(x.shape[1:]), classes)
+    model = getattr(classifiers, kind)(tuple(x.shape[1:]), classes).to(device)
     optimizer = torch.optim.Adam(model.parameters())
     order = torch.randperm(len(y), generator=generator)
     n_val = max(1, int(round(options.val_fraction * len(y))))
-    val, train = order[:n_val], order[n_val:]
-    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    val, train = order[:n_val].to(device), order[n_val:]
+    xt, yt = torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
 
     def accuracy(inputs: torch.Tensor, labels: torch.Tensor) -> float:
         model.eval()
@@ -60,7 +67,7 @@ def _torch_accuracy(kind: str, x: np.ndarray, y: np.ndarray, test_x: np.ndarray,
     best, best_state, waited = -1.0, copy.deepcopy(model.state_dict()), 0
     for _ in range(options.max_epochs):
         model.train()
-        for part in train[torch.randperm(len(train), generator=generator)].split(options.batch_size):
+        for part in train[torch.randperm(len(train), generator=generator)].to(device).split(options.batch_size):
             optimizer.zero_grad()
             F.cross_entropy(model(xt[part]), yt[part]).backward()
             optimizer.step()
@@ -72,7 +79,7 @@ def _torch_accuracy(kind: str, x: np.ndarray, y: np.ndarray, test_x: np.ndarray,
             if waited >= options.patience:
                 break
     model.load_state_dict(best_state)
-    return accuracy(torch.from_numpy(test_x), torch.from_numpy(test_y))
+    return accuracy(torch.from_numpy(test_x).to(device), torch.from_numpy(test_y).to(device))
 
 
 def _lr_accuracy(x: np.ndarray, y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray, seed: int) -> float:
@@ -104,7 +111,7 @@ def image_classifiers(ctx: EvalContext) -> Rows:
             scores = [_lr_accuracy(x, y, test_x, test_y, ctx.run.seed_for("image_classifiers/lr"))]
         else:
             scores = [_torch_accuracy(kind, x, y, test_x, test_y, classes, ctx.options,
-                                      ctx.run.seed_for(f"image_classifiers/{kind}/{repeat}"))
+                                      ctx.run.seed_for(f"image_classifiers/{kind}/{repeat}"), ctx.run.device)
                       for repeat in range(ctx.options.repeats)]
         rows += [{"metric": "accuracy", "classifier": kind, "value": float(np.mean(scores))},
                  {"metric": "accuracy_std", "classifier": kind, "value": float(np.std(scores))}]

@@ -13,10 +13,15 @@ from dpvae.eval.base import EvalContext
 
 
 def load_model(ctx: EvalContext) -> Any:
-    """The run's trained `LatentVAE` (CPU, eval mode)."""
+    """The run's trained `LatentVAE` (eval mode) on the run's device."""
     from dpvae.models.latent_vae import load_vae
 
-    return load_vae(ctx.model_dir)[0]
+    return load_vae(ctx.model_dir)[0].to(ctx.run.device)
+
+
+def model_device(model: Any) -> Any:
+    """The device a model's parameters live on."""
+    return next(model.parameters()).device
 
 
 def test_images(ctx: EvalContext, limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -27,13 +32,14 @@ def test_images(ctx: EvalContext, limit: int | None = None) -> tuple[np.ndarray,
 
 
 def posterior(model: Any, x: np.ndarray, batch_size: int = 500) -> tuple[np.ndarray, np.ndarray]:
-    """Posterior means and standard deviations [N, D] of records `x`."""
+    """Posterior means and standard deviations [N, D] of records `x`, encoded on the model's device."""
     import torch
 
+    device = model_device(model)
     means, stds = [], []
     with torch.no_grad():
         for start in range(0, len(x), batch_size):
-            mu, std = model.encode(torch.as_tensor(x[start:start + batch_size]))
-            means.append(mu.numpy())
-            stds.append(std.numpy())
-    return np.concatenate(means), np.concatenate(stds)
+            mu, std = model.encode(torch.as_tensor(x[start:start + batch_size]).to(device))
+            means.append(mu)
+            stds.append(std)
+    return torch.cat(means).cpu().numpy(), torch.cat(stds).cpu().numpy()

@@ -5,7 +5,8 @@ One posterior sample per test record and as many fresh prior draws, in consecuti
 regulariser PriVAE+MMD trains with) per batch, averaged over batches (a last partial batch is dropped
 unless it is the only one). `latent_mmd_per_record` is that divided by the batch size: Mathieu et al.'s
 `analyse.py` reports the regulariser as Σ_batches MMD / (number of test records), and PriVAE's Fig. 1c
-axis (0-0.2) matches that scale.
+axis (0-0.2) matches that scale. The model runs on the run's device; the posterior and prior draws come
+from the seeded CPU stream in one fixed order and are moved there (CUDA = CPU up to float rounding).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dpvae.eval.base import EvalContext, Rows
-from dpvae.eval.latent import load_model, test_images
+from dpvae.eval.latent import load_model, model_device, test_images
 from dpvae.eval.registry import register_metric
 from dpvae.params import MetricOptions, param
 
@@ -33,15 +34,18 @@ def latent_mmd(ctx: EvalContext) -> Rows:
     from dpvae.privacy.dpsgd.units import Units
 
     model = load_model(ctx)
+    device = model_device(model)
     x, _ = test_images(ctx, ctx.options.max_test)
+    records = torch.as_tensor(x).to(device)
     size = min(ctx.options.batch_size, len(x))
     generator = ctx.run.torch_generator("latent_mmd", "cpu")
+    units = Units.whole_batch(size, device)
     values = []
     with torch.no_grad():
         for start in range(0, len(x) - size + 1, size):
-            mu, std = model.encode(torch.as_tensor(x[start:start + size]))
-            z = mu + std * torch.randn(mu.shape, generator=generator)
-            prior = model.sample_prior(size, generator)
-            values.append(float(mmd_dim(z, prior, Units.whole_batch(size))[0]))
+            mu, std = model.encode(records[start:start + size])
+            z = mu + std * torch.randn(mu.shape, generator=generator).to(device)
+            prior = model.sample_prior(size, generator).to(device)
+            values.append(float(mmd_dim(z, prior, units)[0]))
     mean = sum(values) / len(values)
     return [{"metric": "latent_mmd", "value": mean}, {"metric": "latent_mmd_per_record", "value": mean / size}]

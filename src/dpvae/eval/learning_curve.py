@@ -54,7 +54,7 @@ def epoch_utility(samples: dict[str, np.ndarray], ctx: EvalContext, epoch: int) 
     return [{**row, "step": epoch} for row in rows]
 
 
-@register_metric("learning_curve", needs=("model", "data"), options=LearningCurveOptions, runtime=240,
+@register_metric("learning_curve", needs=("model", "data"), options=LearningCurveOptions, runtime=240, gpu=True,
                  description="reconstruction loss per iteration and utility per epoch (P3GM Fig. 7)")
 def learning_curve(ctx: EvalContext) -> Rows:
     from dpvae.methods.registry import get_method

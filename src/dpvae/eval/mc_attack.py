@@ -8,6 +8,8 @@ the synthetic records (Hilprecht's PCA distance; the attacker sees only syntheti
 "member". Written here rather than taken from `domias` (whose `baselines.MC` is the same formula): domias
 keeps a float64 [targets × synthetic] matrix (1.6 GB at 2,000 × 100,000) and loops in Python, and pulls in
 geomloss and tensorboardX; this version is chunked and checked against a brute-force loop in the tests.
+Device: the synthetic records come from the method's `sample` (on the run's device, CPU-seeded), the
+distances are computed on the run's device (float64; `dpvae.eval.membership`), the PCA on the CPU.
 """
 
 from __future__ import annotations
@@ -33,15 +35,15 @@ class MCAttackOptions(AttackOptions):
     radius: Literal["median"] = param("median", "neighbourhood radius heuristic")
 
 
-def mc_scores(targets_x: np.ndarray, synthetic: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
+def mc_scores(targets_x: np.ndarray, synthetic: np.ndarray, device: str = "cpu") -> tuple[np.ndarray, float, np.ndarray]:
     """Hilprecht's MC scores of flattened targets [T, D] against synthetic records [S, D]: (scores, radius,
-    nearest-synthetic distances), radius by the median heuristic."""
-    nearest = nearest_distances(targets_x, synthetic)
+    nearest-synthetic distances), radius by the median heuristic; distances on `device`."""
+    nearest = nearest_distances(targets_x, synthetic, device=device)
     radius = float(np.median(nearest))
-    return count_within(targets_x, synthetic, radius) / len(synthetic), radius, nearest
+    return count_within(targets_x, synthetic, radius, device=device) / len(synthetic), radius, nearest
 
 
-@register_metric("mc_attack", needs=("model", "data"), options=MCAttackOptions, runtime=60,
+@register_metric("mc_attack", needs=("model", "data"), options=MCAttackOptions, runtime=60, gpu=True,
                  description="Monte-Carlo membership inference (Hilprecht et al. 2019): trade-off curve, AUC, "
                              "TPR at low FPR, empirical epsilon lower bounds")
 def mc_attack(ctx: EvalContext) -> Rows:
@@ -59,7 +61,7 @@ def mc_attack(ctx: EvalContext) -> Rows:
 
         pca = PCA(n_components=min(options.pca_components, *synthetic.shape), random_state=0).fit(synthetic)
         synthetic, queries = pca.transform(synthetic), pca.transform(queries)
-    scores, radius, nearest = mc_scores(queries, synthetic)
+    scores, radius, nearest = mc_scores(queries, synthetic, ctx.run.device)
     k = len(members)
     rows = attack_rows(ctx, NAME, scores[:k], scores[k:], nearest_members=nearest[:k],
                        nearest_nonmembers=nearest[k:], radius=np.float64(radius))

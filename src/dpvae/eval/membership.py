@@ -96,14 +96,20 @@ def attack_rows(ctx: EvalContext, name: str, scores_in: np.ndarray, scores_out: 
     return [{"metric": f"{name}_{key}", "value": float(value)} for key, value in stats.items()]
 
 
-def nearest_distances(queries: np.ndarray, pool: np.ndarray, chunk: int = 2048) -> np.ndarray:
-    """Euclidean distance from each query row to its nearest pool row ([Q, D] × [P, D] → [Q]), chunked."""
-    return np.sqrt(np.maximum(_reduce_sq_distances(queries, pool, chunk, "min"), 0))
+def nearest_distances(queries: np.ndarray, pool: np.ndarray, chunk: int = 2048, device: str = "cpu") -> np.ndarray:
+    """Euclidean distance from each query row to its nearest pool row ([Q, D] × [P, D] → [Q]), chunked, on
+    `device` (see `_reduce_sq_distances`)."""
+    return np.sqrt(np.maximum(_reduce_sq_distances(queries, pool, chunk, "min", device=device), 0))
 
 
 def _reduce_sq_distances(queries: np.ndarray, pool: np.ndarray, chunk: int, how: str,
-                         radius_sq: float = 0.0) -> np.ndarray:
-    """Per query: the min squared distance to the pool, or the count of pool rows within sqrt(radius_sq)."""
+                         radius_sq: float = 0.0, device: str = "cpu") -> np.ndarray:
+    """Per query: the min squared distance to the pool, or the count of pool rows within sqrt(radius_sq).
+
+    float64 throughout: NumPy on the CPU, torch on another device (`_reduce_on_device`, the same formula, equal
+    up to float rounding: only a pool row at the radius itself could count differently)."""
+    if not str(device).startswith("cpu"):
+        return _reduce_on_device(queries, pool, chunk, how, radius_sq, device)
     q = np.ascontiguousarray(queries, dtype=np.float64)
     q_sq = (q ** 2).sum(1)
     out = np.full(len(q), np.inf) if how == "min" else np.zeros(len(q), dtype=np.int64)
@@ -117,6 +123,24 @@ def _reduce_sq_distances(queries: np.ndarray, pool: np.ndarray, chunk: int, how:
     return out
 
 
-def count_within(queries: np.ndarray, pool: np.ndarray, radius: float, chunk: int = 2048) -> np.ndarray:
-    """Number of pool rows within Euclidean distance `radius` of each query ([Q])."""
-    return _reduce_sq_distances(queries, pool, chunk, "count", radius ** 2)
+def _reduce_on_device(queries: np.ndarray, pool: np.ndarray, chunk: int, how: str, radius_sq: float,
+                      device: str) -> np.ndarray:
+    """`_reduce_sq_distances` in torch float64 on `device`: the pool is copied there once, one result back."""
+    import torch
+
+    q = torch.as_tensor(np.ascontiguousarray(queries), device=device).double()
+    rows = torch.as_tensor(np.ascontiguousarray(pool), device=device)
+    q_sq = (q ** 2).sum(1)
+    out = (torch.full((len(q),), torch.inf, dtype=torch.float64, device=device) if how == "min"
+           else torch.zeros(len(q), dtype=torch.int64, device=device))
+    for start in range(0, len(rows), chunk):
+        block = rows[start:start + chunk].double()
+        d = q_sq[:, None] + (block ** 2).sum(1)[None, :] - 2 * (q @ block.T)   # [Q, chunk], float64
+        out = torch.minimum(out, d.min(1).values) if how == "min" else out + (d <= radius_sq).sum(1)
+    return out.cpu().numpy()
+
+
+def count_within(queries: np.ndarray, pool: np.ndarray, radius: float, chunk: int = 2048,
+                 device: str = "cpu") -> np.ndarray:
+    """Number of pool rows within Euclidean distance `radius` of each query ([Q]), on `device`."""
+    return _reduce_sq_distances(queries, pool, chunk, "count", radius ** 2, device)

@@ -56,12 +56,13 @@ def outlier_exposure(ctx: EvalContext) -> Rows:
     to_outlier = np.concatenate([np.sqrt(((chunk.astype(np.float64) - outlier) ** 2).sum(1))
                                  for chunk in np.array_split(synthetic, max(1, len(synthetic) // 8192))])
     best = int(np.argmin(to_outlier))
-    typical = float(np.median(nearest_distances(flat[reference], synthetic)))
+    typical = float(np.median(nearest_distances(flat[reference], synthetic, device=ctx.run.device)))
     rows = [{"metric": "outlier_nn_synthetic_distance", "value": float(to_outlier[best])},
             {"metric": "typical_nn_synthetic_distance", "value": typical},
             {"metric": "outlier_generated", "value": float(to_outlier[best] <= typical)},
             {"metric": "outlier_nn_synthetic_white_share", "value": float((synthetic[best] > 0.5).mean())},
-            {"metric": "outlier_nn_real_distance", "value": float(nearest_distances(outlier, flat[ordinary])[0])}]
+            {"metric": "outlier_nn_real_distance",
+             "value": float(nearest_distances(outlier, flat[ordinary], device=ctx.run.device)[0])}]
     arrays = {"outlier": train.x[row], "nearest_synthetic": drawn[best]}
     if callable(getattr(method, "reconstruct", None)):
         rebuilt = method.reconstruct(ctx.run, train.x[np.r_[row, reference]]).reshape(len(reference) + 1, -1)

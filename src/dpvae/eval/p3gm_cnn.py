@@ -30,12 +30,12 @@ def cnn_rows(x, y, ctx: EvalContext, options: P3GMCNNOptions, stream: str = "p3g
     result = train_and_score(x, y, test.x[keep], test.y[keep], generator=ctx.run.torch_generator(stream, device="cpu"),
                              early_stopping=options.early_stopping, max_epochs=options.max_epochs,
                              patience=options.patience, val_fraction=options.val_fraction,
-                             batch_size=options.batch_size)
+                             batch_size=options.batch_size, device=ctx.run.device)
     return [{"metric": "accuracy", "classifier": "cnn", "value": result.accuracy},
             {"metric": "cnn_epochs", "classifier": "cnn", "value": float(result.epochs)}]
 
 
-@register_metric("p3gm_cnn", needs=("samples", "data"), options=P3GMCNNOptions, runtime=60,
+@register_metric("p3gm_cnn", needs=("samples", "data"), options=P3GMCNNOptions, runtime=60, gpu=True,
                  description="P3GM's one-layer CNN trained on synthetic images, accuracy on real test images")
 def p3gm_cnn(ctx: EvalContext) -> Rows:
     return cnn_rows(ctx.samples["x"], ctx.samples["y"], ctx, ctx.options)

@@ -10,6 +10,8 @@ means `prior_means`. Numbers:
   (Hungarian algorithm on the class × component counts); 1 = every arm in its own cluster, about 0.25
   or a little above for latents that ignore the arms (all in one component gives exactly 0.25);
 * `pinwheel_recon_error`: mean squared Euclidean distance between a test point and its reconstruction.
+
+The model runs on the run's device; the posterior draws come from the seeded CPU stream and are moved there.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Literal
 import numpy as np
 
 from dpvae.eval.base import EvalContext, Rows
-from dpvae.eval.latent import load_model, test_images
+from dpvae.eval.latent import load_model, model_device, test_images
 from dpvae.eval.registry import register_metric
 from dpvae.files import atomic_write
 from dpvae.params import MetricOptions, param
@@ -61,14 +63,15 @@ def pinwheel_scatter(ctx: EvalContext) -> Rows:
         x, y = test_images(ctx)
     else:
         x, y = np.asarray(ctx.data.train.x, dtype=np.float32), np.asarray(ctx.data.train.y)
+    device = model_device(model)
     generator = ctx.run.torch_generator("pinwheel_scatter", "cpu")
     with torch.no_grad():
-        mu, std = model.encode(torch.as_tensor(x))
-        sample = mu + std * torch.randn(mu.shape, generator=generator)
+        mu, std = model.encode(torch.as_tensor(x).to(device))
+        sample = mu + std * torch.randn(mu.shape, generator=generator).to(device)
         recon = model.reconstruction(sample)
-        components = model.nearest_component(mu).numpy()
-    arrays = {"x": x, "y": y, "recon": recon.numpy(), "latent_mean": mu.numpy(), "latent_sample": sample.numpy(),
-              "prior_means": model.prior_means.numpy()}
+        components = model.nearest_component(mu).cpu().numpy()
+    arrays = {"x": x, "y": y, "recon": recon.cpu().numpy(), "latent_mean": mu.cpu().numpy(),
+              "latent_sample": sample.cpu().numpy(), "prior_means": model.prior_means.cpu().numpy()}
     atomic_write(ctx.out_dir / ARTIFACT, lambda tmp: np.savez_compressed(tmp, **arrays))
     error = float(np.square(arrays["recon"] - x).sum(1).mean())
     share = clustered_share(components, y, len(arrays["prior_means"]))

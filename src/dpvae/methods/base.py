@@ -18,6 +18,7 @@ import numpy as np
 
 from dpvae.devices import resolve_device
 from dpvae.errors import NotBuiltError
+from dpvae.models.precision import DEFAULT as DEFAULT_PRECISION
 from dpvae.params import MethodParams
 
 if TYPE_CHECKING:
@@ -69,6 +70,11 @@ class RunContext:
     def delta(self) -> float:
         return self.spec["delta"]
 
+    @property
+    def precision(self) -> str:
+        """The run's model-compute precision (`dpvae.models.precision`); a spec names it only when not fp32."""
+        return self.spec.get("precision", DEFAULT_PRECISION)
+
     def seed_for(self, stream: str) -> int:
         """A 32-bit seed for a named random stream of this run (same run + stream => same seed)."""
         digest = hashlib.sha256(f"{self.spec['run_id']}|{self.spec['seed']}|{stream}".encode()).digest()
@@ -112,7 +118,9 @@ class Method(ABC):
     """A generative method: trains from a run context and samples synthetic records.
 
     Class attributes: `name` (registry key), `paper`, `private` (default privacy of its variants),
-    `description` (one line), `Params` (its typed parameters) and `RESOURCES` (a training job's needs).
+    `description` (one line), `Params` (its typed parameters), `RESOURCES` (a training job's needs) and
+    `precisions` (the config's `precision` values its training applies, `dpvae.models.precision`: under any
+    other it trains at fp32, and its runs' specs, ids and hashes stay as they are).
     """
 
     name: ClassVar[str]
@@ -121,6 +129,7 @@ class Method(ABC):
     description: ClassVar[str]
     Params: ClassVar[type[MethodParams]] = MethodParams
     RESOURCES: ClassVar[Resources] = Resources()
+    precisions: ClassVar[tuple[str, ...]] = (DEFAULT_PRECISION,)
     implemented: ClassVar[bool] = True
 
     def resources(self, params: MethodParams, dataset: str) -> Resources:

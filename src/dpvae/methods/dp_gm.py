@@ -29,6 +29,7 @@ from dpvae.errors import ConfigError
 from dpvae.methods.base import Method, Resources, RunContext
 from dpvae.methods.mlp_common import DPVAEParams
 from dpvae.methods.registry import register_method
+from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
 
 NOTES = (
@@ -77,6 +78,7 @@ class DPGM(Method):
     description = "DP-GM: DP kernel k-means + one DP-SGD MLP VAE per cluster, sampled by noisy cluster sizes"
     Params = DPGMParams
     RESOURCES = Resources(threads=2, mem_mb=3000, runtime=60)
+    precisions = PRECISIONS
 
     def resources(self, params: MethodParams, dataset: str) -> Resources:
         return Resources(threads=2, mem_mb=3000, runtime=120 if "mnist" in dataset else 60)
@@ -155,7 +157,7 @@ class DPGM(Method):
         result = fit(model, data, loss_fn, schedule, lr=p.lr, optimizer=p.optimizer, clip=p.clip, sigma=sigma,
                      batch_generator=ctx.torch_generator(f"batches-{j}", device="cpu"),
                      noise_generator=ctx.torch_generator(f"dp-sgd-noise-{j}", device="cpu"),
-                     other_generators=(reparam,), budget=budget)
+                     other_generators=(reparam,), budget=budget, precision=ctx.precision)
         info = {"method": "dp-gm", "cluster": j, "arch": {"data_dim": d, "latent_dim": p.latent_dim, "hidden": p.hidden,
                                                           "pca": False},
                 "record_shape": list(ctx.data.train.x.shape[1:]), "classes": classes, "sampling_prior": "normal",

@@ -16,6 +16,7 @@ import numpy as np
 
 from dpvae.methods.base import Method, Resources, RunContext
 from dpvae.methods.registry import register_method
+from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ class DPMERF(Method):
     description = "DP-MERF: random-feature mean embeddings, one Gaussian release"
     Params = DPMERFParams
     RESOURCES = Resources(threads=2, mem_mb=6000, runtime=120, gpu=True)
+    precisions = PRECISIONS
 
     def train(self, ctx: RunContext) -> Ledger:
         from dpvae.methods.impl.dp_merf import train

@@ -24,6 +24,7 @@ import numpy as np
 from dpvae.errors import ConfigError
 from dpvae.methods.base import Method, Resources, RunContext
 from dpvae.methods.registry import register_method
+from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
 
 MODEL_FILE = "model.pt"
@@ -69,6 +70,7 @@ class LVAE(Method):
     description = "LVAE conv VAE: plain, DP-SGD, or Lipschitz-constrained decoder"
     Params = LVAEParams
     RESOURCES = Resources(threads=2, mem_mb=3000, runtime=120)
+    precisions = PRECISIONS
 
     def resources(self, params: MethodParams, dataset: str) -> Resources:
         """About 4 CPU-minutes per epoch of 10,000 images (plus a third for the gradient penalty)."""
@@ -82,6 +84,7 @@ class LVAE(Method):
         import torch
 
         from dpvae.methods.checkpoint import Checkpoint, restore_rng, rng_state
+        from dpvae.models import precision
         from dpvae.models.lvae_vae import LVAEConvVAE
 
         p: LVAEParams = ctx.params
@@ -122,10 +125,14 @@ class LVAE(Method):
             batch = x[idx.to(x.device)]
             noise = torch.randn(len(idx), p.latent_dim, generator=batches).to(x.device)
             optimizer.zero_grad(set_to_none=True)
+            with precision.forward(ctx.precision, x.device, per_example=engine is not None):
+                losses = model.loss(batch, noise)
+            losses = losses.float()
             if engine:
-                engine.step(model.loss(batch, noise))
+                with precision.private(ctx.precision):
+                    engine.step(losses)
             else:
-                loss = model.loss(batch, noise).mean()
+                loss = losses.mean()
                 if p.constraint == "gradient_penalty" and p.gp_weight > 0:
                     loss = loss + p.gp_weight * self._penalty(model, p, batch, batches)
                 loss.backward()

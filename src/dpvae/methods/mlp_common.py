@@ -14,6 +14,7 @@ from typing import Literal
 import numpy as np
 
 from dpvae.methods.base import Method, RunContext
+from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
 
 Optimizer = Literal["adam", "sgd"]
@@ -48,6 +49,8 @@ class DPVAEParams(MLPVAEParams):
 
 class MLPVAEMethod(Method):
     """Sampling, reconstruction and per-epoch snapshots of a model saved by `dpvae.methods.mlp.store`."""
+
+    precisions = PRECISIONS      # their training loop (`dpvae.methods.mlp.training.fit`) applies each
 
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
         """n records (default: as many as the training split, the code's synthetic-set size)."""

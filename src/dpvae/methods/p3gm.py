@@ -234,7 +234,7 @@ class P3GM(MLPVAEMethod):
                      clip=p.clip, sigma=sigma, batch_generator=ctx.torch_generator("batches", device="cpu"),
                      noise_generator=ctx.torch_generator("dp-sgd-noise", device="cpu"), other_generators=(reparam,),
                      checkpoint=Checkpoint(ctx), budget=budget,
-                     snapshot=decoder_state if p.record_every_epoch else None)
+                     snapshot=decoder_state if p.record_every_epoch else None, precision=ctx.precision)
         store.save_model(ctx.model_dir, model, info, result.recon_loss, result.snapshots)
         LOG.info("P3GM on %d x %d: encoding %.1f s (cpu %.1f s), pre-training %.1f s (cpu %.1f s), %d DP-SGD steps "
                  "(sigma %.4g) %.1f s (cpu %.1f s)", n, d, encoded - started, cpu_encoded - cpu_started,

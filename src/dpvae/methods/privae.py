@@ -19,6 +19,7 @@ import numpy as np
 from dpvae.methods.base import Method, Resources, RunContext
 from dpvae.methods.registry import register_method
 from dpvae.methods.vae_conv import VAEConvParams, vae_resources
+from dpvae.models.precision import PRECISIONS
 from dpvae.params import param
 
 
@@ -41,6 +42,7 @@ class PriVAE(Method):
     description = "PriVAE: conv/MLP VAE trained with term-wise DP-SGD or the aggregation baselines"
     Params = PriVAEParams
     RESOURCES = Resources(threads=2, mem_mb=4000, runtime=120)
+    precisions = PRECISIONS
 
     def resources(self, params: PriVAEParams, dataset: str) -> Resources:
         return vae_resources(params, dataset, self.RESOURCES)

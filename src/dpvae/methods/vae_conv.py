@@ -16,6 +16,7 @@ import numpy as np
 
 from dpvae.methods.base import Method, Resources, RunContext
 from dpvae.methods.registry import register_method
+from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
 
 Optimizer = Literal["adam", "amsgrad", "sgd"]
@@ -65,6 +66,7 @@ class VAEConv(Method):
     description = "non-private conv VAE (+ batch-wise divergence) of Mathieu et al."
     Params = VAEConvParams
     RESOURCES = Resources(threads=2, mem_mb=4000, runtime=60)
+    precisions = PRECISIONS
 
     def resources(self, params: VAEConvParams, dataset: str) -> Resources:
         return vae_resources(params, dataset, self.RESOURCES)

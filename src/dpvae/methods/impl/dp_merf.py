@@ -10,6 +10,7 @@ import torch
 
 from dpvae.methods.base import RunContext
 from dpvae.methods.impl.common import balanced_labels, batches, calibrated, device_of, num_classes, onehot
+from dpvae.models import precision
 from dpvae.models.merf import MERFGenerator, embedding, rff_weights
 from dpvae.privacy import canaries
 from dpvae.privacy.accounting import PYVACY_ORDER_BOUNDS, solve_noise_multiplier
@@ -51,12 +52,13 @@ def train(ctx: RunContext) -> Ledger:
     sigma = noise_multiplier(ctx, n)
     w = rff_weights(p.rff_dim, int(np.prod(x.shape[1:])), p.rff_sigma, ctx.torch_generator("rff", "cpu")).to(device)
     total = torch.zeros(p.rff_dim, classes, device=device)
-    for part in batches(n, 1000):   # Σ_i φ(x_i) ⊗ onehot(y_i), then the one noisy release of the mean
-        total += embedding(x[part], onehot(y[part], classes), w, reduce="sum")
     release = ctx.torch_generator("release", "cpu")
-    noisy = canaries.release(total / n, 2 * sigma / n,   # its own noise; canaries only in an audited run
-                             lambda shape, std: std * torch.randn(shape, generator=release).to(device),
-                             sensitivity=2 / n, name="DP-MERF mean embedding")
+    with precision.private(ctx.precision):
+        for part in batches(n, 1000):   # Σ_i φ(x_i) ⊗ onehot(y_i), then the one noisy release of the mean
+            total += embedding(x[part], onehot(y[part], classes), w, reduce="sum")
+        noisy = canaries.release(total / n, 2 * sigma / n,   # its own noise; canaries only in an audited run
+                                 lambda shape, std: std * torch.randn(shape, generator=release).to(device),
+                                 sensitivity=2 / n, name="DP-MERF mean embedding")
     del x, total
 
     meta = {"shape": list(ctx.data.train.x.shape[1:]), "num_classes": classes, "code_dim": p.code_dim,
@@ -72,9 +74,10 @@ def train(ctx: RunContext) -> Ledger:
             labels = torch.randint(classes, (p.batch_size,), generator=codes, device=device)
             z = torch.randn(p.batch_size, p.code_dim, generator=codes, device=device)
             hot = onehot(labels, classes)
-            loss = (noisy - embedding(generator(z, hot), hot, w)).square().sum()
+            with precision.forward(ctx.precision, device):   # the generator sees only the noisy release
+                loss = (noisy - embedding(generator(z, hot), hot, w)).square().sum()
             optimizer.zero_grad()
-            loss.backward()
+            loss.float().backward()
             optimizer.step()
         schedule.step()
         log.info("epoch %d/%d: loss %.6f", epoch + 1, p.epochs, float(loss))

@@ -25,6 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from dpvae.methods.checkpoint import Checkpoint, restore_rng, rng_state
+from dpvae.models import precision as compute
 from dpvae.privacy.dpsgd import DPSGD, poisson_sample
 
 #: loss_fn(batch [B, d]) -> (per-example loss [B], per-example reconstruction term [B])
@@ -115,6 +116,7 @@ def fit(
     checkpoint: Checkpoint | None = None,
     snapshot: Callable[[nn.Module], dict[str, Tensor]] | None = None,
     budget: Any = None,
+    precision: str = "fp32",
 ) -> FitResult:
     """Train `model`'s trainable parameters for `schedule.steps` steps on rows of `data` [N, d].
 
@@ -122,6 +124,7 @@ def fit(
     example's gradient at `clip` and adds N(0, (sigma·clip)²) to the sum (sigma 0: clipping only);
     `budget` (a `StepBudget`) makes it refuse a step past the target epsilon. `other_generators` are the
     loss's random streams, saved and restored with the checkpoint so that a resumed run is identical.
+    `precision`: the run's model-compute precision (`dpvae.models.precision`; engine steps stay fp32).
     """
     params = [p for p in model.parameters() if p.requires_grad]
     opt = make_optimizer(optimizer, params, lr)
@@ -143,10 +146,13 @@ def fit(
     model.train()
     for step in range(start, schedule.steps):
         batch = data[schedule.batch(batch_generator)]
-        losses, recon_terms = loss_fn(batch)
+        with compute.forward(precision, data.device, per_example=engine is not None):
+            losses, recon_terms = loss_fn(batch)
+        losses = losses.float()
         opt.zero_grad(set_to_none=True)
         if engine is not None:
-            engine.step(losses)      # an empty Poisson batch still releases (noise only) and is accounted
+            with compute.private(precision):
+                engine.step(losses)  # an empty Poisson batch still releases (noise only) and is accounted
             opt.step()
         elif len(batch):
             losses.mean().backward()

@@ -45,7 +45,7 @@ def train_vae(ctx: RunContext, *, clip: float | None = None, sigma: float = 0.0,
                  batch_generator=ctx.torch_generator("batches", device="cpu"),
                  noise_generator=ctx.torch_generator("dp-sgd-noise", device="cpu") if clip is not None else None,
                  other_generators=(reparam,), checkpoint=Checkpoint(ctx), budget=budget,
-                 snapshot=decoder_state if p.record_every_epoch else None)
+                 snapshot=decoder_state if p.record_every_epoch else None, precision=ctx.precision)
     info = {"method": ctx.spec["method"], "arch": {"data_dim": d, "latent_dim": p.latent_dim, "hidden": p.hidden,
                                                    "pca": False},
             "record_shape": list(ctx.data.train.x.shape[1:]), "classes": classes, "sampling_prior": "normal",

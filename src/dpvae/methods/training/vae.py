@@ -21,6 +21,7 @@ import torch
 from dpvae.errors import ConfigError
 from dpvae.methods.base import RunContext
 from dpvae.methods.checkpoint import Checkpoint, restore_rng, rng_state
+from dpvae.models import precision
 from dpvae.models.latent_vae import LatentVAE, load_vae, save_vae
 
 LOG_EVERY_SECONDS = 60.0
@@ -143,10 +144,13 @@ def train_vae(ctx: RunContext):
             if position == 0:
                 order = torch.randperm(n, generator=batches)
             index = order[position:position + p.batch_size]
-        phi, psi, groups = _terms(model, p, x_train[index].to(device), draws, groups_count, device)
+        with precision.forward(ctx.precision, device, per_example=dp is not None):
+            phi, psi, groups = _terms(model, p, x_train[index].to(device), draws, groups_count, device)
+        phi, psi = phi.float(), psi.float()
         optimizer.zero_grad(set_to_none=True)
         if dp:
-            dp.step(phi, psi, groups)
+            with precision.private(ctx.precision):
+                dp.step(phi, psi, groups)
         else:
             (phi.mean() + psi.mean()).backward()
         optimizer.step()
