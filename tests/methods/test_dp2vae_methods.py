@@ -4,6 +4,7 @@ ledger assumes."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -69,9 +70,10 @@ def test_dp2vae_resumes_from_its_checkpoint_with_identical_bytes(fail_at, smoke_
 
 def test_dp2vae_cached_stage1_gives_the_bytes_of_an_in_run_one(smoke_config, prepared_from_mirror, tmp_path,
                                                                monkeypatch):
-    """Same seed: the stage-1 job's encoders are the in-run stage 1's, bit for bit, and so are the run's
-    decoder, samples and ledger; a run at another epsilon and stage-2 learning rate loads the same stage 1.
-    (sigma fixed: calibrating it takes seconds and stage 1 does not read it.)"""
+    """Same seed: the stage-1 job's encoders (killed once and resumed from its checkpoint) are the in-run
+    stage 1's, bit for bit, and so are the run's decoder, samples and ledger; a run at another epsilon and
+    stage-2 learning rate loads the same stage 1; a stale or missing one is refused. (sigma fixed:
+    calibrating it takes seconds and stage 1 does not read it.)"""
     import dpvae.methods.impl.dp2vae as impl
 
     used: dict[str, dict[str, torch.Tensor]] = {}
@@ -83,11 +85,26 @@ def test_dp2vae_cached_stage1_gives_the_bytes_of_an_in_run_one(smoke_config, pre
             return encoders
         return wrapped
 
-    monkeypatch.setattr(impl, "pretrain_encoders", recording("in-run", impl.pretrain_encoders))
+    pretrain, stacked_loss = impl.pretrain_encoders, impl.stacked_loss
+    monkeypatch.setattr(impl, "pretrain_encoders", recording("in-run", pretrain))
     data = prepared_from_mirror("mnist")
     in_run = _spec(smoke_config, data, tmp_path, "in-run", noise_multiplier=1.0)
     stages.train(in_run)
+    monkeypatch.setattr(impl, "pretrain_encoders", pretrain)
+
     stage1 = stage1_of(_cached(in_run, tmp_path / "stage1"))
+    calls = itertools.count()
+
+    def killed_in_the_second_chunk(*args):      # of 2 encoders, 2 iterations each; then the job resumes
+        if next(calls) == 2:
+            raise KeyboardInterrupt("killed")
+        return stacked_loss(*args)
+
+    monkeypatch.setattr(impl, "stacked_loss", killed_in_the_second_chunk)
+    with pytest.raises(KeyboardInterrupt):
+        stages.stage1(stage1)
+    assert (tmp_path / "stage1" / "checkpoint.pt").is_file() and not (tmp_path / "stage1" / "model").exists()
+    monkeypatch.setattr(impl, "stacked_loss", stacked_loss)
     stages.stage1(stage1)
     assert not (tmp_path / "stage1" / "checkpoint.pt").exists()
     assert (tmp_path / "stage1" / "stage1.json").is_file()
