@@ -119,7 +119,8 @@ def bench_stage2(args: argparse.Namespace, hidden: list[int], device: torch.devi
     public = CVAE(SHAPE, CLASSES, LATENT, hidden).to(device)
     public.load_state_dict(private.state_dict())
     # K encoders (their values do not change the cost: copies of one), updated one row per step
-    encoders = {n: p.detach()[None].repeat(args.encoders, *([1] * p.dim())) for n, p in private.encoder.named_parameters()}
+    encoders = {n: p.detach()[None].repeat(args.encoders, *([1] * p.dim()))
+                for n, p in private.encoder.named_parameters()}
     encoder_adam = StackedAdam(encoders, 1e-4)
     decoder_opt = torch.optim.Adam(private.decoder.parameters(), lr=1e-4)
     engine = stage2_engine(private, SIGMA, args.encoders, args.batch, CLIP,
@@ -131,7 +132,8 @@ def bench_stage2(args: argparse.Namespace, hidden: list[int], device: torch.devi
 
     def private_steps(steps: range) -> None:
         for t in steps:
-            stage2_step(private, engine, decoder_opt, encoder_adam, encoders, int(chosen[t]), xs[t], onehots[t], noises[t])
+            stage2_step(private, engine, decoder_opt, encoder_adam, encoders, int(chosen[t]), xs[t], onehots[t],
+                        noises[t])
 
     def public_steps(steps: range) -> None:
         for t in steps:

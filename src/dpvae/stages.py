@@ -1,7 +1,7 @@
 """The workflow's stages as plain functions (the CLI and the Snakemake rules call these).
 
-[stage1 per shared first stage ->] train -> sample -> evaluate per run; reference per (dataset, metric); aggregate per (experiment, dataset)
-(in `dpvae.tables`: bookkeeping without torch);
+stage1 per shared first stage (DP²-VAE's encoders); train -> sample -> evaluate per run; reference per
+(dataset, metric); aggregate per (experiment, dataset) (in `dpvae.tables`: bookkeeping without torch);
 analyze per analysis experiment; render per item; gather per item id. Outputs are written atomically, so
 an interrupted job leaves nothing that looks finished. Every stage after `train` reads the run's spec from
 its `train.json`; aggregate and render read their inputs from small spec files, never from argv.
@@ -90,7 +90,8 @@ def stage1(spec: dict) -> Path:
         _seed_everything(ctx)
         summary = method.train_stage1(ctx)
     (run_dir / CHECKPOINT_NAME).unlink(missing_ok=True)
-    write_json(run_dir / "stage1.json", {"key": spec["key"], **_provenance(ctx, started, commit), "summary": summary})
+    write_json(run_dir / "stage1.json", {"key": spec["key"], **_provenance(ctx, started, commit),
+                                         "summary": summary})
     return run_dir / "model"
 
 

@@ -87,12 +87,6 @@ class Plan:
 
     # -- shared first stages (dpvae.methods.base.stage1_spec) -----------------------------------------
 
-    @cached_property
-    def _stage1(self) -> dict[str, dict]:
-        """stage-1 directory -> its spec, over every run that loads one."""
-        return {spec["stage1"]: stage1_of(spec) for run in sorted(self._all_runs)
-                if (spec := self._spec(run)).get("stage1")}
-
     def stage1_users(self) -> dict[str, list[Run]]:
         """stage-1 directory -> the runs that load it."""
         users: dict[str, list[Run]] = {}
@@ -100,6 +94,11 @@ class Plan:
             if (path := self._spec(run).get("stage1")):
                 users.setdefault(path, []).append(run)
         return users
+
+    @cached_property
+    def _stage1(self) -> dict[str, dict]:
+        """stage-1 directory -> its spec (the same from every run that loads it)."""
+        return {path: stage1_of(self._spec(runs[0])) for path, runs in self.stage1_users().items()}
 
     def stage1_inputs(self, dataset: str, variant: str, eps: str, seed: int | str) -> list[str]:
         """What a run's train job reads of its shared first stage (nothing if it has none)."""

@@ -104,7 +104,8 @@ def test_dp2vae_items_plan_one_stage1_per_dataset_and_seed(paper_config):
     from dpvae.workflow import Plan
 
     plan = Plan(paper_config, REPO_ROOT)
-    experiments = [n for n, e in paper_config["experiments"].items() if e.get("paper") == "dp2vae" and "analysis" not in e]
+    experiments = [n for n, e in paper_config["experiments"].items()
+                   if e.get("paper") == "dp2vae" and "analysis" not in e]
     runs = {r for n in experiments for d in paper_config["experiments"][n]["datasets"] for r in plan.runs(n, d)
             if paper_config["variants"][r.base_variant]["method"] == "dp2vae"}
     users = {path: set(used) & runs for path, used in plan.stage1_users().items() if set(used) & runs}

@@ -90,10 +90,12 @@ def _stage1_inputs(w):
     return PLAN.stage1_inputs(w.dataset, w.variant, w.eps, w.seed)
 
 
+@checked
 def _stage1_spec(w):
     return PLAN.stage1_spec_json(w.dataset, w.method, w.key, w.seed)
 
 
+@checked
 def _stage1_resources(w):
     return PLAN.stage1_resources(w.dataset, w.method, w.key, w.seed)
 

@@ -115,8 +115,8 @@ def train_stage1(ctx: RunContext) -> dict:
     on and the stage-1 key into ctx.model_dir/encoders.pt; returns a summary."""
     arch, x, y, subsets, batch = _setup(ctx, device_of(ctx))
     encoders = pretrain_encoders(ctx, arch, subsets, x, y, batch, Checkpoint(ctx))
-    torch.save({"key": ctx.spec["key"], "subsets": subsets.cpu(), "encoders": {n: t.cpu() for n, t in encoders.items()}},
-               ctx.model_dir / ENCODERS)
+    stacked = {n: t.cpu() for n, t in encoders.items()}
+    torch.save({"key": ctx.spec["key"], "subsets": subsets.cpu(), "encoders": stacked}, ctx.model_dir / ENCODERS)
     return {"architecture": arch, "subset_size": int(subsets.shape[1]), "batch_size": batch}
 
 
