@@ -19,7 +19,8 @@ width: `stage2 width=512,256 batch=32 ... private_s_per_step=… nonprivate_s_pe
 
 Timing: the two paths alternate, `--repeats` times, median; `--warmup` untimed steps first; on CUDA every
 timed region starts and ends with `torch.cuda.synchronize()`. Every tensor and generator lives on `--device`.
-`--quick`: a CPU check in well under a minute (widths 8,8, K = 8, chunk 4, 2 iterations, 3 steps, 1 repeat).
+`--quick`: a CPU check in well under a minute (widths 8,8, K = 8, chunk 4, 2 iterations, 3 steps, 1 repeat,
+1 thread: on a 2-core machine shared with other jobs, 2 OpenMP threads can run 40× slower than 1).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from dpvae.models.stacked import StackedAdam, clip_per_model, stack
 from dpvae.provenance import device_name
 
 SHAPE, CLASSES, LATENT, CLIP, SIGMA = (1, 28, 28), 10, 8, 1.0, 1.0
-QUICK = {"widths": ["8,8"], "encoders": 8, "chunk": 4, "iters": 2, "steps": 3, "warmup": 1, "repeats": 1}
+QUICK = {"widths": ["8,8"], "encoders": 8, "chunk": 4, "iters": 2, "steps": 3, "warmup": 1, "repeats": 1, "threads": 1}
 
 
 def sync(device: torch.device) -> None:
