@@ -29,6 +29,8 @@ wildcard_constraints:
     variant=r"[a-z0-9][a-z0-9_.=@-]*",
     eps=r"[0-9][0-9.e+-]*|inf",
     seed=r"\d+",
+    method=r"[a-z0-9][a-z0-9_.-]*",
+    key=r"[0-9a-f]{12}",
     metric=r"[a-z0-9_]+",
     experiment=r"[a-z0-9][a-z0-9_.-]*",
     paper="|".join(SECTIONS),

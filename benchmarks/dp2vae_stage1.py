@@ -1,14 +1,26 @@
-"""DP²-VAE stage 1: encoders pre-trained per second, vectorised (stacked, `models.stacked`) vs one at a time.
+"""DP²-VAE: stage 1 vectorised (stacked) vs one encoder at a time, and a stage-2 private step vs a non-private one.
 
-    python benchmarks/dp2vae_stage1.py [--encoders 20] [--iters 3] [--widths 8,8 16,8 64,32] [--threads 2]
+    python benchmarks/dp2vae_stage1.py [--device cpu|cuda] [--widths 8,8 16,8 64,32] [--batch 32] [--encoders 20]
+                                       [--chunk 20] [--iters 3] [--steps 10] [--repeats 3] [--threads 2] [--quick]
+                                       [--parts stage1 stage2]
 
-Same work on both paths: `--encoders` models (encoder + its own decoder, PAPERS.md §4.2 CVAE on 28×28 MNIST-
-shaped data), `--iters` Adam steps each on batches of 32, batch gradients of encoder and decoder clipped to
-C = 1 separately (Alg. 1). "loop" trains one `CVAE` module after the other with torch.optim.Adam and
-clip_grad_norm_ (the reference way); "vectorised" trains all of them at once on stacked parameters
-(`stacked_loss`, `clip_per_model`, `StackedAdam`), as `dpvae.methods.impl.dp2vae.pretrain_encoders` does.
-Prints one line per width: `width=16,8 loop_enc_per_s=… vectorised_enc_per_s=… ratio=…`; the two paths are
-timed alternately, `--repeats` times, median.
+stage 1: `--encoders` K models (encoder + its own decoder, PAPERS.md §4.2 CVAE on 28×28 MNIST-shaped data),
+`--iters` Adam steps each on batches of `--batch`, batch gradients of encoder and decoder clipped to C = 1
+separately (Alg. 1). "loop" trains one `CVAE` after the other with torch.optim.Adam and clip_grad_norm_ (the
+reference way); "vectorised" trains `--chunk` of them at a time on stacked parameters (`stacked_loss`,
+`clip_per_model`, `StackedAdam`), as `dpvae.methods.impl.dp2vae.pretrain_encoders` does. One line per width:
+`stage1 width=16,8 ... loop_enc_per_s=… vectorised_enc_per_s=… ratio=…`.
+
+stage 2: seconds per step of the project's private decoder step (`impl.dp2vae.stage2_step`: subset k's encoder
+loaded from a stack of K, per-example clipped noisy decoder gradient from the partial-model DP-SGD engine,
+clipped non-private encoder update, Adam on both) against a non-private step of the same model (a second
+`CVAE` with the same weights: mean loss, backward, Adam on all parameters), and their ratio. One line per
+width: `stage2 width=512,256 batch=32 ... private_s_per_step=… nonprivate_s_per_step=… ratio=…`.
+
+Timing: the two paths alternate, `--repeats` times, median; `--warmup` untimed steps first; on CUDA every
+timed region starts and ends with `torch.cuda.synchronize()`. Every tensor and generator lives on `--device`.
+`--quick`: a CPU check in well under a minute (widths 8,8, K = 8, chunk 4, 2 iterations, 3 steps, 1 repeat,
+1 thread: on a 2-core machine shared with other jobs, 2 OpenMP threads can run 40× slower than 1).
 """
 
 from __future__ import annotations
@@ -16,21 +28,43 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
 
 import torch
 
+from dpvae.methods.impl.dp2vae import stage2_engine, stage2_step
 from dpvae.models.cvae import CVAE, stacked_loss
 from dpvae.models.stacked import StackedAdam, clip_per_model, stack
+from dpvae.provenance import device_name
 
-SHAPE, CLASSES, LATENT, BATCH, CLIP = (1, 28, 28), 10, 8, 32, 1.0
+SHAPE, CLASSES, LATENT, CLIP, SIGMA = (1, 28, 28), 10, 8, 1.0, 1.0
+QUICK = {"widths": ["8,8"], "encoders": 8, "chunk": 4, "iters": 2, "steps": 3, "warmup": 1, "repeats": 1, "threads": 1}
 
 
-def data(k: int, iters: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    generator = torch.Generator().manual_seed(0)
-    x = torch.rand(iters, k, BATCH, *SHAPE, generator=generator)
-    onehot = torch.nn.functional.one_hot(torch.randint(CLASSES, (iters, k, BATCH), generator=generator), CLASSES)
-    return x, onehot.float(), torch.randn(iters, k, BATCH, LATENT, generator=generator)
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
+
+def timed(run: Callable[[], None], device: torch.device) -> float:
+    """Seconds of `run()`, synchronised on CUDA."""
+    sync(device)
+    started = time.perf_counter()
+    run()
+    sync(device)
+    return time.perf_counter() - started
+
+
+def data(shape: tuple[int, ...], batch: int, device: torch.device,
+         generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Images in [0, 1] [*shape, B, C, H, W], one-hot labels [*shape, B, classes], noise [*shape, B, D]."""
+    x = torch.rand(*shape, batch, *SHAPE, generator=generator, device=device)
+    labels = torch.randint(CLASSES, (*shape, batch), generator=generator, device=device)
+    onehot = torch.nn.functional.one_hot(labels, CLASSES).float()
+    return x, onehot, torch.randn(*shape, batch, LATENT, generator=generator, device=device)
+
+
+# ------------------------------------------------------------------------------------------------- stage 1
 
 def loop(models: list[CVAE], batches) -> None:
     x, onehot, noise = batches
@@ -44,46 +78,113 @@ def loop(models: list[CVAE], batches) -> None:
             optimizer.step()
 
 
-def vectorised(models: list[CVAE], batches) -> None:
+def vectorised(models: list[CVAE], batches, chunk: int) -> None:
     x, onehot, noise = batches
-    params = stack(models)
-    names = list(params)
-    groups = [[n for n in names if n.startswith("encoder.")], [n for n in names if n.startswith("decoder.")]]
-    adam = StackedAdam(params, 1e-4)
-    for t in range(x.shape[0]):
-        losses = stacked_loss(models[0], params, x[t], onehot[t], noise[t])
-        grads = dict(zip(names, torch.autograd.grad(losses.mean(1).sum(), list(params.values()))))
-        clip_per_model(grads, groups, CLIP)
-        adam.step(grads)
+    for start in range(0, len(models), chunk):
+        rows = slice(start, start + chunk)
+        params = stack(models[rows])
+        names = list(params)
+        groups = [[n for n in names if n.startswith("encoder.")], [n for n in names if n.startswith("decoder.")]]
+        adam = StackedAdam(params, 1e-4)
+        for t in range(x.shape[0]):
+            losses = stacked_loss(models[0], params, x[t, rows], onehot[t, rows], noise[t, rows])
+            grads = dict(zip(names, torch.autograd.grad(losses.mean(1).sum(), list(params.values()))))
+            clip_per_model(grads, groups, CLIP)
+            adam.step(grads)
+
+
+def bench_stage1(args: argparse.Namespace, hidden: list[int], device: torch.device) -> str:
+    generator = torch.Generator(device=device).manual_seed(0)
+    batches = data((args.iters, args.encoders), args.batch, device, generator)
+    torch.manual_seed(0)
+    models = [CVAE(SHAPE, CLASSES, LATENT, hidden).to(device) for _ in range(args.encoders)]
+    paths = {"loop": loop, "vectorised": lambda m, b: vectorised(m, b, args.chunk)}
+    times: dict[str, list[float]] = {name: [] for name in paths}
+    for _ in range(args.repeats):
+        for name, run in paths.items():
+            fresh = [CVAE(SHAPE, CLASSES, LATENT, hidden).to(device) for _ in range(args.encoders)]
+            for model, source in zip(fresh, models):
+                model.load_state_dict(source.state_dict())
+            times[name].append(timed(lambda: run(fresh, batches), device))
+    rate = {k: args.encoders / statistics.median(v) for k, v in times.items()}
+    return (f"stage1 width={','.join(map(str, hidden))} encoders={args.encoders} chunk={args.chunk} iters={args.iters} "
+            f"batch={args.batch} loop_enc_per_s={rate['loop']:.3f} vectorised_enc_per_s={rate['vectorised']:.3f} "
+            f"ratio={rate['vectorised'] / rate['loop']:.2f}")
+
+
+# ------------------------------------------------------------------------------------------------- stage 2
+
+def bench_stage2(args: argparse.Namespace, hidden: list[int], device: torch.device) -> str:
+    torch.manual_seed(0)
+    private = CVAE(SHAPE, CLASSES, LATENT, hidden).to(device)
+    public = CVAE(SHAPE, CLASSES, LATENT, hidden).to(device)
+    public.load_state_dict(private.state_dict())
+    # K encoders (their values do not change the cost: copies of one), updated one row per step
+    encoders = {n: p.detach()[None].repeat(args.encoders, *([1] * p.dim()))
+                for n, p in private.encoder.named_parameters()}
+    encoder_adam = StackedAdam(encoders, 1e-4)
+    decoder_opt = torch.optim.Adam(private.decoder.parameters(), lr=1e-4)
+    engine = stage2_engine(private, SIGMA, args.encoders, args.batch, CLIP,
+                           torch.Generator(device=device).manual_seed(1))
+    adam = torch.optim.Adam(public.parameters(), lr=1e-4)
+    generator = torch.Generator(device=device).manual_seed(0)
+    chosen = torch.randint(args.encoders, (args.warmup + args.steps,), generator=torch.Generator().manual_seed(2))
+    xs, onehots, noises = data((args.warmup + args.steps,), args.batch, device, generator)
+
+    def private_steps(steps: range) -> None:
+        for t in steps:
+            stage2_step(private, engine, decoder_opt, encoder_adam, encoders, int(chosen[t]), xs[t], onehots[t],
+                        noises[t])
+
+    def public_steps(steps: range) -> None:
+        for t in steps:
+            adam.zero_grad()
+            public.loss(xs[t], onehots[t], noises[t]).mean().backward()
+            adam.step()
+
+    paths = {"private": private_steps, "nonprivate": public_steps}
+    warm, measured = range(args.warmup), range(args.warmup, args.warmup + args.steps)
+    for run in paths.values():
+        run(warm)
+    times: dict[str, list[float]] = {name: [] for name in paths}
+    for _ in range(args.repeats):
+        for name, run in paths.items():
+            times[name].append(timed(lambda: run(measured), device) / args.steps)
+    engine.close()
+    per_step = {k: statistics.median(v) for k, v in times.items()}
+    return (f"stage2 width={','.join(map(str, hidden))} batch={args.batch} encoders={args.encoders} steps={args.steps} "
+            f"private_s_per_step={per_step['private']:.5f} nonprivate_s_per_step={per_step['nonprivate']:.5f} "
+            f"ratio={per_step['private'] / per_step['nonprivate']:.2f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--encoders", type=int, default=20)
-    parser.add_argument("--iters", type=int, default=3)
-    parser.add_argument("--widths", nargs="+", default=["8,8", "16,8", "64,32"])
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--parts", nargs="+", choices=["stage1", "stage2"], default=["stage1", "stage2"])
+    parser.add_argument("--widths", nargs="+", default=["8,8", "16,8", "64,32"], help="conv channels, e.g. 512,256")
+    parser.add_argument("--batch", type=int, default=32, help="B, records per step")
+    parser.add_argument("--encoders", type=int, default=20, help="K: encoders trained (stage 1) / stacked (stage 2)")
+    parser.add_argument("--chunk", type=int, default=20, help="stage-1 encoders vectorised at once")
+    parser.add_argument("--iters", type=int, default=3, help="stage-1 Adam steps per encoder")
+    parser.add_argument("--steps", type=int, default=10, help="timed stage-2 steps per repeat")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed stage-2 steps first")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--quick", action="store_true", help="a CPU check in well under a minute")
     args = parser.parse_args()
+    if args.quick:
+        for key, value in QUICK.items():
+            setattr(args, key, value)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA device here")
+    device = torch.device(args.device)
     torch.set_num_threads(args.threads)
-    batches = data(args.encoders, args.iters)
+    print(f"device={device_name(args.device)} torch={torch.__version__} threads={args.threads}", flush=True)
     for width in args.widths:
         hidden = [int(h) for h in width.split(",")]
-        torch.manual_seed(0)
-        models = [CVAE(SHAPE, CLASSES, LATENT, hidden) for _ in range(args.encoders)]
-        times: dict[str, list[float]] = {"loop": [], "vectorised": []}
-        for _ in range(args.repeats):
-            for name, run in (("loop", loop), ("vectorised", vectorised)):
-                fresh = [CVAE(SHAPE, CLASSES, LATENT, hidden) for _ in range(args.encoders)]
-                for model, source in zip(fresh, models):
-                    model.load_state_dict(source.state_dict())
-                started = time.perf_counter()
-                run(fresh, batches)
-                times[name].append(time.perf_counter() - started)
-        rate = {k: args.encoders / statistics.median(v) for k, v in times.items()}
-        print(f"width={width} encoders={args.encoders} iters={args.iters} threads={args.threads} "
-              f"loop_enc_per_s={rate['loop']:.3f} vectorised_enc_per_s={rate['vectorised']:.3f} "
-              f"ratio={rate['vectorised'] / rate['loop']:.2f}", flush=True)
+        for part, bench in (("stage1", bench_stage1), ("stage2", bench_stage2)):
+            if part in args.parts:
+                print(bench(args, hidden, device), flush=True)
 
 
 if __name__ == "__main__":

@@ -60,6 +60,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--root", required=True)
     p.add_argument("--seed", type=int, default=0)
 
+    p = sub.add_parser("stage1", help="train a method's shared non-private first stage (DP2-VAE's encoders)")
+    p.add_argument("--spec", type=_json, required=True, help="the stage-1 spec (JSON, see dpvae.methods.base.stage1_spec)")
+
     p = sub.add_parser("train", help="train one run")
     p.add_argument("--spec", type=_json, required=True, help="the run spec (JSON, see dpvae.runs.run_spec)")
 
@@ -195,6 +198,8 @@ def _run(args: argparse.Namespace) -> int:
         from dpvae.data.registry import prepare_dataset
 
         prepare_dataset(args.dataset, args.root, seed=args.seed)
+    elif args.stage == "stage1":
+        stages.stage1(args.spec)
     elif args.stage == "train":
         stages.train(args.spec)
     elif args.stage == "sample":

@@ -27,6 +27,16 @@ def run_dir(scale: str, run_id: str) -> str:
     return f"{results_dir(scale)}/runs/{run_id}"
 
 
+def stage1_id(dataset: str, method: str, key: str, seed: int | str) -> str:
+    """'<dataset>/<method>/<key>/seed<seed>': a shared first stage's name, the same at every scale."""
+    return f"{dataset}/{method}/{key}/seed{seed}"
+
+
+def stage1_dir(scale: str, stage1: str) -> str:
+    """Directory of one shared non-private first stage: results/<scale>/stage1/<stage1_id>."""
+    return f"{results_dir(scale)}/stage1/{stage1}"
+
+
 def experiment_table(scale: str, experiment: str, dataset: str) -> str:
     """Tidy metrics table of one experiment on one dataset."""
     return f"{results_dir(scale)}/tables/{experiment}/{dataset}.csv"

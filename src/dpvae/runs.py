@@ -97,7 +97,7 @@ def run_spec(config: dict, run: Run) -> dict:
     private = is_private(config, run.variant)
     audit = {"audit": spec["audit"]} if spec.get("audit") else {}   # only audited runs carry the key
     precision = _precision(config, spec["method"])
-    return {
+    resolved = {
         "run_id": run.id,
         "run": run.path(config["scale"]),
         "scale": config["scale"],
@@ -114,6 +114,21 @@ def run_spec(config: dict, run: Run) -> dict:
         **audit,
         **precision,
     }
+    stage1 = stage1_of(resolved)
+    return {**resolved, "stage1": stage1["run"]} if stage1 else resolved
+
+
+def stage1_of(spec: dict) -> dict | None:
+    """The spec of the shared first stage run `spec` loads (`dpvae.methods.base.stage1_spec`), or None.
+
+    `run_spec` names its directory in the run spec's `stage1`: the train stage then loads it (the workflow
+    builds it first); a spec without `stage1` trains the stage in-process, drawing the same."""
+    from dpvae.methods.base import stage1_spec      # here: aggregation imports this module without the methods
+    from dpvae.methods.registry import METHODS
+
+    method = METHODS.get(spec["method"])
+    return stage1_spec(spec, method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params",
+                                                 name=method.name))
 
 
 def _precision(config: dict, method: str) -> dict:

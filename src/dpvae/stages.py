@@ -1,7 +1,7 @@
 """The workflow's stages as plain functions (the CLI and the Snakemake rules call these).
 
-train -> sample -> evaluate per run; reference per (dataset, metric); aggregate per (experiment, dataset)
-(in `dpvae.tables`: bookkeeping without torch);
+stage1 per shared first stage (DP²-VAE's encoders); train -> sample -> evaluate per run; reference per
+(dataset, metric); aggregate per (experiment, dataset) (in `dpvae.tables`: bookkeeping without torch);
 analyze per analysis experiment; render per item; gather per item id. Outputs are written atomically, so
 an interrupted job leaves nothing that looks finished. Every stage after `train` reads the run's spec from
 its `train.json`; aggregate and render read their inputs from small spec files, never from argv.
@@ -25,7 +25,7 @@ from dpvae.errors import DataError, NotBuiltError
 from dpvae.eval.base import EvalContext
 from dpvae.eval.registry import METRICS
 from dpvae.files import atomic_directory, atomic_write, write_json
-from dpvae.methods.base import RunContext
+from dpvae.methods.base import RunContext, stage1_context
 from dpvae.methods.checkpoint import CHECKPOINT_NAME
 from dpvae.methods.registry import get_method
 from dpvae.models import precision
@@ -79,11 +79,32 @@ def train(spec: dict) -> Path:
             write_json(ctx.ledger_path, {"private": False, "epsilon": None, "delta": None, "method": method.name,
                                          "note": "non-private run: no differential-privacy guarantee"})
     (run_dir / CHECKPOINT_NAME).unlink(missing_ok=True)   # the model is in place: a resume point is moot
-    write_json(run_dir / "train.json", {
-        "spec": spec, "spec_sha256": sha256_json(spec), "commit": commit, "seed": spec["seed"],
-        "scale": spec.get("scale"), "seconds": round(time.time() - started, 3), "device": ctx.device,
-        "precision": ctx.precision, "device_name": device_name(ctx.device), **machine()})
+    write_json(run_dir / "train.json", _provenance(ctx, started, commit))
     return run_dir / "model"
+
+
+def stage1(spec: dict) -> Path:
+    """Train a method's shared non-private first stage (`dpvae.methods.base.stage1_spec`): <dir>/model/
+    (renamed into place when complete), then <dir>/stage1.json (its spec and key, seconds, device, commit)."""
+    run_dir = Path(spec["run"])
+    method = get_method(spec["method"])
+    started, commit = time.time(), git_commit()
+    with atomic_directory(run_dir / "model") as partial:
+        ctx = stage1_context(spec, model_dir=partial)
+        _seed_everything(ctx)
+        summary = method.train_stage1(ctx)
+    (run_dir / CHECKPOINT_NAME).unlink(missing_ok=True)
+    write_json(run_dir / "stage1.json", {"key": spec["key"], **_provenance(ctx, started, commit),
+                                         "summary": summary})
+    return run_dir / "model"
+
+
+def _provenance(ctx: RunContext, started: float, commit: str) -> dict[str, Any]:
+    """What a train.json or stage1.json records: the spec and its hash, the code, seconds, device, machine."""
+    spec = ctx.spec
+    return {"spec": spec, "spec_sha256": sha256_json(spec), "commit": commit, "seed": spec["seed"],
+            "scale": spec.get("scale"), "seconds": round(time.time() - started, 3), "device": ctx.device,
+            "precision": ctx.precision, "device_name": device_name(ctx.device), **machine()}
 
 
 def _canary_session(ctx: RunContext):

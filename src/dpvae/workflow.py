@@ -22,8 +22,8 @@ from dpvae.eval.registry import METRICS
 from dpvae.items import ITEMS, PAPERS, SECTIONS, Item, get_item, item_datasets, items_with_id
 from dpvae.methods.base import Resources
 from dpvae.methods.registry import METHODS
-from dpvae.paths import analysis_table, item_prefix, reference_file, results_dir
-from dpvae.runs import Run, experiment_runs, run_spec, split_variant
+from dpvae.paths import analysis_table, item_prefix, reference_file, results_dir, stage1_dir, stage1_id
+from dpvae.runs import Run, experiment_runs, run_spec, split_variant, stage1_of
 from dpvae.status import done_items, missing_parts
 
 _ITEM_TARGET = re.compile(r"^(?:\./)?figures/(?P<paper>[^/]+)/(?P<item>[^/.]+)\.(?P<ext>pdf|png|csv|tex)$")
@@ -39,6 +39,7 @@ class Plan:
         self.basedir = Path(basedir)
         self.scale = config["scale"]
         self.results = results_dir(self.scale)
+        self._specs: dict[Run, dict] = {}
 
     # -- runs ------------------------------------------------------------------------------------
 
@@ -73,15 +74,54 @@ class Plan:
         return run.path(self.scale)
 
     def spec(self, dataset: str, variant: str, eps: str, seed: int | str) -> dict:
-        return run_spec(self.config, self.run(dataset, variant, eps, seed))
+        return self._spec(self.run(dataset, variant, eps, seed))
+
+    def _spec(self, run: Run) -> dict:
+        if run not in self._specs:
+            self._specs[run] = run_spec(self.config, run)
+        return self._specs[run]
 
     def spec_json(self, dataset: str, variant: str, eps: str, seed: int | str) -> str:
-        return json.dumps(self.spec(dataset, variant, eps, seed), sort_keys=True, separators=(",", ":"))
+        return _compact(self.spec(dataset, variant, eps, seed))
 
     def train_resources(self, dataset: str, variant: str, eps: str, seed: int | str) -> Resources:
         spec = self.spec(dataset, variant, eps, seed)
         method = METHODS.get(spec["method"])
         return method.resources(method.Params.parse(spec["params"], name=method.name), dataset)
+
+    # -- shared first stages (dpvae.methods.base.stage1_spec) -----------------------------------------
+
+    def stage1_users(self) -> dict[str, list[Run]]:
+        """stage-1 directory -> the runs that load it."""
+        users: dict[str, list[Run]] = {}
+        for run in sorted(self._all_runs):
+            if (path := self._spec(run).get("stage1")):
+                users.setdefault(path, []).append(run)
+        return users
+
+    @cached_property
+    def _stage1(self) -> dict[str, dict]:
+        """stage-1 directory -> its spec (the same from every run that loads it)."""
+        return {path: stage1_of(self._spec(runs[0])) for path, runs in self.stage1_users().items()}
+
+    def stage1_inputs(self, dataset: str, variant: str, eps: str, seed: int | str) -> list[str]:
+        """What a run's train job reads of its shared first stage (nothing if it has none)."""
+        path = self.spec(dataset, variant, eps, seed).get("stage1")
+        return [f"{path}/model", f"{path}/stage1.json"] if path else []
+
+    def stage1_spec(self, dataset: str, method: str, key: str, seed: int | str) -> dict:
+        path = stage1_dir(self.scale, stage1_id(dataset, method, key, seed))
+        if path not in self._stage1:
+            raise TargetError(f"no run in the configuration loads the stage 1 {path}")
+        return self._stage1[path]
+
+    def stage1_spec_json(self, dataset: str, method: str, key: str, seed: int | str) -> str:
+        return _compact(self.stage1_spec(dataset, method, key, seed))
+
+    def stage1_resources(self, dataset: str, method: str, key: str, seed: int | str) -> Resources:
+        spec = self.stage1_spec(dataset, method, key, seed)
+        entry = METHODS.get(method)
+        return entry.stage1_resources(entry.Params.parse(spec["params"], name=method), dataset)
 
     # -- metrics ---------------------------------------------------------------------------------
 
@@ -267,3 +307,7 @@ class Plan:
         raise TargetError(f"{target}: not a target of this workflow; ask for figures/<paper>/<item>.pdf "
                           f"(papers: {', '.join(PAPERS)}; the project's own: {', '.join(SECTIONS[len(PAPERS):])}), "
                           "figures/<item>.pdf or figures/scorecard.pdf")
+
+
+def _compact(spec: dict) -> str:
+    return json.dumps(spec, sort_keys=True, separators=(",", ":"))

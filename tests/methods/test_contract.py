@@ -1,7 +1,7 @@
 """The one contract every registered method meets (opacus' grad-sample `common.py` is the model).
 
 For each implemented method, at tiny scale on a dataset of one of its smoke-config experiments: it trains
-through the train stage; a private run's ledger states an epsilon no larger than its target, and Google's
+through the train stage (after its shared first stage, if it has one, as the workflow does); a private run's ledger states an epsilon no larger than its target, and Google's
 dp-accounting re-derives every accounting in it; samples have the prepared data's per-record shape, float32
 inputs and int64 labels in the data's label range; the same run sampled twice gives identical samples. A new
 method gets these checks by registering. Every check runs on every device there is: the CPU, and CUDA where a
@@ -20,7 +20,7 @@ import pytest
 from dpvae import stages
 from dpvae.data.registry import get_dataset
 from dpvae.methods.registry import METHODS
-from dpvae.runs import Run, experiment_runs, run_spec
+from dpvae.runs import Run, experiment_runs, run_spec, stage1_of
 from support.dp_accounting_check import rederive
 
 TINY_TRAIN = 256
@@ -66,6 +66,9 @@ def trained(request, device, smoke_config, prepared_from_mirror, mirror, tmp_pat
     params = dict(spec["params"])
     params["max_train"] = min(params.get("max_train") or TINY_TRAIN, TINY_TRAIN)
     spec = {**spec, "params": params, "data_root": str(Path(data).parents[1]), "device": device}
+    if spec.get("stage1"):
+        spec["stage1"] = str(tmp_path / "stage1")       # the params changed: not the planned key's directory
+        stages.stage1(stage1_of(spec))
     stages.train(spec)
     return method, spec
 

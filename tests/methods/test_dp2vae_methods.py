@@ -1,24 +1,34 @@
-"""DP²-VAE and its baselines: checkpoint resume gives identical bytes, the accounting matches the authors'
-numbers, and DP-MERF's release has the sensitivity its ledger assumes."""
+"""DP²-VAE and its baselines: checkpoint resume gives identical bytes, a cached stage 1 gives the bytes of
+an in-run one, the accounting matches the authors' numbers, and DP-MERF's release has the sensitivity its
+ledger assumes."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from dpvae import stages
+from dpvae.errors import DataError
 from dpvae.methods.checkpoint import Checkpoint
-from dpvae.runs import Run, run_spec
+from dpvae.runs import Run, run_spec, stage1_of
 
 
-def _spec(config: dict, data: Path, tmp: Path, name: str, **params) -> dict:
-    spec = run_spec(config, Run("mnist", "dp2vae", "10", 0))
+def _spec(config: dict, data: Path, tmp: Path, name: str, eps: str = "10", **params) -> dict:
+    """A tiny run; without `stage1`, so that it trains its stage 1 in-process (`_cached` names one)."""
+    spec = run_spec(config, Run("mnist", "dp2vae", eps, 0))
     spec["params"] = {**spec["params"], "subsets": 4, "pretrain_iters": 2, "iters": 6, "batch_size": 4,
                       "hidden_channels": [4, 4], "latent_dim": 2, "chunk": 2, "max_train": 64, **params}
+    spec.pop("stage1")
     return {**spec, "run": str(tmp / name), "data_root": str(Path(data).parents[1]), "device": "cpu"}
+
+
+def _cached(spec: dict, directory: Path) -> dict:
+    return {**spec, "stage1": str(directory)}
 
 
 @pytest.mark.parametrize("fail_at", ["stage1", "stage2"])
@@ -56,6 +66,72 @@ def test_dp2vae_resumes_from_its_checkpoint_with_identical_bytes(fail_at, smoke_
     assert whole.keys() == resumed.keys()
     assert all(torch.equal(whole[k], resumed[k]) for k in whole)
     assert not (Path(spec["run"]) / "checkpoint.pt").exists()
+
+
+def test_dp2vae_cached_stage1_gives_the_bytes_of_an_in_run_one(smoke_config, prepared_from_mirror, tmp_path,
+                                                               monkeypatch):
+    """Same seed: the stage-1 job's encoders (killed once and resumed from its checkpoint) are the in-run
+    stage 1's, bit for bit, and so are the run's decoder, samples and ledger; a run at another epsilon and
+    stage-2 learning rate loads the same stage 1; a stale or missing one is refused. (sigma fixed:
+    calibrating it takes seconds and stage 1 does not read it.)"""
+    import dpvae.methods.impl.dp2vae as impl
+
+    used: dict[str, dict[str, torch.Tensor]] = {}
+
+    def recording(name, original):
+        def wrapped(*args, **kwargs):
+            encoders = original(*args, **kwargs)        # stage 2 updates them in place: keep a copy
+            used[name] = {k: v.detach().clone() for k, v in encoders.items()}
+            return encoders
+        return wrapped
+
+    pretrain, stacked_loss = impl.pretrain_encoders, impl.stacked_loss
+    monkeypatch.setattr(impl, "pretrain_encoders", recording("in-run", pretrain))
+    data = prepared_from_mirror("mnist")
+    in_run = _spec(smoke_config, data, tmp_path, "in-run", noise_multiplier=1.0)
+    stages.train(in_run)
+    monkeypatch.setattr(impl, "pretrain_encoders", pretrain)
+
+    stage1 = stage1_of(_cached(in_run, tmp_path / "stage1"))
+    calls = itertools.count()
+
+    def killed_in_the_second_chunk(*args):      # of 2 encoders, 2 iterations each; then the job resumes
+        if next(calls) == 2:
+            raise KeyboardInterrupt("killed")
+        return stacked_loss(*args)
+
+    monkeypatch.setattr(impl, "stacked_loss", killed_in_the_second_chunk)
+    with pytest.raises(KeyboardInterrupt):
+        stages.stage1(stage1)
+    assert (tmp_path / "stage1" / "checkpoint.pt").is_file() and not (tmp_path / "stage1" / "model").exists()
+    monkeypatch.setattr(impl, "stacked_loss", stacked_loss)
+    stages.stage1(stage1)
+    assert not (tmp_path / "stage1" / "checkpoint.pt").exists()
+    assert (tmp_path / "stage1" / "stage1.json").is_file()
+    saved = torch.load(tmp_path / "stage1" / "model" / impl.ENCODERS, weights_only=True)["encoders"]
+    monkeypatch.setattr(impl, "pretrain_encoders", None)      # a run with a cached stage 1 never trains it
+    monkeypatch.setattr(impl, "load_stage1", recording("cached", impl.load_stage1))
+    cached = _cached(_spec(smoke_config, data, tmp_path, "cached", noise_multiplier=1.0), tmp_path / "stage1")
+    stages.train(cached)
+
+    encoders = used["in-run"]
+    assert saved.keys() == encoders.keys() == used["cached"].keys()
+    assert all(torch.equal(saved[k], encoders[k]) and torch.equal(used["cached"][k], encoders[k]) for k in encoders)
+    runs = Path(in_run["run"]), Path(cached["run"])
+    decoders = [torch.load(r / "model" / impl.DECODER, weights_only=True) for r in runs]
+    assert all(torch.equal(decoders[0][k], decoders[1][k]) for k in decoders[0])
+    assert (runs[0] / "privacy.json").read_bytes() == (runs[1] / "privacy.json").read_bytes()
+    samples = [dict(np.load(stages.sample(r, 32))) for r in runs]
+    assert all(np.array_equal(samples[0][k], samples[1][k]) for k in ("x", "y"))
+
+    other = _spec(smoke_config, data, tmp_path, "other", eps="1", lr=0.001, iters=60, noise_multiplier=2.0)
+    assert stage1_of(_cached(other, tmp_path / "stage1")) == stage1
+
+    stale = _cached({**in_run, "params": {**in_run["params"], "pretrain_lr": 0.001}}, tmp_path / "stage1")
+    with pytest.raises(DataError, match="trained for stage-1 key"):
+        stages.train(stale)
+    with pytest.raises(DataError, match="stage 1 is not built"):
+        stages.train(_cached(in_run, tmp_path / "missing"))
 
 
 def test_dp_merf_release_has_sensitivity_two_over_n():

@@ -13,6 +13,7 @@ import pytest
 import torch
 from torch import nn
 
+from dpvae.methods.base import Method
 from dpvae.privacy.canaries import AUDIT_FILE, CanarySession
 from dpvae.privacy.dpsgd import DPSGD, poisson_sample
 from dpvae.privacy.engine_audit import AuditSetting, build_engine, calibrate, step_inputs
@@ -106,15 +107,13 @@ def test_an_interrupted_or_engineless_run_is_refused() -> None:
         CanarySession(50, seed=1).record(ledger, DELTA)
 
 
-class _ToyPrivate:
+class _ToyPrivate(Method):
     """A private 'method': the toy DP-SGD autoencoder on the run's data, at the run's target ε."""
 
     name, paper, private, description, implemented = "toy-private", "test", True, "test double", True
 
-    def __init__(self) -> None:
-        from dpvae.params import MethodParams
-
-        self.Params = MethodParams
+    def sample(self, ctx, n):
+        raise NotImplementedError
 
     def train(self, ctx):
         x = torch.as_tensor(ctx.data.train.x, dtype=torch.float32)

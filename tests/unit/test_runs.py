@@ -65,3 +65,58 @@ def test_sweep_only_runs_the_named_points_and_refuses_unknown_ones(paper_config)
     config["experiments"]["p3gm_allocation"]["sweep"]["only"] = ["0.5"]
     with pytest.raises(ConfigError, match=r"p3gm_allocation\.sweep\.only': '0\.5' is not a point"):
         validate_config(config)
+
+
+def test_dp2vae_stage1_key_is_exactly_what_stage1_reads(paper_config):
+    """Runs differing only in epsilon or stage-2 settings share one stage-1 directory; every stage-1
+    parameter, the dataset and the seed give another; runs without pre-training have none."""
+    import copy
+
+    base = run_spec(paper_config, Run("mnist", "dp2vae", "10", 0))
+    assert base["stage1"].startswith("results/paper/stage1/mnist/dp2vae/") and base["stage1"].endswith("/seed0")
+    for eps in ("1", "0.2"):
+        assert run_spec(paper_config, Run("mnist", "dp2vae", eps, 0))["stage1"] == base["stage1"]
+    for point in paper_config["experiments"]["dp2vae_lr"]["sweep"]["points"]:
+        assert run_spec(paper_config, Run("mnist", f"dp2vae@lr={point}", "10", 0))["stage1"] == base["stage1"]
+    fmnist = run_spec(paper_config, Run("fashion-mnist", "dp2vae", "10", 0))["stage1"]
+    assert fmnist == base["stage1"].replace("/mnist/", "/fashion-mnist/")
+    assert run_spec(paper_config, Run("mnist", "dp2vae", "10", 1))["stage1"] == base["stage1"][:-1] + "1"
+    assert "stage1" not in run_spec(paper_config, Run("mnist", "dp2vae-nopretrain", "10", 0))
+
+    def stage1_with(**params) -> str | None:
+        config = copy.deepcopy(paper_config)
+        config["variants"]["dp2vae"]["params"].update(params)
+        return run_spec(config, Run("mnist", "dp2vae", "10", 0)).get("stage1")
+
+    for unread in ({"iters": 5}, {"lr": 0.01}, {"noise_multiplier": 0.7}, {"pretrain_lr": 1e-4, "clip": 1}):
+        assert stage1_with(**unread) == base["stage1"], unread
+    for read in ({"subsets": 500}, {"pretrain_iters": 10}, {"pretrain_lr": 1e-3}, {"batch_size": 16},
+                 {"clip": 0.5}, {"latent_dim": 4}, {"hidden_channels": [64, 32]}, {"decoder_norm": "none"},
+                 {"loss": "mse"}, {"chunk": 10}, {"max_train": 1000}):
+        assert stage1_with(**read) not in (None, base["stage1"]), read
+    assert stage1_with(pretrain_iters=0) is None and stage1_with(pretrain=False) is None
+
+
+def test_dp2vae_items_plan_one_stage1_per_dataset_and_seed(paper_config):
+    """The DP2-VAE items at paper scale: one stage-1 job per (dataset, seed), loaded by every epsilon, every
+    learning rate of Fig. 9 and Fig. 5's pre-training arm; Fig. 5's other arm loads none."""
+    from dpvae.paths import REPO_ROOT
+    from dpvae.workflow import Plan
+
+    plan = Plan(paper_config, REPO_ROOT)
+    experiments = [n for n, e in paper_config["experiments"].items()
+                   if e.get("paper") == "dp2vae" and "analysis" not in e]
+    runs = {r for n in experiments for d in paper_config["experiments"][n]["datasets"] for r in plan.runs(n, d)
+            if paper_config["variants"][r.base_variant]["method"] == "dp2vae"}
+    users = {path: set(used) & runs for path, used in plan.stage1_users().items() if set(used) & runs}
+    for path, used in users.items():      # results/paper/stage1/<dataset>/dp2vae/<key>/seed0
+        assert {r.dataset for r in used} == {path.split("/")[3]} and path.endswith("/seed0")
+    assert sorted(p.split("/")[3] for p in users) == ["celeba32", "fashion-mnist", "mnist"]
+    (mnist,) = [used for path, used in users.items() if "/mnist/" in path]
+    assert {(r.variant, r.eps) for r in mnist} == (
+        {("dp2vae", e) for e in ("10", "1", "0.2")}
+        | {(f"dp2vae@lr={p}", "10") for p in paper_config["experiments"]["dp2vae_lr"]["sweep"]["points"]})
+    assert all(r.variant != "dp2vae-nopretrain" for used in users.values() for r in used)
+    assert len(runs) == 15 and sum(len(u) for u in users.values()) == 14
+    spec = plan.stage1_spec("mnist", "dp2vae", next(p for p in users if "/mnist/" in p).split("/")[-2], 0)
+    assert spec["params"]["pretrain_iters"] == 2000 and spec["params"]["subsets"] == 1000 and "lr" not in spec["params"]

@@ -21,6 +21,7 @@ from dpvae.data.stats import dataset_statistics
 from dpvae.data.store import load_prepared
 from dpvae.items import ITEMS
 from dpvae.paths import REPO_ROOT
+from dpvae.runs import run_spec
 from dpvae.status import done_items
 from dpvae.workflow import Plan
 
@@ -30,7 +31,7 @@ pytestmark = pytest.mark.workflow
 ALL_ITEMS = [f"figures/{key}.pdf" for key in ITEMS]
 
 
-RULES = ("fetch", "prepare", "train", "sample", "evaluate", "reference", "aggregate", "combine", "analyze",
+RULES = ("fetch", "prepare", "stage1", "train", "sample", "evaluate", "reference", "aggregate", "combine", "analyze",
          "item_spec", "render_table", "render_figure", "gather", "scorecard")
 
 
@@ -55,6 +56,8 @@ def test_paper_scale_plans_every_item_with_no_line_over_64_kib(tmp_path, paper_c
     unreachable = paper_config["data"]["unreachable"]        # items leave out what cannot be downloaded here
     reachable = {r for r in Plan(paper_config, REPO_ROOT)._all_runs if r.dataset not in unreachable}
     assert int(re.search(r"^train\s+(\d+)", output, re.M).group(1)) == len(reachable) > 1300   # every run once
+    shared = {run_spec(paper_config, r).get("stage1") for r in reachable} - {None}   # one job per stage-1 key
+    assert int(re.search(r"^stage1\s+(\d+)", output, re.M).group(1)) == len(shared) >= 3
 
 
 def test_a_plain_command_gets_the_default_profile_and_none_turns_it_off(tmp_path):

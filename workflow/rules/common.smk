@@ -55,6 +55,7 @@ PYTHON = "python" if USES_CONDA else sys.executable
 DPVAE = f"3>&2 DPVAE_ERROR_FD=3 PYTHONPATH={SRC}${{PYTHONPATH:+:$PYTHONPATH}} {PYTHON} -m dpvae"
 ENV = "../../envs/dpvae.yaml"
 RUN = f"{RESULTS}/runs/{{dataset}}/{{variant}}/eps{{eps}}/seed{{seed}}"
+STAGE1 = f"{RESULTS}/stage1/{{dataset}}/{{method}}/{{key}}/seed{{seed}}"
 
 
 def prepared(dataset):
@@ -83,6 +84,21 @@ def _spec(w):
 
 def _resources(w):
     return PLAN.train_resources(w.dataset, w.variant, w.eps, w.seed)
+
+
+def _stage1_inputs(w):
+    return PLAN.stage1_inputs(w.dataset, w.variant, w.eps, w.seed)
+
+
+@checked
+def _stage1_spec(w):
+    return PLAN.stage1_spec_json(w.dataset, w.method, w.key, w.seed)
+
+
+@checked
+def _stage1_resources(w):
+    return PLAN.stage1_resources(w.dataset, w.method, w.key, w.seed)
+
 
 def _metric(w):
     from dpvae.eval.registry import METRICS

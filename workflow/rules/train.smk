@@ -1,11 +1,40 @@
 # One generic training rule for every method: the run spec (method, resolved hyper-parameters, target
 # epsilon, seed) comes from the run table; the method registry does the rest. A method's declared
 # resources (threads, memory, runtime, GPU) size the job, here and on a cluster.
+#
+# A method's shared non-private first stage (DP2-VAE's pre-trained encoders) is a job of its own, keyed by
+# exactly what it depends on (dataset, method, key = hash of the method's stage-1 parameters, seed): every
+# run with that key (any epsilon, any stage-2 setting) takes its output as an input and loads it.
+
+
+rule stage1:
+    input:
+        data=lambda w: prepared(w.dataset),
+    output:
+        model=directory(f"{STAGE1}/model"),
+        meta=f"{STAGE1}/stage1.json",
+    log:
+        f"logs/{STAGE1}/stage1.log",
+    benchmark:
+        f"{STAGE1}/benchmarks/stage1.tsv"
+    params:
+        dpvae=DPVAE,
+        spec=_stage1_spec,
+    threads: lambda w: _stage1_resources(w).threads
+    resources:
+        mem_mb=lambda w: _stage1_resources(w).mem_mb,
+        runtime=lambda w: _stage1_resources(w).runtime,
+        gpu=lambda w: gpus(_stage1_resources(w).gpu),
+    conda:
+        ENV
+    shell:
+        "OMP_NUM_THREADS={threads} {params.dpvae} stage1 --spec {params.spec:q} > {log} 2>&1"
 
 
 rule train:
     input:
         data=lambda w: prepared(w.dataset),
+        stage1=_stage1_inputs,
     output:
         model=directory(f"{RUN}/model"),
         ledger=f"{RUN}/privacy.json",

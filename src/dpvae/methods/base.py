@@ -3,6 +3,10 @@
 A method lives in `methods/<name>.py`: a `MethodParams` subclass (its typed parameters) and a `Method`
 subclass registered with `@register_method`. Heavy libraries (torch, scikit-learn, jax, ...) are imported
 inside `train`/`sample` or from a model module, so that validating a configuration stays fast (a test checks).
+
+A method may have a shared non-private first stage (DP²-VAE's pre-trained encoders): `stage1_params` names
+what it depends on, and runs whose stage-1 parameters, dataset and seed agree share one stage-1 job
+(`stage1_spec`); the run's `RunContext.stage1` has that job's identity (its random streams and data).
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from dpvae.devices import resolve_device
 from dpvae.errors import NotBuiltError
 from dpvae.models.precision import DEFAULT as DEFAULT_PRECISION
 from dpvae.params import MethodParams
+from dpvae.paths import stage1_dir, stage1_id
+from dpvae.provenance import sha256_json
 
 if TYPE_CHECKING:
     from dpvae.privacy.ledger import Ledger
@@ -92,14 +98,28 @@ class RunContext:
         return generator
 
     @cached_property
+    def stage1(self) -> RunContext | None:
+        """The context of the run's shared first stage (`stage1_spec`), or None (none, or this is one).
+
+        Its named random streams and its training subsample are drawn for the stage-1 identity, not for
+        the run, so that every run sharing the stage sees the same data (`data` is the stage's)."""
+        if self.params is None or "method" not in self.spec or self.spec.get("kind") == STAGE1_KIND:
+            return None
+        spec = stage1_spec(self.spec, self.params)
+        return None if spec is None else stage1_context(spec)
+
+    @cached_property
     def data(self) -> Any:
         """The prepared dataset, its training split subsampled to `params.max_train` if set.
 
         A planted outlier (meta `outlier_index`, LVAE's white image) is always kept in the subsample, in
-        place of the last record drawn, and `outlier_index` then points at it in the subsample.
+        place of the last record drawn, and `outlier_index` then points at it in the subsample. A run with a
+        shared first stage has that stage's data (drawn for its identity).
         """
         from dpvae.data.store import load_prepared
 
+        if self.stage1 is not None:
+            return self.stage1.data
         prepared = load_prepared(Path(self.spec["data_root"]) / "prepared" / self.spec["dataset"])
         limit = getattr(self.params, "max_train", None)
         if limit and limit < len(prepared.train.y):
@@ -136,6 +156,20 @@ class Method(ABC):
         """A training job's resources for these parameters (override to scale with them)."""
         return self.RESOURCES
 
+    def stage1_params(self, params: MethodParams) -> dict[str, Any] | None:
+        """Exactly the parameters the method's shared non-private first stage depends on (its key, with the
+        dataset and the seed), or None when these parameters train no such stage (the default)."""
+        return None
+
+    def stage1_resources(self, params: MethodParams, dataset: str) -> Resources:
+        """A stage-1 job's resources (override with `stage1_params`)."""
+        return self.RESOURCES
+
+    def train_stage1(self, ctx: RunContext) -> dict[str, Any]:
+        """Train the first stage of the stage-1 context `ctx` into ctx.model_dir; returns a summary for its
+        json (override with `stage1_params`)."""
+        raise NotImplementedError(f"method '{self.name}' has no first stage")
+
     @abstractmethod
     def train(self, ctx: RunContext) -> Ledger | None:
         """Fit the model, write it under ctx.model_dir, return the privacy ledger (None if non-private)."""
@@ -150,6 +184,39 @@ class Method(ABC):
 
     def __repr__(self) -> str:
         return f"<method {self.name} ({type(self).__module__})>"
+
+
+STAGE1_KIND = "stage1"
+
+
+def stage1_spec(spec: dict, params: MethodParams) -> dict | None:
+    """The spec of the shared first stage that run `spec` (with parsed `params`) needs, or None.
+
+    Its identity `<dataset>/<method>/<key>/seed<seed>`: key = the first 12 hex digits of the sha256 of the
+    method's `stage1_params` (what the stage depends on, nothing else), so runs that differ only in what
+    it does not read (epsilon, sigma, stage-2 settings) share it. Its directory is the run spec's `stage1`
+    if it names one (set by `dpvae.runs.run_spec`), else results/<scale>/stage1/<identity>.
+    """
+    from dpvae.methods.registry import get_method
+
+    keyed = get_method(spec["method"]).stage1_params(params)
+    if keyed is None:
+        return None
+    key = sha256_json({"method": spec["method"], "params": keyed})[:12]
+    identity = stage1_id(spec["dataset"], spec["method"], key, spec["seed"])
+    return {"kind": STAGE1_KIND, "run_id": f"{STAGE1_KIND}/{identity}",
+            "run": spec.get("stage1") or stage1_dir(spec.get("scale", ""), identity), "key": key,
+            "scale": spec.get("scale", ""), "dataset": spec["dataset"], "method": spec["method"], "params": keyed,
+            "seed": spec["seed"], "device": spec.get("device", "auto"), "data_root": spec["data_root"]}
+
+
+def stage1_context(spec: dict, **extra: Any) -> RunContext:
+    """The context of a stage-1 spec: its parameters are the keyed ones, every other one at its default."""
+    from dpvae.methods.registry import get_method
+
+    method = get_method(spec["method"])
+    params = method.Params.parse(spec["params"], key=f"{spec['run_id']}.params", name=method.name)
+    return RunContext(spec, Path(spec["run"]), params, extra)
 
 
 class PlannedMethod(Method):

@@ -6,12 +6,16 @@ Stage 2 re-initialises the decoder and trains it with partial-model DP-SGD: each
 batch of B of its records, clips the per-example decoder gradients (noise on their sum) and updates
 encoder k with its clipped mean gradient, without noise (A-D2). Only the decoder is released. The
 implementation is in `dpvae.methods.impl.dp2vae` (imported on use: validation stays light).
+
+Stage 1 is its own job (`stage1_params`, docs/dp2vae.md): it does not depend on epsilon or on any stage-2
+setting, so every run with the same dataset, seed and stage-1 parameters loads the same encoders. Without
+pre-training (`pretrain: false` or T_p = 0) there is no stage-1 job: the run initialises its encoders.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -51,17 +55,42 @@ class DP2VAE(Method):
     Params = DP2VAEParams
 
     def resources(self, params: DP2VAEParams, dataset: str) -> Resources:
-        """Cost ~ K·T_p stage-1 steps + T stage-2 steps of a model whose width is the first hidden size."""
-        width = max(params.hidden_channels) / 512
-        steps = params.subsets * params.pretrain_iters * int(params.pretrain) + 4 * params.iters
-        return Resources(threads=2, mem_mb=8000, runtime=max(10, int(steps * width * 0.02 / 60)), gpu=True)
+        """Cost ~ T stage-2 steps (a stage-2 step costs ~4 stage-1 steps) of a model as wide as its widest
+        layer; stage 1 is its own job (`stage1_resources`)."""
+        return _sized(4 * params.iters, params)
+
+    def stage1_params(self, params: DP2VAEParams) -> dict[str, Any] | None:
+        """Stage 1 reads the data subsample, the partition into K subsets, the architecture (its throw-away
+        decoders too), B, C, T_p, its learning rate and `chunk` (the encoders trained together share one
+        batch stream); not epsilon, delta, sigma, T or the stage-2 learning rate. None without pre-training."""
+        if not params.pretrain or params.pretrain_iters == 0:
+            return None
+        return {"max_train": params.max_train, "subsets": params.subsets, "pretrain_iters": params.pretrain_iters,
+                "pretrain_lr": float(params.pretrain_lr), "batch_size": params.batch_size, "clip": float(params.clip),
+                "latent_dim": params.latent_dim, "hidden_channels": list(params.hidden_channels),
+                "decoder_norm": params.decoder_norm, "loss": params.loss, "chunk": params.chunk}
+
+    def stage1_resources(self, params: DP2VAEParams, dataset: str) -> Resources:
+        """Cost ~ K·T_p stage-1 steps."""
+        return _sized(params.subsets * params.pretrain_iters, params)
 
     def train(self, ctx: RunContext) -> Ledger:
         from dpvae.methods.impl.dp2vae import train
 
         return train(ctx)
 
+    def train_stage1(self, ctx: RunContext) -> dict[str, Any]:
+        from dpvae.methods.impl.dp2vae import train_stage1
+
+        return train_stage1(ctx)
+
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
         from dpvae.methods.impl.dp2vae import sample
 
         return sample(ctx, n)
+
+
+def _sized(steps: int, params: DP2VAEParams) -> Resources:
+    """A job of `steps` stage-1-sized steps at ~0.02 s each per 512 channels of the widest layer."""
+    width = max(params.hidden_channels) / 512
+    return Resources(threads=2, mem_mb=8000, runtime=max(10, int(steps * width * 0.02 / 60)), gpu=True)
