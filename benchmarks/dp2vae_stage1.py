@@ -35,23 +35,18 @@ import torch
 from dpvae.methods.impl.dp2vae import stage2_engine, stage2_step
 from dpvae.models.cvae import CVAE, stacked_loss
 from dpvae.models.stacked import StackedAdam, clip_per_model, stack
-from dpvae.provenance import device_name
+from dpvae.devices import device_argument, device_name, synchronize
 
 SHAPE, CLASSES, LATENT, CLIP, SIGMA = (1, 28, 28), 10, 8, 1.0, 1.0
 QUICK = {"widths": ["8,8"], "encoders": 8, "chunk": 4, "iters": 2, "steps": 3, "warmup": 1, "repeats": 1, "threads": 1}
 
 
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def timed(run: Callable[[], None], device: torch.device) -> float:
     """Seconds of `run()`, synchronised on CUDA."""
-    sync(device)
+    synchronize(str(device))
     started = time.perf_counter()
     run()
-    sync(device)
+    synchronize(str(device))
     return time.perf_counter() - started
 
 
@@ -159,7 +154,7 @@ def bench_stage2(args: argparse.Namespace, hidden: list[int], device: torch.devi
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    device_argument(parser)
     parser.add_argument("--parts", nargs="+", choices=["stage1", "stage2"], default=["stage1", "stage2"])
     parser.add_argument("--widths", nargs="+", default=["8,8", "16,8", "64,32"], help="conv channels, e.g. 512,256")
     parser.add_argument("--batch", type=int, default=32, help="B, records per step")
