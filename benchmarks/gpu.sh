@@ -36,7 +36,8 @@ part tests 270 "$PY" -m pytest -p no:cacheprovider -q -m gpu -o addopts="-ra --s
   tests/methods tests/models tests/privacy tests/eval
 part engines 150 "$PY" benchmarks/dpsgd_step.py --device cuda --steps 20 \
   --engines nonprivate opacus dpsgd termwise micro batch partial
-part dp2vae 120 "$PY" benchmarks/dp2vae_stage1.py --device cuda
+part dp2vae 150 "$PY" benchmarks/dp2vae_stage1.py --device cuda --widths 512,256 --batch 32 --encoders 100 \
+  --chunk 50 --iters 3 --steps 20 --repeats 3
 part gswgan 60 "$PY" benchmarks/gswgan_discriminators.py --device cuda --discriminators 100 --steps 2 --model-dims 64
 echo "== gpu.sh: ${#failed[@]} part(s) failed${failed[*]:+: ${failed[*]}}; logs in $OUTDIR"
 [ ${#failed[@]} -eq 0 ]
