@@ -668,8 +668,11 @@ def test_benchmark_quick_runs_every_case() -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
     result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "dpsgd_step.py"), "--quick"],
                             capture_output=True, text=True, timeout=300, check=True, env=env)  # this checkout's src
-    pattern = re.compile(r"^model=(mlp|conv) engine=([\w-]+) clock=(wall|cpu) sec_per_step=\d+\.\d{4} ratio_to_nonprivate=\d+\.\d{2}$")
-    lines = [pattern.match(line) for line in result.stdout.strip().splitlines()]
+    header, *rest = result.stdout.strip().splitlines()
+    assert header.startswith("# device=cpu name="), header
+    pattern = re.compile(r"^model=(mlp|conv) engine=([\w-]+) device=cpu clock=(wall|cpu) sec_per_step=\d+\.\d{4} "
+                         r"ratio_to_nonprivate=\d+\.\d{2} ops_per_step=\d+\.\d syncs_per_step=(\d+\.\d)$")
+    lines = [pattern.match(line) for line in rest]
     assert all(lines), result.stdout
     cases = {(m.group(1), m.group(2)) for m in lines}
     for model in ("mlp", "conv"):
