@@ -49,7 +49,8 @@ from dpvae.privacy.dpsgd.units import Units
 
 Grads = dict[nn.Parameter, Tensor]
 GRAM_ADVANTAGE = 100  # see the module docstring's cost model
-CHUNK_FLOATS = 1 << 19  # rows are produced in chunks of about 2 MB
+CHUNK_FLOATS = 1 << 19  # rows are produced in chunks of about 2 MB on the CPU
+DEVICE_CHUNK_FLOATS = 1 << 27  # and of at most 512 MB on an accelerator
 
 
 def _rows_supported(module: nn.Module) -> bool:
@@ -79,14 +80,22 @@ def trainable_params(module: nn.Module) -> list[nn.Parameter]:
     return [p for p in module.parameters(recurse=False) if p.requires_grad]
 
 
-def _gram_cheaper(p: int, o: int, rows: int) -> bool:
-    """The cost model of the module docstring: Gram form for a unit of `rows` rows, else instantiation."""
-    return rows * rows * (p + o) < GRAM_ADVANTAGE * p * o
+def _gram_cheaper(p: int, o: int, rows: int, units: int = 1) -> bool:
+    """The cost model of the module docstring: Gram form for `units` units of `rows` rows each, else
+    instantiation (`units` > 1: one Gram over the rows of several units, which instantiation writes once)."""
+    return units * rows * rows * (p + o) < GRAM_ADVANTAGE * p * o
+
+
+def chunk_floats(device: torch.device) -> int:
+    """Floats per chunk of rows: cache-sized on the CPU (`CHUNK_FLOATS`); on an accelerator, where every chunk
+    costs kernel launches and memory is no bottleneck, `DEVICE_CHUNK_FLOATS` (one chunk for usual batches)."""
+    return CHUNK_FLOATS if device.type == "cpu" else DEVICE_CHUNK_FLOATS
 
 
 def _sq_norm(t: Tensor) -> Tensor:
     """Squared l2 norm of each row t[u] over all remaining dimensions, shape [U]."""
-    return torch.linalg.vector_norm(t.flatten(1), dim=1).square()
+    flat = t.flatten(1)
+    return torch.linalg.vecdot(flat, flat)
 
 
 RowSelector = slice | Tensor  # consecutive examples, or example indices
@@ -107,7 +116,7 @@ class RowsForm:
     weight: nn.Parameter | None
     bias: nn.Parameter | None
     transposed: bool  # weight stored as [P, O, ...] (ConvTranspose2d) instead of [O, P, ...]
-    kernel_unit_grads: Callable[[Units, bool], tuple[Tensor, Tensor | None]] | None = None  # see _conv_unit_grads
+    kernel_unit_grads: Callable[[Units, list[int]], Tensor] | None = None  # see _conv_unit_grads
     phase_sq_norms: Callable[[], Tensor] | None = None  # per-example weight ‖g_i‖² by phase Grams
 
     def _instantiate(self, acts: Tensor, outs: Tensor) -> Tensor:
@@ -119,7 +128,7 @@ class RowsForm:
         return matrices.reshape(len(matrices), *self.weight.shape)
 
     def _weight_sq_norms(self, acts: Tensor, outs: Tensor) -> tuple[Tensor, Tensor | None]:
-        """‖Σ_r d_r a_rᵀ‖² per unit by the cheaper of ghost/Gram and instantiation (module docstring), and
+        """‖Σ_r d_r a_rᵀ‖² per example by the cheaper of ghost/Gram and instantiation (module docstring), and
         the instantiated matrices where that was the cheaper."""
         p, o, rows = acts.shape[1], outs.shape[1], acts.shape[2]
         if rows == 1:
@@ -129,35 +138,46 @@ class RowsForm:
         matrices = self._instantiate(acts, outs)
         return _sq_norm(matrices), matrices
 
-    def _by_kernel(self, units: Units) -> bool:
-        """Whether units of several examples, to be instantiated, are summed by the layer's own kernel."""
-        if self.kernel_unit_grads is None or units.is_per_example or units.count == 0:
-            return False
-        p, o, rows = self.per_example_size
-        return not _gram_cheaper(p, o, rows * -(-self.num_examples // units.count))
-
-    def _chunk(self, rows_per_unit: int) -> int:
-        """Units per chunk so that a chunk's rows and products stay cache-sized."""
+    def _chunks(self, rows_per_example: int, extra: int = 0) -> Iterator[slice]:
+        """Consecutive examples, a chunk at a time, so that a chunk's rows and products stay cache-sized
+        (`extra` floats per example more)."""
         p, o, _ = self.per_example_size
-        per_unit = (p + o) * rows_per_unit + min(p * o, 2 * rows_per_unit ** 2)
-        return max(1, CHUNK_FLOATS // per_unit)
+        per_example = (p + o) * rows_per_example + min(p * o, 2 * rows_per_example ** 2) + extra
+        step = max(1, chunk_floats(self.weight.device) // per_example)
+        return (slice(i, i + step) for i in range(0, self.num_examples, step))
 
-    def _unit_rows(self, units: Units) -> Iterator[tuple[Tensor, Tensor]]:
-        """Chunks of per-unit rows, [u, P, R_u] and [u, O, R_u] (padding rows have zero output gradient)."""
-        rows = self.per_example_size[2]
-        if units.is_per_example:
-            step = self._chunk(rows)
-            for i in range(0, self.num_examples, step):
-                yield self.rows(slice(i, i + step))
-            return
-        members, mask = units.padded()
-        width, padded = members.shape[1], not bool(mask.all())
-        step = self._chunk(rows * width)
-        for i in range(0, units.count, step):
-            acts, outs = self.rows(members[i:i + step].flatten())
-            if padded:
-                outs = outs * mask[i:i + step].reshape(-1, 1, 1).to(outs.dtype)
-            yield tuple(t.reshape(-1, width, *t.shape[1:]).transpose(1, 2).flatten(2) for t in (acts, outs))
+    def _per_example_weight(self, keep: bool) -> tuple[Tensor, Tensor | None]:
+        """‖g_i‖² of the weight per example, and the per-example gradients if instantiated and `keep`."""
+        if self.phase_sq_norms is not None and _gram_cheaper(*self.per_example_size):
+            return self.phase_sq_norms(), None
+        parts = [self._weight_sq_norms(*self.rows(examples)) for examples in self._chunks(self.per_example_size[2])]
+        sq_norms = parts[0][0] if len(parts) == 1 else torch.cat([norms for norms, _ in parts])
+        if keep and all(m is not None for _, m in parts):
+            return sq_norms, parts[0][1] if len(parts) == 1 else torch.cat([m for _, m in parts])
+        return sq_norms, None
+
+    def _grouped_weight(self, units: Units, keep: bool) -> tuple[Tensor, Tensor | None]:
+        """‖g_u‖² of the weight for units of several examples, and the per-unit gradients if instantiated
+        and `keep`, with shapes that do not depend on the unit sizes (no host read of the index): one Gram
+        over all rows, masked to pairs in the same unit, where cheaper; else per-example gradients summed
+        into their units (by the layer's own kernel, one call per unit, where the unit sizes are in host
+        memory: `Units.host_sizes`)."""
+        p, o, rows = self.per_example_size
+        if _gram_cheaper(p, o, rows, self.num_examples):
+            acts, outs = self.rows(slice(0, self.num_examples))
+            a, d = acts.transpose(1, 2).reshape(-1, p), outs.transpose(1, 2).reshape(-1, o)
+            member = units.membership(a.dtype)[:, :, None].expand(-1, -1, rows).flatten(1)  # [U, B·R] by row
+            step = max(1, chunk_floats(a.device) // (2 * len(a)))
+            parts = [((a[i:i + step] @ a.T) * (d[i:i + step] @ d.T) @ member.T * member.T[i:i + step]).sum(0)
+                     for i in range(0, len(a), step)]
+            return parts[0] if len(parts) == 1 else torch.stack(parts).sum(0), None
+        if self.kernel_unit_grads is not None and (sizes := units.host_sizes()) is not None:
+            grads = self.kernel_unit_grads(units, sizes)
+        else:
+            grads = self.weight.new_zeros(units.count, *self.weight.shape)
+            for examples in self._chunks(rows, self.weight.numel()):
+                grads.index_add_(0, units.index[examples], self._instantiate(*self.rows(examples)))
+        return _sq_norm(grads), grads if keep else None
 
     def unit_norms(self, units: Units) -> Tensor:
         """‖g_u‖² over the layer's trainable parameters for every unit u, shape [U]."""
@@ -167,24 +187,17 @@ class RowsForm:
         """‖g_u‖² for every unit u, and the per-unit gradients `{param: [U, *param.shape]}` where computing
         the norms instantiated them and they hold at most `keep_floats` numbers (else None)."""
         keep = self.weight is None or units.count * self.weight.numel() <= keep_floats
-        matrices = None
+        grads: Grads | None = {}
         if self.weight is None:
-            sq_norms = self.bias_grads.new_zeros(units.count)
-        elif self._by_kernel(units):
-            sq_norms, matrices = self.kernel_unit_grads(units, keep)
-        elif units.is_per_example and self.phase_sq_norms is not None and _gram_cheaper(*self.per_example_size):
-            sq_norms = self.phase_sq_norms()
+            sq_norms = None
         else:
-            parts = [self._weight_sq_norms(acts, outs) for acts, outs in self._unit_rows(units)]
-            sq_norms = torch.cat([norms for norms, _ in parts])
-            if keep and all(m is not None for _, m in parts):
-                matrices = torch.cat([m for _, m in parts])
-        grads: Grads | None = None if self.weight is not None and matrices is None else {}
-        if grads is not None and self.weight is not None:
-            grads[self.weight] = matrices
+            sq_norms, matrices = (self._per_example_weight(keep) if units.is_per_example
+                                  else self._grouped_weight(units, keep))
+            grads = None if matrices is None else {self.weight: matrices}
         if self.bias is not None:
             bias_grads = self.bias_grads if units.is_per_example else units.sum_by_unit(self.bias_grads)
-            sq_norms = sq_norms + _sq_norm(bias_grads)
+            bias_sq_norms = _sq_norm(bias_grads)
+            sq_norms = bias_sq_norms if sq_norms is None else sq_norms + bias_sq_norms
             if grads is not None:
                 grads[self.bias] = bias_grads
         return sq_norms, grads
@@ -212,7 +225,7 @@ class Instantiated:
     def unit_norms_and_grads(self, units: Units, keep_floats: int) -> tuple[Tensor, Grads | None]:
         """‖g_u‖² for every unit u, and the per-unit gradients where they hold at most `keep_floats` numbers."""
         per_unit = self.grads if units.is_per_example else {p: units.sum_by_unit(g) for p, g in self.grads.items()}
-        sq_norms = sum(_sq_norm(g) for g in per_unit.values())
+        sq_norms = torch.stack([_sq_norm(g) for g in per_unit.values()]).sum(0)
         return sq_norms, per_unit if sum(g.numel() for g in per_unit.values()) <= keep_floats else None
 
 
@@ -254,11 +267,11 @@ def _unfold(t: Tensor, module: nn.Conv2d | nn.ConvTranspose2d) -> Tensor:
 
 
 def _conv_unit_grads(module: nn.Conv2d | nn.ConvTranspose2d, x: Tensor, grad: Tensor, k: int, units: Units,
-                     keep: bool) -> tuple[Tensor, Tensor | None]:
-    """‖weight gradient‖² of every unit [U], and the gradients [U, *weight.shape] if `keep`: one call of the
-    convolution's own weight-gradient kernel per unit on the unit's rows (gathered a unit at a time, so no
-    batch-sized temporary is allocated). A transposed convolution's weight gradient is that of the plain
-    convolution mapping its output gradient to its input, so both take the same kernel."""
+                     sizes: list[int]) -> Tensor:
+    """Weight gradients [U, *weight.shape] of units whose `sizes` (examples per unit) are known on the host:
+    one call of the convolution's own weight-gradient kernel per unit on the unit's rows (gathered a unit at
+    a time, so no batch-sized temporary is allocated). A transposed convolution's weight gradient is that of
+    the plain convolution mapping its output gradient to its input, so both take the same kernel."""
     x, grad = x.detach(), grad.detach()
     if isinstance(module, nn.ConvTranspose2d):
         x, grad = grad, x
@@ -266,7 +279,6 @@ def _conv_unit_grads(module: nn.Conv2d | nn.ConvTranspose2d, x: Tensor, grad: Te
     padding = (0, 0) if module.padding == "valid" else module.padding
     order = torch.argsort(units.index, stable=True)
     rows = (order[:, None] * k + torch.arange(k, device=order.device)).flatten()
-    sizes = (torch.bincount(units.index, minlength=units.count) * k).tolist()
 
     def unit_grad(unit_rows: Tensor) -> Tensor:
         if len(unit_rows) == 0:
@@ -274,10 +286,7 @@ def _conv_unit_grads(module: nn.Conv2d | nn.ConvTranspose2d, x: Tensor, grad: Te
         return torch.ops.aten.convolution_backward(
             grad.index_select(0, unit_rows), x.index_select(0, unit_rows), weight, None, module.stride, padding,
             module.dilation, False, (0, 0), module.groups, (False, True, False))[1]
-    if keep:
-        unit_grads = torch.stack([unit_grad(r) for r in rows.split(sizes)])
-        return _sq_norm(unit_grads), unit_grads
-    return torch.stack([torch.linalg.vector_norm(unit_grad(r)).square() for r in rows.split(sizes)]), None
+    return torch.stack([unit_grad(r) for r in rows.split([size * k for size in sizes])])
 
 
 def _phase_gram(t: Tensor, module: nn.Conv2d | nn.ConvTranspose2d, positions: tuple[int, int], k: int) -> Tensor:
@@ -329,7 +338,7 @@ def _phase_sq_norms(module: nn.Conv2d | nn.ConvTranspose2d, x: Tensor, grad: Ten
     rows = k * positions[0] * positions[1]
     per_example = (sh * sw * unfolded.shape[1] * phase_positions + 2 * phase_positions ** 2 + 3 * rows ** 2
                    + other.shape[1] * rows)
-    step = max(1, CHUNK_FLOATS // per_example)
+    step = max(1, chunk_floats(x.device) // per_example)
 
     def sq_norms() -> Tensor:
         parts = []
@@ -377,8 +386,8 @@ def _rows_form(module: nn.Module, x: Tensor, grad: Tensor, num_examples: int) ->
         bias_grads = per_row.reshape(num_examples, k, -1).sum(1)
     kernel_unit_grads, phase_sq_norms = None, None
     if weight is not None and not isinstance(module, nn.Linear) and module.padding != "same":
-        def kernel_unit_grads(units: Units, keep: bool) -> tuple[Tensor, Tensor | None]:
-            return _conv_unit_grads(module, x, grad, k, units, keep)
+        def kernel_unit_grads(units: Units, sizes: list[int]) -> Tensor:
+            return _conv_unit_grads(module, x, grad, k, units, sizes)
         phase_sq_norms = _phase_sq_norms(module, x, grad, k, num_examples)
     return RowsForm(rows, num_examples, size, bias_grads, weight, bias, isinstance(module, nn.ConvTranspose2d),
                     kernel_unit_grads, phase_sq_norms)
@@ -390,7 +399,7 @@ def _group_norm_grads(module: nn.GroupNorm, inputs: list[Tensor], grad: Tensor) 
     x, grad = inputs[0].detach(), grad.flatten(2)
     out: Grads = {}
     if module.weight is not None and module.weight.requires_grad:
-        step = max(1, CHUNK_FLOATS // x[0].numel())
+        step = max(1, chunk_floats(x.device) // x[0].numel())
         out[module.weight] = torch.cat([
             torch.linalg.vecdot(F.group_norm(x[i:i + step], module.num_groups, eps=module.eps).flatten(2),
                                 grad[i:i + step]) for i in range(0, len(x), step)])
@@ -465,6 +474,55 @@ def dense_conv_grads(module: nn.Module, x: Tensor, grad: Tensor) -> Grads | None
     if module.bias is not None and module.bias.requires_grad:
         out[module.bias] = grad.sum((0, 2, 3))
     return out
+
+
+def _call_weight_grads(module: nn.Module, x: Tensor, grad: Tensor) -> Grads | None:
+    """One call's parameter gradients of a Linear or convolution (see `weight_grads`); None if unsupported."""
+    if (dense := dense_conv_grads(module, x, grad)) is not None:
+        return dense
+    weight = module.weight if module.weight.requires_grad else None
+    bias = module.bias if module.bias is not None and module.bias.requires_grad else None
+    out: Grads = {}
+    if isinstance(module, nn.Linear):
+        rows = grad.reshape(-1, grad.shape[-1])
+        if weight is not None:
+            out[weight] = rows.T @ x.reshape(-1, x.shape[-1])
+        if bias is not None:
+            out[bias] = rows.sum(0)
+        return out
+    if isinstance(module.padding, str) and module.padding != "valid":
+        return None
+    padding = (0, 0) if module.padding == "valid" else module.padding
+    transposed = isinstance(module, nn.ConvTranspose2d)
+    output_padding = (0, 0)
+    if transposed:  # as realised (a call may pass output_size)
+        output_padding = tuple(
+            out_size - ((in_size - 1) * s - 2 * p + d * (k - 1) + 1) for out_size, in_size, s, p, d, k in zip(
+                grad.shape[2:], x.shape[2:], module.stride, padding, module.dilation, module.kernel_size))
+    _, weight_grad, bias_grad = torch.ops.aten.convolution_backward(
+        grad, x, module.weight.detach(), None if bias is None else [bias.shape[0]], module.stride, padding,
+        module.dilation, transposed, output_padding, module.groups, (False, weight is not None, bias is not None))
+    if weight is not None:
+        out[weight] = weight_grad
+    if bias is not None:
+        out[bias] = bias_grad
+    return out
+
+
+def weight_grads(module: nn.Module, calls: Sequence[tuple[tuple[Tensor, ...], Tensor]]) -> Grads | None:
+    """Σ over calls `(inputs, output_grad)` of the layer's parameter gradients through its own operation only,
+    by its formula (Linear: one matrix product; Conv2d, ConvTranspose2d: their weight-gradient kernel, or one
+    matrix product for a dense layer in disguise); None for other layers."""
+    if not _rows_supported(module) or any(len(inputs) != 1 for inputs, _ in calls):
+        return None
+    total: Grads = {}
+    for (x,), grad in calls:
+        part = _call_weight_grads(module, x.detach(), grad)
+        if part is None:
+            return None
+        for p, g in part.items():
+            total[p] = total[p].add_(g) if p in total else g
+    return total
 
 
 # layers whose output is linear in their parameters: output(x; direction) is the derivative along it
