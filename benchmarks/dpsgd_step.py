@@ -7,11 +7,10 @@ Prints the device (`# device=cpu name=...`), then one line per case:
 `model=mlp engine=termwise device=cpu clock=wall sec_per_step=0.0123 ratio_to_nonprivate=1.42 ops_per_step=512
 syncs_per_step=0.0` (on CUDA also `launches_per_step=... cuda_syncs_per_step=...`).
 `ops_per_step`: aten operator calls per step in torch.profiler (every level, views included), a
-device-independent proxy for kernel launches; `syncs_per_step`: calls of aten operators that read
-tensor data on the host (`.item()`, `float()`, `bool()`, `torch.equal`, `nonzero`, `unique`, ...: each
-a device synchronisation on an accelerator); on CUDA `launches_per_step` counts kernel launches and
-`cuda_syncs_per_step` cudaDeviceSynchronize / cudaStreamSynchronize / cudaEventSynchronize / cudaMemcpy
-calls. CPU timings use 2 threads (`--threads`); CUDA timings synchronise before every clock read.
+device-independent proxy for kernel launches; `syncs_per_step`: host reads of tensor data (`.item()`,
+`float()`, `bool()`, `torch.equal`, `nonzero`, ...: each a device synchronisation on an accelerator);
+on CUDA `launches_per_step` counts kernel launches and `cuda_syncs_per_step` cudaDeviceSynchronize /
+cudaStreamSynchronize / cudaEventSynchronize / cudaMemcpy calls (`dpvae.privacy.dpsgd.profiling`). CPU timings use 2 threads (`--threads`); CUDA timings synchronise before every clock read.
 Models: `mlp` = P3GM MLP VAE 784→1000→30, `conv` = PriVAE conv VAE (32×32, D = 50, GroupNorm).
 Every step is a full one: forward, gradient, optimizer step, on a fixed batch of 256. Cases are timed
 round-robin (one step of each in turn, `--steps` rounds, median) so that load from other processes
@@ -32,32 +31,24 @@ import argparse
 import platform
 import statistics
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
-from torch.profiler import ProfilerActivity, profile
 
 from dpvae.models.conv_vae import ConvVAE
 from dpvae.models.losses import mixture_kl, mmd_dim
 from dpvae.models.mlp_vae import MLPVAE
 from dpvae.privacy.dpsgd import (
     DPSGD, BatchAggregation, MicroAggregation, OpacusDPSGD, TermwiseDPSGD, Units, random_groups)
+from dpvae.privacy.dpsgd.profiling import calls_per_step
 
 ENGINES = ("nonprivate", "loop", "opacus", "opacus-hooks", "dpsgd", "termwise", "micro", "batch", "partial")
 DEFAULT_ENGINES = tuple(e for e in ENGINES if e != "opacus-hooks")
 # each private engine is compared with a non-private step of the same objective
 BASELINES = {"termwise": "nonprivate-subgroup-mmd", "micro": "nonprivate-batch-mmd", "batch": "nonprivate-batch-mmd"}
 NUM_GROUPS, ALPHA, CLIP, SIGMA = 16, 100.0, 1.0, 1.0
-# aten operators that read tensor data on the host (a device synchronisation on an accelerator)
-HOST_READS = {"aten::_local_scalar_dense", "aten::item", "aten::is_nonzero", "aten::equal", "aten::nonzero",
-              "aten::nonzero_static", "aten::unique", "aten::_unique", "aten::_unique2", "aten::unique_consecutive",
-              "aten::unique_dim", "aten::masked_select", "aten::allclose"}
-CUDA_LAUNCHES = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx"}
-CUDA_SYNCS = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
-              "cudaMemcpyAsync", "cudaMemcpy2DAsync"}
 
 
 @dataclass
@@ -193,38 +184,6 @@ def seconds_per_step(steps: dict[str, Callable[[], None]], rounds: int, warmup: 
             synchronize()
             times[name].append(clock() - start)
     return {name: statistics.median(t) for name, t in times.items()}
-
-
-def calls_per_step(step: Callable[[], None], rounds: int, cuda: bool) -> dict[str, float]:
-    """Operator calls per step in torch.profiler: aten operators (`ops`), host reads of tensor data (`syncs`)
-    and, on CUDA, kernel launches and synchronising runtime calls."""
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    with profile(activities=activities) as prof:
-        for _ in range(rounds):
-            step()
-        if cuda:
-            torch.cuda.synchronize()
-    events = prof.events()
-    names = Counter(event.name for event in events)
-    counts = {"ops": sum(n for name, n in names.items() if name.startswith("aten::")),
-              "syncs": sum(map(_outer_host_read, events))}
-    if cuda:
-        counts["launches"] = sum(names[name] for name in CUDA_LAUNCHES)
-        counts["cuda_syncs"] = sum(names[name] for name in CUDA_SYNCS) - 1  # less the final synchronize
-    return {key: value / rounds for key, value in counts.items()}
-
-
-def _outer_host_read(event: object) -> bool:
-    """A host read of tensor data that is not part of another (counted once) nor of a CPU-only check
-    (`torch._assert_async` reads its flag on the CPU; on an accelerator it is a kernel)."""
-    if event.name not in HOST_READS:
-        return False
-    parent = event.cpu_parent
-    while parent is not None:
-        if parent.name in HOST_READS or parent.name.startswith("aten::_assert_async"):
-            return False
-        parent = parent.cpu_parent
-    return True
 
 
 def device_name(device: torch.device) -> str:

@@ -382,7 +382,7 @@ class _Engine:
             total = None
             for scale, k in zip(scales, kept):
                 if scale is not None and p in k.unit_grads:
-                    part = torch.tensordot(scale.unit, k.unit_grads[p], dims=1)
+                    part = torch.mv(k.unit_grads[p].flatten(1).t(), scale.unit).view(p.shape)
                     total = part if total is None else total.add_(part)
                 if scale is not None and p in k.common:
                     total = _accumulate(total, k.common[p], scale.total)

@@ -23,7 +23,7 @@ Two representations of the per-example gradients:
   once; ~2x faster for the conv VAE's 4×4 stride-2 layers), and units of several examples (term-wise
   sub-groups) are instantiated by the convolution's own weight-gradient kernel, one call per unit
   (`_conv_unit_grads`; 3-4x faster than the batched matrix products on gathered, padded rows).
-  Rows are produced a chunk of units at a time (`CHUNK_FLOATS`, ~2 MB), so unfolded patches stay in
+  Rows are produced a chunk of units at a time (`CHUNK_FLOATS`, ~8 MB on the CPU), so unfolded patches stay in
   cache and large temporaries (whose page faults dominated on this machine) are never allocated.
   Bias gradients are instantiated ([U, O]).
 * `Instantiated` (GroupNorm, LayerNorm, Embedding, grouped convolutions, anything else): per-example
@@ -36,7 +36,7 @@ layer in disguise by one matrix product (the engine's weight-gradient pass).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -49,7 +49,7 @@ from dpvae.privacy.dpsgd.units import Units
 
 Grads = dict[nn.Parameter, Tensor]
 GRAM_ADVANTAGE = 100  # see the module docstring's cost model
-CHUNK_FLOATS = 1 << 19  # rows are produced in chunks of about 2 MB on the CPU
+CHUNK_FLOATS = 1 << 21  # rows are produced in chunks of about 8 MB on the CPU
 DEVICE_CHUNK_FLOATS = 1 << 27  # and of at most 512 MB on an accelerator
 
 
@@ -94,8 +94,18 @@ def chunk_floats(device: torch.device) -> int:
 
 def _sq_norm(t: Tensor) -> Tensor:
     """Squared l2 norm of each row t[u] over all remaining dimensions, shape [U]."""
-    flat = t.flatten(1)
-    return torch.linalg.vecdot(flat, flat)
+    return t * t if t.dim() == 1 else (t * t).sum(tuple(range(1, t.dim())))
+
+
+def _total(tensors: Iterable[Tensor]) -> Tensor:
+    """Sum of one or more tensors (the first is not modified)."""
+    first, *rest = tensors
+    if not rest:
+        return first
+    total = first + rest[0]
+    for t in rest[1:]:
+        total.add_(t)
+    return total
 
 
 RowSelector = slice | Tensor  # consecutive examples, or example indices
@@ -289,25 +299,32 @@ def _conv_unit_grads(module: nn.Conv2d | nn.ConvTranspose2d, x: Tensor, grad: Te
     return torch.stack([unit_grad(r) for r in rows.split([size * k for size in sizes])])
 
 
-def _phase_gram(t: Tensor, module: nn.Conv2d | nn.ConvTranspose2d, positions: tuple[int, int], k: int) -> Tensor:
-    """Gram matrices [n, R, R] of the patches `_unfold(t, module)` per example (t is [n·k, C, H, W], k rows
-    per example, R = k·positions), computed without unfolding.
+def _phase_maps(t: Tensor, module: nn.Conv2d | nn.ConvTranspose2d, positions: tuple[int, int], k: int) -> Tensor:
+    """The stride phases of the padded `t` ([n·k, C, H, W], k rows per example) that `_phase_gram` takes:
+    [n, stride_h·stride_w·C, k·hp·wp] (hp, wp: output positions + kernel/stride − 1)."""
+    (kh, kw), (sh, sw), (ph, pw) = module.kernel_size, module.stride, module.padding
+    hp, wp = positions[0] + kh // sh - 1, positions[1] + kw // sw - 1
+    rows, channels, h, w = t.shape
+    padded = F.pad(t, (pw, sw * wp - w - pw, ph, sh * hp - h - ph))  # negative: crop what no patch reads
+    phases = padded.reshape(rows // k, k, channels, hp, sh, wp, sw).permute(0, 4, 6, 2, 1, 3, 5)
+    return phases.reshape(rows // k, sh * sw * channels, k * hp * wp)
+
+
+def _phase_gram(phases: Tensor, module: nn.Conv2d | nn.ConvTranspose2d, positions: tuple[int, int], k: int
+                ) -> Tensor:
+    """Gram matrices [n, R, R] of the patches `_unfold(t, module)` per example (R = k·positions) from the phase
+    maps of t (`_phase_maps`), computed without unfolding.
 
     With kernel = m·stride in each dimension, tap s·a + p of output position o reads phase p of the padded
     input at o + a, so the patch Gram is G(o, o') = Σ_{a,b} M(o + (a, b), o' + (a, b)) with M the Gram of
     the phase maps' (o + m − 1)² positions over (phase, channel): every input pixel enters M once instead
     of m² times, ~m² fewer multiply-adds than the Gram of the unfolded patches.
     """
-    (kh, kw), (sh, sw), (ph, pw) = module.kernel_size, module.stride, module.padding
-    (ho, wo), (mh, mw) = positions, (kh // sh, kw // sw)
+    (ho, wo), (mh, mw) = positions, (module.kernel_size[0] // module.stride[0], module.kernel_size[1] // module.stride[1])
     hp, wp = ho + mh - 1, wo + mw - 1
-    rows, channels, h, w = t.shape
-    padded = F.pad(t, (pw, sw * wp - w - pw, ph, sh * hp - h - ph))  # negative: crop what no patch reads
-    phases = padded.reshape(rows // k, k, channels, hp, sh, wp, sw).permute(0, 4, 6, 2, 1, 3, 5)
-    phases = phases.reshape(rows // k, sh * sw * channels, k * hp * wp)
     gram = torch.bmm(phases.transpose(1, 2), phases).reshape(-1, k, hp, wp, k, hp, wp)
-    rows_shifted = sum(gram[:, :, a:a + ho, :, :, a:a + ho] for a in range(1, mh)) + gram[:, :, :ho, :, :, :ho]
-    total = sum(rows_shifted[..., b:b + wo, :, :, b:b + wo] for b in range(1, mw)) + rows_shifted[..., :wo, :, :, :wo]
+    rows_shifted = _total(gram[:, :, a:a + ho, :, :, a:a + ho] for a in range(mh))
+    total = _total(rows_shifted[..., b:b + wo, :, :, b:b + wo] for b in range(mw))
     return total.reshape(len(gram), k * ho * wo, k * ho * wo)
 
 
@@ -341,14 +358,14 @@ def _phase_sq_norms(module: nn.Conv2d | nn.ConvTranspose2d, x: Tensor, grad: Ten
     step = max(1, chunk_floats(x.device) // per_example)
 
     def sq_norms() -> Tensor:
+        phases = _phase_maps(unfolded.detach(), module, positions, k)
+        other_rows = _examples_first(other.detach().flatten(2), k)
         parts = []
         for i in range(0, num_examples, step):
-            examples = slice(i, i + step)
-            patch_gram = _phase_gram(_select(unfolded.detach(), examples, k), module, positions, k)
-            other_rows = _examples_first(_select(other.detach(), examples, k).flatten(2), k)
-            other_gram = torch.bmm(other_rows.transpose(1, 2), other_rows)
-            parts.append(torch.linalg.vecdot(patch_gram.flatten(1), other_gram.flatten(1)))
-        return torch.cat(parts)
+            patch_gram = _phase_gram(phases[i:i + step], module, positions, k)
+            rows = other_rows[i:i + step]
+            parts.append((patch_gram * torch.bmm(rows.transpose(1, 2), rows)).sum((1, 2)))
+        return parts[0] if len(parts) == 1 else torch.cat(parts)
     return sq_norms
 
 
@@ -444,10 +461,10 @@ def per_example_view(module: nn.Module, calls: Sequence[tuple[tuple[Tensor, ...]
         p, o, _ = forms[0].per_example_size
         first = forms[0]
         return RowsForm(rows, num_examples, (p, o, sum(f.per_example_size[2] for f in forms)),
-                        None if first.bias is None else sum(f.bias_grads for f in forms),
+                        None if first.bias is None else _total(f.bias_grads for f in forms),
                         first.weight, first.bias, first.transposed)
     parts = [_instantiated(module, inputs, grad, num_examples) for inputs, grad in calls]
-    return Instantiated({p: sum(part[p] for part in parts) for p in parts[0]})
+    return Instantiated({p: _total(part[p] for part in parts) for p in parts[0]})
 
 
 def dense_conv_grads(module: nn.Module, x: Tensor, grad: Tensor) -> Grads | None:
