@@ -294,11 +294,16 @@ CONV_LAYERS = {  # name: (layer, input size); the phase-Gram rule applies where 
 
 @pytest.mark.parametrize("name", list(CONV_LAYERS))
 @pytest.mark.parametrize("gram_advantage", [0.0, 1e9])  # instantiation / per-unit kernel, then Gram / phase Gram
-def test_conv_unit_norms_match_brute_force(monkeypatch: pytest.MonkeyPatch, name: str, gram_advantage: float) -> None:
+@pytest.mark.parametrize("host_sizes", [True, False])  # sub-group sizes read from host memory, or not (accelerator)
+def test_conv_unit_norms_match_brute_force(monkeypatch: pytest.MonkeyPatch, name: str, gram_advantage: float,
+                                           host_sizes: bool) -> None:
     """Every per-unit norm path of a convolution (unfolded Gram, phase Gram, instantiation, the layer's own
-    kernel per unit) and the unit gradients instantiated on the way, against autograd unit by unit: two
-    rows per example, per-example units and sub-groups of unequal size with an empty one."""
+    kernel per unit, per-example gradients summed into units, one Gram over all rows masked to units) and the
+    unit gradients instantiated on the way, against autograd unit by unit: two rows per example,
+    per-example units and sub-groups of unequal size with an empty one."""
     monkeypatch.setattr(layers, "GRAM_ADVANTAGE", gram_advantage)
+    if not host_sizes:
+        monkeypatch.setattr(Units, "host_sizes", lambda self: None)
     monkeypatch.setattr(layers, "CHUNK_FLOATS", 4096)  # several chunks
     torch.manual_seed(13)
     make, size = CONV_LAYERS[name]

@@ -382,7 +382,7 @@ class _Engine:
             total = None
             for scale, k in zip(scales, kept):
                 if scale is not None and p in k.unit_grads:
-                    part = torch.mv(k.unit_grads[p].flatten(1).t(), scale.unit).view(p.shape)
+                    part = torch.mv(k.unit_grads[p].reshape(len(scale.unit), -1).t(), scale.unit).view(p.shape)
                     total = part if total is None else total.add_(part)
                 if scale is not None and p in k.common:
                     total = _accumulate(total, k.common[p], scale.total)
@@ -463,7 +463,7 @@ class _Engine:
         if std > 0:
             add_gaussian_noise([g for p, g in grads.items() if id(p) in private], std, self.generator)
         for p, g in grads.items():
-            p.grad = g
+            p.grad = g.detach() if g.requires_grad else g
         self.steps += 1
         if self._canaries is not None:
             self._canaries.observe()

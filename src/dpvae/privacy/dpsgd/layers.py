@@ -168,11 +168,21 @@ class RowsForm:
 
     def _grouped_weight(self, units: Units, keep: bool) -> tuple[Tensor, Tensor | None]:
         """‖g_u‖² of the weight for units of several examples, and the per-unit gradients if instantiated
-        and `keep`, with shapes that do not depend on the unit sizes (no host read of the index): one Gram
-        over all rows, masked to pairs in the same unit, where cheaper; else per-example gradients summed
-        into their units (by the layer's own kernel, one call per unit, where the unit sizes are in host
-        memory: `Units.host_sizes`)."""
+        and `keep`. Where the unit sizes are in host memory (`Units.host_sizes`), the units' rows side by
+        side (`_padded_rows`), or the layer's own kernel once per unit; else with shapes that do not depend on
+        the unit sizes: one Gram over all rows, masked to pairs in the same unit, where cheaper, or the
+        per-example gradients summed into their units."""
         p, o, rows = self.per_example_size
+        if (sizes := units.host_sizes()) is not None:
+            width = max(sizes, default=0)
+            if self.kernel_unit_grads is not None and not _gram_cheaper(p, o, rows * width):
+                grads = self.kernel_unit_grads(units, sizes)
+                return _sq_norm(grads), grads if keep else None
+            parts = [self._weight_sq_norms(acts, outs) for acts, outs in self._padded_rows(units, sizes)]
+            sq_norms = torch.cat([norms for norms, _ in parts])
+            if keep and parts and all(m is not None for _, m in parts):
+                return sq_norms, torch.cat([m for _, m in parts])
+            return sq_norms, None
         if _gram_cheaper(p, o, rows, self.num_examples):
             acts, outs = self.rows(slice(0, self.num_examples))
             a, d = acts.transpose(1, 2).reshape(-1, p), outs.transpose(1, 2).reshape(-1, o)
@@ -181,13 +191,24 @@ class RowsForm:
             parts = [((a[i:i + step] @ a.T) * (d[i:i + step] @ d.T) @ member.T * member.T[i:i + step]).sum(0)
                      for i in range(0, len(a), step)]
             return parts[0] if len(parts) == 1 else torch.stack(parts).sum(0), None
-        if self.kernel_unit_grads is not None and (sizes := units.host_sizes()) is not None:
-            grads = self.kernel_unit_grads(units, sizes)
-        else:
-            grads = self.weight.new_zeros(units.count, *self.weight.shape)
-            for examples in self._chunks(rows, self.weight.numel()):
-                grads.index_add_(0, units.index[examples], self._instantiate(*self.rows(examples)))
+        grads = self.weight.new_zeros(units.count, *self.weight.shape)
+        for examples in self._chunks(rows, self.weight.numel()):
+            grads.index_add_(0, units.index[examples], self._instantiate(*self.rows(examples)))
         return _sq_norm(grads), grads if keep else None
+
+    def _padded_rows(self, units: Units, sizes: list[int]) -> Iterator[tuple[Tensor, Tensor]]:
+        """Chunks of per-unit rows, [u, P, R·m] and [u, O, R·m] with m the largest of the unit `sizes` (padding
+        rows have zero output gradient)."""
+        members, mask = units.padded()
+        width = members.shape[1]
+        per_unit = self.per_example_size[2] * width
+        p, o, _ = self.per_example_size
+        step = max(1, chunk_floats(self.weight.device) // ((p + o) * per_unit + min(p * o, 2 * per_unit ** 2)))
+        for i in range(0, units.count, step):
+            acts, outs = self.rows(members[i:i + step].flatten())
+            if min(sizes[i:i + step]) < width:
+                outs = outs * mask[i:i + step].reshape(-1, 1, 1).to(outs.dtype)
+            yield tuple(t.reshape(-1, width, *t.shape[1:]).transpose(1, 2).flatten(2) for t in (acts, outs))
 
     def unit_norms(self, units: Units) -> Tensor:
         """‖g_u‖² over the layer's trainable parameters for every unit u, shape [U]."""

@@ -83,14 +83,18 @@ class Units:
         return out.index_add_(0, self.index, per_example)
 
     def padded(self) -> tuple[Tensor, Tensor]:
-        """Examples of each unit as a padded table (its width, the largest unit size, is read on the host:
-        a device synchronisation; the engines do without it).
+        """Examples of each unit as a padded table. Its width, the largest unit size, is read on the host: from
+        host memory where the index is there (`host_sizes`), else from the device (a synchronisation; the
+        engines do without this table there).
 
         Returns `members [U, m]` (example indices, padding points at example 0) and `mask [U, m]`
         (True where `members` is a real member); m is the largest unit size.
         """
         sizes = torch.bincount(self.index, minlength=self.count)
-        width = int(sizes.max()) if self.count and self.num_examples else 0
+        if (known := self.host_sizes()) is not None:
+            width = max(known, default=0)
+        else:
+            width = int(sizes.max()) if self.count and self.num_examples else 0
         order = torch.argsort(self.index, stable=True)
         sorted_units = self.index[order]
         starts = torch.cumsum(sizes, 0) - sizes
