@@ -9,11 +9,18 @@ How a step works (ghost / mixed ghost clipping, Bu et al. 2022-23):
    micro aggregation adds 2⟨g_u, ∇ψ⟩ + ‖∇ψ‖² with ⟨g_u, ∇ψ⟩ from a forward pass of the layer along ∇ψ,
    on the layers ψ reaches; a whole-batch unit's gradient is simply the layer's gradient, and small
    per-unit gradients instantiated for the norms are kept too, `KEEP_FLOATS`);
-4. clip factors c^t_u = min(1, C_t/‖g^t_u‖);
-5. one local backward per layer through its own op only, with the combined output gradient
-   Σ_t w_t c^t_{u(r)} Δ^t_r, gives Σ_t w_t Σ_u c^t_u g^t_u -- the weight gradient is formed once (for a
-   layer whose unit gradients every term kept, Σ_u c^t_u g^t_u directly, without that pass);
-6. Gaussian noise with the mechanism's std is added and written to `.grad`; any optimizer steps.
+4. clip factors c^t_u = min(1, C_t/‖g^t_u‖) = 1/√max(1, ‖g^t_u‖²/C_t²), the squared norms summed over
+   layers by one reduction;
+5. one local backward per layer through its own op only (`layers.weight_grads`: the layer's own weight-
+   gradient formula, else autograd), with the combined output gradient Σ_t w_t c^t_{u(r)} Δ^t_r, gives
+   Σ_t w_t Σ_u c^t_u g^t_u -- the weight gradient is formed once (for a layer whose unit gradients every
+   term kept, Σ_u c^t_u g^t_u directly, without that pass);
+6. Gaussian noise with the mechanism's std, one draw from the engine's generator over a flat buffer of
+   all private parameters, is added and written to `.grad`; any optimizer steps.
+
+A step never reads tensor data on the host, so on an accelerator it never waits for the device: shapes
+depend only on the batch size (known on the host), units are flagged per-example rather than compared,
+checks of values run on the device (`units.require`), and sub-group norms take fixed shapes (`layers.py`).
 
 A unit's loss may depend only on the examples of that unit (no BatchNorm in training mode; checked).
 Parameters outside `private_params` ("public", e.g. DP²-VAE's encoder, PAPERS.md §4.1/A-D2) would get

@@ -23,16 +23,22 @@ Two representations of the per-example gradients:
   once; ~2x faster for the conv VAE's 4×4 stride-2 layers), and units of several examples (term-wise
   sub-groups) are instantiated by the convolution's own weight-gradient kernel, one call per unit
   (`_conv_unit_grads`; 3-4x faster than the batched matrix products on gathered, padded rows).
-  Rows are produced a chunk of units at a time (`CHUNK_FLOATS`, ~8 MB on the CPU), so unfolded patches stay in
-  cache and large temporaries (whose page faults dominated on this machine) are never allocated.
+  Units of several examples need their sizes for that layout; where the unit index is in host memory they
+  are read there, else (an accelerator: reading them would wait for the device) the shapes do not depend on
+  them: one Gram over all rows of the batch masked to pairs in the same unit, or the per-example gradients
+  summed into their units, by the same cost model (`RowsForm._grouped_weight`).
+  On the CPU rows are produced a chunk of units at a time (`CHUNK_FLOATS`, ~8 MB), so unfolded patches stay
+  in cache and large temporaries (whose page faults dominated on this machine) are never allocated; on an
+  accelerator, where each chunk costs kernel launches, in one chunk (`DEVICE_CHUNK_FLOATS`).
   Bias gradients are instantiated ([U, O]).
 * `Instantiated` (GroupNorm, LayerNorm, Embedding, grouped convolutions, anything else): per-example
   gradients from this module's rules (`GRAD_SAMPLERS`: GroupNorm, a chunk at a time), opacus'
   per-layer grad samplers (`opacus.grad_sample` registry), or opacus' functorch fallback.
 
 `per_example_dots` gives ⟨g_i, G⟩ for a fixed direction G without per-example gradients (micro
-aggregation's ‖g_i + ∇ψ‖²); `dense_conv_grads` the weight gradient of a convolution that is a dense
-layer in disguise by one matrix product (the engine's weight-gradient pass).
+aggregation's ‖g_i + ∇ψ‖²); `weight_grads` a Linear's or convolution's parameter gradient by its own
+formula (the engine's weight-gradient pass; `dense_conv_grads`: a convolution that is a dense layer in
+disguise, by one matrix product).
 """
 from __future__ import annotations
 
@@ -148,12 +154,15 @@ class RowsForm:
         matrices = self._instantiate(acts, outs)
         return _sq_norm(matrices), matrices
 
-    def _chunks(self, rows_per_example: int, extra: int = 0) -> Iterator[slice]:
-        """Consecutive examples, a chunk at a time, so that a chunk's rows and products stay cache-sized
-        (`extra` floats per example more)."""
+    def _chunk(self, rows_per_unit: int, extra: int = 0) -> int:
+        """Units per chunk so that a chunk's rows and products stay cache-sized (`extra` floats per unit more)."""
         p, o, _ = self.per_example_size
-        per_example = (p + o) * rows_per_example + min(p * o, 2 * rows_per_example ** 2) + extra
-        step = max(1, chunk_floats(self.weight.device) // per_example)
+        per_unit = (p + o) * rows_per_unit + min(p * o, 2 * rows_per_unit ** 2) + extra
+        return max(1, chunk_floats(self.weight.device) // per_unit)
+
+    def _chunks(self, rows_per_example: int, extra: int = 0) -> Iterator[slice]:
+        """Consecutive examples, a chunk at a time (`_chunk`)."""
+        step = self._chunk(rows_per_example, extra)
         return (slice(i, i + step) for i in range(0, self.num_examples, step))
 
     def _per_example_weight(self, keep: bool) -> tuple[Tensor, Tensor | None]:
@@ -201,9 +210,7 @@ class RowsForm:
         rows have zero output gradient)."""
         members, mask = units.padded()
         width = members.shape[1]
-        per_unit = self.per_example_size[2] * width
-        p, o, _ = self.per_example_size
-        step = max(1, chunk_floats(self.weight.device) // ((p + o) * per_unit + min(p * o, 2 * per_unit ** 2)))
+        step = self._chunk(self.per_example_size[2] * width)
         for i in range(0, units.count, step):
             acts, outs = self.rows(members[i:i + step].flatten())
             if min(sizes[i:i + step]) < width:
