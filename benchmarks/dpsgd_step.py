@@ -2,6 +2,7 @@
 
     python benchmarks/dpsgd_step.py [--device cpu|cuda] [--steps 10] [--models mlp conv]
                                     [--engines dpsgd termwise ...] [--quick] [--clock wall|cpu] [--epoch 60000]
+                                    [--profile-steps 2]
 
 Prints the device (`# device=cpu name=...`), then one line per case:
 `model=mlp engine=termwise device=cpu clock=wall sec_per_step=0.0123 ratio_to_nonprivate=1.42 ops_per_step=512
@@ -10,7 +11,10 @@ syncs_per_step=0.0` (on CUDA also `launches_per_step=... cuda_syncs_per_step=...
 device-independent proxy for kernel launches; `syncs_per_step`: host reads of tensor data (`.item()`,
 `float()`, `bool()`, `torch.equal`, `nonzero`, ...: each a device synchronisation on an accelerator);
 on CUDA `launches_per_step` counts kernel launches and `cuda_syncs_per_step` cudaDeviceSynchronize /
-cudaStreamSynchronize / cudaEventSynchronize / cudaMemcpy calls (`dpvae.privacy.dpsgd.profiling`). CPU timings use 2 threads (`--threads`); CUDA timings synchronise before every clock read.
+cudaStreamSynchronize / cudaEventSynchronize / cudaMemcpy calls (`dpvae.privacy.dpsgd.profiling`).
+Counts come from `--profile-steps` extra steps after the timed ones. CPU timings use 2 threads
+(`--threads`); CUDA timings synchronise before every clock read, and every tensor and generator of a
+case is on the device.
 Models: `mlp` = P3GM MLP VAE 784→1000→30, `conv` = PriVAE conv VAE (32×32, D = 50, GroupNorm).
 Every step is a full one: forward, gradient, optimizer step, on a fixed batch of 256. Cases are timed
 round-robin (one step of each in turn, `--steps` rounds, median) so that load from other processes
