@@ -358,6 +358,25 @@ def test_dense_conv_grads_equal_autograd(transposed: bool) -> None:
     assert layers.dense_conv_grads(layer, larger, layer(larger)) is None
 
 
+@pytest.mark.parametrize("name", [*CONV_LAYERS, "linear-rows"])
+def test_weight_grads_equal_autograd(name: str) -> None:
+    """The engine's weight-gradient pass by the layer's own formula, over two calls of the layer."""
+    torch.manual_seed(16)
+    if name == "linear-rows":
+        layer, shape = nn.Linear(3, 5).double(), (4, 2, 3)
+    else:
+        make, size = CONV_LAYERS[name]
+        layer, shape = make().double(), (4, 3, size, size)
+    calls = [(torch.randn(shape, dtype=torch.double),) for _ in range(2)]
+    grad_outputs = [torch.randn_like(layer(*inputs)) for inputs in calls]
+    params = [p for p in layer.parameters() if p.requires_grad]
+    expected = torch.autograd.grad([layer(*inputs) for inputs in calls], params, grad_outputs)
+    got = layers.weight_grads(layer, list(zip(calls, grad_outputs)))
+    assert set(got) == set(params)
+    for p, g in zip(params, expected):
+        torch.testing.assert_close(got[p], g, rtol=1e-12, atol=1e-12)
+
+
 # -- sensitivity ------------------------------------------------------------------------------
 
 def test_standard_dpsgd_sensitivity_is_the_clip_norm() -> None:
