@@ -389,7 +389,9 @@ class _Engine:
             total = None
             for scale, k in zip(scales, kept):
                 if scale is not None and p in k.unit_grads:
-                    part = torch.mv(k.unit_grads[p].reshape(len(scale.unit), -1).t(), scale.unit).view(p.shape)
+                    grads = k.unit_grads[p]
+                    part = (grads[0] * scale.unit[0] if len(grads) == 1
+                            else torch.mv(grads.reshape(len(grads), -1).t(), scale.unit).view(p.shape))
                     total = part if total is None else total.add_(part)
                 if scale is not None and p in k.common:
                     total = _accumulate(total, k.common[p], scale.total)
