@@ -558,7 +558,8 @@ def weight_grads(module: nn.Module, calls: Sequence[tuple[tuple[Tensor, ...], Te
     """Σ over calls `(inputs, output_grad)` of the layer's parameter gradients through its own operation only,
     by its formula (Linear: one matrix product; Conv2d, ConvTranspose2d: their weight-gradient kernel, or one
     matrix product for a dense layer in disguise); None for other layers."""
-    if not _rows_supported(module) or any(len(inputs) != 1 for inputs, _ in calls):
+    if type(module) not in (nn.Linear, nn.Conv2d, nn.ConvTranspose2d) or not _rows_supported(module) or any(
+            len(inputs) != 1 for inputs, _ in calls):  # a subclass may compute something else: autograd
         return None
     total: Grads = {}
     for (x,), grad in calls:
