@@ -1,9 +1,20 @@
-"""Seconds per optimizer step of every DP-SGD engine on the project's two VAEs (CPU, 2 threads).
+"""Seconds and operator calls per optimizer step of every DP-SGD engine on the project's two VAEs.
 
-    python benchmarks/dpsgd_step.py [--steps 10] [--models mlp conv] [--engines dpsgd termwise ...] [--quick]
-                                    [--clock wall|cpu] [--epoch 60000]
+    python benchmarks/dpsgd_step.py [--device cpu|cuda] [--steps 10] [--models mlp conv]
+                                    [--engines dpsgd termwise ...] [--quick] [--clock wall|cpu] [--epoch 60000]
+                                    [--profile-steps 2]
 
-Prints one line per case: `model=mlp engine=termwise sec_per_step=0.0123 ratio_to_nonprivate=1.42`.
+Prints the device (`# device=cpu name=...`), then one line per case:
+`model=mlp engine=termwise device=cpu clock=wall sec_per_step=0.0123 ratio_to_nonprivate=1.42 ops_per_step=512
+syncs_per_step=0.0` (on CUDA also `launches_per_step=... cuda_syncs_per_step=...`).
+`ops_per_step`: aten operator calls per step in torch.profiler (every level, views included), a
+device-independent proxy for kernel launches; `syncs_per_step`: host reads of tensor data (`.item()`,
+`float()`, `bool()`, `torch.equal`, `nonzero`, ...: each a device synchronisation on an accelerator);
+on CUDA `launches_per_step` counts kernel launches and `cuda_syncs_per_step` cudaDeviceSynchronize /
+cudaStreamSynchronize / cudaEventSynchronize / cudaMemcpy calls (`dpvae.privacy.dpsgd.profiling`).
+Counts come from `--profile-steps` extra steps after the timed ones. CPU timings use 2 threads
+(`--threads`); CUDA timings synchronise before every clock read, and every tensor and generator of a
+case is on the device.
 Models: `mlp` = P3GM MLP VAE 784→1000→30, `conv` = PriVAE conv VAE (32×32, D = 50, GroupNorm).
 Every step is a full one: forward, gradient, optimizer step, on a fixed batch of 256. Cases are timed
 round-robin (one step of each in turn, `--steps` rounds, median) so that load from other processes
@@ -21,6 +32,7 @@ ratio is to the non-private step of its own objective; those baselines are print
 from __future__ import annotations
 
 import argparse
+import platform
 import statistics
 import time
 from collections.abc import Callable
@@ -34,6 +46,7 @@ from dpvae.models.losses import mixture_kl, mmd_dim
 from dpvae.models.mlp_vae import MLPVAE
 from dpvae.privacy.dpsgd import (
     DPSGD, BatchAggregation, MicroAggregation, OpacusDPSGD, TermwiseDPSGD, Units, random_groups)
+from dpvae.privacy.dpsgd.profiling import calls_per_step
 
 ENGINES = ("nonprivate", "loop", "opacus", "opacus-hooks", "dpsgd", "termwise", "micro", "batch", "partial")
 DEFAULT_ENGINES = tuple(e for e in ENGINES if e != "opacus-hooks")
@@ -48,12 +61,13 @@ class Workload:
 
     model: nn.Module
     batch: Tensor
+    device: torch.device
     terms: Callable[[Tensor, Tensor | None, int], tuple[Tensor, Tensor]]  # (x, groups, b) -> (φ [B], ψ [b])
     decoder: list[nn.Parameter]
 
 
-def mlp_workload(batch_size: int, hidden: int) -> Workload:
-    model = MLPVAE(784, 30, hidden)
+def mlp_workload(batch_size: int, hidden: int, device: torch.device) -> Workload:
+    model = MLPVAE(784, 30, hidden).to(device)
 
     def terms(x: Tensor, groups: Tensor | None, b: int) -> tuple[Tensor, Tensor]:
         mu, logvar = model.encode(x)
@@ -64,26 +78,29 @@ def mlp_workload(batch_size: int, hidden: int) -> Workload:
         return phi, ALPHA * mmd_dim(z, torch.randn_like(z), Units(groups, b))
 
     decoder = [*model.fc3.parameters(), *model.fc4.parameters()]
-    return Workload(model, torch.rand(batch_size, 784), terms, decoder)
+    return Workload(model, torch.rand(batch_size, 784, device=device), device, terms, decoder)
 
 
-def conv_workload(batch_size: int, channels: int) -> Workload:
-    model = ConvVAE(latent_dim=50, base_channels=channels, norm="group")
+def conv_workload(batch_size: int, channels: int, device: torch.device) -> Workload:
+    model = ConvVAE(latent_dim=50, base_channels=channels, norm="group").to(device)
 
     def terms(x: Tensor, groups: Tensor | None, b: int) -> tuple[Tensor, Tensor]:
-        noise, prior = torch.randn(len(x), 1, 50), torch.randn(len(x), 50)
+        noise, prior = torch.randn(len(x), 1, 50, device=device), torch.randn(len(x), 50, device=device)
         return model.loss_terms(x, noise, prior, groups, b, alpha=0.0 if groups is None else ALPHA)
 
-    return Workload(model, torch.rand(batch_size, 1, 32, 32), terms, list(model.decoder.parameters()))
+    return Workload(model, torch.rand(batch_size, 1, 32, 32, device=device), device, terms,
+                    list(model.decoder.parameters()))
 
 
 def make_step(engine: str, work: Workload) -> Callable[[], None]:
     """One full optimizer step of `engine` on the workload's batch."""
-    model, x, n = work.model, work.batch, len(work.batch)
+    model, x, n, device = work.model, work.batch, len(work.batch), work.device
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.SGD(params, lr=1e-6)
-    common = dict(noise_multiplier=SIGMA, sample_rate=n / 60000)
-    whole_batch = torch.zeros(n, dtype=torch.long)
+    common = dict(noise_multiplier=SIGMA, sample_rate=n / 60000,
+                  generator=torch.Generator(device).manual_seed(0))
+    whole_batch = torch.zeros(n, dtype=torch.long, device=device)
+    draws = torch.Generator(device).manual_seed(1)  # sub-group labels, drawn on the device
 
     def phi(batch: Tensor) -> Tensor:
         return work.terms(batch, None, 1)[0]
@@ -95,7 +112,7 @@ def make_step(engine: str, work: Workload) -> Callable[[], None]:
     elif engine == "nonprivate-subgroup-mmd":
         def run() -> None:
             optimizer.zero_grad()
-            sample, group = work.terms(x, random_groups(n, NUM_GROUPS), NUM_GROUPS)
+            sample, group = work.terms(x, random_groups(n, NUM_GROUPS, draws, device=device), NUM_GROUPS)
             (sample.mean() + group.mean()).backward()
     elif engine == "nonprivate-batch-mmd":
         def run() -> None:
@@ -113,7 +130,7 @@ def make_step(engine: str, work: Workload) -> Callable[[], None]:
                 p.grad = (g + torch.randn_like(g) * SIGMA * CLIP) / n
     elif engine in ("opacus", "opacus-hooks"):
         reference = OpacusDPSGD(model, max_grad_norm=CLIP, noise_multiplier=SIGMA, expected_batch_size=n,
-                                mode="ghost" if engine == "opacus" else "hooks")
+                                mode="ghost" if engine == "opacus" else "hooks", generator=common["generator"])
 
         def run() -> None:
             reference.step(phi(x))
@@ -130,7 +147,7 @@ def make_step(engine: str, work: Workload) -> Callable[[], None]:
                                  num_groups=NUM_GROUPS, **common)
 
         def run() -> None:
-            groups = random_groups(n, NUM_GROUPS)
+            groups = random_groups(n, NUM_GROUPS, draws, device=device)
             termwise.step(*work.terms(x, groups, NUM_GROUPS), groups)
     elif engine == "micro":
         micro = MicroAggregation(model, max_grad_norm=CLIP, expected_batch_size=n, **common)
@@ -155,24 +172,42 @@ def make_step(engine: str, work: Workload) -> Callable[[], None]:
 
 
 def seconds_per_step(steps: dict[str, Callable[[], None]], rounds: int, warmup: int,
-                     clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
-    """Median seconds per step of each case, timed round-robin so that load changes hit all cases alike."""
+                     clock: Callable[[], float] = time.perf_counter,
+                     synchronize: Callable[[], None] = lambda: None) -> dict[str, float]:
+    """Median seconds per step of each case, timed round-robin so that load changes hit all cases alike;
+    `synchronize` (CUDA: wait for the device) runs before every clock read."""
     for step in steps.values():
         for _ in range(warmup):
             step()
     times: dict[str, list[float]] = {name: [] for name in steps}
     for _ in range(rounds):
         for name, step in steps.items():
+            synchronize()
             start = clock()
             step()
+            synchronize()
             times[name].append(clock() - start)
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            models = [line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")]
+        return models[0] if models else platform.processor()
+    except OSError:
+        return platform.processor() or platform.machine()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--steps", type=int, default=10, help="timed steps per case (median reported)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first")
+    parser.add_argument("--profile-steps", type=int, default=2, help="steps per case counted by torch.profiler "
+                        "(after the timed ones; 0: no counts)")
     parser.add_argument("--models", nargs="+", default=["mlp", "conv"], choices=["mlp", "conv"])
     parser.add_argument("--engines", nargs="+", default=list(DEFAULT_ENGINES),
                         choices=ENGINES + tuple(BASELINES.values()))
@@ -185,25 +220,39 @@ def main(argv: list[str] | None = None) -> None:
                         help="also print seconds per epoch of N records (steps = ceil(N / batch size))")
     parser.add_argument("--quick", action="store_true", help="tiny models, batch 8, one step: a smoke test")
     args = parser.parse_args(argv)
-    if args.steps < 1 or args.warmup < 0 or args.batch_size < 1:
-        parser.error("--steps and --batch-size must be >= 1 and --warmup >= 0")
+    if args.steps < 1 or args.warmup < 0 or args.batch_size < 1 or args.profile_steps < 0:
+        parser.error("--steps and --batch-size must be >= 1, --warmup and --profile-steps >= 0")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA device is available")
+    device = torch.device(args.device)
+    cuda = device.type == "cuda"
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    print(f"# device={device.type} name={device_name(device)} torch={torch.__version__}", flush=True)
     batch_size, width, channels = (8, 16, 4) if args.quick else (args.batch_size, 1000, 32)
     steps, warmup = (1, 0) if args.quick else (args.steps, args.warmup)
+    profile_steps = min(args.profile_steps, 1) if args.quick else args.profile_steps
+    synchronize = torch.cuda.synchronize if cuda else (lambda: None)
     for model_name in args.models:
         baselines = {e: BASELINES.get(e, "nonprivate") for e in args.engines}
         cases = list(dict.fromkeys(["nonprivate", *baselines.values(), *args.engines]))
         make = mlp_workload if model_name == "mlp" else conv_workload
-        seconds = seconds_per_step({e: make_step(e, make(batch_size, width if model_name == "mlp" else channels))
-                                    for e in cases}, steps, warmup,
-                                   time.process_time if args.clock == "cpu" else time.perf_counter)
+        step_fns = {e: make_step(e, make(batch_size, width if model_name == "mlp" else channels, device))
+                    for e in cases}
+        seconds = seconds_per_step(step_fns, steps, warmup,
+                                   time.process_time if args.clock == "cpu" else time.perf_counter, synchronize)
         for engine in [c for c in cases if c.startswith("nonprivate")] + [e for e in args.engines
                                                                          if not e.startswith("nonprivate")]:
             baseline = BASELINES.get(engine, engine if engine.startswith("nonprivate") else "nonprivate")
             per_epoch = f" sec_per_epoch={seconds[engine] * -(-args.epoch // batch_size):.0f}" if args.epoch else ""
-            print(f"model={model_name} engine={engine} clock={args.clock} sec_per_step={seconds[engine]:.4f}"
-                  f"{per_epoch} ratio_to_nonprivate={seconds[engine] / seconds[baseline]:.2f}", flush=True)
+            counts = ""
+            if profile_steps:
+                calls = calls_per_step(step_fns[engine], profile_steps, cuda)
+                counts = "".join(f" {key}_per_step={value:.1f}" for key, value in calls.items())
+            print(f"model={model_name} engine={engine} device={device.type} clock={args.clock} "
+                  f"sec_per_step={seconds[engine]:.4f}{per_epoch} "
+                  f"ratio_to_nonprivate={seconds[engine] / seconds[baseline]:.2f}{counts}", flush=True)
+
 
 if __name__ == "__main__":
     main()

@@ -294,11 +294,16 @@ CONV_LAYERS = {  # name: (layer, input size); the phase-Gram rule applies where 
 
 @pytest.mark.parametrize("name", list(CONV_LAYERS))
 @pytest.mark.parametrize("gram_advantage", [0.0, 1e9])  # instantiation / per-unit kernel, then Gram / phase Gram
-def test_conv_unit_norms_match_brute_force(monkeypatch: pytest.MonkeyPatch, name: str, gram_advantage: float) -> None:
+@pytest.mark.parametrize("host_sizes", [True, False])  # sub-group sizes read from host memory, or not (accelerator)
+def test_conv_unit_norms_match_brute_force(monkeypatch: pytest.MonkeyPatch, name: str, gram_advantage: float,
+                                           host_sizes: bool) -> None:
     """Every per-unit norm path of a convolution (unfolded Gram, phase Gram, instantiation, the layer's own
-    kernel per unit) and the unit gradients instantiated on the way, against autograd unit by unit: two
-    rows per example, per-example units and sub-groups of unequal size with an empty one."""
+    kernel per unit, per-example gradients summed into units, one Gram over all rows masked to units) and the
+    unit gradients instantiated on the way, against autograd unit by unit: two rows per example,
+    per-example units and sub-groups of unequal size with an empty one."""
     monkeypatch.setattr(layers, "GRAM_ADVANTAGE", gram_advantage)
+    if not host_sizes:
+        monkeypatch.setattr(Units, "host_sizes", lambda self: None)
     monkeypatch.setattr(layers, "CHUNK_FLOATS", 4096)  # several chunks
     torch.manual_seed(13)
     make, size = CONV_LAYERS[name]
@@ -351,6 +356,25 @@ def test_dense_conv_grads_equal_autograd(transposed: bool) -> None:
         torch.testing.assert_close(got[p], g, rtol=1e-12, atol=1e-12)
     larger = torch.randn(5, 6, 4, 4, dtype=torch.double)
     assert layers.dense_conv_grads(layer, larger, layer(larger)) is None
+
+
+@pytest.mark.parametrize("name", [*CONV_LAYERS, "linear-rows"])
+def test_weight_grads_equal_autograd(name: str) -> None:
+    """The engine's weight-gradient pass by the layer's own formula, over two calls of the layer."""
+    torch.manual_seed(16)
+    if name == "linear-rows":
+        layer, shape = nn.Linear(3, 5).double(), (4, 2, 3)
+    else:
+        make, size = CONV_LAYERS[name]
+        layer, shape = make().double(), (4, 3, size, size)
+    calls = [(torch.randn(shape, dtype=torch.double),) for _ in range(2)]
+    grad_outputs = [torch.randn_like(layer(*inputs)) for inputs in calls]
+    params = [p for p in layer.parameters() if p.requires_grad]
+    expected = torch.autograd.grad([layer(*inputs) for inputs in calls], params, grad_outputs)
+    got = layers.weight_grads(layer, list(zip(calls, grad_outputs)))
+    assert set(got) == set(params)
+    for p, g in zip(params, expected):
+        torch.testing.assert_close(got[p], g, rtol=1e-12, atol=1e-12)
 
 
 # -- sensitivity ------------------------------------------------------------------------------
@@ -668,8 +692,11 @@ def test_benchmark_quick_runs_every_case() -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
     result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "dpsgd_step.py"), "--quick"],
                             capture_output=True, text=True, timeout=300, check=True, env=env)  # this checkout's src
-    pattern = re.compile(r"^model=(mlp|conv) engine=([\w-]+) clock=(wall|cpu) sec_per_step=\d+\.\d{4} ratio_to_nonprivate=\d+\.\d{2}$")
-    lines = [pattern.match(line) for line in result.stdout.strip().splitlines()]
+    header, *rest = result.stdout.strip().splitlines()
+    assert header.startswith("# device=cpu name="), header
+    pattern = re.compile(r"^model=(mlp|conv) engine=([\w-]+) device=cpu clock=(wall|cpu) sec_per_step=\d+\.\d{4} "
+                         r"ratio_to_nonprivate=\d+\.\d{2} ops_per_step=\d+\.\d syncs_per_step=(\d+\.\d)$")
+    lines = [pattern.match(line) for line in rest]
     assert all(lines), result.stdout
     cases = {(m.group(1), m.group(2)) for m in lines}
     for model in ("mlp", "conv"):

@@ -9,11 +9,18 @@ How a step works (ghost / mixed ghost clipping, Bu et al. 2022-23):
    micro aggregation adds 2⟨g_u, ∇ψ⟩ + ‖∇ψ‖² with ⟨g_u, ∇ψ⟩ from a forward pass of the layer along ∇ψ,
    on the layers ψ reaches; a whole-batch unit's gradient is simply the layer's gradient, and small
    per-unit gradients instantiated for the norms are kept too, `KEEP_FLOATS`);
-4. clip factors c^t_u = min(1, C_t/‖g^t_u‖);
-5. one local backward per layer through its own op only, with the combined output gradient
-   Σ_t w_t c^t_{u(r)} Δ^t_r, gives Σ_t w_t Σ_u c^t_u g^t_u -- the weight gradient is formed once (for a
-   layer whose unit gradients every term kept, Σ_u c^t_u g^t_u directly, without that pass);
-6. Gaussian noise with the mechanism's std is added and written to `.grad`; any optimizer steps.
+4. clip factors c^t_u = min(1, C_t/‖g^t_u‖) = 1/√max(1, ‖g^t_u‖²/C_t²), the squared norms summed over
+   layers by one reduction;
+5. one local backward per layer through its own op only (`layers.weight_grads`: the layer's own weight-
+   gradient formula, else autograd), with the combined output gradient Σ_t w_t c^t_{u(r)} Δ^t_r, gives
+   Σ_t w_t Σ_u c^t_u g^t_u -- the weight gradient is formed once (for a layer whose unit gradients every
+   term kept, Σ_u c^t_u g^t_u directly, without that pass);
+6. Gaussian noise with the mechanism's std, one draw from the engine's generator over a flat buffer of
+   all private parameters, is added and written to `.grad`; any optimizer steps.
+
+A step never reads tensor data on the host, so on an accelerator it never waits for the device: shapes
+depend only on the batch size (known on the host), units are flagged per-example rather than compared,
+checks of values run on the device (`units.require`), and sub-group norms take fixed shapes (`layers.py`).
 
 A unit's loss may depend only on the examples of that unit (no BatchNorm in training mode; checked).
 Parameters outside `private_params` ("public", e.g. DP²-VAE's encoder, PAPERS.md §4.1/A-D2) would get
@@ -50,8 +57,8 @@ from torch.nn.modules.batchnorm import _BatchNorm
 from dpvae.privacy import canaries
 from dpvae.privacy.dpsgd.hooks import Call, CallRecorder, reject_batch_mixing
 from dpvae.privacy.dpsgd.layers import (
-    Grads, check_supported, dense_conv_grads, per_example_dots, per_example_view, trainable_params)
-from dpvae.privacy.dpsgd.units import Units
+    Grads, check_supported, per_example_dots, per_example_view, trainable_params, weight_grads)
+from dpvae.privacy.dpsgd.units import Units, require
 from dpvae.privacy.budget import StepBudget
 from dpvae.privacy.ledger import Mechanism
 from dpvae.privacy.release import ReleasePart, combined_mechanism
@@ -113,6 +120,55 @@ class TermBound(NamedTuple):
 
 
 KEEP_FLOATS = 1 << 18  # instantiated per-unit gradients up to this size are kept for the release
+
+
+class Scale(NamedTuple):
+    """How a term enters a weighted sum of clipped gradients: s_u = w·c_u per unit (`unit`, [U]), each
+    example's unit's s (`example`, [B]) and Σ_u s_u (`total`, the weight of the shared gradient); plain
+    numbers w, w and w·U where the term is not clipped (c = 1)."""
+
+    unit: Tensor | float
+    example: Tensor | float
+    total: Tensor | float
+
+    @classmethod
+    def of(cls, term: Term, weight: float, factors: Tensor | None) -> Scale | None:
+        """None where the term does not enter (weight 0 or no examples)."""
+        if weight == 0 or term.units.num_examples == 0:
+            return None
+        if factors is None:
+            return cls(weight, weight, weight * term.units.count)
+        unit = factors * weight
+        example = unit if term.units.is_per_example else unit[term.units.index]
+        return cls(unit, example, unit.sum() if term.shared is not None else 0.0)
+
+
+def _accumulate(total: Tensor | None, d: Tensor, scale: Tensor | float, num_examples: int = 0) -> Tensor:
+    """total + scale·d (in place once `total` exists: no further batch-sized temporaries); a 1-d tensor
+    `scale [B]` scales the rows of each of the `num_examples` examples (k·B rows, example-major)."""
+    if isinstance(scale, Tensor) and scale.dim() == 1:
+        rows, scale = d.reshape(num_examples, -1), scale[:, None]
+        if total is None:
+            return (rows * scale).reshape(d.shape)
+        total.view(num_examples, -1).addcmul_(rows, scale)
+        return total
+    if total is None:
+        return d * scale
+    if isinstance(scale, Tensor):
+        return total.addcmul_(d, scale)
+    return total.add_(d, alpha=scale)
+
+
+def add_gaussian_noise(tensors: Sequence[Tensor], std: float, generator: torch.Generator | None) -> None:
+    """Add independent N(0, std²) noise to every entry of `tensors`, in place: one draw from `generator` over
+    a flat buffer per (device, dtype), viewed back into the tensors' shapes and added by one `_foreach_add_`."""
+    groups: dict[tuple[torch.device, torch.dtype], list[Tensor]] = {}
+    for t in tensors:
+        groups.setdefault((t.device, t.dtype), []).append(t)
+    for (device, dtype), group in groups.items():
+        sizes = [t.numel() for t in group]
+        noise = torch.empty(sum(sizes), device=device, dtype=dtype).normal_(0.0, std, generator=generator)
+        torch._foreach_add_(group, [n.view_as(t) for n, t in zip(noise.split(sizes), group)])
 
 
 def _positive(name: str, value: float, allow_zero: bool = False) -> float:
@@ -264,7 +320,8 @@ class _Engine:
 
     def _local_grads(self, layer: nn.Module, calls: list[Call], grad_outputs: list[Tensor | None]
                      ) -> dict[nn.Parameter, Tensor]:
-        """Σ over calls of the layer's own weight gradient for the given output gradients.
+        """Σ over calls of the layer's own parameter gradient for the given output gradients: by the layer's
+        formula where it has one (`layers.weight_grads`), else by backpropagating through its own op only.
 
         A layer called several times may feed its own later calls, so then each call is re-run on
         detached inputs to keep the gradient to the layer's own operation.
@@ -273,9 +330,9 @@ class _Engine:
         pairs = [(c, g) for c, g in zip(calls, grad_outputs) if g is not None]
         if not pairs:
             return {p: torch.zeros_like(p) for p in params}
+        if (direct := weight_grads(layer, [(c.inputs, g) for c, g in pairs])) is not None:
+            return direct
         if len(calls) == 1:
-            if (dense := dense_conv_grads(layer, calls[0].inputs[0], pairs[0][1])) is not None:
-                return dense
             outputs = [pairs[0][0].output]
         else:
             with self._recorder.paused(), torch.enable_grad():
@@ -288,9 +345,12 @@ class _Engine:
         """min(1, clip/‖g_u‖) per unit, norms taken over the given layers' parameters, and the layers whose
         per-unit gradients g_u came out of the norm computation anyway: kept for the release, with the shared
         gradient G (unit u's gradient is g_u + G). A whole-batch unit's gradient is the layer's plain
-        gradient; small instantiated ones (`KEEP_FLOATS`) are kept too.
+        gradient; small instantiated ones (`KEEP_FLOATS`) are kept too. The squared norms are summed over
+        layers once, by one reduction.
         """
-        sq_norms = term.losses.new_zeros(term.units.count).detach()
+        units = term.units
+        unit_parts: list[Tensor] = []   # per-unit squared norms [U], by layer
+        shared_parts: list[Tensor] = []  # tensors whose squared norm every unit's adds
         kept: dict[nn.Module, Kept] = {}
         for layer in layers:
             layer_calls = calls.get(layer, [])
@@ -298,68 +358,58 @@ class _Engine:
             reached = any(d is not None for d in shared_deltas)  # else ∇ψ is zero on this layer
             common = self._local_grads(layer, layer_calls, shared_deltas) if reached else {}
             unit_grads: Grads | None = {}  # zero where the term does not reach the layer
-            if term.units.count == 1:
+            if units.count == 1:
                 grads = self._local_grads(layer, layer_calls, deltas.get(layer, []))
-                unit_grads = {p: g[None] for p, g in grads.items()}
-                sq_norms += sum((g + common[p] if common else g).square().sum() for p, g in grads.items())
-                kept[layer] = Kept(unit_grads, common)
+                shared_parts.extend(g + common[p] if common else g for p, g in grads.items())
+                kept[layer] = Kept({p: g[None] for p, g in grads.items()}, common)
                 continue
             used = [(c.inputs, d) for c, d in zip(layer_calls, deltas.get(layer, [])) if d is not None]
             if used:
-                view = per_example_view(layer, used, term.units.num_examples)
-                unit_sq_norms, unit_grads = view.unit_norms_and_grads(term.units, KEEP_FLOATS)
-                sq_norms += unit_sq_norms
+                view = per_example_view(layer, used, units.num_examples)
+                unit_sq_norms, unit_grads = view.unit_norms_and_grads(units, KEEP_FLOATS)
+                unit_parts.append(unit_sq_norms)
                 if common:  # ‖g_u + G‖² = ‖g_u‖² + 2⟨g_u, G⟩ + ‖G‖²
                     with self._recorder.paused():
-                        dots = per_example_dots(layer, used, term.units.num_examples, common)
-                    sq_norms += 2 * term.units.sum_by_unit(dots)
-            sq_norms += sum(g.square().sum() for g in common.values())
+                        dots = per_example_dots(layer, used, units.num_examples, common)
+                    unit_parts.append(2 * (dots if units.is_per_example else units.sum_by_unit(dots)))
+            shared_parts.extend(common.values())
             if unit_grads is not None:
                 kept[layer] = Kept(unit_grads, common)
-        norms = sq_norms.clamp_min(0).sqrt()
-        return (clip / norms.clamp_min(torch.finfo(norms.dtype).tiny)).clamp(max=1.0), kept
+        sq_norms = torch.stack(unit_parts).sum(0) if unit_parts else term.losses.new_zeros(units.count)
+        if shared_parts:
+            sq_norms = sq_norms + torch.stack(torch._foreach_norm(shared_parts)).square().sum()
+        return (sq_norms / (clip * clip)).clamp_min(1.0).rsqrt(), kept
 
     @staticmethod
-    def _from_kept(layer: nn.Module, weights: Sequence[float], factors: Sequence[Tensor], kept: Sequence[Kept]
+    def _from_kept(layer: nn.Module, scales: Sequence[Scale | None], kept: Sequence[Kept]
                    ) -> dict[nn.Parameter, Tensor]:
-        """Σ_t w_t Σ_u c^t_u (g^t_u + G^t) from kept per-unit gradients: no weight-gradient pass."""
+        """Σ_t Σ_u s^t_u (g^t_u + G^t) from kept per-unit gradients: no weight-gradient pass."""
         result = {}
         for p in trainable_params(layer):
-            total = torch.zeros_like(p)
-            for weight, factor, k in zip(weights, factors, kept):
-                if weight != 0 and p in k.unit_grads:
-                    total += weight * torch.tensordot(factor, k.unit_grads[p], dims=1)
-                if weight != 0 and p in k.common:
-                    total += (weight * factor.sum()) * k.common[p]
-            result[p] = total
+            total = None
+            for scale, k in zip(scales, kept):
+                if scale is not None and p in k.unit_grads:
+                    grads = k.unit_grads[p]
+                    part = (grads[0] * scale.unit[0] if len(grads) == 1
+                            else torch.mv(grads.reshape(len(grads), -1).t(), scale.unit).view(p.shape))
+                    total = part if total is None else total.add_(part)
+                if scale is not None and p in k.common:
+                    total = _accumulate(total, k.common[p], scale.total)
+            result[p] = torch.zeros_like(p) if total is None else total
         return result
 
     @staticmethod
-    def _combined(call_index: int, layer: nn.Module, terms: Sequence[Term], weights: Sequence[float],
-                  factors: Sequence[Tensor | None], deltas: Sequence[dict], shared: Sequence[dict | None]
-                  ) -> Tensor | None:
-        """Σ_t w_t (c^t_{u(r)} Δ^t_r + Σ_u c^t_u Δ^{t,shared}_r) for one call of a layer."""
-        parts: list[tuple[Tensor, Tensor | float]] = []  # (output gradient, its scale)
-        for term, weight, factor, delta, common in zip(terms, weights, factors, deltas, shared):
-            if weight == 0 or term.units.num_examples == 0:
+    def _combined(call_index: int, layer: nn.Module, terms: Sequence[Term], scales: Sequence[Scale | None],
+                  deltas: Sequence[dict], shared: Sequence[dict | None]) -> Tensor | None:
+        """Σ_t (s^t_{u(r)} Δ^t_r + (Σ_u s^t_u) Δ^{t,shared}_r) for one call of a layer."""
+        total = None
+        for term, scale, delta, common in zip(terms, scales, deltas, shared):
+            if scale is None:
                 continue
-            d = delta[layer][call_index]
-            if d is not None and factor is None:
-                parts.append((d, weight))
-            elif d is not None:
-                per_row = (weight * factor[term.units.index]).repeat_interleave(d.shape[0] // term.units.num_examples)
-                parts.append((d, per_row.reshape(-1, *([1] * (d.dim() - 1)))))
-            if common is not None and common[layer][call_index] is not None:
-                count = term.units.count if factor is None else factor.sum()
-                parts.append((common[layer][call_index], weight * count))
-        if not parts:
-            return None
-        total = parts[0][0] * parts[0][1]  # accumulated in place: no further batch-sized temporaries
-        for d, scale in parts[1:]:
-            if isinstance(scale, Tensor):
-                total.addcmul_(d, scale)
-            else:
-                total.add_(d, alpha=scale)
+            if (d := delta[layer][call_index]) is not None:
+                total = _accumulate(total, d, scale.example, term.units.num_examples)
+            if common is not None and (d := common[layer][call_index]) is not None:
+                total = _accumulate(total, d, scale.total)
         return total
 
     def _aggregate(self, terms: Sequence[Term], weight_sets: Sequence[Sequence[float]], include_public: bool
@@ -382,20 +432,23 @@ class _Engine:
         if include_public:
             groups.append((self._public_layers, [self.public_max_grad_norm] * len(terms)))
         results: list[dict[nn.Parameter, Tensor]] = [{} for _ in weight_sets]
-        for layers, clips in groups:
-            clipped = [None if clip is None or t.units.num_examples == 0
-                       else self._clip_factors(layers, calls, t, d, s, clip)
-                       for t, d, s, clip in zip(terms, deltas, shared, clips)]
-            factors = [None if c is None else c[0] for c in clipped]
-            for layer in layers:
-                kept = [None if c is None else c[1].get(layer) for c in clipped]
-                for result, weights in zip(results, weight_sets):
-                    if kept and all(k is not None for k in kept):  # every term's unit gradients are at hand
-                        result.update(self._from_kept(layer, weights, factors, kept))
-                        continue
-                    grad_outputs = [self._combined(i, layer, terms, weights, factors, deltas, shared)
-                                    for i in range(len(calls.get(layer, [])))]
-                    result.update(self._local_grads(layer, calls.get(layer, []), grad_outputs))
+        with torch.no_grad():  # nothing below is differentiated: no autograd graph is recorded
+            for layers, clips in groups:
+                clipped = [None if clip is None or t.units.num_examples == 0
+                           else self._clip_factors(layers, calls, t, d, s, clip)
+                           for t, d, s, clip in zip(terms, deltas, shared, clips)]
+                scales = [[Scale.of(t, w, None if c is None else c[0]) for t, w, c in zip(terms, weights, clipped)]
+                          for weights in weight_sets]
+                for layer in layers:
+                    kept = [None if c is None else c[1].get(layer) for c in clipped]
+                    layer_calls = calls.get(layer, [])
+                    for result, term_scales in zip(results, scales):
+                        if kept and all(k is not None for k in kept):  # every term's unit gradients are at hand
+                            result.update(self._from_kept(layer, term_scales, kept))
+                            continue
+                        grad_outputs = [self._combined(i, layer, terms, term_scales, deltas, shared)
+                                        for i in range(len(layer_calls))]
+                        result.update(self._local_grads(layer, layer_calls, grad_outputs))
         return results
 
     def _release(self, terms: Sequence[Term]) -> None:
@@ -416,10 +469,10 @@ class _Engine:
         (grads,) = self._aggregate(terms, [[t.scale for t in terms]], include_public=True)
         std = math.sqrt(sum((t.scale * t.noise_std) ** 2 for t in terms))
         private = {id(p) for layer in self._private_layers for p in trainable_params(layer)}
+        if std > 0:
+            add_gaussian_noise([g for p, g in grads.items() if id(p) in private], std, self.generator)
         for p, g in grads.items():
-            if id(p) in private and std > 0:
-                g = g.add_(torch.normal(0.0, std, p.shape, generator=self.generator, device=p.device, dtype=p.dtype))
-            p.grad = g.detach()
+            p.grad = g.detach() if g.requires_grad else g
         self.steps += 1
         if self._canaries is not None:
             self._canaries.observe()
@@ -597,8 +650,9 @@ class BatchAggregation(_Engine):
         self.max_grad_norm = _positive("max_grad_norm", max_grad_norm)
 
     def _terms(self, batch_loss: Tensor) -> list[Term]:
-        if batch_loss.dim() != 0 or not torch.isfinite(batch_loss):
-            raise ValueError(f"batch_loss must be a finite scalar, got {batch_loss}")
+        if batch_loss.dim() != 0:
+            raise ValueError(f"batch_loss must be a finite scalar, got shape {tuple(batch_loss.shape)}")
+        require(torch.isfinite(batch_loss), "batch_loss must be a finite scalar")
         c = self.max_grad_norm
         return [Term("batch", batch_loss.reshape(1), Units.whole_batch(1, batch_loss.device), c,
                      self.noise_multiplier * c, 1.0)]

@@ -14,16 +14,24 @@ from torch.nn.modules.batchnorm import _BatchNorm
 
 @dataclass(frozen=True)
 class Call:
-    """One call of a layer: its inputs, its output (kept in the autograd graph) and the output's version."""
+    """One call of a layer: its inputs, its output (kept in the autograd graph) and their versions."""
 
     inputs: tuple[Tensor, ...]
     output: Tensor
     version: int
+    input_versions: tuple[int, ...] = ()
 
     def check_unmodified(self, name: str) -> None:
         if self.output._version != self.version:
             raise ValueError(f"the output of layer '{name}' was modified in place after the layer ran "
                              "(e.g. ReLU(inplace=True)); per-example gradients need it intact")
+        if tuple(_version(i) for i in self.inputs) != self.input_versions:
+            raise ValueError(f"an input of layer '{name}' was modified in place after the layer ran; "
+                             "per-example gradients need it intact")
+
+
+def _version(value: object) -> int:
+    return value._version if isinstance(value, Tensor) else 0
 
 
 class CallRecorder:
@@ -42,7 +50,8 @@ class CallRecorder:
             raise ValueError(f"layer '{self.names[layer]}' returns {type(output).__name__}; only "
                              "layers returning one tensor are supported")
         if output.requires_grad:
-            self._calls.setdefault(layer, []).append(Call(tuple(inputs), output, output._version))
+            self._calls.setdefault(layer, []).append(
+                Call(tuple(inputs), output, output._version, tuple(_version(i) for i in inputs)))
 
     def add(self, name: str, layer: nn.Module) -> None:
         """Record this layer's calls too (an audited run's canary layer, added at the first step)."""

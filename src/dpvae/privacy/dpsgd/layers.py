@@ -23,20 +23,26 @@ Two representations of the per-example gradients:
   once; ~2x faster for the conv VAE's 4×4 stride-2 layers), and units of several examples (term-wise
   sub-groups) are instantiated by the convolution's own weight-gradient kernel, one call per unit
   (`_conv_unit_grads`; 3-4x faster than the batched matrix products on gathered, padded rows).
-  Rows are produced a chunk of units at a time (`CHUNK_FLOATS`, ~2 MB), so unfolded patches stay in
-  cache and large temporaries (whose page faults dominated on this machine) are never allocated.
+  Units of several examples need their sizes for that layout; where the unit index is in host memory they
+  are read there, else (an accelerator: reading them would wait for the device) the shapes do not depend on
+  them: one Gram over all rows of the batch masked to pairs in the same unit, or the per-example gradients
+  summed into their units, by the same cost model (`RowsForm._grouped_weight`).
+  On the CPU rows are produced a chunk of units at a time (`CHUNK_FLOATS`, ~8 MB), so unfolded patches stay
+  in cache and large temporaries (whose page faults dominated on this machine) are never allocated; on an
+  accelerator, where each chunk costs kernel launches, in one chunk (`DEVICE_CHUNK_FLOATS`).
   Bias gradients are instantiated ([U, O]).
 * `Instantiated` (GroupNorm, LayerNorm, Embedding, grouped convolutions, anything else): per-example
   gradients from this module's rules (`GRAD_SAMPLERS`: GroupNorm, a chunk at a time), opacus'
   per-layer grad samplers (`opacus.grad_sample` registry), or opacus' functorch fallback.
 
 `per_example_dots` gives ⟨g_i, G⟩ for a fixed direction G without per-example gradients (micro
-aggregation's ‖g_i + ∇ψ‖²); `dense_conv_grads` the weight gradient of a convolution that is a dense
-layer in disguise by one matrix product (the engine's weight-gradient pass).
+aggregation's ‖g_i + ∇ψ‖²); `weight_grads` a Linear's or convolution's parameter gradient by its own
+formula (the engine's weight-gradient pass; `dense_conv_grads`: a convolution that is a dense layer in
+disguise, by one matrix product).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -49,7 +55,8 @@ from dpvae.privacy.dpsgd.units import Units
 
 Grads = dict[nn.Parameter, Tensor]
 GRAM_ADVANTAGE = 100  # see the module docstring's cost model
-CHUNK_FLOATS = 1 << 19  # rows are produced in chunks of about 2 MB
+CHUNK_FLOATS = 1 << 21  # rows are produced in chunks of about 8 MB on the CPU
+DEVICE_CHUNK_FLOATS = 1 << 27  # and of at most 512 MB on an accelerator
 
 
 def _rows_supported(module: nn.Module) -> bool:
@@ -79,14 +86,32 @@ def trainable_params(module: nn.Module) -> list[nn.Parameter]:
     return [p for p in module.parameters(recurse=False) if p.requires_grad]
 
 
-def _gram_cheaper(p: int, o: int, rows: int) -> bool:
-    """The cost model of the module docstring: Gram form for a unit of `rows` rows, else instantiation."""
-    return rows * rows * (p + o) < GRAM_ADVANTAGE * p * o
+def _gram_cheaper(p: int, o: int, rows: int, units: int = 1) -> bool:
+    """The cost model of the module docstring: Gram form for `units` units of `rows` rows each, else
+    instantiation (`units` > 1: one Gram over the rows of several units, which instantiation writes once)."""
+    return units * rows * rows * (p + o) < GRAM_ADVANTAGE * p * o
+
+
+def chunk_floats(device: torch.device) -> int:
+    """Floats per chunk of rows: cache-sized on the CPU (`CHUNK_FLOATS`); on an accelerator, where every chunk
+    costs kernel launches and memory is no bottleneck, `DEVICE_CHUNK_FLOATS` (one chunk for usual batches)."""
+    return CHUNK_FLOATS if device.type == "cpu" else DEVICE_CHUNK_FLOATS
 
 
 def _sq_norm(t: Tensor) -> Tensor:
     """Squared l2 norm of each row t[u] over all remaining dimensions, shape [U]."""
-    return torch.linalg.vector_norm(t.flatten(1), dim=1).square()
+    return t * t if t.dim() == 1 else (t * t).sum(tuple(range(1, t.dim())))
+
+
+def _total(tensors: Iterable[Tensor]) -> Tensor:
+    """Sum of one or more tensors (the first is not modified)."""
+    first, *rest = tensors
+    if not rest:
+        return first
+    total = first + rest[0]
+    for t in rest[1:]:
+        total.add_(t)
+    return total
 
 
 RowSelector = slice | Tensor  # consecutive examples, or example indices
@@ -107,7 +132,7 @@ class RowsForm:
     weight: nn.Parameter | None
     bias: nn.Parameter | None
     transposed: bool  # weight stored as [P, O, ...] (ConvTranspose2d) instead of [O, P, ...]
-    kernel_unit_grads: Callable[[Units, bool], tuple[Tensor, Tensor | None]] | None = None  # see _conv_unit_grads
+    kernel_unit_grads: Callable[[Units, list[int]], Tensor] | None = None  # see _conv_unit_grads
     phase_sq_norms: Callable[[], Tensor] | None = None  # per-example weight ‖g_i‖² by phase Grams
 
     def _instantiate(self, acts: Tensor, outs: Tensor) -> Tensor:
@@ -119,7 +144,7 @@ class RowsForm:
         return matrices.reshape(len(matrices), *self.weight.shape)
 
     def _weight_sq_norms(self, acts: Tensor, outs: Tensor) -> tuple[Tensor, Tensor | None]:
-        """‖Σ_r d_r a_rᵀ‖² per unit by the cheaper of ghost/Gram and instantiation (module docstring), and
+        """‖Σ_r d_r a_rᵀ‖² per example by the cheaper of ghost/Gram and instantiation (module docstring), and
         the instantiated matrices where that was the cheaper."""
         p, o, rows = acts.shape[1], outs.shape[1], acts.shape[2]
         if rows == 1:
@@ -129,33 +154,66 @@ class RowsForm:
         matrices = self._instantiate(acts, outs)
         return _sq_norm(matrices), matrices
 
-    def _by_kernel(self, units: Units) -> bool:
-        """Whether units of several examples, to be instantiated, are summed by the layer's own kernel."""
-        if self.kernel_unit_grads is None or units.is_per_example or units.count == 0:
-            return False
-        p, o, rows = self.per_example_size
-        return not _gram_cheaper(p, o, rows * -(-self.num_examples // units.count))
-
-    def _chunk(self, rows_per_unit: int) -> int:
-        """Units per chunk so that a chunk's rows and products stay cache-sized."""
+    def _chunk(self, rows_per_unit: int, extra: int = 0) -> int:
+        """Units per chunk so that a chunk's rows and products stay cache-sized (`extra` floats per unit more)."""
         p, o, _ = self.per_example_size
-        per_unit = (p + o) * rows_per_unit + min(p * o, 2 * rows_per_unit ** 2)
-        return max(1, CHUNK_FLOATS // per_unit)
+        per_unit = (p + o) * rows_per_unit + min(p * o, 2 * rows_per_unit ** 2) + extra
+        return max(1, chunk_floats(self.weight.device) // per_unit)
 
-    def _unit_rows(self, units: Units) -> Iterator[tuple[Tensor, Tensor]]:
-        """Chunks of per-unit rows, [u, P, R_u] and [u, O, R_u] (padding rows have zero output gradient)."""
-        rows = self.per_example_size[2]
-        if units.is_per_example:
-            step = self._chunk(rows)
-            for i in range(0, self.num_examples, step):
-                yield self.rows(slice(i, i + step))
-            return
+    def _chunks(self, rows_per_example: int, extra: int = 0) -> Iterator[slice]:
+        """Consecutive examples, a chunk at a time (`_chunk`)."""
+        step = self._chunk(rows_per_example, extra)
+        return (slice(i, i + step) for i in range(0, self.num_examples, step))
+
+    def _per_example_weight(self, keep: bool) -> tuple[Tensor, Tensor | None]:
+        """‖g_i‖² of the weight per example, and the per-example gradients if instantiated and `keep`."""
+        if self.phase_sq_norms is not None and _gram_cheaper(*self.per_example_size):
+            return self.phase_sq_norms(), None
+        parts = [self._weight_sq_norms(*self.rows(examples)) for examples in self._chunks(self.per_example_size[2])]
+        sq_norms = parts[0][0] if len(parts) == 1 else torch.cat([norms for norms, _ in parts])
+        if keep and all(m is not None for _, m in parts):
+            return sq_norms, parts[0][1] if len(parts) == 1 else torch.cat([m for _, m in parts])
+        return sq_norms, None
+
+    def _grouped_weight(self, units: Units, keep: bool) -> tuple[Tensor, Tensor | None]:
+        """‖g_u‖² of the weight for units of several examples, and the per-unit gradients if instantiated
+        and `keep`. Where the unit sizes are in host memory (`Units.host_sizes`), the units' rows side by
+        side (`_padded_rows`), or the layer's own kernel once per unit; else with shapes that do not depend on
+        the unit sizes: one Gram over all rows, masked to pairs in the same unit, where cheaper, or the
+        per-example gradients summed into their units."""
+        p, o, rows = self.per_example_size
+        if (sizes := units.host_sizes()) is not None:
+            width = max(sizes, default=0)
+            if self.kernel_unit_grads is not None and not _gram_cheaper(p, o, rows * width):
+                grads = self.kernel_unit_grads(units, sizes)
+                return _sq_norm(grads), grads if keep else None
+            parts = [self._weight_sq_norms(acts, outs) for acts, outs in self._padded_rows(units, sizes)]
+            sq_norms = torch.cat([norms for norms, _ in parts])
+            if keep and parts and all(m is not None for _, m in parts):
+                return sq_norms, torch.cat([m for _, m in parts])
+            return sq_norms, None
+        if _gram_cheaper(p, o, rows, self.num_examples):
+            acts, outs = self.rows(slice(0, self.num_examples))
+            a, d = acts.transpose(1, 2).reshape(-1, p), outs.transpose(1, 2).reshape(-1, o)
+            member = units.membership(a.dtype)[:, :, None].expand(-1, -1, rows).flatten(1)  # [U, B·R] by row
+            step = max(1, chunk_floats(a.device) // (2 * len(a)))
+            parts = [((a[i:i + step] @ a.T) * (d[i:i + step] @ d.T) @ member.T * member.T[i:i + step]).sum(0)
+                     for i in range(0, len(a), step)]
+            return parts[0] if len(parts) == 1 else torch.stack(parts).sum(0), None
+        grads = self.weight.new_zeros(units.count, *self.weight.shape)
+        for examples in self._chunks(rows, self.weight.numel()):
+            grads.index_add_(0, units.index[examples], self._instantiate(*self.rows(examples)))
+        return _sq_norm(grads), grads if keep else None
+
+    def _padded_rows(self, units: Units, sizes: list[int]) -> Iterator[tuple[Tensor, Tensor]]:
+        """Chunks of per-unit rows, [u, P, R·m] and [u, O, R·m] with m the largest of the unit `sizes` (padding
+        rows have zero output gradient)."""
         members, mask = units.padded()
-        width, padded = members.shape[1], not bool(mask.all())
-        step = self._chunk(rows * width)
+        width = members.shape[1]
+        step = self._chunk(self.per_example_size[2] * width)
         for i in range(0, units.count, step):
             acts, outs = self.rows(members[i:i + step].flatten())
-            if padded:
+            if min(sizes[i:i + step]) < width:
                 outs = outs * mask[i:i + step].reshape(-1, 1, 1).to(outs.dtype)
             yield tuple(t.reshape(-1, width, *t.shape[1:]).transpose(1, 2).flatten(2) for t in (acts, outs))
 
@@ -167,24 +225,17 @@ class RowsForm:
         """‖g_u‖² for every unit u, and the per-unit gradients `{param: [U, *param.shape]}` where computing
         the norms instantiated them and they hold at most `keep_floats` numbers (else None)."""
         keep = self.weight is None or units.count * self.weight.numel() <= keep_floats
-        matrices = None
+        grads: Grads | None = {}
         if self.weight is None:
-            sq_norms = self.bias_grads.new_zeros(units.count)
-        elif self._by_kernel(units):
-            sq_norms, matrices = self.kernel_unit_grads(units, keep)
-        elif units.is_per_example and self.phase_sq_norms is not None and _gram_cheaper(*self.per_example_size):
-            sq_norms = self.phase_sq_norms()
+            sq_norms = None
         else:
-            parts = [self._weight_sq_norms(acts, outs) for acts, outs in self._unit_rows(units)]
-            sq_norms = torch.cat([norms for norms, _ in parts])
-            if keep and all(m is not None for _, m in parts):
-                matrices = torch.cat([m for _, m in parts])
-        grads: Grads | None = None if self.weight is not None and matrices is None else {}
-        if grads is not None and self.weight is not None:
-            grads[self.weight] = matrices
+            sq_norms, matrices = (self._per_example_weight(keep) if units.is_per_example
+                                  else self._grouped_weight(units, keep))
+            grads = None if matrices is None else {self.weight: matrices}
         if self.bias is not None:
             bias_grads = self.bias_grads if units.is_per_example else units.sum_by_unit(self.bias_grads)
-            sq_norms = sq_norms + _sq_norm(bias_grads)
+            bias_sq_norms = _sq_norm(bias_grads)
+            sq_norms = bias_sq_norms if sq_norms is None else sq_norms + bias_sq_norms
             if grads is not None:
                 grads[self.bias] = bias_grads
         return sq_norms, grads
@@ -212,7 +263,7 @@ class Instantiated:
     def unit_norms_and_grads(self, units: Units, keep_floats: int) -> tuple[Tensor, Grads | None]:
         """‖g_u‖² for every unit u, and the per-unit gradients where they hold at most `keep_floats` numbers."""
         per_unit = self.grads if units.is_per_example else {p: units.sum_by_unit(g) for p, g in self.grads.items()}
-        sq_norms = sum(_sq_norm(g) for g in per_unit.values())
+        sq_norms = torch.stack([_sq_norm(g) for g in per_unit.values()]).sum(0)
         return sq_norms, per_unit if sum(g.numel() for g in per_unit.values()) <= keep_floats else None
 
 
@@ -254,11 +305,11 @@ def _unfold(t: Tensor, module: nn.Conv2d | nn.ConvTranspose2d) -> Tensor:
 
 
 def _conv_unit_grads(module: nn.Conv2d | nn.ConvTranspose2d, x: Tensor, grad: Tensor, k: int, units: Units,
-                     keep: bool) -> tuple[Tensor, Tensor | None]:
-    """‖weight gradient‖² of every unit [U], and the gradients [U, *weight.shape] if `keep`: one call of the
-    convolution's own weight-gradient kernel per unit on the unit's rows (gathered a unit at a time, so no
-    batch-sized temporary is allocated). A transposed convolution's weight gradient is that of the plain
-    convolution mapping its output gradient to its input, so both take the same kernel."""
+                     sizes: list[int]) -> Tensor:
+    """Weight gradients [U, *weight.shape] of units whose `sizes` (examples per unit) are known on the host:
+    one call of the convolution's own weight-gradient kernel per unit on the unit's rows (gathered a unit at
+    a time, so no batch-sized temporary is allocated). A transposed convolution's weight gradient is that of
+    the plain convolution mapping its output gradient to its input, so both take the same kernel."""
     x, grad = x.detach(), grad.detach()
     if isinstance(module, nn.ConvTranspose2d):
         x, grad = grad, x
@@ -266,7 +317,6 @@ def _conv_unit_grads(module: nn.Conv2d | nn.ConvTranspose2d, x: Tensor, grad: Te
     padding = (0, 0) if module.padding == "valid" else module.padding
     order = torch.argsort(units.index, stable=True)
     rows = (order[:, None] * k + torch.arange(k, device=order.device)).flatten()
-    sizes = (torch.bincount(units.index, minlength=units.count) * k).tolist()
 
     def unit_grad(unit_rows: Tensor) -> Tensor:
         if len(unit_rows) == 0:
@@ -274,31 +324,35 @@ def _conv_unit_grads(module: nn.Conv2d | nn.ConvTranspose2d, x: Tensor, grad: Te
         return torch.ops.aten.convolution_backward(
             grad.index_select(0, unit_rows), x.index_select(0, unit_rows), weight, None, module.stride, padding,
             module.dilation, False, (0, 0), module.groups, (False, True, False))[1]
-    if keep:
-        unit_grads = torch.stack([unit_grad(r) for r in rows.split(sizes)])
-        return _sq_norm(unit_grads), unit_grads
-    return torch.stack([torch.linalg.vector_norm(unit_grad(r)).square() for r in rows.split(sizes)]), None
+    return torch.stack([unit_grad(r) for r in rows.split([size * k for size in sizes])])
 
 
-def _phase_gram(t: Tensor, module: nn.Conv2d | nn.ConvTranspose2d, positions: tuple[int, int], k: int) -> Tensor:
-    """Gram matrices [n, R, R] of the patches `_unfold(t, module)` per example (t is [n·k, C, H, W], k rows
-    per example, R = k·positions), computed without unfolding.
+def _phase_maps(t: Tensor, module: nn.Conv2d | nn.ConvTranspose2d, positions: tuple[int, int], k: int) -> Tensor:
+    """The stride phases of the padded `t` ([n·k, C, H, W], k rows per example) that `_phase_gram` takes:
+    [n, stride_h·stride_w·C, k·hp·wp] (hp, wp: output positions + kernel/stride − 1)."""
+    (kh, kw), (sh, sw), (ph, pw) = module.kernel_size, module.stride, module.padding
+    hp, wp = positions[0] + kh // sh - 1, positions[1] + kw // sw - 1
+    rows, channels, h, w = t.shape
+    padded = F.pad(t, (pw, sw * wp - w - pw, ph, sh * hp - h - ph))  # negative: crop what no patch reads
+    phases = padded.reshape(rows // k, k, channels, hp, sh, wp, sw).permute(0, 4, 6, 2, 1, 3, 5)
+    return phases.reshape(rows // k, sh * sw * channels, k * hp * wp)
+
+
+def _phase_gram(phases: Tensor, module: nn.Conv2d | nn.ConvTranspose2d, positions: tuple[int, int], k: int
+                ) -> Tensor:
+    """Gram matrices [n, R, R] of the patches `_unfold(t, module)` per example (R = k·positions) from the phase
+    maps of t (`_phase_maps`), computed without unfolding.
 
     With kernel = m·stride in each dimension, tap s·a + p of output position o reads phase p of the padded
     input at o + a, so the patch Gram is G(o, o') = Σ_{a,b} M(o + (a, b), o' + (a, b)) with M the Gram of
     the phase maps' (o + m − 1)² positions over (phase, channel): every input pixel enters M once instead
     of m² times, ~m² fewer multiply-adds than the Gram of the unfolded patches.
     """
-    (kh, kw), (sh, sw), (ph, pw) = module.kernel_size, module.stride, module.padding
-    (ho, wo), (mh, mw) = positions, (kh // sh, kw // sw)
+    (ho, wo), (mh, mw) = positions, (module.kernel_size[0] // module.stride[0], module.kernel_size[1] // module.stride[1])
     hp, wp = ho + mh - 1, wo + mw - 1
-    rows, channels, h, w = t.shape
-    padded = F.pad(t, (pw, sw * wp - w - pw, ph, sh * hp - h - ph))  # negative: crop what no patch reads
-    phases = padded.reshape(rows // k, k, channels, hp, sh, wp, sw).permute(0, 4, 6, 2, 1, 3, 5)
-    phases = phases.reshape(rows // k, sh * sw * channels, k * hp * wp)
     gram = torch.bmm(phases.transpose(1, 2), phases).reshape(-1, k, hp, wp, k, hp, wp)
-    rows_shifted = sum(gram[:, :, a:a + ho, :, :, a:a + ho] for a in range(1, mh)) + gram[:, :, :ho, :, :, :ho]
-    total = sum(rows_shifted[..., b:b + wo, :, :, b:b + wo] for b in range(1, mw)) + rows_shifted[..., :wo, :, :, :wo]
+    rows_shifted = _total(gram[:, :, a:a + ho, :, :, a:a + ho] for a in range(mh))
+    total = _total(rows_shifted[..., b:b + wo, :, :, b:b + wo] for b in range(mw))
     return total.reshape(len(gram), k * ho * wo, k * ho * wo)
 
 
@@ -329,17 +383,17 @@ def _phase_sq_norms(module: nn.Conv2d | nn.ConvTranspose2d, x: Tensor, grad: Ten
     rows = k * positions[0] * positions[1]
     per_example = (sh * sw * unfolded.shape[1] * phase_positions + 2 * phase_positions ** 2 + 3 * rows ** 2
                    + other.shape[1] * rows)
-    step = max(1, CHUNK_FLOATS // per_example)
+    step = max(1, chunk_floats(x.device) // per_example)
 
     def sq_norms() -> Tensor:
+        phases = _phase_maps(unfolded.detach(), module, positions, k)
+        other_rows = _examples_first(other.detach().flatten(2), k)
         parts = []
         for i in range(0, num_examples, step):
-            examples = slice(i, i + step)
-            patch_gram = _phase_gram(_select(unfolded.detach(), examples, k), module, positions, k)
-            other_rows = _examples_first(_select(other.detach(), examples, k).flatten(2), k)
-            other_gram = torch.bmm(other_rows.transpose(1, 2), other_rows)
-            parts.append(torch.linalg.vecdot(patch_gram.flatten(1), other_gram.flatten(1)))
-        return torch.cat(parts)
+            patch_gram = _phase_gram(phases[i:i + step], module, positions, k)
+            rows = other_rows[i:i + step]
+            parts.append((patch_gram * torch.bmm(rows.transpose(1, 2), rows)).sum((1, 2)))
+        return parts[0] if len(parts) == 1 else torch.cat(parts)
     return sq_norms
 
 
@@ -377,8 +431,8 @@ def _rows_form(module: nn.Module, x: Tensor, grad: Tensor, num_examples: int) ->
         bias_grads = per_row.reshape(num_examples, k, -1).sum(1)
     kernel_unit_grads, phase_sq_norms = None, None
     if weight is not None and not isinstance(module, nn.Linear) and module.padding != "same":
-        def kernel_unit_grads(units: Units, keep: bool) -> tuple[Tensor, Tensor | None]:
-            return _conv_unit_grads(module, x, grad, k, units, keep)
+        def kernel_unit_grads(units: Units, sizes: list[int]) -> Tensor:
+            return _conv_unit_grads(module, x, grad, k, units, sizes)
         phase_sq_norms = _phase_sq_norms(module, x, grad, k, num_examples)
     return RowsForm(rows, num_examples, size, bias_grads, weight, bias, isinstance(module, nn.ConvTranspose2d),
                     kernel_unit_grads, phase_sq_norms)
@@ -390,7 +444,7 @@ def _group_norm_grads(module: nn.GroupNorm, inputs: list[Tensor], grad: Tensor) 
     x, grad = inputs[0].detach(), grad.flatten(2)
     out: Grads = {}
     if module.weight is not None and module.weight.requires_grad:
-        step = max(1, CHUNK_FLOATS // x[0].numel())
+        step = max(1, chunk_floats(x.device) // x[0].numel())
         out[module.weight] = torch.cat([
             torch.linalg.vecdot(F.group_norm(x[i:i + step], module.num_groups, eps=module.eps).flatten(2),
                                 grad[i:i + step]) for i in range(0, len(x), step)])
@@ -435,10 +489,10 @@ def per_example_view(module: nn.Module, calls: Sequence[tuple[tuple[Tensor, ...]
         p, o, _ = forms[0].per_example_size
         first = forms[0]
         return RowsForm(rows, num_examples, (p, o, sum(f.per_example_size[2] for f in forms)),
-                        None if first.bias is None else sum(f.bias_grads for f in forms),
+                        None if first.bias is None else _total(f.bias_grads for f in forms),
                         first.weight, first.bias, first.transposed)
     parts = [_instantiated(module, inputs, grad, num_examples) for inputs, grad in calls]
-    return Instantiated({p: sum(part[p] for part in parts) for p in parts[0]})
+    return Instantiated({p: _total(part[p] for part in parts) for p in parts[0]})
 
 
 def dense_conv_grads(module: nn.Module, x: Tensor, grad: Tensor) -> Grads | None:
@@ -465,6 +519,56 @@ def dense_conv_grads(module: nn.Module, x: Tensor, grad: Tensor) -> Grads | None
     if module.bias is not None and module.bias.requires_grad:
         out[module.bias] = grad.sum((0, 2, 3))
     return out
+
+
+def _call_weight_grads(module: nn.Module, x: Tensor, grad: Tensor) -> Grads | None:
+    """One call's parameter gradients of a Linear or convolution (see `weight_grads`); None if unsupported."""
+    if (dense := dense_conv_grads(module, x, grad)) is not None:
+        return dense
+    weight = module.weight if module.weight.requires_grad else None
+    bias = module.bias if module.bias is not None and module.bias.requires_grad else None
+    out: Grads = {}
+    if isinstance(module, nn.Linear):
+        rows = grad.reshape(-1, grad.shape[-1])
+        if weight is not None:
+            out[weight] = rows.T @ x.reshape(-1, x.shape[-1])
+        if bias is not None:
+            out[bias] = rows.sum(0)
+        return out
+    if isinstance(module.padding, str) and module.padding != "valid":
+        return None
+    padding = (0, 0) if module.padding == "valid" else module.padding
+    transposed = isinstance(module, nn.ConvTranspose2d)
+    output_padding = (0, 0)
+    if transposed:  # as realised (a call may pass output_size)
+        output_padding = tuple(
+            out_size - ((in_size - 1) * s - 2 * p + d * (k - 1) + 1) for out_size, in_size, s, p, d, k in zip(
+                grad.shape[2:], x.shape[2:], module.stride, padding, module.dilation, module.kernel_size))
+    _, weight_grad, bias_grad = torch.ops.aten.convolution_backward(
+        grad, x, module.weight.detach(), None if bias is None else [bias.shape[0]], module.stride, padding,
+        module.dilation, transposed, output_padding, module.groups, (False, weight is not None, bias is not None))
+    if weight is not None:
+        out[weight] = weight_grad
+    if bias is not None:
+        out[bias] = bias_grad
+    return out
+
+
+def weight_grads(module: nn.Module, calls: Sequence[tuple[tuple[Tensor, ...], Tensor]]) -> Grads | None:
+    """Σ over calls `(inputs, output_grad)` of the layer's parameter gradients through its own operation only,
+    by its formula (Linear: one matrix product; Conv2d, ConvTranspose2d: their weight-gradient kernel, or one
+    matrix product for a dense layer in disguise); None for other layers."""
+    if type(module) not in (nn.Linear, nn.Conv2d, nn.ConvTranspose2d) or not _rows_supported(module) or any(
+            len(inputs) != 1 for inputs, _ in calls):  # a subclass may compute something else: autograd
+        return None
+    total: Grads = {}
+    for (x,), grad in calls:
+        part = _call_weight_grads(module, x.detach(), grad)
+        if part is None:
+            return None
+        for p, g in part.items():
+            total[p] = total[p].add_(g) if p in total else g
+    return total
 
 
 # layers whose output is linear in their parameters: output(x; direction) is the derivative along it

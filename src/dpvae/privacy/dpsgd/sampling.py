@@ -20,8 +20,10 @@ def poisson_sample(num_records: int, sample_rate: float, generator: torch.Genera
     return keep.nonzero().squeeze(1)
 
 
-def random_groups(batch_size: int, num_groups: int, generator: torch.Generator | None = None) -> Tensor:
-    """The sub-group of each of `batch_size` examples: independent uniform labels in 0..num_groups-1.
+def random_groups(batch_size: int, num_groups: int, generator: torch.Generator | None = None, *,
+                  device: torch.device | str | None = None) -> Tensor:
+    """The sub-group of each of `batch_size` examples: independent uniform labels in 0..num_groups-1, drawn
+    on `device` (that of `generator`, if given; default the CPU).
 
     Independent labels (sizes ~ multinomial, mean batch_size/num_groups) rather than a balanced partition
     (PAPERS.md A-P5 reads Algorithm 1 as "a random partition into b equal groups"): adding or removing a
@@ -32,4 +34,6 @@ def random_groups(batch_size: int, num_groups: int, generator: torch.Generator |
         raise ValueError(f"batch_size must be >= 0, got {batch_size}")
     if num_groups < 1:
         raise ValueError(f"num_groups must be >= 1, got {num_groups}")
-    return torch.randint(num_groups, (batch_size,), generator=generator)
+    if device is None and generator is not None:
+        device = generator.device
+    return torch.randint(num_groups, (batch_size,), generator=generator, device=device)
