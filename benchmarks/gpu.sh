@@ -6,6 +6,8 @@
 #   4. GS-WGAN's vectorised discriminators.
 #
 #   benchmarks/gpu.sh [OUTDIR]        (default benchmarks/out/gpu-<date>; PY=python to choose the interpreter)
+#   DEVICE=cpu benchmarks/gpu.sh      the same parts on the CPU at toy sizes (a check of the script: the CUDA
+#                                     tests skip, each benchmark runs its --quick case)
 #
 # Each part has its own time limit and its own log in OUTDIR; a part that fails or runs out of time is reported
 # and the others still run. The exit status is non-zero when any part failed. Needs the project's Python
@@ -14,6 +16,14 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUTDIR=${1:-benchmarks/out/gpu-$(date -u +%Y%m%dT%H%M%SZ)}
 PY=${PY:-python3}
+DEVICE=${DEVICE:-cuda}
+if [ "$DEVICE" = cuda ]; then
+  engines=(--steps 20 --engines nonprivate opacus dpsgd termwise micro batch partial)
+  dp2vae=(--widths 512,256 --batch 32 --encoders 100 --chunk 50 --iters 3 --steps 20 --repeats 3)
+  gswgan=(--discriminators 100 --steps 2 --model-dims 64)
+else
+  engines=(--quick) dp2vae=(--quick) gswgan=(--discriminators 4 --steps 1 --model-dims 4 --repeats 1)
+fi
 mkdir -p "$OUTDIR"
 export PYTHONPATH=src:tests${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 # cuBLAS' reproducible workspace for the whole pytest process (jobs set it themselves: dpvae.devices.repeatable)
@@ -30,14 +40,13 @@ part() {   # part NAME SECONDS COMMAND...: run COMMAND under a time limit, its o
   [ "$status" -eq 0 ] || failed+=("$name")
 }
 
-part device 60 "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, '|', \
-torch.cuda.get_device_name(0), '|', round(torch.cuda.get_device_properties(0).total_memory / 2**30), 'GiB')"
-part tests 270 "$PY" -m pytest -p no:cacheprovider -q -m gpu -o addopts="-ra --strict-markers" \
-  tests/methods tests/models tests/privacy tests/eval
-part engines 150 "$PY" benchmarks/dpsgd_step.py --device cuda --steps 20 \
-  --engines nonprivate opacus dpsgd termwise micro batch partial
-part dp2vae 150 "$PY" benchmarks/dp2vae_stage1.py --device cuda --widths 512,256 --batch 32 --encoders 100 \
-  --chunk 50 --iters 3 --steps 20 --repeats 3
-part gswgan 60 "$PY" benchmarks/gswgan_discriminators.py --device cuda --discriminators 100 --steps 2 --model-dims 64
+part device 60 "$PY" -c "import sys, torch; from dpvae.devices import device_name; \
+print('torch', torch.__version__, 'cuda', torch.version.cuda, '|', device_name(sys.argv[1]))" "$DEVICE"
+mapfile -t gpu_tests < <(grep -rl --include='test_*.py' 'mark\.gpu' tests | sort)   # the files holding CUDA cases
+part tests 240 "$PY" -m pytest -p no:cacheprovider -q -m gpu -o addopts="-ra --strict-markers --durations=10" \
+  "${gpu_tests[@]}"
+part engines 120 "$PY" benchmarks/dpsgd_step.py --device "$DEVICE" "${engines[@]}"
+part dp2vae 100 "$PY" benchmarks/dp2vae_stage1.py --device "$DEVICE" "${dp2vae[@]}"
+part gswgan 50 "$PY" benchmarks/gswgan_discriminators.py --device "$DEVICE" "${gswgan[@]}"
 echo "== gpu.sh: ${#failed[@]} part(s) failed${failed[*]:+: ${failed[*]}}; logs in $OUTDIR"
 [ ${#failed[@]} -eq 0 ]
