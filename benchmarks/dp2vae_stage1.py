@@ -123,12 +123,13 @@ def bench_stage2(args: argparse.Namespace, hidden: list[int], device: torch.devi
                            torch.Generator(device=device).manual_seed(1))
     adam = torch.optim.Adam(public.parameters(), lr=1e-4)
     generator = torch.Generator(device=device).manual_seed(0)
-    chosen = torch.randint(args.encoders, (args.warmup + args.steps,), generator=torch.Generator().manual_seed(2))
+    chosen = torch.randint(args.encoders, (args.warmup + args.steps, 1), generator=torch.Generator().manual_seed(2))
+    chosen = chosen.to(device)
     xs, onehots, noises = data((args.warmup + args.steps,), args.batch, device, generator)
 
     def private_steps(steps: range) -> None:
         for t in steps:
-            stage2_step(private, engine, decoder_opt, encoder_adam, encoders, int(chosen[t]), xs[t], onehots[t],
+            stage2_step(private, engine, decoder_opt, encoder_adam, encoders, chosen[t], xs[t], onehots[t],
                         noises[t])
 
     def public_steps(steps: range) -> None:

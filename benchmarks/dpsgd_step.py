@@ -32,7 +32,6 @@ ratio is to the non-private step of its own objective; those baselines are print
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import time
 from collections.abc import Callable
@@ -41,6 +40,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from dpvae.devices import device_argument, device_name
 from dpvae.models.conv_vae import ConvVAE
 from dpvae.models.losses import mixture_kl, mmd_dim
 from dpvae.models.mlp_vae import MLPVAE
@@ -190,20 +190,9 @@ def seconds_per_step(steps: dict[str, Callable[[], None]], rounds: int, warmup: 
     return {name: statistics.median(t) for name, t in times.items()}
 
 
-def device_name(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            models = [line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")]
-        return models[0] if models else platform.processor()
-    except OSError:
-        return platform.processor() or platform.machine()
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    device_argument(parser)
     parser.add_argument("--steps", type=int, default=10, help="timed steps per case (median reported)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first")
     parser.add_argument("--profile-steps", type=int, default=2, help="steps per case counted by torch.profiler "
@@ -228,7 +217,7 @@ def main(argv: list[str] | None = None) -> None:
     cuda = device.type == "cuda"
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    print(f"# device={device.type} name={device_name(device)} torch={torch.__version__}", flush=True)
+    print(f"# device={device.type} name={device_name(args.device)} torch={torch.__version__}", flush=True)
     batch_size, width, channels = (8, 16, 4) if args.quick else (args.batch_size, 1000, 32)
     steps, warmup = (1, 0) if args.quick else (args.steps, args.warmup)
     profile_steps = min(args.profile_steps, 1) if args.quick else args.profile_steps

@@ -148,18 +148,19 @@ def stage2_engine(model: CVAE, sigma: float, subsets: int, batch: int, clip: flo
 
 
 def stage2_step(model: CVAE, engine: DPSGD, decoder_opt: torch.optim.Optimizer, encoder_adam: StackedAdam,
-                encoders: dict[str, torch.Tensor], chosen: int, xb: torch.Tensor, ob: torch.Tensor,
+                encoders: dict[str, torch.Tensor], chosen: torch.Tensor, xb: torch.Tensor, ob: torch.Tensor,
                 noise: torch.Tensor) -> None:
-    """One stage-2 step (Alg. 2) on subset `chosen`'s batch: its encoder loaded into the model, the decoder's
-    private gradient (per-example clipped, noisy) and the encoder's clipped non-private one, Adam on both,
-    the encoder's update written back into the stack."""
+    """One stage-2 step (Alg. 2) on subset `chosen`'s batch (`chosen`: [1] on the stack's device, so the
+    host never waits for it): its encoder loaded into the model, the decoder's private gradient (per-example
+    clipped, noisy) and the encoder's clipped non-private one, Adam on both, the encoder's update written
+    back into the stack."""
     named = dict(model.encoder.named_parameters())
     with torch.no_grad():
         for n, param in named.items():
-            param.copy_(encoders[n][chosen])
+            param.copy_(encoders[n].index_select(0, chosen)[0])
     engine.step(model.loss(xb, ob, noise))
     decoder_opt.step()
-    encoder_adam.step({n: param.grad[None] for n, param in named.items()}, rows=torch.tensor([chosen]))
+    encoder_adam.step({n: param.grad[None] for n, param in named.items()}, rows=chosen)
 
 
 def train(ctx: RunContext) -> Ledger:
@@ -196,9 +197,9 @@ def train(ctx: RunContext) -> Ledger:
         step, engine.steps = state["stage2_step"], state["engine_steps"]
     started = time.monotonic()
     for step in range(step, p.iters):
-        chosen = int(torch.randint(k, (1,), generator=draws, device=device))
+        chosen = torch.randint(k, (1,), generator=draws, device=device)
         pick = torch.randperm(subsets.shape[1], generator=draws, device=device)[:batch]
-        xb, ob = _gather(x, y, subsets[chosen, pick], arch["num_classes"])
+        xb, ob = _gather(x, y, subsets.index_select(0, chosen)[0, pick], arch["num_classes"])
         noise = torch.randn(batch, arch["latent_dim"], generator=draws, device=device)
         stage2_step(model, engine, decoder_opt, encoder_adam, encoders, chosen, xb, ob, noise)
         if step % 1000 == 0:

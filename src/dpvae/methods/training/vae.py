@@ -115,6 +115,7 @@ def train_vae(ctx: RunContext):
     per_epoch = math.ceil(n / p.batch_size)
     device = torch.device(ctx.device)
     model = build_model(p, tuple(x_train.shape[1:])).to(device).train()
+    x_train = x_train.to(device)                         # the batches are gathered where the model is
     optimizer = _optimizer(p, model)
     batches = ctx.torch_generator("batches", "cpu")
     draws = ctx.torch_generator("draws", "cpu")           # reparameterisation noise, prior draws, sub-groups
@@ -132,6 +133,8 @@ def train_vae(ctx: RunContext):
         if dp:
             dp.engine.steps = state["engine_steps"]
         print(f"resumed at step {start}/{steps}", flush=True)
+    # the epoch's running sums of φ and ψ stay on the device (read once an epoch, not at every step)
+    sums, counted = torch.tensor(totals[:2], dtype=torch.float64, device=device), totals[2]
 
     started, last_log = time.monotonic(), time.monotonic()
     for step in range(start, steps):
@@ -145,7 +148,7 @@ def train_vae(ctx: RunContext):
                 order = torch.randperm(n, generator=batches)
             index = order[position:position + p.batch_size]
         with precision.forward(ctx.precision, device, per_example=dp is not None):
-            phi, psi, groups = _terms(model, p, x_train[index].to(device), draws, groups_count, device)
+            phi, psi, groups = _terms(model, p, x_train[index.to(device)], draws, groups_count, device)
         phi, psi = phi.float(), psi.float()
         optimizer.zero_grad(set_to_none=True)
         if dp:
@@ -154,11 +157,14 @@ def train_vae(ctx: RunContext):
         else:
             (phi.mean() + psi.mean()).backward()
         optimizer.step()
-        totals = [totals[0] + float(phi.detach().sum()), totals[1] + float(psi.detach().mean()), totals[2] + len(phi)]
+        sums += torch.stack([phi.detach().sum(), psi.detach().mean()]).double()
+        counted += len(phi)
         if (step + 1) % per_epoch == 0 or step + 1 == steps:
-            history.append({"step": step + 1, "phi": totals[0] / max(totals[2], 1),
-                            "psi": totals[1] / ((step % per_epoch) + 1)})
-            totals = [0.0, 0.0, 0]
+            phi_sum, psi_sum = sums.tolist()
+            history.append({"step": step + 1, "phi": phi_sum / max(counted, 1),
+                            "psi": psi_sum / ((step % per_epoch) + 1)})
+            sums.zero_()
+            counted = 0
         if time.monotonic() - last_log >= LOG_EVERY_SECONDS or step + 1 == steps:
             last_log = time.monotonic()
             rate = (step + 1 - start) / (last_log - started)
@@ -167,7 +173,7 @@ def train_vae(ctx: RunContext):
         if step + 1 < steps and checkpoint.due(step):
             checkpoint.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step + 1,
                              "rng": rng_state(batches, draws, dp_noise), "order": order, "history": history,
-                             "totals": totals, "engine_steps": dp.engine.steps if dp else 0})
+                             "totals": [*sums.tolist(), counted], "engine_steps": dp.engine.steps if dp else 0})
 
     if dp:
         dp.engine.close()
