@@ -6,7 +6,7 @@
 
 Prints the device (`# device=cpu name=...`), then one line per case:
 `model=mlp engine=termwise device=cpu clock=wall sec_per_step=0.0123 ratio_to_nonprivate=1.42 ops_per_step=512
-syncs_per_step=0.0` (on CUDA also `launches_per_step=... cuda_syncs_per_step=...`).
+syncs_per_step=0.0` (on CUDA also `launches_per_step=... cuda_syncs_per_step=... device_ms_per_step=...`).
 `ops_per_step`: aten operator calls per step in torch.profiler (every level, views included), a
 device-independent proxy for kernel launches; `syncs_per_step`: host reads of tensor data (`.item()`,
 `float()`, `bool()`, `torch.equal`, `nonzero`, ...: each a device synchronisation on an accelerator);

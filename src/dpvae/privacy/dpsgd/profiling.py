@@ -3,7 +3,8 @@
 `ops`: aten operator calls (every level, views included), a device-independent proxy for kernel launches;
 `host_reads`: calls of aten operators that read tensor data on the host (`.item()`, `float()`, `bool()`,
 `torch.equal`, `nonzero`, `unique`, boolean-mask indexing, ...), each a device synchronisation on an
-accelerator; on CUDA also kernel launches and synchronising runtime calls (`cuda_syncs`).
+accelerator; on CUDA also kernel launches, synchronising runtime calls (`cuda_syncs`) and the kernels' time
+(`device_ms`: the GPU's busy time, to hold against the step's wall time).
 """
 
 from __future__ import annotations
@@ -56,4 +57,7 @@ def calls_per_step(step: Callable[[], None], rounds: int = 1, cuda: bool = False
     if cuda:
         counts["launches"] = sum(names[name] for name in CUDA_LAUNCHES)
         counts["cuda_syncs"] = sum(names[name] for name in CUDA_SYNCS) - 1
+        # kernel time (ms): against the step's wall time it says whether the step waits on the host
+        counts["device_ms"] = sum(e.self_device_time_total for e in events
+                                  if e.device_type == torch.autograd.DeviceType.CUDA) / 1000
     return {key: value / rounds for key, value in counts.items()}
