@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from dpvae.analyses import TIDY_COLUMNS, run_analysis
-from dpvae.devices import device_name, repeatable
+from dpvae.devices import device_name, repeatable, resolve_device
 from dpvae.errors import DataError, NotBuiltError
 from dpvae.eval.base import EvalContext
 from dpvae.eval.registry import METRICS
