@@ -8,7 +8,7 @@ stage 1: `--encoders` K models (encoder + its own decoder, PAPERS.md §4.2 CVAE 
 `--iters` Adam steps each on batches of `--batch`, batch gradients of encoder and decoder clipped to C = 1
 separately (Alg. 1). "loop" trains one `CVAE` after the other with torch.optim.Adam and clip_grad_norm_ (the
 reference way); "vectorised" trains `--chunk` of them at a time on stacked parameters (`stacked_loss`,
-`clip_per_model`, `StackedAdam`), as `dpvae.methods.impl.dp2vae.pretrain_encoders` does. One line per width:
+`clip_per_model`, `StackedAdam`), as `dpvae.methods.dp2vae.train.pretrain_encoders` does. One line per width:
 `stage1 width=16,8 ... loop_enc_per_s=… vectorised_enc_per_s=… ratio=…`.
 
 stage 2: seconds per step of the project's private decoder step (`impl.dp2vae.stage2_step`: subset k's encoder
@@ -32,7 +32,7 @@ from collections.abc import Callable
 
 import torch
 
-from dpvae.methods.impl.dp2vae import stage2_engine, stage2_step
+from dpvae.methods.dp2vae.train import stage2_engine, stage2_step
 from dpvae.models.cvae import CVAE, stacked_loss
 from dpvae.models.stacked import StackedAdam, clip_per_model, stack
 from dpvae.devices import device_argument, device_name, synchronize

@@ -7,7 +7,7 @@ Same work on both paths: each of K discriminators (with its own generator, as in
 `source/pretrain.py`) takes `--steps` WGAN-GP critic steps on its own batch of 32 (real + generated images,
 gradient penalty, Adam). "loop" runs the networks of `dpvae.models.gswgan` one model at a time (K = 1
 stacks); "vectorised" runs all K at once on stacked parameters (grouped convolutions), as
-`dpvae.methods.impl.gs_wgan.pretrain` does. Prints `model_dim=… loop_steps_per_s=… vectorised_steps_per_s=…
+`dpvae.methods.gs_wgan.train.pretrain` does. Prints `model_dim=… loop_steps_per_s=… vectorised_steps_per_s=…
 ratio=…` (discriminator steps per second; median of `--repeats` alternating timings, the device synchronised
 before every clock read), after a `device=<name>` line.
 """
@@ -22,7 +22,7 @@ from types import SimpleNamespace
 import torch
 
 from dpvae.devices import device_argument, device_name, synchronize
-from dpvae.methods.impl.gs_wgan import BETAS, _critic_loss
+from dpvae.methods.gs_wgan.train import BETAS, _critic_loss
 from dpvae.models import gswgan as nets
 from dpvae.models.stacked import StackedAdam
 

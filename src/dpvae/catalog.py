@@ -16,7 +16,7 @@ def _fields(params: type[Params]) -> list[str]:
 
 def method_catalog(name: str | None = None) -> str:
     lines = []
-    for method in [METHODS.get(name)] if name else METHODS.values():
+    for method in [METHODS.get(name)] if name else sorted(METHODS.values(), key=lambda m: m.name):
         status = "" if method.implemented else " — planned (not implemented yet)"
         r = method.RESOURCES
         lines += [f"### `{method.name}` ({method.paper}; {'private' if method.private else 'non-private'}){status}",

@@ -2,7 +2,7 @@
 
 Methods, metrics, renderers and analyses each keep one, filled by a decorator in the module that
 implements the entry (opacus' `register_grad_sampler` is the model). `discover(package)` imports every
-module of a package so that their decorators run.
+module (or every sub-package) of a package so that their decorators run.
 """
 
 from __future__ import annotations
@@ -72,10 +72,10 @@ class Registry(Generic[T]):
         return list(self._entries)
 
 
-def discover(package: str, skip: tuple[str, ...] = ()) -> list[str]:
-    """Import every module of `package` (not its sub-packages) except `skip`; return their names."""
+def discover(package: str, skip: tuple[str, ...] = (), packages: bool = False) -> list[str]:
+    """Import every module of `package` except `skip` (or, with `packages`, every sub-package); return their names."""
     pkg = importlib.import_module(package)
-    names = sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if not m.ispkg and m.name not in skip)
+    names = sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if m.ispkg == packages and m.name not in skip)
     for name in names:
         importlib.import_module(f"{package}.{name}")
     return names

@@ -127,8 +127,8 @@ def stage1_of(spec: dict) -> dict | None:
     from dpvae.methods.registry import METHODS
 
     method = METHODS.get(spec["method"])
-    return stage1_spec(spec, method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params",
-                                                 name=method.name))
+    params = method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params", name=method.name)
+    return stage1_spec(spec, params, method)
 
 
 def _precision(config: dict, method: str) -> dict:

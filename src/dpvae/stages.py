@@ -27,7 +27,7 @@ from dpvae.eval.registry import METRICS
 from dpvae.files import atomic_directory, atomic_write, write_json
 from dpvae.methods.base import RunContext, stage1_context
 from dpvae.methods.checkpoint import CHECKPOINT_NAME
-from dpvae.methods.registry import get_method
+from dpvae.methods.registry import get_method, run_context
 from dpvae.models import precision
 from dpvae.provenance import git_commit, machine, sha256_json
 from dpvae.tables import read_spec
@@ -42,13 +42,6 @@ def _seed_everything(ctx: RunContext) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-
-
-def run_context(spec: dict, **extra: Any) -> RunContext:
-    """The context of one run: its spec, its typed parameters (checked) and its directory."""
-    method = get_method(spec["method"])
-    params = method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params", name=method.name)
-    return RunContext(spec, Path(spec["run"]), params, extra)
 
 
 def train(spec: dict) -> Path:
@@ -90,7 +83,7 @@ def stage1(spec: dict) -> Path:
     method = get_method(spec["method"])
     started, commit = time.time(), git_commit()
     with atomic_directory(run_dir / "model") as partial:
-        ctx = stage1_context(spec, model_dir=partial)
+        ctx = stage1_context(spec, method, model_dir=partial)
         _seed_everything(ctx)
         summary = method.train_stage1(ctx)
     (run_dir / CHECKPOINT_NAME).unlink(missing_ok=True)

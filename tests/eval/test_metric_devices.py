@@ -19,7 +19,7 @@ from dpvae.eval.base import EvalContext
 from dpvae.methods.base import RunContext
 from dpvae.models import precision
 from dpvae.models.conv_vae import ConvVAE
-from dpvae.models.latent_vae import save_vae
+from dpvae.models.vae_files import save_vae
 from dpvae.models.pinwheel_vae import PinwheelVAE
 
 CUDA = pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
@@ -374,7 +374,8 @@ def test_mc_distances_on_the_device(device):
 @pytest.mark.parametrize("device", DEVICES)
 def test_lvae_elbo_of_the_white_box_attack_on_the_device(tmp_path, device):
     """elbo_attack's scores (LVAE's `elbo`: CPU-seeded draws moved to the run's device)."""
-    from dpvae.methods.lvae import LVAE, MODEL_FILE, SPEC_FILE
+    from dpvae.methods.lvae import LVAE
+    from dpvae.methods.lvae.train import MODEL_FILE, SPEC_FILE
     from dpvae.models.lvae_vae import LVAEConvVAE
 
     torch.manual_seed(0)

@@ -34,7 +34,7 @@ def _cached(spec: dict, directory: Path) -> dict:
 @pytest.mark.parametrize("fail_at", ["stage1", "stage2"])
 def test_dp2vae_resumes_from_its_checkpoint_with_identical_bytes(fail_at, smoke_config, prepared_from_mirror,
                                                                  tmp_path, monkeypatch):
-    import dpvae.methods.impl.dp2vae as impl
+    import dpvae.methods.dp2vae.train as impl
 
     data = prepared_from_mirror("mnist")
     stages.train(_spec(smoke_config, data, tmp_path, "whole"))
@@ -74,7 +74,7 @@ def test_dp2vae_cached_stage1_gives_the_bytes_of_an_in_run_one(smoke_config, pre
     stage 1's, bit for bit, and so are the run's decoder, samples and ledger; a run at another epsilon and
     stage-2 learning rate loads the same stage 1; a stale or missing one is refused. (sigma fixed:
     calibrating it takes seconds and stage 1 does not read it.)"""
-    import dpvae.methods.impl.dp2vae as impl
+    import dpvae.methods.dp2vae.train as impl
 
     used: dict[str, dict[str, torch.Tensor]] = {}
 
@@ -135,7 +135,7 @@ def test_dp2vae_cached_stage1_gives_the_bytes_of_an_in_run_one(smoke_config, pre
 
 
 def test_dp_merf_release_has_sensitivity_two_over_n():
-    from dpvae.methods.impl.common import onehot
+    from dpvae.methods.conditional import onehot
     from dpvae.models.merf import embedding, rff_weights
 
     generator = torch.Generator().manual_seed(0)
@@ -150,7 +150,7 @@ def test_dp_merf_release_has_sensitivity_two_over_n():
 
 
 def test_dp_merf_accounting_matches_its_repository():
-    from dpvae.methods.impl.dp_merf import accounting
+    from dpvae.methods.dp_merf.train import accounting
 
     # dp_analysis.py's comment: sigma 5 -> epsilon < 1, sigma 25 -> epsilon < 0.2 (autodp: 0.980, 0.193)
     assert accounting(5.0, 60000, 1e-5).epsilon == pytest.approx(0.9797, abs=2e-3)
@@ -158,7 +158,7 @@ def test_dp_merf_accounting_matches_its_repository():
 
 
 def test_gs_wgan_accounting_the_authors_way_and_ours():
-    from dpvae.methods.impl.gs_wgan import accounting, authors_epsilon, authors_iters
+    from dpvae.methods.gs_wgan.train import accounting, authors_epsilon, authors_iters
 
     # GS-WGAN's default configuration is its "epsilon = 10" (autodp); PAPERS.md A-D10: about 5.0 under a
     # Poisson add/remove-one accountant with the classic conversion
@@ -172,7 +172,7 @@ def test_gs_wgan_accounting_the_authors_way_and_ours():
 def test_gs_wgan_sanitised_gradients_move_by_at_most_the_sound_sensitivity():
     """Any two discriminators (a record of D_k changed => discriminator k arbitrary) give pre-noise releases
     within 2C/sqrt(B) of each other: the sound ledger's sensitivity (multiplier sigma/sqrt(B))."""
-    from dpvae.methods.impl.gs_wgan import clip_images, sound_accounting
+    from dpvae.methods.gs_wgan.train import clip_images, sound_accounting
 
     batch, clip = 8, 1.0
     generator = torch.Generator().manual_seed(0)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dpvae.methods.dp_gm import ClusterSchedule, cluster_rate, clustering_mechanisms, dpgm_accounting
-from dpvae.methods.p3gm import solve_sgd_sigma
+from dpvae.methods.p3gm.train import ClusterSchedule, cluster_rate, clustering_mechanisms, dpgm_accounting, solve_sgd_sigma
 from dpvae.privacy.ledger import Mechanism
 from support.dp_accounting_check import rederive
 

@@ -12,7 +12,7 @@ import torch
 from dpvae import stages
 from dpvae.errors import ConfigError
 from dpvae.methods import checkpoint as checkpoint_module
-from dpvae.methods.lvae_claim import CLAIM_FILE
+from dpvae.methods.lvae.accounting import CLAIM_FILE
 from dpvae.models.lvae_vae import (
     LVAEConvVAE, OperatorNormalised, chi2_radius, decoder_jacobian_norms, jacobian_norm_estimate)
 from dpvae.runs import experiment_runs, run_spec

@@ -15,13 +15,13 @@ from dpvae import stages
 from dpvae.data.store import write_prepared
 from dpvae.data.synthetic import build_two_gaussians
 from dpvae.errors import ConfigError
-from dpvae.methods.mlp import store
-from dpvae.methods.mlp.records import from_vectors, to_vectors
-from dpvae.methods.mlp.training import Schedule
-from dpvae.methods.p3gm import NOT_DP_NONPRIVATE_MEAN, p3gm_ledger
+from dpvae.methods.p3gm import store
+from dpvae.methods.p3gm.fit import Schedule
+from dpvae.methods.p3gm.store import from_vectors, to_vectors
+from dpvae.methods.p3gm.train import NOT_DP_NONPRIVATE_MEAN, p3gm_ledger
 from dpvae.privacy.ledger import Mechanism
 from dpvae.privacy.mechanisms import dp_em_diagonal_gmm, dp_pca
-from dpvae.methods.recipes import P3GMSetting, p3gm_accounting
+from dpvae.methods.p3gm.accounting import P3GMSetting, p3gm_accounting
 from support.toy_runs import FEATURES, N_TRAIN, toy_spec, write_toy_dataset
 
 

@@ -13,7 +13,7 @@ from dpvae import stages
 from dpvae.errors import ConfigError
 from dpvae.methods import checkpoint as checkpoint_module
 from dpvae.methods.privae import PriVAEParams
-from dpvae.methods.training import privae_privacy
+from dpvae.methods.privae import accounting
 from dpvae.privacy.accounting import abadi_kappa
 
 PINWHEEL = {"engine": "termwise", "optimizer": "sgd", "lr": 0.01, "batch_size": 20, "groups": 1, "mc_samples": 4,
@@ -65,14 +65,14 @@ def test_a_resumed_privae_run_ends_with_the_same_model_and_ledger(tmp_path, pinw
 def test_termwise_noise_is_kappa_times_ordinary_sigma() -> None:
     params = PriVAEParams(**{**PINWHEEL, "batch_size": 256, "groups": 16, "clip_batch": 0.005})
     rate, steps = 256 / 60000, 2344
-    paper = privae_privacy.termwise_noise(params, 10.0, 1e-5, rate, steps)
+    paper = accounting.termwise_noise(params, 10.0, 1e-5, rate, steps)
     assert paper.sigma == pytest.approx(0.5427, rel=1e-3)                 # PAPERS.md §1.4 [computed]
     assert paper.factor == pytest.approx(abadi_kappa(1e-5), rel=1e-6)
-    tight = privae_privacy.termwise_noise(PriVAEParams(**{**params.to_dict(), "kappa": "tight"}), 10.0, 1e-5,
+    tight = accounting.termwise_noise(PriVAEParams(**{**params.to_dict(), "kappa": "tight"}), 10.0, 1e-5,
                                           rate, steps)
     c1, c2 = 0.05 / 256, 0.005 / 16
     assert tight.factor == pytest.approx((c1 + 2 * c2) / math.hypot(c1, c2), rel=1e-6)
-    plain = privae_privacy.termwise_noise(PriVAEParams(**{**params.to_dict(), "clip_batch": 0.0,
+    plain = accounting.termwise_noise(PriVAEParams(**{**params.to_dict(), "clip_batch": 0.0,
                                                           "divergence": "none"}), 10.0, 1e-5, rate, steps)
     assert plain.factor == 1.0 and plain.noise_multiplier == plain.sigma
 
@@ -95,7 +95,7 @@ def test_aggregation_baselines_under_the_sound_calibration_spend_the_target_soun
 ])
 def test_inconsistent_private_settings_are_refused(change, match) -> None:
     with pytest.raises(ConfigError, match=match):
-        privae_privacy.check_consistent(PriVAEParams(**{**PINWHEEL, **change}))
+        accounting.check_consistent(PriVAEParams(**{**PINWHEEL, **change}))
 
 
 def test_a_prior_that_does_not_fit_the_data_is_refused(tmp_path, pinwheel) -> None:

@@ -10,9 +10,9 @@ import pytest
 from DataSynthesizer.lib.PrivBayes import construct_noisy_conditional_distributions, exponential_mechanism, worker
 from DataSynthesizer.lib.utils import mutual_information as library_mutual_information
 
-from dpvae.baselines import privbayes as pb
-from dpvae.baselines.counts import JointCounter, combine, mutual_information_table
-from dpvae.methods.privbayes import privbayes_ledger
+from dpvae.methods.marginals import privbayes as pb
+from dpvae.methods.marginals.counts import JointCounter, combine, mutual_information_table
+from dpvae.methods.marginals.accounting import privbayes_ledger
 from support.dp_accounting_check import rederive
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpvae.baselines import match3
-from dpvae.methods.ryan import calibrate, ryan_accounting
+from dpvae.methods.marginals import match3
+from dpvae.methods.marginals.accounting import calibrate, ryan_accounting
 from support.dp_accounting_check import rederive
 
 

@@ -10,7 +10,7 @@ from dpvae.privacy.accounting import INTEGER_ORDERS, epsilon
 from dpvae.privacy.budget import StepBudget
 from dpvae.privacy.dpsgd import DPSGD
 from dpvae.privacy.ledger import Mechanism, PrivacyBudgetExceeded
-from dpvae.methods.recipes import P3GMSetting, p3gm_accounting
+from dpvae.methods.p3gm.accounting import P3GMSetting, p3gm_accounting
 
 DELTA = 1e-5
 

@@ -11,7 +11,9 @@ import pytest
 from dpvae.privacy.accounting import DEFAULT_ORDERS, epsilon
 from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, PrivacyBudgetExceeded, check_budget
 from support.dp_accounting_check import rederive
-from dpvae.methods.recipes import P3GMSetting, dp2vae_ledger, p3gm_ledger, privae_ledger
+from dpvae.methods.dp2vae.accounting import dp2vae_ledger
+from dpvae.methods.p3gm.accounting import P3GMSetting, p3gm_ledger
+from dpvae.methods.privae.accounting import privae_ledger
 
 CREDIT = P3GMSetting(n_train=9442, batch_size=100, epochs=15, sgd_sigma=2.1, pca_sigma=10.0)  # DP centring mean
 

@@ -64,8 +64,8 @@ def test_an_honest_method_stays_below_its_claim_and_its_planted_bug_is_caught(
 
 
 def _ryan_measure(bug: bool) -> dict:
-    from dpvae.baselines import match3
-    from dpvae.methods.ryan import calibrate, ryan_accounting
+    from dpvae.methods.marginals import match3
+    from dpvae.methods.marginals.accounting import calibrate, ryan_accounting
     from dpvae.privacy.ledger import Ledger
 
     rng = np.random.default_rng(0)

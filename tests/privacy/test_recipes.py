@@ -10,26 +10,18 @@ import pytest
 from dataclasses import replace
 
 from dpvae.errors import PrivacyBudgetExceeded
-from dpvae.methods.recipes import (
+from dpvae.methods.dp2vae.accounting import dp2vae_epsilon, dp2vae_ledger, dp2vae_noise, dp2vae_sound_epsilon
+from dpvae.methods.p3gm.accounting import (
     NOT_DP_NONPRIVATE_MEAN,
-    PRIVAE_ORDERS,
-    SQRT5,
     P3GMSetting,
-    dp2vae_epsilon,
-    dp2vae_ledger,
-    dp2vae_noise,
-    dp2vae_sound_epsilon,
     p3gm_accounting,
     p3gm_composition_comparison,
     p3gm_fit_sgd_sigma,
     p3gm_ledger,
     p3gm_mechanisms,
     p3gm_train_size,
-    privae_kappa,
-    privae_ledger,
-    privae_noise,
-    tight_kappa,
 )
+from dpvae.methods.privae.accounting import PRIVAE_ORDERS, SQRT5, privae_kappa, privae_ledger, privae_noise, tight_kappa
 from dpvae.privacy.accounting import (
     INTEGER_ORDERS,
     abadi_kappa,

@@ -24,7 +24,9 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from dpvae.methods.recipes import P3GMSetting, dp2vae_ledger, p3gm_mechanisms, privae_ledger
+from dpvae.methods.dp2vae.accounting import dp2vae_ledger
+from dpvae.methods.p3gm.accounting import P3GMSetting, p3gm_mechanisms
+from dpvae.methods.privae.accounting import privae_ledger
 from dpvae.privacy.dpsgd import DPSGD, BatchAggregation, MicroAggregation, TermwiseDPSGD, Units
 from dpvae.privacy.dpsgd.analysis import clipped_sums, released_sum
 from dpvae.privacy.dpsgd.engine import _Engine

@@ -109,7 +109,8 @@ def gpu_checkout(tmp_path: Path) -> Path:
 
     checkout = tmp_path / "dpvae"
     shutil.copytree(REPO_ROOT, checkout, ignore=generated)
-    shutil.copy2(REPO_ROOT / "tests" / "support" / "ckpt_method.py", checkout / "src" / "dpvae" / "methods" / "ckpt_test.py")
+    (checkout / "src" / "dpvae" / "methods" / "ckpt_test").mkdir()   # a method family: its own package
+    shutil.copy2(REPO_ROOT / "tests" / "support" / "ckpt_method.py", checkout / "src" / "dpvae" / "methods" / "ckpt_test" / "__init__.py")
     overlay = deep_update(yaml.safe_load((checkout / "tests" / "config" / "smoke.yaml").read_text()),
                           yaml.safe_load(GPU_OVERLAY))
     (checkout / "overlay.yaml").write_text(yaml.safe_dump(overlay))

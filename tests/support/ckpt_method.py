@@ -1,9 +1,9 @@
 """`ckpt-test`: a small DP-SGD MLP-VAE that checkpoints, for the fault and resume tests only.
 
 Not a paper method and not in the package: a test registers it in a subprocess (`run_cli`) or copies this
-file into a repository copy's `src/dpvae/methods/` (the registry imports every module there). It trains
-the same way the paper methods do — Poisson batches, the project's DP-SGD engine, a ledger from the
-engine's mechanisms, every random stream saved in `dpvae.methods.checkpoint.Checkpoint` — and logs the
+file into a repository copy as `src/dpvae/methods/ckpt_test/__init__.py` (the registry imports every family
+package there). It trains the same way the paper methods do — Poisson batches, the project's DP-SGD engine, a
+ledger from the engine's mechanisms, every random stream saved in `dpvae.methods.checkpoint.Checkpoint` — and logs the
 steps each process ran ("trained steps 17..40"), so that a test can tell a resumed run from a fresh one.
 `step_seconds` slows each step so that a test can kill the job mid-training.
 """

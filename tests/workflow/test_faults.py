@@ -56,7 +56,8 @@ OUTPUTS = ("data/raw/mnist/*", "data/prepared/mnist-p3gm/*", f"{RUN}/model/*", f
 def repo(tmp_path_factory) -> Path:
     """A repository copy with the test method registered and an overlay (smoke + the faults experiment)."""
     repo = copy_repository(tmp_path_factory.mktemp("faults-repo"))
-    shutil.copy2(REPO_ROOT / "tests" / "support" / "ckpt_method.py", repo / "src" / "dpvae" / "methods" / "ckpt_test.py")
+    (repo / "src" / "dpvae" / "methods" / "ckpt_test").mkdir()   # a method family: its own package
+    shutil.copy2(REPO_ROOT / "tests" / "support" / "ckpt_method.py", repo / "src" / "dpvae" / "methods" / "ckpt_test" / "__init__.py")
     overlay = deep_update(yaml.safe_load((repo / "tests" / "config" / "smoke.yaml").read_text()), yaml.safe_load(FAULTS))
     (repo / "overlay.yaml").write_text(yaml.safe_dump(overlay))
     return repo

@@ -68,8 +68,7 @@ def train_audited(spec: dict) -> dict:
     import torch
 
     from dpvae.files import write_json
-    from dpvae.methods.base import RunContext
-    from dpvae.methods.registry import get_method
+    from dpvae.methods.registry import get_method, run_context
     from dpvae.privacy.canaries import AUDIT_FILE, CanarySession
     from dpvae.privacy.ledger import check_budget
 
@@ -77,8 +76,7 @@ def train_audited(spec: dict) -> dict:
     if not method.private:
         raise ValueError(f"method '{method.name}' is not private: nothing to audit")
     run = Path(spec["run"])
-    params = method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params", name=method.name)
-    ctx = RunContext(spec, run, params, {"model_dir": run / "model"})
+    ctx = run_context(spec, model_dir=run / "model")
     (run / "model").mkdir(parents=True, exist_ok=True)
     seed = ctx.seed_for("global")
     random.seed(seed)

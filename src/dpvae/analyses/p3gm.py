@@ -47,7 +47,7 @@ def p3gm_composition(name: str, experiment: dict, context: dict) -> pd.DataFrame
     under Theorem 4's RDP composition (classic conversion as the [computed] reference values, and the
     improved one the reference code uses) and under the baseline (Gaussian-bound PCA + zCDP EM +
     moments-accountant SGD, delta split in thirds, epsilons summed)."""
-    from dpvae.methods.recipes import P3GMSetting, p3gm_composition_comparison
+    from dpvae.methods.p3gm.accounting import P3GMSetting, p3gm_composition_comparison
 
     params = experiment["params"]
     rows = []

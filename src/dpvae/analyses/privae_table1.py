@@ -20,7 +20,7 @@ import torch
 
 from dpvae.models.conv_vae import ConvVAE
 from dpvae.models.losses import sample_sparse_prior
-from dpvae.methods.recipes.privae import KAPPAS, PRIVAE_ORDERS, privae_kappa, privae_ledger
+from dpvae.methods.privae.accounting import KAPPAS, PRIVAE_ORDERS, privae_kappa, privae_ledger
 from dpvae.privacy.accounting import calibrate_noise
 from dpvae.privacy.dpsgd import BatchAggregation, MicroAggregation, NoiseProfile, TermwiseDPSGD
 from dpvae.privacy.dpsgd.analysis import clipped_sums, measured_sensitivity

@@ -14,7 +14,7 @@ from dpvae.eval.base import EvalContext
 
 def load_model(ctx: EvalContext) -> Any:
     """The run's trained `LatentVAE` (eval mode) on the run's device."""
-    from dpvae.models.latent_vae import load_vae
+    from dpvae.models.vae_files import load_vae
 
     return load_vae(ctx.model_dir)[0].to(ctx.run.device)
 

@@ -4,7 +4,7 @@ For a private run (a ledger in `privacy.json`): the f-DP curve f_{ε,δ} of its 
 curve of its actual mechanisms from dp-accounting's privacy-loss distributions (and the ε at δ that
 accountant gives), and the Gaussian-DP curve of the CLT μ for single Poisson-subsampled Gaussian ledgers.
 For a non-private run with an analytic claim (`model/privacy_claim.json`, LVAE): the claim's numbers as
-rows named `claimed_*` and its f_{ε,δ} curve — a claim, not a guarantee (see dpvae.methods.lvae_claim).
+rows named `claimed_*` and its f_{ε,δ} curve — a claim, not a guarantee (see dpvae.methods.lvae.accounting).
 A run with neither gives no rows. Curves go to `privacy_tradeoff.npz` beside the JSON.
 """
 
@@ -33,7 +33,7 @@ class TradeoffOptions(MetricOptions):
                  description="trade-off curves implied by the run's ledger (f-DP of (eps, delta), PLD, GDP-CLT) "
                              "or by its analytic claim")
 def privacy_tradeoff(ctx: EvalContext) -> Rows:
-    from dpvae.methods.lvae_claim import CLAIM_FILE
+    from dpvae.methods.lvae.accounting import CLAIM_FILE
     from dpvae.privacy import fdp
     from dpvae.privacy.ledger import Ledger
 
