@@ -101,9 +101,14 @@ def _umask() -> int:
     return mask
 
 
+def json_text(payload: Any) -> str:
+    """`payload` as the indented JSON text `write_json` writes (keys in insertion order)."""
+    return json.dumps(payload, indent=2, default=str) + "\n"
+
+
 def write_json(path: str | Path, payload: Any) -> Path:
-    """`payload` as indented JSON (keys in insertion order), written atomically."""
-    text = json.dumps(payload, indent=2, default=str) + "\n"
+    """`payload` as indented JSON (`json_text`), written atomically."""
+    text = json_text(payload)
     return atomic_write(path, lambda tmp: Path(tmp).write_text(text))
 
 

@@ -8,7 +8,9 @@ Hyper-parameters resolve as: variant params < per_dataset < per_epsilon < sweep 
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from dpvae.paths import run_dir
 from dpvae.schema import format_eps
@@ -148,3 +150,19 @@ def find_run(config: dict, dataset: str, variant: str, eps: str, seed: int | str
         if "analysis" not in exp and dataset in exp["datasets"] and run in experiment_runs(config, name, dataset):
             return run
     raise ValueError(f"no experiment in the configuration needs run {run.id}")
+
+
+def recomputed_ledger(run: str | Path) -> tuple[str, str]:
+    """A private run's written ledger (its privacy.json) and the one this code computes again from the run's spec
+    (train.json) and the data-dependent numbers the written one records (`Method.recompute_ledger`), both as the
+    text `Ledger.write` writes: equal texts mean a bit-identical ledger."""
+    from dpvae.files import json_text
+    from dpvae.methods.registry import get_method      # here: aggregation imports this module without the methods
+
+    run = Path(run)
+    written = (run / "privacy.json").read_text()
+    spec = json.loads((run / "train.json").read_text())["spec"]
+    method = get_method(spec["method"])
+    params = method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params", name=method.name)
+    ledger = method.recompute_ledger(params, spec, json.loads(written))
+    return written, json_text(ledger.to_dict())

@@ -1,8 +1,9 @@
 """The one contract every registered method meets (opacus' grad-sample `common.py` is the model).
 
 For each implemented method, at tiny scale on a dataset of one of its smoke-config experiments: it trains
-through the train stage (after its shared first stage, if it has one, as the workflow does); a private run's ledger states an epsilon no larger than its target, and Google's
-dp-accounting re-derives every accounting in it; samples have the prepared data's per-record shape, float32
+through the train stage (after its shared first stage, if it has one, as the workflow does); a private run's
+ledger states an epsilon no larger than its target, Google's dp-accounting re-derives every accounting in it, and
+the method's `recompute_ledger` computes it again from the run's spec, bit for bit; samples have the prepared data's per-record shape, float32
 inputs and int64 labels in the data's label range; the same run sampled twice gives identical samples. A new
 method gets these checks by registering. Every check runs on every device there is: the CPU, and CUDA where a
 GPU is visible (`gpu` marker; skipped with the reason elsewhere); a method with two model families (PriVAE's
@@ -16,12 +17,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.dp_accounting_check import rederive
 
 from dpvae import stages
 from dpvae.data.registry import get_dataset
 from dpvae.methods.registry import METHODS
-from dpvae.runs import Run, experiment_runs, run_spec, stage1_of
-from support.dp_accounting_check import rederive
+from dpvae.runs import Run, experiment_runs, recomputed_ledger, run_spec, stage1_of
 
 TINY_TRAIN = 256
 IMPLEMENTED = [m for m in METHODS.values() if m.implemented]
@@ -92,6 +93,8 @@ def test_method_meets_the_contract(trained):
         for other in ("paper", "strict", "sound"):
             if isinstance(ledger.get(other), dict) and ledger[other].get("mechanisms"):
                 assert rederive(ledger[other]) == pytest.approx(ledger[other]["epsilon"], rel=_tolerance(ledger[other])), other
+        written, again = recomputed_ledger(run)
+        assert again == written, "the ledger computed again from the run's spec differs from the written one"
     else:
         assert ledger["private"] is False and ledger["epsilon"] is None
 

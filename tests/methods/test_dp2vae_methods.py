@@ -150,7 +150,7 @@ def test_dp_merf_release_has_sensitivity_two_over_n():
 
 
 def test_dp_merf_accounting_matches_its_repository():
-    from dpvae.methods.dp_merf.train import accounting
+    from dpvae.methods.dp_merf.accounting import accounting
 
     # dp_analysis.py's comment: sigma 5 -> epsilon < 1, sigma 25 -> epsilon < 0.2 (autodp: 0.980, 0.193)
     assert accounting(5.0, 60000, 1e-5).epsilon == pytest.approx(0.9797, abs=2e-3)
@@ -158,7 +158,7 @@ def test_dp_merf_accounting_matches_its_repository():
 
 
 def test_gs_wgan_accounting_the_authors_way_and_ours():
-    from dpvae.methods.gs_wgan.train import accounting, authors_epsilon, authors_iters
+    from dpvae.methods.gs_wgan.accounting import accounting, authors_epsilon, authors_iters
 
     # GS-WGAN's default configuration is its "epsilon = 10" (autodp); PAPERS.md A-D10: about 5.0 under a
     # Poisson add/remove-one accountant with the classic conversion
@@ -172,7 +172,8 @@ def test_gs_wgan_accounting_the_authors_way_and_ours():
 def test_gs_wgan_sanitised_gradients_move_by_at_most_the_sound_sensitivity():
     """Any two discriminators (a record of D_k changed => discriminator k arbitrary) give pre-noise releases
     within 2C/sqrt(B) of each other: the sound ledger's sensitivity (multiplier sigma/sqrt(B))."""
-    from dpvae.methods.gs_wgan.train import clip_images, sound_accounting
+    from dpvae.methods.gs_wgan.accounting import sound_accounting
+    from dpvae.methods.gs_wgan.train import clip_images
 
     batch, clip = 8, 1.0
     generator = torch.Generator().manual_seed(0)

@@ -10,20 +10,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from support.toy_runs import FEATURES, N_TRAIN, toy_spec, write_toy_dataset
 
 from dpvae import stages
 from dpvae.data.store import write_prepared
 from dpvae.data.synthetic import build_two_gaussians
 from dpvae.errors import ConfigError
 from dpvae.methods.p3gm import store
+from dpvae.methods.p3gm.accounting import NOT_DP_NONPRIVATE_MEAN, P3GMSetting, p3gm_ledger
 from dpvae.methods.p3gm.fit import Schedule
 from dpvae.methods.p3gm.store import from_vectors, to_vectors
-from dpvae.methods.p3gm.train import NOT_DP_NONPRIVATE_MEAN, p3gm_ledger
 from dpvae.privacy.ledger import Mechanism
 from dpvae.privacy.mechanisms import dp_em_diagonal_gmm, dp_pca
-from dpvae.methods.p3gm.accounting import P3GMSetting, p3gm_accounting
-from support.toy_runs import FEATURES, N_TRAIN, toy_spec, write_toy_dataset
-
 
 
 @pytest.fixture(scope="module")
@@ -64,15 +62,15 @@ def test_the_ledger_from_the_mechanisms_records_equals_the_recipe():
     sgd = Mechanism("dpsgd", 1.4, 300 / 63000, 840, 1.0)
     ledger = p3gm_ledger([pca.mechanism, *gmm.mechanisms, sgd], 1e-5, 20, 1, 1.0)
     setting = P3GMSetting(n_train=63000, batch_size=300, epochs=4, sgd_sigma=1.4, pca_sigma=5.0, centring="zero")
-    assert ledger.paper.epsilon == pytest.approx(p3gm_accounting(setting).epsilon, rel=1e-9)
+    assert ledger.paper.epsilon == pytest.approx(setting.ledger().paper.epsilon, rel=1e-9)
     assert ledger.paper.epsilon == pytest.approx(0.986, abs=5e-4)          # PAPERS.md §3.4 [computed]
-    assert ledger.sound.epsilon == pytest.approx(p3gm_accounting(setting, sound=True).epsilon, rel=1e-9)
+    assert ledger.sound.epsilon == pytest.approx(setting.ledger().sound.epsilon, rel=1e-9)
     # with the DP centring mean (rows clipped to R = sqrt(d), sigma_m = 20) the recipe agrees too
     dp = dp_pca(z, 3, 5.0, np.random.default_rng(1), mean="dp", mean_noise_multiplier=20.0, mean_clip=6 ** 0.5)
     with_mean = p3gm_ledger([*dp.mechanisms, *gmm.mechanisms, sgd], 1e-5, 20, 1, None)
     recipe = P3GMSetting(n_train=63000, batch_size=300, epochs=4, sgd_sigma=1.4, pca_sigma=5.0, mean_clip=6 ** 0.5)
-    assert with_mean.paper.epsilon == pytest.approx(p3gm_accounting(recipe).epsilon, rel=1e-9)
-    assert with_mean.sound.epsilon == pytest.approx(p3gm_accounting(recipe, sound=True).epsilon, rel=1e-9)
+    assert with_mean.paper.epsilon == pytest.approx(recipe.ledger().paper.epsilon, rel=1e-9)
+    assert with_mean.sound.epsilon == pytest.approx(recipe.ledger().sound.epsilon, rel=1e-9)
 
 
 def test_p3gm_trains_with_a_frozen_pca_encoder_and_meets_its_target(data_root, tmp_path):

@@ -6,11 +6,11 @@ import pytest
 import torch
 from torch import nn
 
+from dpvae.methods.p3gm.accounting import P3GMSetting
 from dpvae.privacy.accounting import INTEGER_ORDERS, epsilon
 from dpvae.privacy.budget import StepBudget
 from dpvae.privacy.dpsgd import DPSGD
 from dpvae.privacy.ledger import Mechanism, PrivacyBudgetExceeded
-from dpvae.methods.p3gm.accounting import P3GMSetting, p3gm_accounting
 
 DELTA = 1e-5
 
@@ -33,7 +33,7 @@ def test_budget_counts_mechanisms_spent_before_training():
     """P3GM: DP-PCA and DP-EM are spent first; the SGD steps left shrink accordingly (credit, exp.sh)."""
     def eps_after(steps: int) -> float:
         setting = P3GMSetting(n_train=9442, batch_size=100, epochs=steps * 100 / 9442, sgd_sigma=2.1, pca_sigma=10.0)
-        return p3gm_accounting(setting).epsilon
+        return setting.ledger().epsilon
 
     budget = StepBudget(eps_after, 1.0)
     assert 1417 <= budget.max_steps                            # Table IV's 15 epochs = 1,417 steps: 0.999

@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
-
-from dataclasses import replace
 
 from dpvae.errors import PrivacyBudgetExceeded
 from dpvae.methods.dp2vae.accounting import dp2vae_epsilon, dp2vae_ledger, dp2vae_noise, dp2vae_sound_epsilon
 from dpvae.methods.p3gm.accounting import (
     NOT_DP_NONPRIVATE_MEAN,
     P3GMSetting,
-    p3gm_accounting,
     p3gm_composition_comparison,
     p3gm_fit_sgd_sigma,
-    p3gm_ledger,
-    p3gm_mechanisms,
+    sound_record,
     p3gm_train_size,
 )
 from dpvae.methods.privae.accounting import PRIVAE_ORDERS, SQRT5, privae_kappa, privae_ledger, privae_noise, tight_kappa
@@ -28,8 +25,8 @@ from dpvae.privacy.accounting import (
     calibrate_noise,
     epsilon,
     fixed_partition_rdp,
-    replace_one_rdp,
     rdp_to_dp,
+    replace_one_rdp,
 )
 from dpvae.privacy.ledger import Accounting, Mechanism
 
@@ -62,7 +59,7 @@ def test_train_size_is_sklearn_split() -> None:
 def test_p3gm_exp_sh_epsilons(dataset: str) -> None:
     rows, batch, epochs, sgd_sigma, pca_sigma, expected = EXP_SH[dataset]
     setting = paper_code(p3gm_train_size(rows), batch, epochs, sgd_sigma, pca_sigma)
-    assert p3gm_accounting(setting).epsilon == pytest.approx(expected, rel=0.01)
+    assert setting.ledger().epsilon == pytest.approx(expected, rel=0.01)
 
 
 @pytest.mark.parametrize(
@@ -74,16 +71,16 @@ def test_p3gm_fig4_epsilons(
     sgd_sigma: float, epochs: int, pca_sigma: float, em_sigma: float, em_iters: int, expected: float
 ) -> None:
     setting = paper_code(9442, 100, epochs, sgd_sigma, pca_sigma, em_sigma, em_iters)
-    assert p3gm_accounting(setting).epsilon == pytest.approx(expected, rel=0.01)
+    assert setting.ledger().epsilon == pytest.approx(expected, rel=0.01)
 
 
 def test_p3gm_fig5_and_fig7_epsilons() -> None:
     """Further [computed] values of PAPERS.md §3.5 (DP-VAE = the DP-SGD mechanism alone)."""
-    assert p3gm_accounting(paper_code(63000, 300, 3, 1.1, 10.0)).epsilon == pytest.approx(0.957, rel=0.01)
-    assert p3gm_accounting(paper_code(63000, 300, 10, 1.27, 10.0)).epsilon == pytest.approx(1.004, rel=0.01)
-    assert p3gm_accounting(paper_code(9442, 100, 30, 2.7, 10.0)).epsilon == pytest.approx(1.025, rel=0.01)
+    assert paper_code(63000, 300, 3, 1.1, 10.0).ledger().epsilon == pytest.approx(0.957, rel=0.01)
+    assert paper_code(63000, 300, 10, 1.27, 10.0).ledger().epsilon == pytest.approx(1.004, rel=0.01)
+    assert paper_code(9442, 100, 30, 2.7, 10.0).ledger().epsilon == pytest.approx(1.025, rel=0.01)
     dp_vae = paper_code(63000, 300, 10, 1.2, 10.0)
-    sgd_only = Accounting(p3gm_mechanisms(dp_vae)[2:], DELTA)
+    sgd_only = Accounting((dp_vae.sgd_record(),), DELTA)
     assert sgd_only.epsilon == pytest.approx(0.974, rel=0.01)
 
 
@@ -108,18 +105,19 @@ def test_p3gm_fig9_rdp_and_baseline(components: int) -> None:
 
 def test_p3gm_sound_choices() -> None:
     setting = P3GMSetting(9442, 100, 15, 2.1, 10.0, n_components=3, mean_sigma=20.0, mean_clip=5.0)
-    mean, pca, em, sgd = p3gm_mechanisms(setting, sound=True)
+    mean, pca, *em, sgd = (sound_record(r, 20, 3, fixed_batches=False) for r in setting.records())
     assert mean.noise_multiplier == pytest.approx(10.0) and mean.sensitivity == pytest.approx(10.0)  # 2R, σ_m/2
     assert pca.noise_multiplier == pytest.approx(10.0 / math.sqrt(2)) and pca.sensitivity == pytest.approx(2**0.5)
-    assert em.steps == (20 + 1) * 7 and p3gm_mechanisms(setting)[2].steps == 20 * 7
+    assert {m.noise_multiplier for m in em} == {100.0}
+    assert sum(m.steps for m in em) == (20 + 1) * 7 and sum(m.steps for m in setting.records()[2:5]) == 20 * 7
     assert (sgd.noise_multiplier, sgd.sample_rate, sgd.steps) == (2.1, 100 / 9442, 1417)
-    paper_mean = p3gm_mechanisms(setting)[0]
+    paper_mean = setting.records()[0]
     assert (paper_mean.noise_multiplier, paper_mean.sensitivity) == (20.0, 5.0)
-    ledger = p3gm_ledger(setting, target_epsilon=1.0)
+    ledger = setting.ledger(target_epsilon=1.0)
     assert ledger.sound is not None and ledger.sound.adjacency == "replace-one" and "replace-one" in ledger.notes
     assert ledger.headline == "paper" and ledger.not_dp is None
     by_hand = (
-        mean.rdp(ledger.sound.orders) + pca.rdp(ledger.sound.orders) + em.rdp(ledger.sound.orders)
+        mean.rdp(ledger.sound.orders) + pca.rdp(ledger.sound.orders) + sum(m.rdp(ledger.sound.orders) for m in em)
         + replace_one_rdp(2.1, 100 / 9442, 1417, ledger.sound.orders)
     )
     assert ledger.sound.epsilon == pytest.approx(rdp_to_dp(ledger.sound.orders, by_hand, DELTA, "improved")[0])
@@ -129,15 +127,16 @@ def test_p3gm_sound_choices() -> None:
 def test_p3gm_centring_choices() -> None:
     """The DP mean is budgeted; no centring costs nothing; the code's exact mean is marked not DP."""
     dp, zero, code = (P3GMSetting(9442, 100, 15, 2.1, 10.0, centring=c) for c in ("dp", "zero", "nonprivate"))
-    assert [m.name for m in p3gm_mechanisms(dp)] == ["DP mean (centring)", "DP-PCA", "DP-EM", "DP-SGD"]
-    assert [m.name for m in p3gm_mechanisms(zero)] == ["DP-PCA", "DP-EM", "DP-SGD"]
-    assert p3gm_ledger(zero).epsilon == pytest.approx(p3gm_ledger(code).epsilon)
-    assert p3gm_ledger(zero).epsilon < p3gm_ledger(dp).epsilon
-    assert p3gm_ledger(dp).epsilon == pytest.approx(0.9986, abs=5e-4)  # credit, exp.sh, DP mean at sigma_m 20
-    not_dp = p3gm_ledger(code)
+    em = ["dp_em.weights", "dp_em.means", "dp_em.variances"]
+    assert [m.name for m in dp.records()] == ["dp_pca.mean", "dp_pca", *em, "dpsgd"]   # as a run's mechanisms name them
+    assert [m.name for m in zero.records()] == ["dp_pca", *em, "dpsgd"]
+    assert zero.ledger().epsilon == pytest.approx(code.ledger().epsilon)
+    assert zero.ledger().epsilon < dp.ledger().epsilon
+    assert dp.ledger().epsilon == pytest.approx(0.9986, abs=5e-4)  # credit, exp.sh, DP mean at sigma_m 20
+    not_dp = code.ledger()
     assert not_dp.not_dp == NOT_DP_NONPRIVATE_MEAN and not_dp.sound is None and "not DP" in not_dp.notes
     assert "non-private centring mean" in not_dp.notes
-    assert p3gm_ledger(zero).sound is not None and p3gm_ledger(zero).not_dp is None
+    assert zero.ledger().sound is not None and zero.ledger().not_dp is None
     with pytest.raises(ValueError, match="centring"):
         P3GMSetting(9442, 100, 15, 2.1, 10.0, centring="empirical")  # type: ignore[arg-type]
 
@@ -153,9 +152,9 @@ def test_p3gm_fit_raises_sigma_to_meet_the_target_exactly(dataset: str) -> None:
     setting = P3GMSetting(p3gm_train_size(rows), batch, epochs, sigma, pca_sigma)
     fitted = p3gm_fit_sgd_sigma(setting, 1.0)
     assert fitted.sgd_sigma == pytest.approx(fitted_sigma, abs=5e-4) and fitted.sgd_sigma >= sigma
-    assert p3gm_ledger(fitted).epsilon <= 1.0  # no tolerance
+    assert fitted.ledger().epsilon <= 1.0  # no tolerance
     if fitted.sgd_sigma > sigma:  # the smallest such σ_s: a little less overspends
-        assert p3gm_ledger(replace(fitted, sgd_sigma=fitted.sgd_sigma * (1 - 1e-6))).epsilon > 1.0
+        assert replace(fitted, sgd_sigma=fitted.sgd_sigma * (1 - 1e-6)).ledger().epsilon > 1.0
     with pytest.raises(PrivacyBudgetExceeded, match="encoding phase"):
         p3gm_fit_sgd_sigma(setting, 0.1)  # DP mean + DP-PCA + DP-EM alone exceed 0.1
 

@@ -25,13 +25,12 @@ import torch
 from torch import Tensor, nn
 
 from dpvae.methods.dp2vae.accounting import dp2vae_ledger
-from dpvae.methods.p3gm.accounting import P3GMSetting, p3gm_mechanisms
+from dpvae.methods.p3gm.accounting import sound_record
 from dpvae.methods.privae.accounting import privae_ledger
 from dpvae.privacy.dpsgd import DPSGD, BatchAggregation, MicroAggregation, TermwiseDPSGD, Units
 from dpvae.privacy.dpsgd.analysis import clipped_sums, released_sum
 from dpvae.privacy.dpsgd.engine import _Engine
-from dpvae.privacy.mechanisms import dp_em_diagonal_gmm, dp_kmeans, dp_pca
-from dpvae.privacy.mechanisms import em, gaussian, kmeans, pca
+from dpvae.privacy.mechanisms import dp_em_diagonal_gmm, dp_kmeans, dp_pca, em, gaussian, kmeans, pca
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "dpvae"
 SLACK = 1e-9  # relative: float rounding only
@@ -387,7 +386,7 @@ def centred_moment(x: np.ndarray, centring: str, released_mean: np.ndarray) -> n
 @pytest.mark.parametrize("centring", ["dp", "nonprivate"])
 def test_dp_pca_with_its_centring_mean_respects_paper_and_sound_sensitivities(centring: str) -> None:
     """Paper (add/remove): DP mean R, PCA 1 (the records `dp_pca` emits); sound (replace-one): 2R and √2
-    (`p3gm_mechanisms(sound=True)`). The DP mean is released first, so XᵀX is compared at the same released
+    (`sound_record` of the same records). The DP mean is released first, so XᵀX is compared at the same released
     mean (adaptive composition). The code's own empirical mean (the planted bug) breaks the PCA bounds."""
     clip = 2.0
     worst = {"mean remove": 0.0, "mean replace": 0.0, "pca remove": 0.0, "pca replace": 0.0}
@@ -398,7 +397,7 @@ def test_dp_pca_with_its_centring_mean_respects_paper_and_sound_sensitivities(ce
         worst["mean remove"] = max(worst["mean remove"], np.linalg.norm(sums[0] - sums[1]) / paper_mean.sensitivity)
         a = [centred_moment(data, centring, fit.mean) for data in (x, removed, replaced)]
         worst["pca remove"] = max(worst["pca remove"], np.linalg.norm(a[0] - a[1]) / paper_pca.sensitivity)
-        sound_mean, sound_pca = p3gm_mechanisms(P3GMSetting(20, 1, 0, 0.0, 1.0, mean_clip=clip), sound=True)[:2]
+        sound_mean, sound_pca = (sound_record(r, 0, 1, fixed_batches=False) for r in fit.mechanisms)
         worst["mean replace"] = max(worst["mean replace"], np.linalg.norm(sums[0] - sums[2]) / sound_mean.sensitivity)
         worst["pca replace"] = max(worst["pca replace"], np.linalg.norm(a[0] - a[2]) / sound_pca.sensitivity)
     assert worst["mean remove"] <= 1 + SLACK and worst["mean replace"] <= 1 + SLACK

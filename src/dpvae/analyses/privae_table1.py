@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 import torch
 
+from dpvae.methods.privae.accounting import KAPPAS, PRIVAE_ORDERS, privae_kappa, privae_ledger
 from dpvae.models.conv_vae import ConvVAE
 from dpvae.models.losses import sample_sparse_prior
-from dpvae.methods.privae.accounting import KAPPAS, PRIVAE_ORDERS, privae_kappa, privae_ledger
 from dpvae.privacy.accounting import calibrate_noise
 from dpvae.privacy.dpsgd import BatchAggregation, MicroAggregation, NoiseProfile, TermwiseDPSGD
 from dpvae.privacy.dpsgd.analysis import clipped_sums, measured_sensitivity

@@ -17,7 +17,7 @@ from dpvae.eval.registry import register_metric
                  description="GS-WGAN's epsilon the authors' way (autodp: q = 1/K, iterations x batch-size "
                              "compositions), recomputed from the trained run")
 def gswgan_epsilon(ctx: EvalContext) -> Rows:
-    from dpvae.methods.gs_wgan.train import authors_epsilon
+    from dpvae.methods.gs_wgan.accounting import authors_epsilon
 
     meta = json.loads((ctx.model_dir / "model.json").read_text())
     value = authors_epsilon(meta["noise_multiplier"], meta["discriminators"], meta["iters"], meta["batch_size"],

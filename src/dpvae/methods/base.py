@@ -176,6 +176,13 @@ class Method(ABC):
     def train(self, ctx: RunContext) -> Ledger | None:
         """Fit the model, write it under ctx.model_dir, return the privacy ledger (None if non-private)."""
 
+    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
+        """A private run's ledger computed again from its spec, its parameters and what its written ledger
+        (`recorded`, the run's privacy.json) holds of the data (rates, steps, sizes): noise calibration and
+        accounting rerun, no training. Every private method implements it; the contract test and
+        `benchmarks/recompute_ledgers.py` compare it with the written ledger, bit for bit."""
+        raise NotImplementedError(f"method '{self.name}' cannot recompute a run's ledger")
+
     @abstractmethod
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
         """Draw `n` synthetic records (None = the method's natural size) as arrays 'x' and 'y'.

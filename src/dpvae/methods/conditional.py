@@ -1,9 +1,9 @@
-"""Helpers the image-generating methods share: labels, class-balanced sampling, disjoint subsets, σ calibration."""
+"""What the label-conditional image generators share (DP²-VAE, DP-MERF, GS-WGAN): labels, class-balanced
+sampling, disjoint subsets, batches."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -37,17 +37,6 @@ def disjoint_subsets(ctx: RunContext, count: int, param: str = "subsets") -> np.
                           f"{n} training records leave them empty")
     order = ctx.rng("partition").permutation(n)
     return order[: count * size].reshape(count, size)
-
-
-def calibrated(epsilon_of: Callable[[float], float], solve: Callable[[], float], target: float) -> float:
-    """`solve()`'s σ, rounded up until `epsilon_of(σ)` is at most `target` (no overspending, no tolerance)."""
-    sigma, step = solve(), 1e-12
-    while epsilon_of(sigma) > target:
-        sigma *= 1 + step
-        step *= 2
-        if step > 1:
-            raise RuntimeError(f"could not round sigma={sigma} below the target epsilon {target}")
-    return sigma
 
 
 def device_of(ctx: RunContext) -> torch.device:

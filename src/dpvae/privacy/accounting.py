@@ -436,14 +436,20 @@ def solve_noise_multiplier(
     target_epsilon: float,
     bracket: tuple[float, float] = (2.0**-8, 2.0**16),
     rtol: float = 1e-10,
+    floor: float | None = None,
 ) -> float:
     """The smallest σ (to `rtol`) with epsilon_of_sigma(σ) <= target, by Brent's method in log σ, rounded up.
 
-    ε must decrease in σ. The root is rounded up until ε(σ) <= target holds exactly, so a run calibrated
-    with it never overspends (no tolerance). Raises ValueError if the target cannot be reached inside
-    `bracket`: too small for the largest σ (e.g. the classic conversion never goes below
-    log(1/δ)/(α_max − 1)) or too large for the smallest.
+    The one noise calibration every method uses. ε must decrease in σ. The root is rounded up until
+    ε(σ) <= target holds exactly, so a run calibrated with it never overspends (no tolerance). `floor`: the
+    smallest σ wanted (a configured one), returned as it is when it meets the target, else the search's lower
+    end. Raises ValueError if the target cannot be reached inside `bracket`: too small for the largest σ (e.g.
+    the classic conversion never goes below log(1/δ)/(α_max − 1)) or too large for the smallest.
     """
+    if floor is not None:
+        if epsilon_of_sigma(floor) <= target_epsilon:
+            return floor
+        bracket = (max(floor, bracket[0]), bracket[1])
     if not (target_epsilon > 0 and math.isfinite(target_epsilon)):
         raise ValueError(f"target_epsilon must be a finite number > 0, got {target_epsilon}")
     low, high = math.log(bracket[0]), math.log(bracket[1])
@@ -469,6 +475,18 @@ def solve_noise_multiplier(
         log_sigma = min(high, log_sigma + step)
         step *= 2
     return math.exp(log_sigma)
+
+
+def round_up_noise(epsilon_of_sigma: Callable[[float], float], sigma: float, target_epsilon: float) -> float:
+    """`sigma`, raised by relative steps of 1e-12, 2e-12, 4e-12, ... until epsilon_of_sigma(σ) <= target: for a σ
+    derived from a calibrated one (PriVAE's κσ), whose own ε may round above the target."""
+    step = 1e-12
+    while epsilon_of_sigma(sigma) > target_epsilon:
+        sigma *= 1 + step
+        step *= 2
+        if step > 1:
+            raise RuntimeError(f"could not round sigma={sigma} below the target epsilon {target_epsilon}")
+    return sigma
 
 
 def calibrate_noise(

@@ -257,6 +257,15 @@ class Ledger:
             return cls.from_dict(json.load(stream))
 
 
+def recorded_mechanisms(ledger: Mapping, accounting: Headline = "paper") -> tuple[Mechanism, ...]:
+    """The mechanisms a written ledger (`Ledger.to_dict`, a run's privacy.json) records for its paper or sound
+    accounting, without recomputing any ε (what a method's `recompute_ledger` reads back)."""
+    data = ledger[accounting] if accounting in ledger else ledger
+    if accounting == "sound" and "sound" not in ledger:
+        raise ValueError("the ledger has no sound accounting")
+    return tuple(Mechanism.from_dict(m) for m in data["mechanisms"])
+
+
 def replace_one_record(record: Mechanism, fixed_batches: bool = False) -> Mechanism:
     """A DP-SGD record under replace-one adjacency. Poisson batches: as it is (the accountant's replace-one
     curve, Mironov 2017 Prop. 11). Fixed batches drawn with replacement (P3GM's code): each step draws one of

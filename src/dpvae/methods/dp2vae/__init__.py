@@ -79,6 +79,11 @@ class DP2VAE(Method):
 
         return train(ctx)
 
+    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
+        from dpvae.methods.dp2vae.accounting import recompute_ledger
+
+        return recompute_ledger(params, spec, recorded)
+
     def train_stage1(self, ctx: RunContext) -> dict[str, Any]:
         from dpvae.methods.dp2vae.train import train_stage1
 

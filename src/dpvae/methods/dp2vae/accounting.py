@@ -18,8 +18,10 @@ batch of B records of D_k, clips the per-example decoder gradients at C and adds
 
 from __future__ import annotations
 
+from typing import Any
+
 from dpvae.privacy.accounting import PYVACY_ORDER_BOUNDS, solve_noise_multiplier
-from dpvae.privacy.ledger import Accounting, Ledger, Mechanism
+from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, recorded_mechanisms
 
 DP2VAE_DELTA = 1e-5
 DP2VAE_NOTES = (
@@ -92,3 +94,19 @@ def dp2vae_ledger(
     paper = _paper_accounting(noise_multiplier, num_subsets, steps, clip, delta)
     sound = _sound_accounting(noise_multiplier, num_subsets, steps, batch_size, clip, delta)
     return Ledger(paper, sound, target_epsilon, notes)
+
+
+def noise_multiplier(params: Any, epsilon: float, delta: float, subsets: int, steps: int) -> float:
+    """σ: as configured, or the smallest σ whose pyvacy-style Eps(K, σ, T, δ) meets the target (the paper's way)."""
+    if params.noise_multiplier != "auto":
+        return float(params.noise_multiplier)
+    return dp2vae_noise(epsilon, subsets, steps, delta)
+
+
+def recompute_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
+    """A run's ledger computed again from its parameters and the batch size its sound accounting records."""
+    (sound,) = recorded_mechanisms(recorded, "sound")
+    batch = round(sound.sensitivity / (2 * params.clip))      # B = min(batch_size, subset size)
+    sigma = noise_multiplier(params, spec["epsilon"], spec["delta"], params.subsets, params.iters)
+    return dp2vae_ledger(sigma, params.subsets, params.iters, batch, params.clip, spec["delta"],
+                         target_epsilon=spec["epsilon"])

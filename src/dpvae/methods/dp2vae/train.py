@@ -24,7 +24,8 @@ import torch
 from dpvae.errors import DataError
 from dpvae.methods.base import RunContext
 from dpvae.methods.checkpoint import Checkpoint, restore_rng, rng_state
-from dpvae.methods.conditional import balanced_labels, batches, calibrated, device_of, disjoint_subsets, num_classes, onehot
+from dpvae.methods.conditional import balanced_labels, batches, device_of, disjoint_subsets, num_classes, onehot
+from dpvae.methods.dp2vae.accounting import dp2vae_ledger, noise_multiplier
 from dpvae.models.cvae import CVAE, CVAEDecoder, stacked_loss
 from dpvae.models.stacked import StackedAdam, clip_per_model, stack
 from dpvae.privacy.ledger import Ledger
@@ -46,16 +47,6 @@ def _new_model(arch: dict, seed: int) -> CVAE:
     torch.manual_seed(seed)
     return CVAE(tuple(arch["shape"]), arch["num_classes"], arch["latent_dim"], arch["hidden"], arch["decoder_norm"],
                 arch["loss"])
-
-
-def noise_multiplier(ctx: RunContext, subsets: int, steps: int) -> float:
-    """σ: as configured, or the smallest σ whose pyvacy-style Eps(K, σ, T, δ) meets the target (the paper's way)."""
-    from dpvae.methods.dp2vae.accounting import dp2vae_epsilon, dp2vae_noise
-
-    if ctx.params.noise_multiplier != "auto":
-        return float(ctx.params.noise_multiplier)
-    return calibrated(lambda s: dp2vae_epsilon(subsets, s, steps, ctx.delta),
-                      lambda: dp2vae_noise(ctx.epsilon, subsets, steps, ctx.delta), ctx.epsilon)
 
 
 def _gather(x: torch.Tensor, y: torch.Tensor, rows: torch.Tensor, classes: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -139,7 +130,7 @@ def stage2_engine(model: CVAE, sigma: float, subsets: int, batch: int, clip: flo
                   generator: torch.Generator | None) -> DPSGD:
     """Stage 2's partial-model DP-SGD engine: the decoder private (q = 1/K, clip C, noise σC on the sum), the
     encoder public but updated from the private batch without noise (A-D2), declared so that the sound ledger
-    charges every per-example gradient of a step (recipes.dp2vae_ledger)."""
+    charges every per-example gradient of a step (`accounting.dp2vae_ledger`)."""
     from dpvae.privacy.dpsgd import DPSGD
 
     return DPSGD(model, noise_multiplier=sigma, sample_rate=1 / subsets, max_grad_norm=clip,
@@ -164,13 +155,11 @@ def stage2_step(model: CVAE, engine: DPSGD, decoder_opt: torch.optim.Optimizer, 
 
 
 def train(ctx: RunContext) -> Ledger:
-    from dpvae.methods.dp2vae.accounting import dp2vae_ledger
-
     p, device = ctx.params, device_of(ctx)
     stage1 = ctx.stage1                        # None without pre-training: the run initialises its encoders
     arch, x, y, subsets, batch = _setup(stage1 or ctx, device)                               # subsets [K, n_k]
     k = p.subsets
-    sigma = noise_multiplier(ctx, k, p.iters)
+    sigma = noise_multiplier(p, ctx.epsilon, ctx.delta, k, p.iters)
     checkpoint = Checkpoint(ctx)
     state = checkpoint.load()
     if state and "stage2_step" in state:

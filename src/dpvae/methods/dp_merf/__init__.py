@@ -53,6 +53,11 @@ class DPMERF(Method):
 
         return train(ctx)
 
+    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
+        from dpvae.methods.dp_merf.accounting import recompute_ledger
+
+        return recompute_ledger(params, spec, recorded)
+
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
         from dpvae.methods.dp_merf.train import sample
 

@@ -9,34 +9,15 @@ import numpy as np
 import torch
 
 from dpvae.methods.base import RunContext
-from dpvae.methods.conditional import balanced_labels, batches, calibrated, device_of, num_classes, onehot
+from dpvae.methods.conditional import balanced_labels, batches, device_of, num_classes, onehot
+from dpvae.methods.dp_merf.accounting import ledger, noise_multiplier
 from dpvae.models import precision
 from dpvae.models.merf import MERFGenerator, embedding, rff_weights
 from dpvae.privacy import canaries
-from dpvae.privacy.accounting import PYVACY_ORDER_BOUNDS, solve_noise_multiplier
-from dpvae.privacy.ledger import Accounting, Ledger, Mechanism
+from dpvae.privacy.ledger import Ledger
 
 log = logging.getLogger(__name__)
 GENERATOR, MODEL_JSON = "generator.pt", "model.json"
-NOTES = ("DP-MERF's single release: the label-conditional mean embedding of the n training records in "
-         "random Fourier features (each record's feature has norm 1), plus N(0, (2*sigma/n)^2) noise; the "
-         "generator only sees the noisy embedding. One Gaussian mechanism under replace-one adjacency "
-         "(sensitivity 2/n), RDP with the classic conversion and a continuous order search, as the "
-         "reference code's autodp call; it is also the sound accounting (the one release is the only use of the data).")
-
-
-def accounting(noise_multiplier: float, n: int, delta: float) -> Accounting:
-    """One Gaussian release of the mean embedding: multiplier σ relative to the replace-one sensitivity 2/n."""
-    release = Mechanism("DP-MERF mean embedding (one release)", noise_multiplier, 1.0, 1, 2.0 / n)
-    return Accounting((release,), delta, adjacency="replace-one", accountant="rdp-order-search",
-                      conversion="classic", orders=PYVACY_ORDER_BOUNDS)
-
-
-def noise_multiplier(ctx: RunContext, n: int) -> float:
-    if ctx.params.noise_multiplier != "auto":
-        return float(ctx.params.noise_multiplier)
-    eps = lambda sigma: accounting(sigma, n, ctx.delta).epsilon  # noqa: E731
-    return calibrated(eps, lambda: solve_noise_multiplier(eps, ctx.epsilon), ctx.epsilon)
 
 
 def _generator(meta: dict) -> MERFGenerator:
@@ -49,7 +30,7 @@ def train(ctx: RunContext) -> Ledger:
     x = torch.as_tensor(ctx.data.train.x, device=device)
     y = torch.as_tensor(ctx.data.train.y, device=device)
     n, classes = len(y), num_classes(ctx)
-    sigma = noise_multiplier(ctx, n)
+    sigma = noise_multiplier(p, ctx.epsilon, ctx.delta, n)
     w = rff_weights(p.rff_dim, int(np.prod(x.shape[1:])), p.rff_sigma, ctx.torch_generator("rff", "cpu")).to(device)
     total = torch.zeros(p.rff_dim, classes, device=device)
     release = ctx.torch_generator("release", "cpu")
@@ -83,8 +64,7 @@ def train(ctx: RunContext) -> Ledger:
         log.info("epoch %d/%d: loss %.6f", epoch + 1, p.epochs, float(loss))
     torch.save(generator.state_dict(), ctx.model_dir / GENERATOR)
     (ctx.model_dir / MODEL_JSON).write_text(json.dumps(meta, indent=2))
-    release = accounting(sigma, n, ctx.delta)
-    return Ledger(release, release, ctx.epsilon, NOTES)   # sound too: tests check the 2/n sensitivity
+    return ledger(sigma, n, ctx.delta, ctx.epsilon)
 
 
 @torch.no_grad()

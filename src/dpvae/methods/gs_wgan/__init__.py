@@ -60,6 +60,11 @@ class GSWGAN(Method):
 
         return train(ctx)
 
+    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
+        from dpvae.methods.gs_wgan.accounting import recompute_ledger
+
+        return recompute_ledger(params, spec, recorded)
+
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
         from dpvae.methods.gs_wgan.train import sample
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from dpvae.methods.base import Method, Resources, RunContext
 from dpvae.methods.registry import register_method
 from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
+
+if TYPE_CHECKING:
+    from dpvae.privacy.ledger import Ledger
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,11 @@ class LVAE(Method):
         from dpvae.methods.lvae.train import train
 
         return train(ctx)
+
+    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
+        from dpvae.methods.lvae.accounting import recompute_ledger
+
+        return recompute_ledger(params, spec, recorded)
 
     def load(self, ctx: RunContext, model_dir: Any = None) -> Any:
         """The trained network (eval mode, on the run's device)."""

@@ -16,9 +16,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from dpvae.methods.base import RunContext
-from dpvae.privacy.accounting import calibrate_noise
-from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, dpsgd_ledger
+from dpvae.privacy.accounting import solve_noise_multiplier
+from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, dpsgd_ledger, recorded_mechanisms
 
 DPSGD_NOTES = (
     "VAE-DPSGD (LVAE Fig. 2): the paper gives no DP-SGD parameters (A-L3); C, B and epochs come from the "
@@ -32,29 +31,31 @@ CLAIM_FILE = "privacy_claim.json"
 KIND = "analytic claim of the paper - NOT a differential-privacy guarantee (no accountant, assumptions violated)"
 
 
-def dpsgd_accounting(ctx: RunContext, sigma: float, q: float, steps: int) -> Any:
-    mechanism = Mechanism("DP-SGD (per-example clip, Poisson sampling)", sigma, q, steps, ctx.params.clip)
-    return Accounting((mechanism,), ctx.delta, adjacency="add/remove-one", accountant="rdp",
-                      conversion="improved")
+def dpsgd_accounting(sigma: float, q: float, steps: int, clip: float, delta: float) -> Accounting:
+    """Standard DP-SGD (per-example clip C, Poisson rate q, T steps) by add/remove-one RDP, improved conversion."""
+    mechanism = Mechanism("DP-SGD (per-example clip, Poisson sampling)", sigma, q, steps, clip)
+    return Accounting((mechanism,), delta, adjacency="add/remove-one", accountant="rdp", conversion="improved")
 
 
-def noise_multiplier(ctx: RunContext, n: int, steps: int) -> float:
-    """σ: the configured one, or the smallest found with ε(σ) ≤ target over `steps` steps (auto)."""
-    p = ctx.params
-    if p.noise_multiplier != "auto":
-        return float(p.noise_multiplier)
-    q = p.batch_size / n
-    sigma = calibrate_noise(ctx.epsilon, ctx.delta, q, steps)
-    while dpsgd_accounting(ctx, sigma, q, steps).epsilon > ctx.epsilon:   # round up past the root
-        sigma *= 1 + 1e-9
-    return sigma
+def noise_multiplier(params: Any, epsilon: float, delta: float, q: float, steps: int) -> float:
+    """σ: the configured one, or the smallest with ε(σ) ≤ target over `steps` steps (auto)."""
+    if params.noise_multiplier != "auto":
+        return float(params.noise_multiplier)
+    return solve_noise_multiplier(lambda sigma: dpsgd_accounting(sigma, q, steps, params.clip, delta).epsilon, epsilon)
 
 
-def ledger(ctx: RunContext, engine: Any) -> Any:
+def ledger(sigma: float, q: float, steps: int, clip: float, delta: float, target: float | None) -> Ledger:
     """paper: standard DP-SGD's add/remove-one RDP (the headline; the paper names no accountant, A-L3);
     sound: replace-one (a replaced record moves the clipped sum by up to 2C; Mironov 2017, Prop. 11)."""
-    record = dpsgd_accounting(ctx, engine.noise_multiplier, engine.sample_rate, engine.steps).mechanisms[0]
-    return dpsgd_ledger(record, ctx.delta, ctx.epsilon, DPSGD_NOTES)
+    record = dpsgd_accounting(sigma, q, steps, clip, delta).mechanisms[0]
+    return dpsgd_ledger(record, delta, target, DPSGD_NOTES)
+
+
+def recompute_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
+    """VAE-DPSGD's ledger computed again from its parameters and the rate and steps it records."""
+    (run,) = recorded_mechanisms(recorded)
+    sigma = noise_multiplier(params, spec["epsilon"], spec["delta"], run.sample_rate, run.steps)
+    return ledger(sigma, run.sample_rate, run.steps, params.clip, spec["delta"], spec["epsilon"])
 
 
 def lipschitz_claim(*, lipschitz: float, latent_dim: int, delta: float, data_radius: float,

@@ -90,15 +90,16 @@ def train(ctx: RunContext) -> Ledger | None:
         _write_claim(ctx, model, p)
     if engine:
         engine.close()
-        return accounting.ledger(ctx, engine)
+        return accounting.ledger(engine.noise_multiplier, engine.sample_rate, engine.steps, p.clip, ctx.delta,
+                                 ctx.epsilon)
     return None
 
 
 def _engine(ctx: RunContext, model: Any, n: int, steps: int) -> Any:
     p = ctx.params
     q = p.batch_size / n
-    sigma = accounting.noise_multiplier(ctx, n, steps)
-    budget = StepBudget(lambda t: accounting.dpsgd_accounting(ctx, sigma, q, t).epsilon, ctx.epsilon)
+    sigma = accounting.noise_multiplier(p, ctx.epsilon, ctx.delta, q, steps)
+    budget = StepBudget(lambda t: accounting.dpsgd_accounting(sigma, q, t, p.clip, ctx.delta).epsilon, ctx.epsilon)
     return DPSGD(model, max_grad_norm=p.clip, noise_multiplier=sigma, sample_rate=q,
                  expected_batch_size=p.batch_size, generator=ctx.torch_generator("dp-noise"), budget=budget)
 

@@ -16,12 +16,16 @@ algorithms in `privbayes.py` and `match3.py`), `accounting.py` holds their ledge
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dpvae.methods.base import Method, Resources, RunContext
 from dpvae.methods.registry import register_method
 from dpvae.params import MethodParams, param
+
+if TYPE_CHECKING:
+    from dpvae.privacy.ledger import Ledger
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,11 @@ class PrivBayes(Method):
 
         return train_privbayes(ctx)
 
+    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
+        from dpvae.methods.marginals.accounting import recompute_privbayes_ledger
+
+        return recompute_privbayes_ledger(params, spec, recorded)
+
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
         from dpvae.methods.marginals.train import sample_privbayes
 
@@ -80,6 +89,11 @@ class Ryan(Method):
         from dpvae.methods.marginals.train import train_ryan
 
         return train_ryan(ctx)
+
+    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
+        from dpvae.methods.marginals.accounting import recompute_ryan_ledger
+
+        return recompute_ryan_ledger(params, spec, recorded)
 
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
         from dpvae.methods.marginals.train import sample_ryan

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from dpvae.privacy.accounting import solve_noise_multiplier
-from dpvae.privacy.ledger import Accounting, Ledger, Mechanism
+from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, recorded_mechanisms
 
 #: The two halves are shrunk by this factor so that their float sum never exceeds the target.
 BUDGET_SAFETY = 1 - 1e-9
@@ -62,7 +63,20 @@ def ryan_accounting(sigma: float, delta: float, replace_one: bool = False):
 
 def calibrate(epsilon: float, delta: float) -> float:
     """The smallest sigma (rounded up) whose two releases spend at most `epsilon`."""
-    sigma = solve_noise_multiplier(lambda s: ryan_accounting(s, delta).epsilon, epsilon)
-    while ryan_accounting(sigma, delta).epsilon > epsilon:
-        sigma *= 1 + 1e-9
-    return sigma
+    return solve_noise_multiplier(lambda sigma: ryan_accounting(sigma, delta).epsilon, epsilon)
+
+
+def ryan_ledger(sigma: float, delta: float, target: float | None) -> Ledger:
+    """The two releases under add/remove-one (paper) and replace-one (strict)."""
+    return Ledger(ryan_accounting(sigma, delta), ryan_accounting(sigma, delta, replace_one=True), target, RYAN_NOTES)
+
+
+def recompute_privbayes_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
+    """PrivBayes' ledger computed again from its parameters and the attribute count d it records (d − 1 picks)."""
+    structure = recorded_mechanisms(recorded)[0]
+    return privbayes_ledger(structure.steps + 1, params.degree, spec["epsilon"], spec["delta"])[0]
+
+
+def recompute_ryan_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
+    """Ryan's ledger computed again from the run's target (σ recalibrated)."""
+    return ryan_ledger(calibrate(spec["epsilon"], spec["delta"]), spec["delta"], spec["epsilon"])

@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from dpvae.methods.base import RunContext
-from dpvae.methods.marginals.accounting import RYAN_NOTES, calibrate, privbayes_ledger, ryan_accounting
+from dpvae.methods.marginals.accounting import calibrate, privbayes_ledger, ryan_ledger
 from dpvae.privacy.ledger import Ledger
 
 
@@ -74,16 +74,15 @@ def train_ryan(ctx: RunContext) -> Ledger:
     (ctx.model_dir / "selection.json").write_text(json.dumps(
         {"cliques": [list(map(int, c)) for c in cliques], "sigma": sigma, "n_public": int(public.sum()),
          "n_measured": int((~public).sum())}))
-    return Ledger(ryan_accounting(sigma, ctx.delta), ryan_accounting(sigma, ctx.delta, replace_one=True),
-                  ctx.epsilon, RYAN_NOTES)
+    return ryan_ledger(sigma, ctx.delta, ctx.epsilon)
 
 
 def sample_ryan(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
     _use_float64_jax()
+    import mbi
+
     from dpvae.methods.marginals import match3
     from dpvae.methods.marginals.discretize import Discretizer
-
-    import mbi
 
     model = mbi.load(ctx.model_dir / "model.npz")
     with np.load(ctx.model_dir / "supports.npz") as stored:

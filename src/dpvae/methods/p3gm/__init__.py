@@ -174,6 +174,11 @@ class DPVAE(MLPVAEMethod):
 
         return train_dp_vae(ctx)
 
+    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
+        from dpvae.methods.p3gm.accounting import recompute_dp_vae_ledger
+
+        return recompute_dp_vae_ledger(params, spec, recorded)
+
 
 @register_method
 class P3GM(MLPVAEMethod):
@@ -193,6 +198,11 @@ class P3GM(MLPVAEMethod):
 
         return train_p3gm(ctx)
 
+    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
+        from dpvae.methods.p3gm.accounting import recompute_p3gm_ledger
+
+        return recompute_p3gm_ledger(params, spec, recorded)
+
 
 @register_method
 class DPGM(Method):
@@ -211,6 +221,11 @@ class DPGM(Method):
         from dpvae.methods.p3gm.train import train_dp_gm
 
         return train_dp_gm(ctx)
+
+    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
+        from dpvae.methods.p3gm.accounting import recompute_dp_gm_ledger
+
+        return recompute_dp_gm_ledger(params, spec, recorded)
 
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
         from dpvae.methods.p3gm.train import sample_dp_gm

@@ -29,115 +29,35 @@ import json
 import logging
 import math
 import time
-from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import torch
 
-from dpvae.errors import ConfigError, PrivacyBudgetExceeded
+from dpvae.errors import ConfigError
 from dpvae.methods.base import RunContext
 from dpvae.methods.checkpoint import Checkpoint
 from dpvae.methods.p3gm import store
+from dpvae.methods.p3gm.accounting import (
+    DPVAE_NOTES,
+    NOTES,
+    SGD_RECORD,
+    cluster_rate,
+    dpgm_accounting,
+    dpgm_ledger,
+    dpgm_mechanisms,
+    dpgm_sigmas,
+    p3gm_ledger,
+    paper_epsilon,
+    run_ledger,
+    sgd_sigma,
+)
 from dpvae.methods.p3gm.fit import FitResult, Schedule, fit
 from dpvae.models.losses import gaussian_kl
 from dpvae.models.mlp_vae import MLPVAE
-from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, dpsgd_ledger
+from dpvae.privacy.ledger import Ledger, Mechanism
 
-NOT_DP_NONPRIVATE_MEAN = (
-    "not DP: non-private centring mean (the data's exact mean is the frozen encoder's bias, neither released "
-    "privately nor accounted; one record moves every centred row)"
-)
-NOTES = (
-    "paper: the P3GM code's accountant (add/remove-one, TF-Privacy compute_rdp orders, improved conversion) over "
-    "the records of every mechanism run; sound: replace-one (DP mean sigma/2, DP-PCA sigma/sqrt(2), DP-SGD via "
-    "Mironov 2017 Prop. 11, or the fixed-partition bound for the code's batches) and the initial noisy EM M-step "
-    "counted"
-)
-MEAN_RECORD, PCA_RECORD, SGD_RECORD = "dp_pca.mean", "dp_pca", "dpsgd"
-DPVAE_NOTES = ("paper: the P3GM code's accountant for DP-SGD (add/remove-one, TF-Privacy orders, improved conversion); "
-         "sound: replace-one via Mironov 2017 Prop. 11 (Poisson sampling) or the fixed-partition bound (the code's "
-         "fixed batches)")
-DPGM_NOTES = (
-    "clustering: DP kernel k-means (Gaussian releases of cluster counts and random-Fourier-feature sums, "
-    "L2-sensitivity 1 under add/remove-one; replace-one: sqrt(2) and 2), calibrated alone to the clustering "
-    "share of epsilon; generators: one DP-SGD run per cluster with identical (sigma, q, T, C), composed in "
-    "parallel over the disjoint clusters (a record's cluster depends on it and the released centres only), so "
-    "the ledger lists one run. Accountant: RDP, TF-Privacy orders, improved conversion (as the P3GM code). "
-    "Strict: replace-one (clustering sensitivities sqrt(2)/2; DP-SGD by the weak triangle inequality, which "
-    "also covers a record moving between clusters)."
-)
 LOG = logging.getLogger(__name__)
-
-
-# ------------------------------------------------------------------------------------------ privacy
-
-
-def _sound(record: Mechanism, em_iters: int, components: int, fixed_batches: bool) -> Mechanism:
-    """The record under replace-one adjacency (q = 1 releases: multiplier relative to the replace-one
-    sensitivity), with the EM's initial noisy M-step counted ((T_e + 1) M-steps of 2K + 1 releases); the
-    code's fixed batches drawn with replacement are one of 1/q fixed subsets per step (`fixed_partition_rdp`,
-    replacing a record moves the clipped sum by 2C)."""
-    if record.name == MEAN_RECORD:
-        return Mechanism(record.name, record.noise_multiplier / 2, 1.0, record.steps, 2 * record.sensitivity)
-    if record.name == PCA_RECORD:
-        return Mechanism(record.name, record.noise_multiplier / math.sqrt(2), 1.0, record.steps, math.sqrt(2))
-    if record.name.startswith("dp_em."):
-        per_m_step = 1 if record.name == "dp_em.weights" else components
-        return replace(record, steps=per_m_step * (em_iters + 1))
-    if record.name == SGD_RECORD and fixed_batches:
-        return Mechanism(record.name, record.noise_multiplier / 2, record.sample_rate, record.steps,
-                         2 * record.sensitivity, sampling="fixed-partition")
-    return record  # Poisson DP-SGD: q < 1, replace-one is the accountant's (Mironov 2017, Prop. 11)
-
-
-def paper_epsilon(records: Sequence[Mechanism], delta: float) -> float:
-    """The headline ε alone (the code's accountant): what calibration and the step budget check, cheaply
-    (the sound accounting's replace-one curve costs seconds per evaluation)."""
-    return Accounting(tuple(records), delta, adjacency="add/remove-one", accountant="rdp", conversion="improved").epsilon
-
-
-def p3gm_ledger(records: Sequence[Mechanism], delta: float, em_iters: int, em_components: int,
-                target: float | None, notes: str = NOTES, not_dp: str | None = None,
-                fixed_batches: bool = False) -> Ledger:
-    """Paper (the code's accountant, the headline) and sound accountings of the given mechanism records; a
-    release that is not DP (the exact centring mean) has no sound accounting and says why."""
-    records = tuple(records)
-    paper = Accounting(records, delta, adjacency="add/remove-one", accountant="rdp", conversion="improved")
-    if not_dp is not None:
-        return Ledger(paper, None, target, f"{not_dp}; {notes}", not_dp=not_dp)
-    sound = Accounting(tuple(_sound(r, em_iters, em_components, fixed_batches) for r in records), delta,
-                       adjacency="replace-one", accountant="rdp", conversion="improved")
-    return Ledger(paper, sound, target, notes)
-
-
-def solve_sgd_sigma(epsilon_of: Any, target: float, floor: float) -> float:
-    """The smallest σ ≥ `floor` (rounded up) whose ε meets `target` exactly."""
-    from dpvae.privacy.accounting import solve_noise_multiplier
-
-    if epsilon_of(floor) <= target:
-        return floor
-    sigma = solve_noise_multiplier(epsilon_of, target, bracket=(max(floor, 2.0**-8), 2.0**16))
-    step = 1e-12
-    while epsilon_of(sigma) > target:   # never return a σ whose ε exceeds the target
-        sigma *= 1 + step
-        step *= 2
-    return sigma
-
-
-def clustering_mechanisms(sigma: float, iterations: int, replace_one: bool = False):
-    counts, sums = (math.sqrt(2), 2.0) if replace_one else (1.0, 1.0)
-    return (Mechanism("dp_kmeans.counts", sigma / counts, steps=iterations + 1, sensitivity=counts),
-            Mechanism("dp_kmeans.sums", sigma / sums, steps=iterations, sensitivity=sums))
-
-
-def dpgm_accounting(mechanisms, delta: float, replace_one: bool = False):
-    return Accounting(tuple(mechanisms), delta, "replace-one" if replace_one else "add/remove-one", "rdp", "improved")
-
-
-def cluster_rate(batch_size: int, clusters: int, n: int) -> float:
-    return min(1.0, batch_size * clusters / n)
 
 
 # ------------------------------------------------------------------------------------------- P3GM
@@ -168,7 +88,6 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
 
     # the DP-SGD noise: given, calibrated (auto), or raised to fit the target
     sigma, notes = _sgd_sigma(p, encoding, schedule, ctx, private)
-    not_dp = NOT_DP_NONPRIVATE_MEAN if p.pca_mean == "nonprivate" else None
 
     def sgd_record(steps: int, s: float = sigma) -> Mechanism:
         return Mechanism(SGD_RECORD, s, schedule.sample_rate, steps, p.clip or 1.0)
@@ -227,8 +146,7 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
         return None
     sgd = [m for m in (result.engine.mechanisms() if result.engine else []) if m.steps]
     sgd = [Mechanism(SGD_RECORD, m.noise_multiplier, m.sample_rate, m.steps, m.sensitivity) for m in sgd]
-    return p3gm_ledger([*encoding, *sgd], ctx.delta, p.em_iters, p.em_components, ctx.epsilon, notes, not_dp,
-                       fixed_batches=p.batching == "code")
+    return run_ledger(p, [*encoding, *sgd], ctx.delta, ctx.epsilon, notes)
 
 
 def _check_private(p: Any, variant: str, sgd_steps: int) -> None:
@@ -257,26 +175,13 @@ def _centring(p: Any, dimension: int) -> dict[str, Any]:
 def _sgd_sigma(p: Any, encoding: tuple[Mechanism, ...], schedule: Any, ctx: RunContext,
                private: bool) -> tuple[float, str]:
     """σ_s for the run and the ledger note: as given, calibrated (auto) or raised to meet the target."""
-    given = 0.0 if p.sigma_sgd == "auto" else float(p.sigma_sgd)
     if not private or schedule.steps == 0:
-        return given, NOTES
-    target = ctx.epsilon
+        return 0.0 if p.sigma_sgd == "auto" else float(p.sigma_sgd), NOTES
 
-    def epsilon_of(sigma: float) -> float:
-        record = Mechanism(SGD_RECORD, sigma, schedule.sample_rate, schedule.steps, p.clip)
-        return paper_epsilon([*encoding, record], ctx.delta)
+    def record(sigma: float) -> Mechanism:
+        return Mechanism(SGD_RECORD, sigma, schedule.sample_rate, schedule.steps, p.clip)
 
-    encoding_only = paper_epsilon(encoding, ctx.delta)
-    if encoding_only > target:
-        raise PrivacyBudgetExceeded(target, encoding_only)
-    if p.sigma_sgd == "auto":
-        sigma = solve_sgd_sigma(epsilon_of, target, 2.0**-8)
-        return sigma, f"{NOTES}; sigma_sgd calibrated to the target: {sigma:.6g}"
-    sigma = solve_sgd_sigma(epsilon_of, target, given)
-    if sigma > given:
-        return sigma, (f"{NOTES}; sigma_sgd raised from the configured {given:g} to {sigma:.6g} (the configured "
-                       f"value gives epsilon {epsilon_of(given):.4f} > target {target:g})")
-    return sigma, NOTES
+    return sgd_sigma(p.sigma_sgd, encoding, record, ctx.delta, ctx.epsilon, NOTES)
 
 
 def _pretrain(model: Any, info: dict, components: Any, centre: Any, p: Any, generator: Any) -> None:
@@ -348,23 +253,13 @@ def train_dp_vae(ctx: RunContext) -> Ledger | None:
         return None
 
     def record(sigma: float, steps: int = schedule.steps) -> Mechanism:
-        return Mechanism("dpsgd", sigma, schedule.sample_rate, steps, p.clip)
+        return Mechanism(SGD_RECORD, sigma, schedule.sample_rate, steps, p.clip)
 
-    def epsilon_of(sigma: float) -> float:   # the headline accounting only: calibration stays cheap
-        return paper_epsilon([record(sigma)], ctx.delta)
-
-    given = 2.0**-8 if p.sigma_sgd == "auto" else float(p.sigma_sgd)
-    sigma = solve_sgd_sigma(epsilon_of, ctx.epsilon, given)
-    notes = DPVAE_NOTES
-    if p.sigma_sgd == "auto":
-        notes += f"; sigma_sgd calibrated to the target: {sigma:.6g}"
-    elif sigma > given:
-        notes += (f"; sigma_sgd raised from the configured {given:g} to {sigma:.6g} (the configured value gives "
-                  f"epsilon {epsilon_of(given):.4f} > target {ctx.epsilon:g})")
+    sigma, notes = sgd_sigma(p.sigma_sgd, (), record, ctx.delta, ctx.epsilon, DPVAE_NOTES)
     budget = StepBudget(lambda steps: paper_epsilon([record(sigma, steps)], ctx.delta), ctx.epsilon)
     result = train_vae(ctx, clip=p.clip, sigma=sigma, budget=budget)
     (spent,) = result.engine.mechanisms()   # the engine's own record: sigma, q, steps run, C
-    return dpsgd_ledger(spent, ctx.delta, ctx.epsilon, notes, fixed_batches=p.batching == "code")
+    return p3gm_ledger([spent], ctx.delta, target=ctx.epsilon, notes=notes, fixed_batches=p.batching == "code")
 
 
 # ------------------------------------------------------------------------------------------ DP-GM
@@ -384,37 +279,25 @@ def train_dp_gm(ctx: RunContext) -> Ledger:
     n, d = vectors.shape
     delta, target = ctx.delta, ctx.epsilon
 
-    share = target * p.cluster_budget_fraction
-    sigma_c = solve_sgd_sigma(lambda s: dpgm_accounting(clustering_mechanisms(s, p.kmeans_iters), delta).epsilon,
-                              share, 2.0**-8)
+    rate = cluster_rate(p.batch_size, p.clusters, n)
+    steps = math.ceil(p.epochs / rate - 1e-9)
+    sigma_c, sigma = dpgm_sigmas(p, target, delta, rate, steps)
     km = dp_kmeans(vectors, p.clusters, p.kmeans_iters, p.rff_dim, p.bandwidth * math.sqrt(d), sigma_c, sigma_c,
                    ctx.rng("dp-kmeans"))
     assignment = km.assign(vectors)
 
-    rate = cluster_rate(p.batch_size, p.clusters, n)
-    steps = math.ceil(p.epochs / rate - 1e-9)
+    def epsilon_after(t: int) -> float:
+        return dpgm_accounting(dpgm_mechanisms(p, sigma_c, sigma, rate, t), delta).epsilon
 
-    def mechanisms(sigma: float, t: int = steps, replace_one: bool = False):
-        return (*clustering_mechanisms(sigma_c, p.kmeans_iters, replace_one),
-                Mechanism("dpsgd (one per cluster, parallel composition)", sigma, rate, t, p.clip))
-
-    def epsilon_of(sigma: float, t: int = steps) -> float:
-        return dpgm_accounting(mechanisms(sigma, t), delta).epsilon
-
-    given = 2.0**-8 if p.sigma_sgd == "auto" else float(p.sigma_sgd)
-    sigma = solve_sgd_sigma(epsilon_of, target, given) if steps else given
-    budget = StepBudget(lambda t: epsilon_of(sigma, t), target)
+    budget = StepBudget(epsilon_after, target)
     for j in range(p.clusters):
         rows = np.flatnonzero(assignment == j)
-        _train_cluster(ctx, j, torch.from_numpy(vectors[rows]), float(km.counts[j]), rate, steps, sigma,
-                            budget, classes, d)
+        _train_cluster(ctx, j, torch.from_numpy(vectors[rows]), float(km.counts[j]), rate, steps, sigma, budget,
+                       classes, d)
     (ctx.model_dir / "dp_gm.json").write_text(json.dumps({
         "clusters": p.clusters, "noisy_counts": km.counts.tolist(), "sigma_clustering": sigma_c,
         "sigma_sgd": sigma, "sample_rate": rate, "steps": steps, "classes": classes}, indent=2))
-    notes = DPGM_NOTES + f"; sigma_clustering {sigma_c:.6g}, sigma_sgd {sigma:.6g}, q {rate:.6g}, T {steps}"
-    paper = dpgm_accounting(mechanisms(sigma), delta)
-    strict = dpgm_accounting(mechanisms(sigma, replace_one=True), delta, replace_one=True)
-    return Ledger(paper, strict, target, notes)
+    return dpgm_ledger(p, sigma_c, sigma, rate, steps, delta, target)
 
 
 def _train_cluster(ctx: RunContext, j: int, data, noisy_count: float, rate: float, steps: int,

@@ -18,7 +18,7 @@ the paper's ledger and the sound one (`accounting.py`); training and sampling ar
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from dpvae.methods.base import Method, Resources, RunContext
 from dpvae.methods.registry import register_method
 from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
+
+if TYPE_CHECKING:
+    from dpvae.privacy.ledger import Ledger
 
 Optimizer = Literal["adam", "amsgrad", "sgd"]
 
@@ -113,6 +116,11 @@ class PriVAE(Method):
         from dpvae.methods.privae.train import train_vae
 
         return train_vae(ctx)
+
+    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
+        from dpvae.methods.privae.accounting import recompute_ledger
+
+        return recompute_ledger(params, spec, recorded)
 
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
         from dpvae.methods.privae.train import sample_vae

@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from dpvae.errors import ConfigError
-from dpvae.privacy.accounting import INTEGER_ORDERS, Conversion, abadi_kappa, calibrate_noise
-from dpvae.privacy.ledger import Accounting, Ledger, Mechanism
+from dpvae.privacy.accounting import INTEGER_ORDERS, Conversion, abadi_kappa, calibrate_noise, round_up_noise
+from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, recorded_mechanisms
 from dpvae.privacy.release import ReleasePart, combined_mechanism
 
 Kappa = Literal["paper", "sqrt5", "tight"]
@@ -159,11 +159,8 @@ def privae_noise(
         return privae_ledger(noise, sample_rate, steps, delta, c1, c2, expected_batch_size, num_groups, kappa,
                              conversion=conversion, orders=orders).epsilon
 
-    step = 1e-12
-    while headline(sigma) > epsilon:  # κσ/κ can round below σ; Theorem 2's halves are not guaranteed either
-        sigma *= 1 + step
-        step *= 2
-    return sigma
+    # κσ/κ can round below σ; Theorem 2's halves are not guaranteed either
+    return round_up_noise(headline, sigma, epsilon)
 
 
 # ------------------------------------------------------------------ a run's calibration and ledger
@@ -244,3 +241,35 @@ def aggregation_ledger(params, engine, delta: float, target: float | None) -> Le
 
     return Ledger(accounting(False), accounting(True), target, AGGREGATION_NOTES,
                   headline="paper" if params.kappa == "paper" else "sound")
+
+
+def aggregation_engine(params: Any, model: Any, sample_rate: float, steps: int, epsilon: float, delta: float,
+                       generator: Any = None) -> tuple[Any, Calibration]:
+    """A micro/batch-aggregation engine on `model` with its noise calibrated (`aggregation_noise`), and that
+    calibration."""
+    from dpvae.privacy.dpsgd import BatchAggregation, MicroAggregation
+
+    cls = MicroAggregation if params.engine == "micro" else BatchAggregation
+    options = {"sample_rate": sample_rate, "generator": generator,
+               **({"expected_batch_size": params.batch_size} if params.engine == "micro" else {})}
+    probe = cls(model, max_grad_norm=params.clip, noise_multiplier=1.0, **options)
+    calibration = aggregation_noise(params, probe.noise_profile(), epsilon, delta, sample_rate, steps)
+    probe.close()
+    return cls(model, max_grad_norm=params.clip, noise_multiplier=calibration.noise_multiplier, **options), calibration
+
+
+def recompute_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
+    """A PriVAE run's ledger computed again from its parameters and the rate and steps it records (σ recalibrated;
+    a micro/batch-aggregation engine is rebuilt on a stand-in model: its accounting does not read the model)."""
+    import torch
+
+    run = recorded_mechanisms(recorded)[0]
+    rate, steps, epsilon, delta = run.sample_rate, run.steps, spec["epsilon"], spec["delta"]
+    if params.engine == "termwise":
+        calibration = termwise_noise(params, epsilon, delta, rate, steps)
+        return termwise_ledger(params, calibration.noise_multiplier, rate, steps, delta, epsilon)
+    engine, _ = aggregation_engine(params, torch.nn.Linear(1, 1), rate, steps, epsilon, delta)
+    engine.steps = steps
+    ledger = aggregation_ledger(params, engine, delta, epsilon)
+    engine.close()
+    return ledger

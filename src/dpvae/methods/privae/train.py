@@ -58,7 +58,7 @@ class _Private:
 
     def __init__(self, ctx: RunContext, model: LatentVAE, n: int, steps: int, generator: torch.Generator) -> None:
         from dpvae.methods.privae import accounting as privacy
-        from dpvae.privacy.dpsgd import BatchAggregation, MicroAggregation, TermwiseDPSGD
+        from dpvae.privacy.dpsgd import TermwiseDPSGD
 
         p = ctx.params
         privacy.check_consistent(p)
@@ -72,14 +72,8 @@ class _Private:
                                         expected_batch_size=p.batch_size, num_groups=p.groups,
                                         noise_multiplier=self.calibration.noise_multiplier, **common)
             return
-        cls = MicroAggregation if p.engine == "micro" else BatchAggregation
-        extra = {"expected_batch_size": p.batch_size} if p.engine == "micro" else {}
-        probe = cls(model, max_grad_norm=p.clip, noise_multiplier=1.0, **extra, **common)
-        self.calibration = privacy.aggregation_noise(p, probe.noise_profile(), ctx.epsilon, ctx.delta,
-                                                     self.sample_rate, steps)
-        probe.close()
-        self.engine = cls(model, max_grad_norm=p.clip, noise_multiplier=self.calibration.noise_multiplier,
-                          **extra, **common)
+        self.engine, self.calibration = privacy.aggregation_engine(p, model, self.sample_rate, steps, ctx.epsilon,
+                                                                   ctx.delta, generator)
 
     def step(self, phi: torch.Tensor, psi: torch.Tensor, groups: torch.Tensor) -> None:
         engine = self.params.engine
