@@ -43,7 +43,7 @@ def validate_config(config: dict) -> dict:
 def _reference_errors(config: dict) -> Iterator[str]:
     from dpvae.analyses import ANALYSES
     from dpvae.eval.registry import METRICS
-    from dpvae.items import SECTIONS
+    from dpvae.items import PAPERS, SECTIONS
     from dpvae.methods.registry import METHODS
 
     variants = config["variants"]
@@ -55,6 +55,10 @@ def _reference_errors(config: dict) -> Iterator[str]:
         yield from _variant_param_errors(name, variant, METHODS.get(variant["method"]))
         if variant.get("audit") and not _is_private(config, name):
             yield f"config key 'variants.{name}.audit': only a private variant can be audited"
+        for paper in variant.get("published_as", {}):
+            if paper not in PAPERS:
+                yield (f"config key 'variants.{name}.published_as.{paper}': unknown paper '{paper}'"
+                       f"{_did_you_mean(paper, list(PAPERS))} (known: {', '.join(PAPERS)})")
 
     yield from _evaluation_errors(config.get("evaluation", {}), METRICS)
     for i, ds in enumerate(config.get("data", {}).get("unreachable", [])):

@@ -4,7 +4,7 @@
 CSV's key columns (paper, item, dataset, method, epsilon, metric, classifier, setting) plus seed, value and
 provenance (scale, variant, device, commit, command, wall_s, date) read from each run's `train.json`.
 Those files are committed. Our ids map to the papers' names by `published_key` (dataset suffixes dropped,
-variant aliases, sweep points and a series' `step` as `setting`). A series longer than `MAX_STEPS` steps
+each variant's `published_as` name in config.yaml, sweep points and a series' `step` as `setting`). A series longer than `MAX_STEPS` steps
 per run (Fig. 7's reconstruction loss at every iteration) is recorded at `MAX_STEPS` evenly spaced steps,
 first and last included; the whole series stays in the run's table. Renderers read them (`recorded`) for their "ours (paper
 scale)" column; `dpvae.scorecard` sets them beside every published cell.
@@ -13,6 +13,7 @@ scale)" column; `dpvae.scorecard` sets them beside every published cell.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 from pathlib import Path
 
@@ -25,23 +26,29 @@ from dpvae.items import ITEMS, PAPERS
 from dpvae.paths import REPO_ROOT
 from dpvae.provenance import git_commit
 from dpvae.runs import split_variant
-from dpvae.schema import format_eps
+from dpvae.schema import format_eps, read_config
 
 REPRODUCTIONS_DIR = REPO_ROOT / "reproductions"
 KEY = ("paper", "item", "dataset", "method", "epsilon", "metric", "classifier", "setting")
 PROVENANCE = ("scale", "variant", "device", "commit", "command", "wall_s", "date")
 COLUMNS = (*KEY, "seed", "value", *PROVENANCE)
 
-# our variant ids (base, before any '@sweep') -> the papers' method names, per paper
-METHOD_ALIASES: dict[str, dict[str, str]] = {
-    "p3gm": {"vae-mlp": "vae", "real": "original", "p3gm-efficiency": "p3gm", "p3gm-pca-sweep": "p3gm",
-             "p3gm-allocation": "p3gm"},
-    "dp2vae": {"dp2vae-nopretrain": "dp2vae", "gs-wgan-nopretrain": "gs-wgan"},
-    "lvae": {"lvae-vae": "vae", "lvae-dpsgd": "vae-dpsgd", "lvae-lipschitz": "lvae"},
-    "privae": {"vae-sparse": "vae", "privae-pinwheel": "privae", "privae-kl-pinwheel": "privae-kl"},
-}
 MAX_STEPS = 100   # steps recorded per series and run (see the module docstring)
 DATASET_SUFFIXES = ("-p3gm", "-32", "-lvae", "-dropna", "-full", "-standin")
+
+
+@functools.cache
+def configured_variants() -> dict[str, dict]:
+    """The variants of the repository's config.yaml (paper scale): where `published_as` names live."""
+    return read_config([REPO_ROOT / "config.yaml"])["variants"]
+
+
+def published_method(paper: str, variant: str, variants: dict[str, dict] | None = None) -> str:
+    """The method id `paper`'s published numbers use for our `variant` (a sweep id counts as its base): the
+    variant's `published_as` entry for the paper (in `variants`, else in config.yaml), else its own name."""
+    base = split_variant(variant)[0]
+    entry = (variants or {}).get(base) or configured_variants().get(base) or {}
+    return entry.get("published_as", {}).get(paper, base)
 
 
 def published_dataset(dataset: str) -> tuple[str, str]:
@@ -76,7 +83,7 @@ def published_key(paper: str, item: str, row: pd.Series) -> dict:
     if pd.notna(row.get("step")):          # a point of a series (learning curves): one key per step
         settings.append(f"step={int(row['step'])}")
     epsilon = row.get("epsilon")
-    return {"paper": paper, "item": item, "dataset": dataset, "method": METHOD_ALIASES.get(paper, {}).get(base, base),
+    return {"paper": paper, "item": item, "dataset": dataset, "method": published_method(paper, base),
             "epsilon": float(epsilon) if pd.notna(epsilon) else np.nan, "metric": metric,
             "classifier": "" if pd.isna(row.get("classifier")) else str(row["classifier"]),
             "setting": ";".join(settings)}

@@ -71,6 +71,8 @@ def test_defaults_are_filled_in():
     (lambda c: c["evaluation"].update(fid={"n_sampels": 10}), "config key 'evaluation.fid.n_sampels': not a parameter of metric 'fid'"),
     (lambda c: c["evaluation"].update(fdi={}), "config key 'evaluation.fdi': unknown metric 'fdi'; did you mean 'fid'?"),
     (lambda c: c["experiments"]["p3gm_tabular"].update(paper="p4gm"), "config key 'experiments.p3gm_tabular.paper': unknown paper 'p4gm'"),
+    (lambda c: c["variants"]["real"].update(published_as={"p4gm": "original"}), "config key 'variants.real.published_as.p4gm': unknown paper 'p4gm'"),
+    (lambda c: c["variants"]["real"].update(published_as={"p3gm": "Original"}), "'variants.real.published_as.p3gm'"),
 ])
 def test_bad_config_names_the_offending_key(mutate, expected):
     config = _raw()

@@ -16,7 +16,7 @@ from dpvae.items import Item
 from dpvae.registry import Registry, discover
 from dpvae.render.output import PAPER_LABEL
 from dpvae.render.published import load_published
-from dpvae.reproductions import published_dataset, recorded
+from dpvae.reproductions import published_dataset, published_method, recorded
 
 Renderer = Callable[["RenderContext"], None]
 RENDERERS: Registry[Renderer] = Registry("renderer")
@@ -44,6 +44,14 @@ class RenderContext:
         """The paper's numbers for this item (shown only as a column or marker labelled "paper")."""
         frame = load_published(self.item.paper)
         return frame[frame["item"] == self.item.id]
+
+    def published_method(self, variant: str) -> str:
+        """The method id this item's paper publishes our `variant` under (the variant's `published_as`)."""
+        return published_method(self.item.paper, variant, self.config.get("variants"))
+
+    def published_methods(self) -> list[str]:
+        """The methods this item's published numbers show, in the published file's order (the paper's)."""
+        return list(dict.fromkeys(self.published()["method"]))
 
     def recorded(self) -> pd.DataFrame:
         """This item's recorded paper-scale reproductions (mean, sd, n per published key): the "ours (paper
@@ -74,5 +82,5 @@ def side_by_side(reproduced: pd.DataFrame, published: pd.DataFrame, metrics: dic
 
 def load_renderers() -> Registry[Renderer]:
     """Import every `render/<paper>.py` so that its renderers are registered; return the registry."""
-    discover("dpvae.render", skip=("base", "output", "published", "schematic", "gather", "items"))
+    discover("dpvae.render")
     return RENDERERS

@@ -18,6 +18,7 @@ import pandas as pd
 from dpvae.render.base import RenderContext, paper_dataset, register_renderer
 from dpvae.render.output import PAPER_LABEL, apply_style, pyplot, save_figure, save_table
 
+#: how the tables print each method id of the published numbers (an id without a label prints as itself)
 LABELS = {"real": "Real data", "dp-cgan": "DP-CGAN", "dp-merf": "DP-MERF", "g-pate": "G-PATE",
           "datalens": "DataLens", "gs-wgan": "GS-WGAN", "dp-sinkhorn-m1": "DP-Sinkhorn (m=1)",
           "dp-sinkhorn-m3": "DP-Sinkhorn (m=3)", "dp2vae": "Ours (DP2-VAE)", "pate-gan": "PATE-GAN"}
@@ -145,24 +146,23 @@ def dp2vae_table1(ctx: RenderContext) -> None:
                                                         ("accuracy", "cnn"))]
     header = [f"{DATASETS.get(_dataset(d), d)} {'FID' if m == 'fid' else c.upper() + ' %'}" for d, m, c in columns]
     rows = []
-    order = ["real", "dp-cgan", "dp-merf", "g-pate", "datalens", "gs-wgan", "dp-sinkhorn-m1", "dp-sinkhorn-m3", "dp2vae"]
-    for method in order:
+    for method in ctx.published_methods():                 # the paper's rows, in its order
         variants = sorted(set(ours.loc[ours["method"] == method, "variant"]))
         for variant in variants:
             cells = [_value(ours, dataset=d, variant=variant, metric=m, classifier=c) for d, m, c in columns]
-            rows.append([LABELS[method], _scale_label(ctx), _epsilons(ours, datasets[0], variant),
+            rows.append([LABELS.get(method, method), _scale_label(ctx), _epsilons(ours, datasets[0], variant),
                          *[_pct(v) if m == "accuracy" else round(v, 1) for v, (_, m, _) in zip(cells, columns)]])
         recorded = _recorded(ctx, method)
         if not recorded.empty and ctx.config.get("scale") != "paper":
             cells = [_value(recorded, dataset=_dataset(d), metric=m, classifier=c) for d, m, c in columns]
-            rows.append([LABELS[method], _recorded_label(recorded), "inf" if method == "real" else "10",
+            rows.append([LABELS.get(method, method), _recorded_label(recorded), "inf" if method == "real" else "10",
                          *[_pct(v) if m == "accuracy" else round(v, 1) for v, (_, m, _) in zip(cells, columns)]])
         for label, part in _sources(published, method):
             bench = (part["source"] == BENCH).all()   # its own classifier: shown in the CNN column
             cells = [_value(part, dataset=_dataset(d), metric=m, classifier="" if bench and c == "cnn" else c)
                      if not (bench and c in ("lr", "mlp")) else math.nan for d, m, c in columns]
             eps = "inf" if method == "real" else "10"
-            rows.append([LABELS[method], label, eps,
+            rows.append([LABELS.get(method, method), label, eps,
                          *[_pct(v) if m == "accuracy" else v for v, (_, m, _) in zip(cells, columns)]])
     table = pd.DataFrame(rows, columns=["method", "source", "epsilon", *header])
     notes = _protocol_notes(ctx, "dp2vae_eps10") + [
@@ -181,7 +181,7 @@ def dp2vae_table2(ctx: RenderContext) -> None:
     ours = _ours(ctx.tables["dp2vae_eps1"])
     published = ctx.published()
     datasets = _ordered(ours["dataset"]) or ["mnist", "fashion-mnist", "celeba32"]
-    methods = ["pate-gan", "dp-merf", "gs-wgan", "g-pate", "datalens", "dp2vae"]
+    methods = ctx.published_methods()                      # the paper's columns, in its order
     rows = []
     for dataset in datasets:
         name = DATASETS.get(_dataset(dataset), dataset) + (" (stand-in data)" if _is_standin(dataset) else "")
@@ -191,20 +191,20 @@ def dp2vae_table2(ctx: RenderContext) -> None:
                 theirs = published[(published["method"] == method) & (published["dataset"] == _dataset(dataset))]
                 value = _value(theirs, metric=metric, classifier=classifier)
                 cited = theirs["cited_from"].iloc[0] if len(theirs) else ""
-                key = f"{LABELS[method]} ({PAPER_LABEL}{', cited' if cited else ''})"
+                key = f"{LABELS.get(method, method)} ({PAPER_LABEL}{', cited' if cited else ''})"
                 row[key] = _pct(value) if metric == "accuracy" else value
                 variants = sorted(set(ours.loc[ours["method"] == method, "variant"]))
                 for variant in variants:
                     mine = _value(ours, dataset=dataset, variant=variant, metric=metric, classifier=classifier)
-                    row[f"{LABELS[method]} ({_scale_label(ctx)})"] = (_pct(mine) if metric == "accuracy"
+                    row[f"{LABELS.get(method, method)} ({_scale_label(ctx)})"] = (_pct(mine) if metric == "accuracy"
                                                                       else round(mine, 1))
                 recorded = _recorded(ctx, method)
                 if not recorded.empty and ctx.config.get("scale") != "paper" and not _is_standin(dataset):
                     mine = _value(recorded, dataset=_dataset(dataset), metric=metric, classifier=classifier)
-                    row[f"{LABELS[method]} ({_recorded_label(recorded)})"] = (_pct(mine) if metric == "accuracy"
+                    row[f"{LABELS.get(method, method)} ({_recorded_label(recorded)})"] = (_pct(mine) if metric == "accuracy"
                                                                                else round(mine, 1))
             rows.append(row)
-    eps = [f"{DATASETS.get(_dataset(d), d)} {LABELS[m]}: {_epsilons(ours, d, v)}" for d in datasets
+    eps = [f"{DATASETS.get(_dataset(d), d)} {LABELS.get(m, m)}: {_epsilons(ours, d, v)}" for d in datasets
            for m in ("dp-merf", "dp2vae") for v in sorted(set(ours.loc[(ours["method"] == m) & (ours["dataset"] == d), "variant"]))]
     notes = _protocol_notes(ctx, "dp2vae_eps1") + [
         "'cited' columns: numbers the paper copied from G-PATE [18] and DataLens [40]; GS-WGAN has no CelebA "

@@ -53,10 +53,7 @@ def p3gm_table4(ctx: RenderContext) -> None:
 
 # ------------------------------------------------- P3GM results: table5, table7, fig2, fig5, fig7 (shared helpers)
 
-#: our variant id -> the method id of the published CSV, and the label an item prints
-PUBLISHED_METHOD = {"vae-mlp": "vae", "pgm": "pgm", "p3gm": "p3gm", "p3gm-efficiency": "p3gm", "p3gm-ae": "p3gm-ae",
-                    "dp-vae": "dp-vae", "dp-gm": "dp-gm", "privbayes": "privbayes", "ryan": "ryan", "real": "original",
-                    "p3gm-pca-sweep": "p3gm"}
+#: the label an item prints for each of our variants (the published CSV's method id: `ctx.published_method`)
 LABELS = {"vae-mlp": "VAE", "pgm": "PGM", "p3gm": "P3GM", "p3gm-efficiency": "P3GM", "p3gm-ae": "P3GM(AE)",
           "dp-vae": "DP-VAE", "dp-gm": "DP-GM", "privbayes": "PrivBayes", "ryan": "Ryan's", "real": "real data",
           "p3gm-pca-sweep": "P3GM"}
@@ -136,7 +133,7 @@ def p3gm_table5(ctx: RenderContext) -> None:
                 for variant in variants:
                     name = f"{metric.upper()} {LABELS[variant]}"
                     row[name] = UNREACHABLE if missing else cell(summary, variant=variant)
-                    method = PUBLISHED_METHOD[variant]
+                    method = ctx.published_method(variant)
                     paper = published_value(published, dataset, method, metric, classifier)
                     row[f"{name} ({PAPER_LABEL})"] = paper
                     if variant == "p3gm":
@@ -170,7 +167,7 @@ def p3gm_table7(ctx: RenderContext) -> None:
         for variant in sorted(variants, key=lambda v: order.index(v) if v in order else 99):
             hit = summary[(summary["dataset"] == dataset) & (summary["variant"] == variant)]
             spent = eps[(eps["dataset"] == dataset) & (eps["variant"] == variant)]["eps"]
-            method = PUBLISHED_METHOD.get(variant, variant)
+            method = ctx.published_method(variant)
             paper = published_value(published, dataset, method, "accuracy", "cnn")
             notebook = published_value(published, dataset, method, "accuracy", "cnn", source="reference-code")
             if ctx.config.get("scale", "paper") != "paper":
@@ -427,7 +424,7 @@ def p3gm_table6(ctx: RenderContext) -> None:
     for dataset in datasets:
         missing = is_missing(table, dataset)
         for variant in variants:
-            method = PUBLISHED_METHOD[variant]
+            method = ctx.published_method(variant)
             row = {"dataset": dataset_label(dataset), "method": LABELS[variant] if variant != "real" else "original"}
             for metric in ("auroc", "auprc"):
                 name = metric.upper()
@@ -477,7 +474,7 @@ def p3gm_table8(ctx: RenderContext) -> None:
         if "p3gm" in variants:
             entries.append(("p3gm", "P3GM (public reconstructions)", "_public"))
         for variant, label, public in entries:
-            method = PUBLISHED_METHOD[variant]
+            method = ctx.published_method(variant)
             row = {"dataset": dataset_label(dataset), "method": label}
             for metric, name in columns.items():
                 key = metric.replace("tvd2", f"tvd2{public}")
