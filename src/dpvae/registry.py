@@ -73,7 +73,8 @@ class Registry(Generic[T]):
 
 
 def discover(package: str, skip: tuple[str, ...] = (), packages: bool = False) -> list[str]:
-    """Import every module of `package` except `skip` (or, with `packages`, every sub-package); return their names."""
+    """Import every module of `package` (or, with `packages`, every sub-package) but `skip` (heavy modules a
+    registry loads on use); return their names."""
     pkg = importlib.import_module(package)
     names = sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if m.ispkg == packages and m.name not in skip)
     for name in names:

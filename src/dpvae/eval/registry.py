@@ -15,7 +15,6 @@ from dpvae.params import MetricOptions
 from dpvae.registry import Registry, discover
 
 METRICS: Registry[Metric] = Registry("metric")
-_NOT_METRICS = ("base", "registry", "planned")
 
 
 def register_metric(name: str, *, needs: tuple[str, ...], description: str,
@@ -32,7 +31,7 @@ def register_metric(name: str, *, needs: tuple[str, ...], description: str,
 def _load() -> None:
     from dpvae.eval.planned import PLANNED
 
-    discover("dpvae.eval", skip=_NOT_METRICS)
+    discover("dpvae.eval")
     for metric in PLANNED:
         if metric.name not in METRICS:
             METRICS.add(metric.name, metric)

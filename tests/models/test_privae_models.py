@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from dpvae.models.conv_vae import ConvVAE
-from dpvae.models.vae_files import load_vae, save_vae
 from dpvae.models.losses import gaussian_mixture_log_prob, kld_inc, normal_log_prob, sample_gaussian_mixture
 from dpvae.models.pinwheel_vae import MOG_MEANS, PinwheelVAE
+from dpvae.models.vae_files import load_vae, save_vae
 from dpvae.privacy.dpsgd import Units
 
 

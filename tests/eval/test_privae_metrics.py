@@ -16,8 +16,8 @@ from dpvae.eval.iwae_loglik import IWAEOptions, iwae_loglik
 from dpvae.eval.latent_mmd import LatentMMDOptions, latent_mmd
 from dpvae.eval.pinwheel_scatter import PinwheelScatterOptions, clustered_share, pinwheel_scatter
 from dpvae.methods.base import RunContext
-from dpvae.models.vae_files import save_vae
 from dpvae.models.pinwheel_vae import MOG_MEANS, PinwheelVAE
+from dpvae.models.vae_files import save_vae
 
 
 def _mathieu_sparsity(zs: torch.Tensor) -> float:
