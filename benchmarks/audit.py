@@ -1,7 +1,8 @@
 """Cost of the one-run canary audit (seconds per audited run) and its verdicts, honest and with a planted bug.
 
     DPVAE_DATA_MIRROR=../shared/data OMP_NUM_THREADS=1 PYTHONPATH=src:tests \\
-        python benchmarks/audit.py [--config tests/config/smoke.yaml] [--planted] [--only dp-vae,privbayes] [--device cpu]
+        python benchmarks/audit.py [--config tests/config/smoke.yaml] [--planted] [--only dp-vae,privbayes] \\
+        [--device cpu]
 
 Runs every engine of `audit_engines` (at its first claimed ε) and every target of `audit_methods` — each
 private method trained once through its own entry point in a canary session — with the settings of

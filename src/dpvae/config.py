@@ -95,7 +95,8 @@ def _reference_errors(config: dict) -> Iterator[str]:
                        f"{_did_you_mean(label, list(sweep['points']))}")
         for i, vname in enumerate(exp["variants"]):
             if vname not in variants:
-                yield f"config key '{key}.variants[{i}]': unknown variant '{vname}'{_did_you_mean(vname, list(variants))}"
+                yield (f"config key '{key}.variants[{i}]': unknown variant '{vname}'"
+                       f"{_did_you_mean(vname, list(variants))}")
                 continue
             if variants[vname]["method"] not in METHODS:
                 continue

@@ -4,10 +4,10 @@
 CSV's key columns (paper, item, dataset, method, epsilon, metric, classifier, setting) plus seed, value and
 provenance (scale, variant, device, commit, command, wall_s, date) read from each run's `train.json`.
 Those files are committed. Our ids map to the papers' names by `published_key` (dataset suffixes dropped,
-each variant's `published_as` name in config.yaml, sweep points and a series' `step` as `setting`). A series longer than `MAX_STEPS` steps
-per run (Fig. 7's reconstruction loss at every iteration) is recorded at `MAX_STEPS` evenly spaced steps,
-first and last included; the whole series stays in the run's table. Renderers read them (`recorded`) for their "ours (paper
-scale)" column; `dpvae.scorecard` sets them beside every published cell.
+each variant's `published_as` name in config.yaml, sweep points and a series' `step` as `setting`). A series
+longer than `MAX_STEPS` steps per run (Fig. 7's reconstruction loss at every iteration) is recorded at `MAX_STEPS`
+evenly spaced steps, first and last included; the whole series stays in the run's table. Renderers read them
+(`recorded`) for their "ours (paper scale)" column; `dpvae.scorecard` sets them beside every published cell.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def _run_provenance(results: Path, row: pd.Series) -> dict:
     if not train.is_file():
         raise DataError(f"{train}: missing; record only tables whose runs are in this checkout's results/")
     meta = json.loads(train.read_text())
-    date = dt.datetime.fromtimestamp(train.stat().st_mtime, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    date = dt.datetime.fromtimestamp(train.stat().st_mtime, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {"device": meta.get("device_name", meta.get("device", "")), "commit": meta.get("commit", ""),
             "wall_s": meta.get("seconds", np.nan), "date": date}
 
@@ -128,7 +128,7 @@ def reproduction_rows(table_path: str | Path, command: str) -> pd.DataFrame:
         has_run = pd.notna(row.get("seed")) and pd.notna(row.get("variant"))
         provenance = _run_provenance(results, row) if has_run else {
             "device": "", "commit": git_commit(), "wall_s": np.nan,
-            "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+            "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
         for item in items:
             rows.append({**published_key(item.paper, item.id, row), "seed": row.get("seed"), "value": row["value"], "scale": scale,
                          "variant": row.get("variant", ""), "command": command, **provenance})

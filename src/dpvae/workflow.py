@@ -13,7 +13,6 @@ import re
 from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 from dpvae.config import validate_config
 from dpvae.data.registry import get_dataset, unverified_source_problem

@@ -1,12 +1,12 @@
 """The one contract every registered method meets (opacus' grad-sample `common.py` is the model).
 
-For each implemented method, at tiny scale on a dataset of one of its smoke-config experiments: it trains
-through the train stage (after its shared first stage, if it has one, as the workflow does); a private run's
-ledger states an epsilon no larger than its target, Google's dp-accounting re-derives every accounting in it, and
-the method's `recompute_ledger` computes it again from the run's spec, bit for bit; samples have the prepared data's per-record shape, float32
-inputs and int64 labels in the data's label range; the same run sampled twice gives identical samples. A new
-method gets these checks by registering. Every check runs on every device there is: the CPU, and CUDA where a
-GPU is visible (`gpu` marker; skipped with the reason elsewhere); a method with two model families (PriVAE's
+For each implemented method, at tiny scale on a dataset of one of its smoke-config experiments: it trains through
+the train stage (after its shared first stage, if it has one, as the workflow does); a private run's ledger states
+an epsilon no larger than its target, Google's dp-accounting re-derives every accounting in it, and the method's
+`recompute_ledger` computes it again from the run's spec, bit for bit; samples have the prepared data's per-record
+shape, float32 inputs and int64 labels in the data's label range; the same run sampled twice gives identical
+samples. A new method gets these checks by registering. Every check runs on every device there is: the CPU, and CUDA
+where a GPU is visible (`gpu` marker; skipped with the reason elsewhere); a method with two model families (PriVAE's
 conv VAE for images, its MLP VAE for the 2-d pinwheel) runs once per family.
 """
 

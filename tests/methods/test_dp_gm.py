@@ -17,7 +17,10 @@ def test_clustering_share_and_total_budget():
     assert dpgm_accounting(clustering, 1e-5).epsilon == pytest.approx(0.1, rel=1e-6)
     assert (clustering[0].steps, clustering[1].steps) == (6, 5)
     q = cluster_rate(200, 10, 43957)
-    sgd = lambda s: Mechanism("dpsgd", s, q, 110, 1.0)
+
+    def sgd(sigma: float) -> Mechanism:
+        return Mechanism("dpsgd", sigma, q, 110, 1.0)
+
     sigma = solve_noise_multiplier(lambda s: dpgm_accounting((*clustering, sgd(s)), 1e-5).epsilon, 1.0, floor=2.0**-8)
     total = dpgm_accounting((*clustering, sgd(sigma)), 1e-5)
     assert total.epsilon <= 1.0 and rederive(total.to_dict()) == pytest.approx(total.epsilon, rel=1e-4)

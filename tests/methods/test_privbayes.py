@@ -90,7 +90,10 @@ def test_sampling_follows_the_fitted_model(coded):
     for a in range(len(sizes)):
         assert np.allclose(np.bincount(drawn[:, a], minlength=sizes[a]) / 40000,
                            np.bincount(codes[:, a], minlength=sizes[a]) / len(codes), atol=0.02)
-    joint = lambda c: np.bincount(c[:, 0] * 3 + c[:, 1], minlength=6) / len(c)
+
+    def joint(c: np.ndarray) -> np.ndarray:
+        return np.bincount(c[:, 0] * 3 + c[:, 1], minlength=6) / len(c)
+
     assert np.allclose(joint(drawn), joint(codes), atol=0.02)       # the planted dependence survives
 
 

@@ -72,7 +72,7 @@ def test_a_bad_configuration_is_named_before_any_job(tmp_path, overlay, culprit)
     work.mkdir()
     result = snakemake("--cores", "1", f"--configfile={bad}", TARGET, cwd=work)
     assert_no_job_ran(work, result)
-    assert f"dpvae: error: invalid configuration:\n  - " in result.stderr and culprit in result.stderr, result.stderr
+    assert "dpvae: error: invalid configuration:\n  - " in result.stderr and culprit in result.stderr, result.stderr
     assert "Traceback" not in result.stderr and 'File "' not in result.stderr, "the message alone, no traceback"
 
 
@@ -94,7 +94,7 @@ def test_an_unreadable_config_file_is_named_by_check_config(tmp_path, content, p
     path = _config_file(tmp_path, content)
     checked = check_config(path)
     assert checked.returncode == 2, checked.stderr
-    assert checked.stderr.startswith(f"dpvae: error: ") and str(path) in checked.stderr and problem in checked.stderr
+    assert checked.stderr.startswith("dpvae: error: ") and str(path) in checked.stderr and problem in checked.stderr
     assert "Traceback" not in checked.stderr
 
 

@@ -1,10 +1,10 @@
-"""Faults and resume through Snakemake, as a user meets them: `kill -9` of the whole run (its process group)
-while a prepare job writes and while a train job writes, then `kill -9` of Snakemake alone while the train
-job runs. After each, the same command again (after Snakemake's own `--unlock`; `rerun-incomplete` comes
-from the default profile, which the command does not name: Snakemake finds it) carries on: what a killed job wrote is absent or complete, never half; no job that
-Snakemake reported finished is redone; the train job resumes from its checkpoint; the end result has the
-bytes of an uninterrupted run and no temporary file is left. A train job that overspends its budget fails
-with the one-line message in its log and on the terminal.
+"""Faults and resume through Snakemake, as a user meets them: `kill -9` of the whole run (its process group) while a
+prepare job writes and while a train job writes, then `kill -9` of Snakemake alone while the train job runs. After
+each, the same command again (after Snakemake's own `--unlock`; `rerun-incomplete` comes from the default profile,
+which the command does not name: Snakemake finds it) carries on: what a killed job wrote is absent or complete,
+never half; no job that Snakemake reported finished is redone; the train job resumes from its checkpoint; the end
+result has the bytes of an uninterrupted run and no temporary file is left. A train job that overspends its budget
+fails with the one-line message in its log and on the terminal.
 
 The target is one run of `ckpt-test` (tests/support/ckpt_method.py, a small checkpointing DP-SGD method,
 copied into a repository copy) on MNIST as P3GM prepares it: fetch -> prepare -> train -> sample.

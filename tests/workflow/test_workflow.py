@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpvae.config import load_config
 from dpvae.data.stats import dataset_statistics
 from dpvae.data.store import load_prepared
 from dpvae.items import ITEMS

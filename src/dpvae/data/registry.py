@@ -91,11 +91,13 @@ def _specs() -> dict[str, DatasetSpec]:
         ),
         DatasetSpec(
             "adult", "Adult as P3GM's code: adult.data + adult.test, '?' kept as a category (48,842 rows)", "adult",
-            adult, partial(tabular.build_adult, drop_missing=False), HOLDOUT, "label-encode, min-max [0,1]", n_train=43957,
+            adult, partial(tabular.build_adult, drop_missing=False), HOLDOUT, "label-encode, min-max [0,1]",
+            n_train=43957,
         ),
         DatasetSpec(
             "adult-dropna", "Adult as P3GM's paper text: rows with '?' dropped (45,222 rows)", "adult",
-            adult, partial(tabular.build_adult, drop_missing=True), HOLDOUT, "label-encode, min-max [0,1]", n_train=40699,
+            adult, partial(tabular.build_adult, drop_missing=True), HOLDOUT, "label-encode, min-max [0,1]",
+            n_train=40699,
         ),
         DatasetSpec(
             "credit", "Kaggle Credit as P3GM's code: all 492 frauds + 10,000 seeded normal rows (10,492)", "credit",
@@ -103,7 +105,8 @@ def _specs() -> dict[str, DatasetSpec]:
         ),
         DatasetSpec(
             "credit-full", "Kaggle Credit as P3GM's paper text: all 284,807 rows", "credit",
-            credit, partial(tabular.build_credit, n_normal=None), HOLDOUT, "drop Time; min-max V1..V28, Amount", n_train=256326,
+            credit, partial(tabular.build_credit, n_normal=None), HOLDOUT, "drop Time; min-max V1..V28, Amount",
+            n_train=256326,
         ),
         DatasetSpec(
             "isolet", "UCI ISOLET: isolet1+2+3+4 + isolet5 (7,797 rows), y = vowel", "isolet",

@@ -141,7 +141,8 @@ def verify_local(files: Iterable[RemoteFile], raw_dir: str | Path) -> dict[str, 
         if expected is None:
             raise DataError(
                 f"{path} has no published checksum and no recorded one ({_sidecar(path)}); "
-                f"fetch it again with the config key data.allow_unverified listing '{raw_dir.name}' to record its sha256"
+                f"fetch it again with the config key data.allow_unverified listing '{raw_dir.name}' "
+                "to record its sha256"
             )
         try:
             observed[remote.filename] = _verify(path, remote, expected, label=str(path)).sha256

@@ -60,7 +60,7 @@ class Prepared:
     test: Split
     meta: dict[str, Any]
 
-    def subset_train(self, rows: np.ndarray) -> "Prepared":
+    def subset_train(self, rows: np.ndarray) -> Prepared:
         """The same dataset with only the given training rows (e.g. a seeded smoke-scale subsample)."""
         meta = {**self.meta, "train_subset": {"n": int(len(rows)), "of": len(self.train)}}
         return Prepared(Split(self.train.x[rows], self.train.y[rows]), self.test, meta)

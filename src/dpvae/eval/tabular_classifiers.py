@@ -8,8 +8,9 @@ max_features='sqrt', max_depth=8, min_samples_leaf=50, min_samples_split=200); a
 the regressor's output, per classifier and averaged over the four ("mean4", Tables VI, Figs 4, 6-8).
 
 Adult's positive class: the code scores the arg-min of the one-hot label, i.e. "<=50K" (PAPERS.md A-G2);
-the `adult_positive` option picks it, and Adult also gets `auprc_flipped` (the other class positive). A synthetic set with one class only cannot train a classifier: its
-score is that of a constant predictor (AUROC 0.5, AUPRC the test prevalence) and a `single_class` row says so.
+the `adult_positive` option picks it, and Adult also gets `auprc_flipped` (the other class positive). A synthetic
+set with one class only cannot train a classifier: its score is that of a constant predictor (AUROC 0.5, AUPRC the
+test prevalence) and a `single_class` row says so.
 """
 
 from __future__ import annotations

@@ -27,12 +27,12 @@ IMAGE = (1, 28, 28)
 def _conv_params(k: int, c_in: int, c_out: int, size: int) -> tuple[Tensor, Tensor]:
     """K independent default-initialised (PyTorch's Conv2d init) weights [K, out, in, s, s] and biases [K, out]."""
     layers = [nn.Conv2d(c_in, c_out, size) for _ in range(k)]
-    return torch.stack([l.weight.detach() for l in layers]), torch.stack([l.bias.detach() for l in layers])
+    return torch.stack([m.weight.detach() for m in layers]), torch.stack([m.bias.detach() for m in layers])
 
 
 def _linear_params(k: int, c_in: int, c_out: int) -> tuple[Tensor, Tensor]:
     layers = [nn.Linear(c_in, c_out) for _ in range(k)]
-    return torch.stack([l.weight.detach() for l in layers]), torch.stack([l.bias.detach() for l in layers])
+    return torch.stack([m.weight.detach() for m in layers]), torch.stack([m.bias.detach() for m in layers])
 
 
 def _sn_names(params: Stacked) -> list[str]:

@@ -358,7 +358,8 @@ def parse_accountant(accountant: str, n_mechanisms: int) -> tuple[PartAccountant
         return None
     if not accountant.endswith(_SEQUENTIAL_SUFFIX):
         raise ValueError(
-            f"accountant must be 'rdp', 'rdp-order-search', '{PURE_ACCOUNTANT}' or '<part>+…{_SEQUENTIAL_SUFFIX}', got {accountant!r}"
+            f"accountant must be 'rdp', 'rdp-order-search', '{PURE_ACCOUNTANT}' or '<part>+…{_SEQUENTIAL_SUFFIX}', "
+            f"got {accountant!r}"
         )
     parts = tuple(accountant[: -len(_SEQUENTIAL_SUFFIX)].split("+"))
     for part in parts:

@@ -5,11 +5,11 @@
         ledger = method.train(ctx)          # the method's own training entry point, unchanged
     record = session.record(ledger, delta)  # -> <run>/audit.json
 
-While a session is active, the first DP-SGD engine to release a step (`dpvae.privacy.dpsgd`, any kind;
-an engine built only to calibrate σ never steps) carries the canaries; a method opts in simply by training with an engine. The engine appends one private layer
-of its own, w ∈ R^m, never part of the model or its optimizer. Canary i is a record whose loss is
-s·w_i: its gradient is the Dirac vector s·e_i (s = 100C, so clipping binds and it enters as exactly C·e_i),
-and it is zero on the model, as the model's records are zero on w. Each step, every included canary
+While a session is active, the first DP-SGD engine to release a step (`dpvae.privacy.dpsgd`, any kind; an engine
+built only to calibrate σ never steps) carries the canaries; a method opts in simply by training with an engine. The
+engine appends one private layer of its own, w ∈ R^m, never part of the model or its optimizer. Canary i is a record
+whose loss is s·w_i: its gradient is the Dirac vector s·e_i (s = 100C, so clipping binds and it enters as exactly
+C·e_i), and it is zero on the model, as the model's records are zero on w. Each step, every included canary
 (each with probability ½, fixed for the run) joins the batch independently with the engine's sample
 rate, as a record of the per-example kind the engine accounts for (`canary_parts`): clipped at the
 engine's per-record clip and weighted like one record (standard DP-SGD: C/B with B the expected batch
@@ -41,7 +41,6 @@ import contextlib
 import contextvars
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np

@@ -1,11 +1,11 @@
 """The engine-level one-run audit: Dirac canaries through a small model, for every DP-SGD engine.
 
 The model's per-record loss is linear, f(x) = ⟨w₁, x₁⟩ + ⟨w₂, x₂⟩ (two private layers, no bias; for the
-partial-model engine a third, public layer reads a public block of the record), so a record's gradient
-*is* the record. Canary i is the record s·e_{j(i)} (s = 100C: clipping binds, and a layer left out of the clipping shows), a Dirac vector on its own
-coordinate j(i), half of them in each private layer; the ordinary records are Gaussian on coordinates
-of their own (norm ≈ 2C). Each canary is in the data with probability ½; every step Poisson-samples
-the records and the included canaries at the engine's rate q and feeds the engine what its kind takes:
+partial-model engine a third, public layer reads a public block of the record), so a record's gradient *is* the
+record. Canary i is the record s·e_{j(i)} (s = 100C: clipping binds, and a layer left out of the clipping shows), a
+Dirac vector on its own coordinate j(i), half of them in each private layer; the ordinary records are Gaussian on
+coordinates of their own (norm ≈ 2C). Each canary is in the data with probability ½; every step Poisson-samples the
+records and the included canaries at the engine's rate q and feeds the engine what its kind takes:
 
 * standard DP-SGD and partial-model: per-record losses f(x_i);
 * term-wise: φ_i = f(x_i) and ψ_j = Σ_{i∈s_j} f(x_i) over b random sub-groups (C2 = C1/2);

@@ -269,7 +269,8 @@ def p3gm_fig5(ctx: RenderContext) -> None:
 
 @register_renderer("p3gm/fig7")
 def p3gm_fig7(ctx: RenderContext) -> None:
-    """(a, b) reconstruction loss per iteration on MNIST / credit; (c) MNIST CNN accuracy per epoch; (d) credit AUROC."""
+    """(a, b) reconstruction loss per iteration on MNIST / credit; (c) MNIST CNN accuracy per epoch;
+    (d) credit AUROC."""
     from dpvae.render.output import apply_style, pyplot
 
     apply_style()
@@ -388,9 +389,9 @@ def missing_text(ctx: RenderContext, experiment: str, dataset: str) -> str:
 
 def standin_note(datasets: list[str]) -> list[str]:
     names = [dataset_label(d.removesuffix(STANDIN)) for d in datasets if d.endswith(STANDIN)]
-    return [f"STAND-IN DATA for {', '.join(names)}: those datasets are not reachable from this machine; their rows come "
-            "from generated stand-ins with the same schema (feature count, value range, label balance) and are not "
-            "comparable with the paper's numbers."] if names else []
+    return [f"STAND-IN DATA for {', '.join(names)}: those datasets are not reachable from this machine; "
+            "their rows come from generated stand-ins with the same schema (feature count, value range, "
+            "label balance) and are not comparable with the paper's numbers."] if names else []
 
 
 def unreachable_note(ctx: RenderContext, experiment: str, table: pd.DataFrame, datasets: list[str]) -> list[str]:

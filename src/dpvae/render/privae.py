@@ -38,7 +38,8 @@ def privae_table1(ctx: RenderContext) -> None:
         f"{method}: paper {values.loc[method, 'epsilon_paper']:.4g}, sound {values.loc[method, 'epsilon_sound']:.4g}"
         for method in ("micro agg.", "batch agg."))
     save_table(pd.DataFrame(rows), ctx.prefix, "PriVAE Table 1 - sensitivity and noise scale of DP-SGD variants", [
-        f"B = {params['batch_size']}, b = {params['groups']}, C1 = {params['clip_sample']}, C2 = {params['clip_batch']}, "
+        f"B = {params['batch_size']}, b = {params['groups']}, C1 = {params['clip_sample']}, "
+        f"C2 = {params['clip_batch']}, "
         f"C = {params['clip']}; sigma = {sigma:.4g} for ({target:g}, {ctx.config['delta']:g}) over "
         f"{params['epochs']:g} epochs (classic RDP conversion), kappa = {kappa:.4g} (the paper's closed form).",
         "Measured: the largest change of the pre-noise aggregate when one record of a real Fashion-MNIST batch is "
@@ -48,8 +49,8 @@ def privae_table1(ctx: RenderContext) -> None:
         "removing it: 2C per changed unit, so micro 2BC (its sum is divided by max(n, B) for a batch of n), batch "
         "2C, term-wise C1 + 2 C2.",
         f"Epsilon at this setting (target {target:g}), the paper's accounting beside the sound one. {aggregation}. "
-        f"Term-wise (sigma' = kappa*sigma; paper = Theorem 2's two halves at delta/2, sound = the released gradient "
-        f"as one Gaussian mechanism with sensitivity C1/B + 2 C2/b): {kappas}.",
+        "Term-wise (sigma' = kappa*sigma; paper = Theorem 2's two halves at delta/2, sound = the released "
+        f"gradient as one Gaussian mechanism with sensitivity C1/B + 2 C2/b): {kappas}.",
         "Exact noise std: per coordinate of the averaged gradient; the paper's term-wise noise scale adds the two "
         "halves' standard deviations, an upper bound of the exact value kappa*sigma*sqrt((C1/B)^2 + (C2/b)^2).",
     ])

@@ -1,9 +1,9 @@
 """LVAE's privacy records: VAE-DPSGD's ledger (standard DP-SGD), and the Lipschitz variants' analytic claim.
 
-The claim (Groß & Wunder, Lemmas 2-4 and the main theorem; PAPERS.md §2.1), evaluated, is a *claim*, not an accountant's bound: the LVAE variants are `private: false` in the workflow's sense
-(no ledger, no budget check). The record states the formula, the numbers it gives for the run's settings,
-the assumptions it rests on and where this experiment departs from them, so that nobody mistakes it for a
-differential-privacy guarantee.
+The claim (Groß & Wunder, Lemmas 2-4 and the main theorem; PAPERS.md §2.1), evaluated, is a *claim*, not an
+accountant's bound: the LVAE variants are `private: false` in the workflow's sense (no ledger, no budget check).
+The record states the formula, the numbers it gives for the run's settings, the assumptions it rests on and where
+this experiment departs from them, so that nobody mistakes it for a differential-privacy guarantee.
 
     C      = R_x² + 2 L R_z(δ) R_x          (Lemma 2: |log p(x1|z) − log p(x2|z)| ≤ C, unit-variance Gaussian)
     C_man  = 4 L² R_z(δ)²                   (Lemma 2, both points on the decoder's manifold)

@@ -14,9 +14,9 @@ Privacy: the ledger is composed from the records the mechanisms return (DP mean 
 `dp_pca`, DP-EM, the DP-SGD engine's steps). Paper accounting = the code's: add/remove-one RDP sum,
 improved conversion, TF-Privacy's orders; sound = replace-one, the relation the paper states (mean σ/2,
 PCA σ_p/√2, DP-SGD by Mironov's Prop. 11 with Poisson sampling, or the fixed-partition bound for the code's
-batches), with the initial noisy EM M-step counted. `sigma_sgd: auto` is calibrated so that the paper ε meets the target; a
-given σ_s whose ε exceeds the target is raised (never lowered) to the calibrated value, noted in the
-ledger. With `pca_mean: nonprivate` the release is not DP (the exact mean is the frozen encoder's
+batches), with the initial noisy EM M-step counted (`accounting.py`). `sigma_sgd: auto` is calibrated so that the
+paper ε meets the target; a given σ_s whose ε exceeds the target is raised (never lowered) to the calibrated value,
+noted in the ledger. With `pca_mean: nonprivate` the release is not DP (the exact mean is the frozen encoder's
 bias); the ledger says so.
 
 This module also trains DP-VAE (the MLP VAE end to end with DP-SGD; its ledger is the SGD's), the non-private

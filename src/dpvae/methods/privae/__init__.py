@@ -94,7 +94,9 @@ class PriVAEParams(VAEConvParams):
     clip_sample: float = param(0.05, "C1: clipping norm of the per-example term", exclusive_minimum=0)
     clip_batch: float = param(0.0, "C2: clipping norm of the per-sub-group term (0 = no batch-wise term)", minimum=0)
     clip: float = param(0.0002, "C of the micro/batch-aggregation baselines", exclusive_minimum=0)
-    kappa: Literal["paper", "sqrt5", "tight"] = param("paper", "noise calibration: the paper's (headline = paper ledger) or sound (sqrt5, tight: headline = sound ledger); see README, privacy accounting")
+    kappa: Literal["paper", "sqrt5", "tight"] = param(
+        "paper", "noise calibration: the paper's (headline = paper ledger) or sound (sqrt5, tight: headline = "
+        "sound ledger); see README, privacy accounting")
 
 
 @register_method
