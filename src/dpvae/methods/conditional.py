@@ -4,6 +4,7 @@ sampling, disjoint subsets, batches."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -49,3 +50,20 @@ def batches(n: int, size: int) -> list[slice]:
 
 def whole(value: float) -> int:
     return int(math.ceil(value))
+
+
+@torch.no_grad()
+def sample_labelled(ctx: RunContext, n: int | None, generate: Callable[[Tensor, Tensor], Tensor], code_dim: int,
+                    classes: int, shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """n records (None: the training-set size) of a label-conditional generator: class-balanced labels, codes
+    z ~ N(0, I) from the run's "sample" stream, `generate(z, one-hot labels)` in batches of 1000."""
+    device = device_of(ctx)
+    n = len(ctx.data.train.y) if n is None else n
+    y = balanced_labels(n, classes)
+    stream = ctx.torch_generator("sample", str(device))
+    out = np.empty((n, *shape), dtype=np.float32)
+    for part in batches(n, 1000):
+        labels = torch.as_tensor(y[part], device=device)
+        z = torch.randn(len(labels), code_dim, generator=stream, device=device)
+        out[part] = generate(z, onehot(labels, classes)).cpu().numpy()
+    return {"x": out, "y": y}

@@ -24,7 +24,8 @@ import torch
 from dpvae.errors import DataError
 from dpvae.methods.base import RunContext
 from dpvae.methods.checkpoint import Checkpoint, restore_rng, rng_state
-from dpvae.methods.conditional import balanced_labels, batches, device_of, disjoint_subsets, num_classes, onehot
+from dpvae.methods.conditional import (device_of, disjoint_subsets, num_classes, onehot,
+                                      sample_labelled)
 from dpvae.methods.dp2vae.accounting import dp2vae_ledger, noise_multiplier
 from dpvae.models.cvae import CVAE, CVAEDecoder, stacked_loss
 from dpvae.models.stacked import StackedAdam, clip_per_model, stack
@@ -219,14 +220,5 @@ def load_decoder(model_dir, device: torch.device) -> tuple[CVAEDecoder, dict]:
 @torch.no_grad()
 def sample(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
     """z ~ N(0, I) decoded with class-balanced labels (0, 1, ..., K-1, 0, ...); n = None: the training-set size."""
-    device = device_of(ctx)
-    decoder, meta = load_decoder(ctx.run_dir / "model", device)
-    n = len(ctx.data.train.y) if n is None else n
-    y = balanced_labels(n, meta["num_classes"])
-    generator = ctx.torch_generator("sample", device=str(device))
-    out = np.empty((n, *meta["shape"]), dtype=np.float32)
-    for part in batches(n, 1000):
-        labels = torch.as_tensor(y[part], device=device)
-        z = torch.randn(len(labels), meta["latent_dim"], generator=generator, device=device)
-        out[part] = decoder(z, onehot(labels, meta["num_classes"])).cpu().numpy()
-    return {"x": out, "y": y}
+    decoder, meta = load_decoder(ctx.run_dir / "model", device_of(ctx))
+    return sample_labelled(ctx, n, decoder, meta["latent_dim"], meta["num_classes"], tuple(meta["shape"]))

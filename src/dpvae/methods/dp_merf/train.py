@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from dpvae.methods.base import RunContext
-from dpvae.methods.conditional import balanced_labels, batches, device_of, num_classes, onehot
+from dpvae.methods.conditional import batches, device_of, num_classes, onehot, sample_labelled
 from dpvae.methods.dp_merf.accounting import ledger, noise_multiplier
 from dpvae.models import precision
 from dpvae.models.merf import MERFGenerator, embedding, rff_weights
@@ -76,12 +76,4 @@ def sample(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
     generator = _generator(meta)
     generator.load_state_dict(torch.load(model_dir / GENERATOR, map_location="cpu", weights_only=True))
     generator.to(device).eval()
-    n = len(ctx.data.train.y) if n is None else n
-    y = balanced_labels(n, meta["num_classes"])
-    codes = ctx.torch_generator("sample", str(device))
-    out = np.empty((n, *meta["shape"]), dtype=np.float32)
-    for part in batches(n, 1000):
-        labels = torch.as_tensor(y[part], device=device)
-        z = torch.randn(len(labels), meta["code_dim"], generator=codes, device=device)
-        out[part] = generator(z, onehot(labels, meta["num_classes"])).cpu().numpy()
-    return {"x": out, "y": y}
+    return sample_labelled(ctx, n, generator, meta["code_dim"], meta["num_classes"], tuple(meta["shape"]))

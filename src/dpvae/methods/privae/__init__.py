@@ -77,7 +77,8 @@ class VAEConv(Method):
     def resources(self, params: VAEConvParams, dataset: str) -> Resources:
         return vae_resources(params, dataset, self.RESOURCES)
 
-    def train(self, ctx: RunContext) -> None:
+    def train(self, ctx: RunContext) -> Ledger | None:
+        """Train one run (`train.train_vae`); a private one returns its ledger."""
         from dpvae.methods.privae.train import train_vae
 
         return train_vae(ctx)
@@ -100,31 +101,17 @@ class PriVAEParams(VAEConvParams):
 
 
 @register_method
-class PriVAE(Method):
-    """Term-wise DP-SGD (or a Table-1 aggregation baseline) on Mathieu et al.'s VAEs, plain SGD."""
+class PriVAE(VAEConv):
+    """Term-wise DP-SGD (or a Table-1 aggregation baseline) on Mathieu et al.'s VAEs, plain SGD: `vae-conv`'s
+    models, training loop and sampling, private."""
 
     name = "privae"
-    paper = "privae"
     private = True
     description = "PriVAE: conv/MLP VAE trained with term-wise DP-SGD or the aggregation baselines"
     Params = PriVAEParams
     RESOURCES = Resources(threads=2, mem_mb=4000, runtime=120)
-    precisions = PRECISIONS
-
-    def resources(self, params: PriVAEParams, dataset: str) -> Resources:
-        return vae_resources(params, dataset, self.RESOURCES)
-
-    def train(self, ctx: RunContext):
-        from dpvae.methods.privae.train import train_vae
-
-        return train_vae(ctx)
 
     def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
         from dpvae.methods.privae.accounting import recompute_ledger
 
         return recompute_ledger(params, spec, recorded)
-
-    def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
-        from dpvae.methods.privae.train import sample_vae
-
-        return sample_vae(ctx, n)
