@@ -56,8 +56,11 @@ def main() -> None:
     def report(kind: str, label: str, claimed: float, lower: float, point: float, most: float, took: float) -> None:
         seconds.append(took)
         verdict = "ABOVE the claim" if lower > claimed else "at or below the claim"
-        print(f"{kind:6s} {label:16s} claimed={claimed:.3f} lower={lower:.3f} central={point:.3f} "
-              f"max_certifiable={most:.2f} seconds={took:.1f} {verdict}", flush=True)
+        print(
+            f"{kind:6s} {label:16s} claimed={claimed:.3f} lower={lower:.3f} central={point:.3f} "
+            f"max_certifiable={most:.2f} seconds={took:.1f} {verdict}",
+            flush=True,
+        )
 
     bug = scaled_noise(0.1) if args.planted else contextlib.nullcontext()
     with bug, tempfile.TemporaryDirectory() as tmp:
@@ -65,24 +68,61 @@ def main() -> None:
             if only and engine not in only:
                 continue
             started = time.time()
-            audit = run_audit(AuditSetting(engine, float(engines["epsilons"][0]), s["sample_rate"], s["steps"],
-                                           canaries=engines["canaries"], records=engines["records"],
-                                           delta=config["delta"], groups=s.get("groups", 4)))
-            report("engine", engine, audit.epsilon_paper, audit.result.lower, audit.result.point,
-                   audit.result.max_certifiable, time.time() - started)
+            audit = run_audit(
+                AuditSetting(
+                    engine,
+                    float(engines["epsilons"][0]),
+                    s["sample_rate"],
+                    s["steps"],
+                    canaries=engines["canaries"],
+                    records=engines["records"],
+                    delta=config["delta"],
+                    groups=s.get("groups", 4),
+                )
+            )
+            report(
+                "engine",
+                engine,
+                audit.epsilon_paper,
+                audit.result.lower,
+                audit.result.point,
+                audit.result.max_certifiable,
+                time.time() - started,
+            )
         for label, target in methods["targets"].items():
             if only and label not in only:
                 continue
             started = time.time()
-            record = train_audited({
-                "run_id": f"audit/{label}", "run": f"{tmp}/{label}", "dataset": target["dataset"], "variant": label,
-                "method": target["method"], "private": True, "params": target.get("params", {}),
-                "epsilon": float(methods["epsilon"]), "delta": config["delta"], "seed": 0, "device": args.device,
-                "data_root": args.data_root, "audit": {"canaries": methods["canaries"]}})
-            report("method", label, record["epsilon_claimed"], record["lower"], record["point"],
-                   record["max_certifiable"], time.time() - started)
-    print(f"seconds_per_audited_run={sum(seconds) / max(len(seconds), 1):.1f} runs={len(seconds)} "
-          f"planted={'noise x0.1' if args.planted else 'none'}")
+            record = train_audited(
+                {
+                    "run_id": f"audit/{label}",
+                    "run": f"{tmp}/{label}",
+                    "dataset": target["dataset"],
+                    "variant": label,
+                    "method": target["method"],
+                    "private": True,
+                    "params": target.get("params", {}),
+                    "epsilon": float(methods["epsilon"]),
+                    "delta": config["delta"],
+                    "seed": 0,
+                    "device": args.device,
+                    "data_root": args.data_root,
+                    "audit": {"canaries": methods["canaries"]},
+                }
+            )
+            report(
+                "method",
+                label,
+                record["epsilon_claimed"],
+                record["lower"],
+                record["point"],
+                record["max_certifiable"],
+                time.time() - started,
+            )
+    print(
+        f"seconds_per_audited_run={sum(seconds) / max(len(seconds), 1):.1f} runs={len(seconds)} "
+        f"planted={'noise x0.1' if args.planted else 'none'}"
+    )
 
 
 if __name__ == "__main__":

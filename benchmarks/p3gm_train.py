@@ -38,13 +38,17 @@ def main() -> None:
     device_argument(parser)
     args = parser.parse_args()
     print(f"device={device_name(args.device)} (the method's networks train on: {device_name('cpu')})", flush=True)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")   # P3GM logs the time of each phase
+    logging.basicConfig(level=logging.INFO, format="%(message)s")  # P3GM logs the time of each phase
 
     config = load_config([REPO_ROOT / "config.yaml"])
     run = Run(args.dataset, args.variant, args.epsilon, 0)
     with tempfile.TemporaryDirectory() as tmp:
-        spec = {**run_spec(config, run), "run": str(Path(tmp) / "run"), "data_root": args.data_root,
-                "device": args.device}
+        spec = {
+            **run_spec(config, run),
+            "run": str(Path(tmp) / "run"),
+            "data_root": args.data_root,
+            "device": args.device,
+        }
         ctx = run_context(spec, model_dir=Path(tmp) / "run" / "model")
         _seed_everything(ctx)
         started = time.perf_counter()
@@ -53,11 +57,15 @@ def main() -> None:
         ledger = get_method(spec["method"]).train(ctx)
         done, cpu_done = time.perf_counter(), time.process_time()
     params = spec["params"]
-    print(f"dataset={args.dataset} variant={args.variant} n_train={n} features={d} threads={torch.get_num_threads()} "
-          f"batch={params.get('batch_size')} epochs={params.get('epochs')} d'={params.get('pca_components')}")
-    print(f"load_s={loaded - started:.1f} train_s={done - loaded:.1f} total_s={done - started:.1f} "
-          f"train_cpu_s={cpu_done - cpu_loaded:.1f} "
-          "(process CPU time, all threads; wall ~ cpu / threads on an idle machine)")
+    print(
+        f"dataset={args.dataset} variant={args.variant} n_train={n} features={d} threads={torch.get_num_threads()} "
+        f"batch={params.get('batch_size')} epochs={params.get('epochs')} d'={params.get('pca_components')}"
+    )
+    print(
+        f"load_s={loaded - started:.1f} train_s={done - loaded:.1f} total_s={done - started:.1f} "
+        f"train_cpu_s={cpu_done - cpu_loaded:.1f} "
+        "(process CPU time, all threads; wall ~ cpu / threads on an idle machine)"
+    )
     if ledger is not None:
         sound = f"{ledger.sound.epsilon:.4f}" if ledger.sound else "none"
         print(f"epsilon={ledger.epsilon:.4f} (paper accounting) sound={sound}; {ledger.notes}")

@@ -47,8 +47,9 @@ class Registry(Generic[T]):
             return self._entries[name]
         except KeyError:
             known = sorted(self._entries)
-            raise TargetError(f"unknown {self.kind} '{name}'{did_you_mean(name, known)} "
-                              f"(known: {', '.join(known)})") from None
+            raise TargetError(
+                f"unknown {self.kind} '{name}'{did_you_mean(name, known)} (known: {', '.join(known)})"
+            ) from None
 
     def __getitem__(self, name: str) -> T:
         return self.get(name)

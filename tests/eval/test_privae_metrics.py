@@ -33,17 +33,17 @@ def test_hoyer_sparsity_equals_the_reference_code_and_spans_zero_to_one() -> Non
     means = rng.standard_normal((200, 10)) * rng.exponential(size=(200, 10))
     assert hoyer_sparsity_of(means) == pytest.approx(_mathieu_sparsity(torch.as_tensor(means)), rel=1e-9)
     one_hot = np.eye(10)[rng.integers(10, size=500)]
-    assert hoyer_sparsity_of(one_hot) == pytest.approx(1.0)                      # one active unit per record
+    assert hoyer_sparsity_of(one_hot) == pytest.approx(1.0)  # one active unit per record
     dense = np.where(rng.random((500, 10)) < 0.5, 1.0, -1.0)
-    assert hoyer_sparsity_of(dense) == pytest.approx(0.0, abs=0.02)             # all units equally active
+    assert hoyer_sparsity_of(dense) == pytest.approx(0.0, abs=0.02)  # all units equally active
 
 
 def test_clustered_share_takes_the_best_assignment() -> None:
     classes = np.repeat(np.arange(4), 25)
-    assert clustered_share((classes + 1) % 4, classes, 4) == 1.0               # any relabelling is a perfect fit
-    assert clustered_share(np.zeros(100, dtype=int), classes, 4) == 0.25       # one cluster for all arms
+    assert clustered_share((classes + 1) % 4, classes, 4) == 1.0  # any relabelling is a perfect fit
+    assert clustered_share(np.zeros(100, dtype=int), classes, 4) == 0.25  # one cluster for all arms
     mixed = (classes + 1) % 4
-    mixed[:5] = 3                                                              # 5 of arm 0 leave its cluster
+    mixed[:5] = 3  # 5 of arm 0 leave its cluster
     assert clustered_share(mixed, classes, 4) == 0.95
 
 
@@ -53,7 +53,7 @@ def _context(model, tmp_path: Path, options, x_test: np.ndarray, y_test: np.ndar
     spec = {"run_id": "test/run", "seed": 0, "device": "cpu"}
     run = RunContext(spec, run_dir)
     split = SimpleNamespace(x=x_test, y=y_test)
-    run.__dict__["data"] = SimpleNamespace(test=split, train=split)           # cached_property: no prepared set
+    run.__dict__["data"] = SimpleNamespace(test=split, train=split)  # cached_property: no prepared set
     return EvalContext(run, options, run_dir / "metrics")
 
 
@@ -70,7 +70,9 @@ def test_pinwheel_scatter_clusters_an_encoder_that_maps_arms_to_components(tmp_p
         model.enc_mu.weight[:, :2] = torch.eye(2)
         model.enc_mu.weight[:, 2:4] = -torch.eye(2)
     y = np.repeat(np.arange(4), 10)
-    x = (np.asarray(MOG_MEANS)[(y + 2) % 4] + 0.05 * np.random.default_rng(0).standard_normal((40, 2))).astype(np.float32)
+    x = (np.asarray(MOG_MEANS)[(y + 2) % 4] + 0.05 * np.random.default_rng(0).standard_normal((40, 2))).astype(
+        np.float32
+    )
     ctx = _context(model, tmp_path, PinwheelScatterOptions(), x, y)
     rows = {r["metric"]: r["value"] for r in pinwheel_scatter(ctx)}
     assert rows["pinwheel_clustered"] == 1.0 and rows["pinwheel_recon_error"] > 0
@@ -87,11 +89,11 @@ def test_metric_functions_on_a_saved_model(tmp_path) -> None:
     rows = iwae_loglik(_context(model, tmp_path, IWAEOptions(k=50, batch_size=7, max_test=20), x, y))
     values = {r["metric"]: r["value"] for r in rows}
     assert values["iwae_test_records"] == 20 and values["iwae_k"] == 50 and math.isfinite(values["iwae_loglik"])
-    with torch.no_grad():   # IWAE(K) >= the ELBO on average: compare with K = 1 on the same records
+    with torch.no_grad():  # IWAE(K) >= the ELBO on average: compare with K = 1 on the same records
         elbo = iwae_loglik(_context(model, tmp_path, IWAEOptions(k=1, max_test=20), x, y))[0]["value"]
     assert values["iwae_loglik"] > elbo
     mmd = latent_mmd(_context(model, tmp_path, LatentMMDOptions(batch_size=10), x, y))
-    values = {r["metric"]: r["value"] for r in mmd}     # the batch MMD and the same per test record
+    values = {r["metric"]: r["value"] for r in mmd}  # the batch MMD and the same per test record
     assert set(values) == {"latent_mmd", "latent_mmd_per_record"} and math.isfinite(values["latent_mmd"])
     sparsity = hoyer_sparsity(_context(model, tmp_path, HoyerOptions(), x, y))[0]["value"]
     assert 0 <= sparsity <= 1

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from support.dp_accounting_check import rederive
 
 from dpvae import stages
 from dpvae.data.registry import get_dataset
 from dpvae.methods.registry import METHODS
 from dpvae.runs import Run, experiment_runs, recomputed_ledger, run_spec, stage1_of
+from support.dp_accounting_check import rederive
 
 TINY_TRAIN = 256
 IMPLEMENTED = [m for m in METHODS.values() if m.implemented]
@@ -68,7 +68,7 @@ def trained(request, device, smoke_config, prepared_from_mirror, mirror, tmp_pat
     params["max_train"] = min(params.get("max_train") or TINY_TRAIN, TINY_TRAIN)
     spec = {**spec, "params": params, "data_root": str(Path(data).parents[1]), "device": device}
     if spec.get("stage1"):
-        spec["stage1"] = str(tmp_path / "stage1")       # the params changed: not the planned key's directory
+        spec["stage1"] = str(tmp_path / "stage1")  # the params changed: not the planned key's directory
         stages.stage1(stage1_of(spec))
     stages.train(spec)
     return method, spec
@@ -92,7 +92,9 @@ def test_method_meets_the_contract(trained):
         assert rederive(ledger) == pytest.approx(ledger["epsilon"], rel=_tolerance(ledger))
         for other in ("paper", "strict", "sound"):
             if isinstance(ledger.get(other), dict) and ledger[other].get("mechanisms"):
-                assert rederive(ledger[other]) == pytest.approx(ledger[other]["epsilon"], rel=_tolerance(ledger[other])), other
+                assert rederive(ledger[other]) == pytest.approx(
+                    ledger[other]["epsilon"], rel=_tolerance(ledger[other])
+                ), other
         written, again = recomputed_ledger(run)
         assert again == written, "the ledger computed again from the run's spec differs from the written one"
     else:

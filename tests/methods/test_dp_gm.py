@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import pytest
-from support.dp_accounting_check import rederive
 
 from dpvae.methods.p3gm.accounting import cluster_rate, clustering_mechanisms, dpgm_accounting
 from dpvae.methods.p3gm.train import ClusterSchedule
 from dpvae.privacy.accounting import solve_noise_multiplier
 from dpvae.privacy.ledger import Mechanism
+from support.dp_accounting_check import rederive
 
 
 def test_clustering_share_and_total_budget():
-    share = solve_noise_multiplier(lambda s: dpgm_accounting(clustering_mechanisms(s, 5), 1e-5).epsilon, 0.1, floor=2.0**-8)
+    share = solve_noise_multiplier(
+        lambda s: dpgm_accounting(clustering_mechanisms(s, 5), 1e-5).epsilon, 0.1, floor=2.0**-8
+    )
     clustering = clustering_mechanisms(share, 5)
     assert dpgm_accounting(clustering, 1e-5).epsilon == pytest.approx(0.1, rel=1e-6)
     assert (clustering[0].steps, clustering[1].steps) == (6, 5)

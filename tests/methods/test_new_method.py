@@ -84,8 +84,16 @@ class ToyMean(Method):
         return {"x": x.astype(np.float32), "y": rng.choice(train.y, count).astype(np.int64)}
 '''
 VARIANT = {"toy": {"method": "toy-mean", "params": {"clip": 2.0}}}
-EXPERIMENT = {"toy_check": {"paper": "privae", "description": "the toy method of tests/methods/test_new_method.py",
-                            "datasets": ["pinwheel"], "variants": ["toy"], "epsilons": [1], "seeds": 1}}
+EXPERIMENT = {
+    "toy_check": {
+        "paper": "privae",
+        "description": "the toy method of tests/methods/test_new_method.py",
+        "datasets": ["pinwheel"],
+        "variants": ["toy"],
+        "epsilons": [1],
+        "seeds": 1,
+    }
+}
 
 
 def _run(command: list[str], copy: Path) -> subprocess.CompletedProcess:
@@ -95,8 +103,9 @@ def _run(command: list[str], copy: Path) -> subprocess.CompletedProcess:
 
 def test_a_new_method_family_is_its_package_plus_config(tmp_path):
     copy = copy_repository(tmp_path)
-    shutil.copytree(REPO_ROOT / "tests", copy / "tests", dirs_exist_ok=True,
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        REPO_ROOT / "tests", copy / "tests", dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__")
+    )
     (copy / "src" / "dpvae" / "methods" / "toy").mkdir()
     (copy / "src" / "dpvae" / "methods" / "toy" / "__init__.py").write_text(TOY)
     config = yaml.safe_load((copy / "config.yaml").read_text())
@@ -109,6 +118,18 @@ def test_a_new_method_family_is_its_package_plus_config(tmp_path):
     lint = Path(sys.executable).with_name("lint-imports")
     contracts = _run([str(lint) if lint.exists() else "lint-imports"], copy)
     assert contracts.returncode == 0 and "0 broken" in contracts.stdout, contracts.stdout[-2000:]
-    contract = _run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-k", "cpu-toy-mean",
-                     "tests/methods/test_contract.py"], copy)
+    contract = _run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-k",
+            "cpu-toy-mean",
+            "tests/methods/test_contract.py",
+        ],
+        copy,
+    )
     assert contract.returncode == 0 and "1 passed" in contract.stdout, contract.stdout[-3000:] + contract.stderr[-2000:]

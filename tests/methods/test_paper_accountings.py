@@ -15,8 +15,8 @@ from dpvae.methods.p3gm.accounting import (
     P3GMSetting,
     p3gm_composition_comparison,
     p3gm_fit_sgd_sigma,
-    sound_record,
     p3gm_train_size,
+    sound_record,
 )
 from dpvae.methods.privae.accounting import PRIVAE_ORDERS, SQRT5, privae_kappa, privae_ledger, privae_noise, tight_kappa
 from dpvae.privacy.accounting import (
@@ -36,6 +36,7 @@ DELTA = 1e-5
 def paper_code(*args, **kwargs) -> P3GMSetting:
     """A P3GM setting as the reference code runs it: centred with the data's exact (non-private) mean."""
     return P3GMSetting(*args, centring="nonprivate", **kwargs)
+
 
 # ------------------------------------------------------------------------------------------------ P3GM
 
@@ -64,8 +65,12 @@ def test_p3gm_exp_sh_epsilons(dataset: str) -> None:
 
 @pytest.mark.parametrize(
     "sgd_sigma, epochs, pca_sigma, em_sigma, em_iters, expected",
-    [(0.0, 0, 35.0, 250.0, 2, 0.103), (2.2, 2, 10.0, 150.0, 10, 0.494), (2.1, 15, 10.0, 100.0, 20, 0.976),
-     (1.0, 20, 1.2, 100.0, 20, 5.002)],
+    [
+        (0.0, 0, 35.0, 250.0, 2, 0.103),
+        (2.2, 2, 10.0, 150.0, 10, 0.494),
+        (2.1, 15, 10.0, 100.0, 20, 0.976),
+        (1.0, 20, 1.2, 100.0, 20, 5.002),
+    ],
 )
 def test_p3gm_fig4_epsilons(
     sgd_sigma: float, epochs: int, pca_sigma: float, em_sigma: float, em_iters: int, expected: float
@@ -117,7 +122,9 @@ def test_p3gm_sound_choices() -> None:
     assert ledger.sound is not None and ledger.sound.adjacency == "replace-one" and "replace-one" in ledger.notes
     assert ledger.headline == "paper" and ledger.not_dp is None
     by_hand = (
-        mean.rdp(ledger.sound.orders) + pca.rdp(ledger.sound.orders) + sum(m.rdp(ledger.sound.orders) for m in em)
+        mean.rdp(ledger.sound.orders)
+        + pca.rdp(ledger.sound.orders)
+        + sum(m.rdp(ledger.sound.orders) for m in em)
         + replace_one_rdp(2.1, 100 / 9442, 1417, ledger.sound.orders)
     )
     assert ledger.sound.epsilon == pytest.approx(rdp_to_dp(ledger.sound.orders, by_hand, DELTA, "improved")[0])
@@ -128,7 +135,7 @@ def test_p3gm_centring_choices() -> None:
     """The DP mean is budgeted; no centring costs nothing; the code's exact mean is marked not DP."""
     dp, zero, code = (P3GMSetting(9442, 100, 15, 2.1, 10.0, centring=c) for c in ("dp", "zero", "nonprivate"))
     em = ["dp_em.weights", "dp_em.means", "dp_em.variances"]
-    assert [m.name for m in dp.records()] == ["dp_pca.mean", "dp_pca", *em, "dpsgd"]   # as a run's mechanisms name them
+    assert [m.name for m in dp.records()] == ["dp_pca.mean", "dp_pca", *em, "dpsgd"]  # as a run's mechanisms name them
     assert [m.name for m in zero.records()] == ["dp_pca", *em, "dpsgd"]
     assert zero.ledger().epsilon == pytest.approx(code.ledger().epsilon)
     assert zero.ledger().epsilon < dp.ledger().epsilon
@@ -142,8 +149,11 @@ def test_p3gm_centring_choices() -> None:
 
 
 # (rows before the split, B, epochs, exp.sh σ_s, σ_p, σ_s raised so that ε <= 1 with the DP mean)
-FITTED = {"adult": (48_842, 200, 5, 1.4, 5.0, 1.535), "isolet": (7_797, 100, 2, 1.6, 5.0, 1.735),
-          "credit": (10_492, 100, 15, 2.1, 10.0, 2.1)}
+FITTED = {
+    "adult": (48_842, 200, 5, 1.4, 5.0, 1.535),
+    "isolet": (7_797, 100, 2, 1.6, 5.0, 1.735),
+    "credit": (10_492, 100, 15, 2.1, 10.0, 2.1),
+}
 
 
 @pytest.mark.parametrize("dataset", FITTED)
@@ -173,8 +183,13 @@ def test_p3gm_setting_rejects_bad_input() -> None:
 PRIVAE_RATE, PRIVAE_STEPS = 256 / 60000, math.ceil(10 * 60000 / 256)
 # ε: (σ for (ε, δ), σ for (ε/2, δ/2)), PAPERS.md §1.4, classic conversion, δ = 1e-5.
 PRIVAE_TABLE = {
-    1: (1.322, 2.226), 2: (0.939, 1.353), 5: (0.664, 0.878), 10: (0.543, 0.679),
-    20: (0.434, 0.546), 50: (0.383, 0.419), 100: (0.361, 0.384),
+    1: (1.322, 2.226),
+    2: (0.939, 1.353),
+    5: (0.664, 0.878),
+    10: (0.543, 0.679),
+    20: (0.434, 0.546),
+    50: (0.383, 0.419),
+    100: (0.361, 0.384),
 }
 
 
@@ -266,8 +281,12 @@ def test_privae_pinwheel_sound_epsilons() -> None:
     assert epsilons["paper"][1:] == pytest.approx((8.908, 6.178), abs=1e-3)
     assert epsilons["sqrt5"][2] == pytest.approx(5.651, abs=1e-3)
     assert epsilons["tight"][0] == pytest.approx(1.3728, abs=1e-4) and epsilons["tight"][2] == pytest.approx(10.0)
-    whitened = Accounting((Mechanism("√5", epsilons["paper"][0] * sigma / SQRT5, PINWHEEL_RATE, PINWHEEL_STEPS),),
-                          DELTA, conversion="classic", orders=PRIVAE_ORDERS)
+    whitened = Accounting(
+        (Mechanism("√5", epsilons["paper"][0] * sigma / SQRT5, PINWHEEL_RATE, PINWHEEL_STEPS),),
+        DELTA,
+        conversion="classic",
+        orders=PRIVAE_ORDERS,
+    )
     assert whitened.epsilon == pytest.approx(11.198, abs=1e-3)  # the previous "strict" ledger
 
 
@@ -275,8 +294,10 @@ def test_privae_pinwheel_sound_epsilons() -> None:
 
 # T: σ for ε = 10, 1, 0.2 at q = 1/1000 (PAPERS.md §4.5; classic conversion, integer orders 2-256).
 DP2VAE_TABLE = {
-    1_000: (0.434, 0.977, 2.11), 5_000: (0.461, 1.018, 2.31),
-    10_000: (0.475, 1.038, 2.61), 20_000: (0.492, 1.099, 3.50),
+    1_000: (0.434, 0.977, 2.11),
+    5_000: (0.461, 1.018, 2.31),
+    10_000: (0.475, 1.038, 2.61),
+    20_000: (0.492, 1.099, 3.50),
 }
 
 
@@ -317,8 +338,9 @@ def test_dp2vae_sound_ledger() -> None:
     assert ledger.sound.epsilon == pytest.approx(76_872, rel=1e-3)  # no meaningful guarantee at σ(ε = 1)
     assert dp2vae_sound_epsilon(1000, sigma, 20000, 32) == ledger.sound.epsilon
     grid = 1 + np.logspace(-7, 2.7, 3000)  # the continuous order search finds the grid's minimum
-    assert ledger.sound.epsilon <= rdp_to_dp(grid, fixed_partition_rdp(sigma / 64, 1e-3, 20000, grid), DELTA,
-                                             "classic")[0] * (1 + 1e-6)
+    assert ledger.sound.epsilon <= rdp_to_dp(
+        grid, fixed_partition_rdp(sigma / 64, 1e-3, 20000, grid), DELTA, "classic"
+    )[0] * (1 + 1e-6)
 
 
 # ---------------------------------------------------------------------------- stated sensitivities

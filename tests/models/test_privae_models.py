@@ -19,12 +19,13 @@ def test_mixture_log_prob_matches_torch_distributions_and_samples_follow_it() ->
     means = torch.tensor(MOG_MEANS)
     mixture = torch.distributions.MixtureSameFamily(
         torch.distributions.Categorical(torch.ones(4)),
-        torch.distributions.Independent(torch.distributions.Normal(means, math.sqrt(0.03)), 1))
+        torch.distributions.Independent(torch.distributions.Normal(means, math.sqrt(0.03)), 1),
+    )
     z = torch.randn(50, 2)
     torch.testing.assert_close(gaussian_mixture_log_prob(z, means, math.sqrt(0.03)), mixture.log_prob(z))
     draws = sample_gaussian_mixture(20000, means, math.sqrt(0.03), torch.Generator().manual_seed(0))
     nearest = torch.cdist(draws, means).argmin(1)
-    assert torch.bincount(nearest, minlength=4).min() > 4500          # equal weights
+    assert torch.bincount(nearest, minlength=4).min() > 4500  # equal weights
     assert (draws - means[nearest]).std().item() == pytest.approx(math.sqrt(0.03), rel=0.05)
 
 
@@ -45,7 +46,7 @@ def test_kld_inc_per_unit_equals_mathieus_estimator_on_each_subgroup() -> None:
     for unit in range(3):
         members = (groups == unit).nonzero().squeeze(1)
         torch.testing.assert_close(values[unit], _kld_inc_reference(mu, std, prior, members, model.prior_log_prob))
-    assert values[3] == 0                                               # an empty sub-group
+    assert values[3] == 0  # an empty sub-group
 
 
 def test_kld_inc_of_one_unit_depends_only_on_its_members() -> None:
@@ -72,7 +73,7 @@ def test_pinwheel_loss_terms_match_their_definition() -> None:
     log_q = torch.distributions.Normal(mu[:, None], std[:, None]).log_prob(z).sum(-1)
     torch.testing.assert_close(phi, (-log_px + 0.5 * (log_q - model.prior_log_prob(z))).mean(1))
     torch.testing.assert_close(psi, 2.0 * kld_inc(mu, std, prior, Units(groups, 1), model.prior_log_prob))
-    assert model.loss_terms(x, noise, beta=0.5)[1].tolist() == [0.0]   # alpha = 0: no batch-wise term
+    assert model.loss_terms(x, noise, beta=0.5)[1].tolist() == [0.0]  # alpha = 0: no batch-wise term
 
 
 def test_iwae_on_the_pinwheel_vae_converges_to_the_exact_marginal_likelihood() -> None:
@@ -84,10 +85,15 @@ def test_iwae_on_the_pinwheel_vae_converges_to_the_exact_marginal_likelihood() -
     z = torch.cartesian_prod(grid, grid)
     cell = math.log((grid[1] - grid[0]).item() ** 2)
     with torch.no_grad():
-        exact = torch.stack([torch.logsumexp(model.prior_log_prob(z) + model.log_likelihood(xi.expand(len(z), 2), z), 0)
-                             + cell for xi in x])
-        estimate = torch.logsumexp(model.log_weights(x, torch.randn(2, 20000, 2, dtype=torch.float64)), 1) \
-            - math.log(20000)
+        exact = torch.stack(
+            [
+                torch.logsumexp(model.prior_log_prob(z) + model.log_likelihood(xi.expand(len(z), 2), z), 0) + cell
+                for xi in x
+            ]
+        )
+        estimate = torch.logsumexp(model.log_weights(x, torch.randn(2, 20000, 2, dtype=torch.float64)), 1) - math.log(
+            20000
+        )
     torch.testing.assert_close(estimate, exact, atol=0.05, rtol=0)
 
 
@@ -101,12 +107,15 @@ def test_conv_vae_prior_is_the_sparse_prior_with_its_spike_std() -> None:
     assert (draws.abs() < 0.3).float().mean().item() == pytest.approx(0.8 + 0.2 * 0.236, abs=0.01)
 
 
-@pytest.mark.parametrize("model", [PinwheelVAE(), ConvVAE(latent_dim=3, base_channels=4, norm="batch", norm_groups=2)],
-                         ids=["pinwheel", "conv"])
+@pytest.mark.parametrize(
+    "model",
+    [PinwheelVAE(), ConvVAE(latent_dim=3, base_channels=4, norm="batch", norm_groups=2)],
+    ids=["pinwheel", "conv"],
+)
 def test_saved_models_load_with_the_same_outputs(model, tmp_path) -> None:
     torch.manual_seed(4)
     x = torch.rand(3, 2) if isinstance(model, PinwheelVAE) else torch.rand(3, 1, 32, 32)
-    model.train().loss_terms(x, torch.randn(3, 1, model.latent_dim))   # BatchNorm running statistics move
+    model.train().loss_terms(x, torch.randn(3, 1, model.latent_dim))  # BatchNorm running statistics move
     save_vae(model, tmp_path, {"note": "test"})
     loaded, meta = load_vae(tmp_path)
     assert meta["class"] == type(model).__name__ and meta["note"] == "test"

@@ -6,22 +6,34 @@ import math
 
 import pytest
 import torch
-from torch import distributions as D, nn
+from torch import distributions as D
+from torch import nn
 
 from dpvae.models.conv_vae import ConvVAE
 from dpvae.models.losses import (
-    MixturePrior, gaussian_kl, laplace_nll, mixture_kl, mmd_dim, sample_sparse_prior, sparse_prior_log_prob)
+    MixturePrior,
+    gaussian_kl,
+    laplace_nll,
+    mixture_kl,
+    mmd_dim,
+    sample_sparse_prior,
+    sparse_prior_log_prob,
+)
 from dpvae.models.mlp_vae import MLPVAE
 from dpvae.privacy.dpsgd import Units, random_groups
 
-
 # -- MLP VAE (P3GM) --------------------------------------------------------------------------------
+
 
 def test_mlp_vae_layout_and_per_example_loss() -> None:
     model = MLPVAE(784, 30)
     assert [(n, tuple(p.shape)) for n, p in model.named_parameters() if n.endswith("weight")] == [
-        ("fc1.weight", (1000, 784)), ("fc2.weight", (30, 1000)), ("fc22.weight", (30, 1000)),
-        ("fc3.weight", (1000, 30)), ("fc4.weight", (784, 1000))]
+        ("fc1.weight", (1000, 784)),
+        ("fc2.weight", (30, 1000)),
+        ("fc22.weight", (30, 1000)),
+        ("fc3.weight", (1000, 30)),
+        ("fc4.weight", (784, 1000)),
+    ]
     x = torch.rand(5, 784)
     assert model.loss(x).shape == (5,)
 
@@ -48,10 +60,14 @@ def test_p3gm_encoder_mean_is_a_frozen_pca_projection() -> None:
     assert model.pca.weight.grad is None and model.fc22.weight.grad is not None
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(data_dim=0, latent_dim=2), "data_dim"),
-    (dict(data_dim=4, latent_dim=2, pca_components=torch.zeros(3, 2)), "pca_components"),
-    (dict(data_dim=4, latent_dim=2, pca_mean=torch.zeros(4)), "pca_mean")])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(data_dim=0, latent_dim=2), "data_dim"),
+        (dict(data_dim=4, latent_dim=2, pca_components=torch.zeros(3, 2)), "pca_components"),
+        (dict(data_dim=4, latent_dim=2, pca_mean=torch.zeros(4)), "pca_mean"),
+    ],
+)
 def test_mlp_vae_rejects_bad_arguments(kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         MLPVAE(**kwargs)
@@ -71,6 +87,7 @@ def test_mixture_kl_is_hershey_olsen_and_exact_for_one_standard_normal() -> None
 
 
 # -- conv VAE (PriVAE / Mathieu) -------------------------------------------------------------------
+
 
 def test_conv_vae_shapes_and_dcgan_init() -> None:
     torch.manual_seed(3)
@@ -135,6 +152,7 @@ def test_conv_vae_rejects_unknown_norm() -> None:
 
 # -- loss terms ------------------------------------------------------------------------------------
 
+
 def test_laplace_nll_matches_torch_distribution() -> None:
     x, loc = torch.rand(3, 1, 4, 4), torch.randn(3, 1, 4, 4)
     expected = -D.Laplace(loc, 0.1).log_prob(x).flatten(1).sum(1)
@@ -144,11 +162,12 @@ def test_laplace_nll_matches_torch_distribution() -> None:
 @pytest.mark.parametrize("gamma", [0.0, 0.8])
 def test_sparse_prior_density_and_samples(gamma: float) -> None:
     z = torch.linspace(-3, 3, 41)
-    mixture = D.MixtureSameFamily(D.Categorical(torch.tensor([gamma, 1 - gamma])),
-                                  D.Normal(torch.zeros(2), torch.tensor([0.05, 1.0])))
+    mixture = D.MixtureSameFamily(
+        D.Categorical(torch.tensor([gamma, 1 - gamma])), D.Normal(torch.zeros(2), torch.tensor([0.05, 1.0]))
+    )
     torch.testing.assert_close(sparse_prior_log_prob(z, gamma), mixture.log_prob(z))
     draws = sample_sparse_prior((200_000,), gamma, generator=torch.Generator().manual_seed(1))
-    assert float(draws.var()) == pytest.approx(gamma * 0.05 ** 2 + (1 - gamma), rel=0.02)
+    assert float(draws.var()) == pytest.approx(gamma * 0.05**2 + (1 - gamma), rel=0.02)
     assert float((draws.abs() < 0.15).double().mean()) > gamma  # the spike holds at least γ of the mass
 
 
@@ -161,7 +180,7 @@ def reference_mmd(q: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
         c = 2 * scale
         within = (c / (c + (q[:, None] - q[None]) ** 2) + c / (c + (p[:, None] - p[None]) ** 2)) * off
         across = c / (c + (p[:, None] - q[None]) ** 2)
-        total = total + within.sum() / (n * (n - 1)) - 2 * across.sum() / n ** 2
+        total = total + within.sum() / (n * (n - 1)) - 2 * across.sum() / n**2
     return total
 
 

@@ -7,13 +7,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from support.dp_accounting_check import rederive
 
 from dpvae.methods.dp2vae.accounting import dp2vae_ledger
 from dpvae.methods.p3gm.accounting import P3GMSetting
 from dpvae.methods.privae.accounting import privae_ledger
 from dpvae.privacy.accounting import DEFAULT_ORDERS, epsilon
 from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, PrivacyBudgetExceeded, check_budget
+from support.dp_accounting_check import rederive
 
 CREDIT = P3GMSetting(n_train=9442, batch_size=100, epochs=15, sgd_sigma=2.1, pca_sigma=10.0)  # DP centring mean
 
@@ -21,8 +21,18 @@ CREDIT = P3GMSetting(n_train=9442, batch_size=100, epochs=15, sgd_sigma=2.1, pca
 def test_ledger_json_is_rederivable_with_dp_accounting(tmp_path: Path) -> None:
     path = CREDIT.ledger(target_epsilon=1.0, notes="credit, exp.sh").write(tmp_path / "privacy.json")
     data = json.loads(path.read_text())
-    for key in ("epsilon", "delta", "accountant", "conversion", "adjacency", "mechanisms", "headline", "paper",
-                "sound", "not_dp"):
+    for key in (
+        "epsilon",
+        "delta",
+        "accountant",
+        "conversion",
+        "adjacency",
+        "mechanisms",
+        "headline",
+        "paper",
+        "sound",
+        "not_dp",
+    ):
         assert key in data
     assert set(data["mechanisms"][0]) == {"name", "noise_multiplier", "sample_rate", "steps", "sensitivity", "sampling"}
     assert data["adjacency"] == "add/remove-one" and data["sound"]["adjacency"] == "replace-one"
@@ -50,8 +60,10 @@ def test_privae_ledgers_are_rederivable_with_dp_accounting(kappa: str) -> None:
     assert Ledger.from_dict(data) == ledger
     assert rederive(data["sound"]) == pytest.approx(data["sound"]["epsilon"], rel=1e-6)
     paper = data["paper"]  # Theorem 2: each half alone at δ/2, the ε added
-    halves = [rederive({**paper, "accountant": "rdp", "delta": paper["delta"] / 2, "mechanisms": [m]})
-              for m in paper["mechanisms"]]
+    halves = [
+        rederive({**paper, "accountant": "rdp", "delta": paper["delta"] / 2, "mechanisms": [m]})
+        for m in paper["mechanisms"]
+    ]
     assert paper["accountant"] == "rdp+rdp (sequential)" and sum(halves) == pytest.approx(paper["epsilon"], rel=1e-6)
 
 
@@ -114,7 +126,7 @@ def test_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         raise OSError("disk full")
 
     monkeypatch.setattr(json, "dump", broken_dump)
-    monkeypatch.setattr(json, "dumps", broken_dump)   # dpvae.files.write_json serialises with dumps
+    monkeypatch.setattr(json, "dumps", broken_dump)  # dpvae.files.write_json serialises with dumps
     with pytest.raises(OSError, match="disk full"):
         CREDIT.ledger(notes="second").write(path)
     assert path.read_text() == before

@@ -15,15 +15,23 @@ from dpvae.render.output import save_table
 
 PDFLATEX = shutil.which("pdflatex")
 needs_pdflatex = pytest.mark.skipif(
-    PDFLATEX is None, reason="pdflatex is not on the PATH (Debian: texlive-latex-base texlive-latex-recommended); "
-    "the ASCII checks still run")
+    PDFLATEX is None,
+    reason="pdflatex is not on the PATH (Debian: texlive-latex-base texlive-latex-recommended); "
+    "the ASCII checks still run",
+)
 
 
 def pdflatex(fragments: list[str], workdir: Path) -> str:
     """Compile the fragments in a minimal document; return the log (the test fails on any TeX error)."""
     (workdir / "doc.tex").write_text(standalone_document(fragments), encoding="ascii")
-    result = subprocess.run([PDFLATEX, "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=workdir,
-                            capture_output=True, text=True, errors="replace", timeout=120)
+    result = subprocess.run(
+        [PDFLATEX, "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=120,
+    )
     log = (workdir / "doc.log").read_text(errors="replace")
     assert result.returncode == 0 and (workdir / "doc.pdf").is_file(), result.stdout[-3000:]
     assert "Missing character" not in log, [line for line in log.splitlines() if "Missing character" in line]
@@ -33,9 +41,12 @@ def pdflatex(fragments: list[str], workdir: Path) -> str:
 def test_special_characters_are_escaped_and_unicode_becomes_ascii() -> None:
     assert escape("50% of a_b & {c} #1 $5 ~ ^ \\ <> |") == (
         r"50\% of a\_b \& \{c\} \#1 \$5 \textasciitilde{} \textasciicircum{} \textbackslash{} "
-        r"\textless{}\textgreater{} \textbar{}")
-    assert escape("σ ≤ 1 – ε·δ") == r"\ensuremath{\sigma} \ensuremath{\leq} 1 -- \ensuremath{\varepsilon}" \
+        r"\textless{}\textgreater{} \textbar{}"
+    )
+    assert (
+        escape("σ ≤ 1 – ε·δ") == r"\ensuremath{\sigma} \ensuremath{\leq} 1 -- \ensuremath{\varepsilon}"
         r"\ensuremath{\cdot}\ensuremath{\delta}"
+    )
     assert escape("Rényi, Groß, x̃, 10⁻⁵") == r"R\'{e}nyi, Gro\ss{}, \~{x}, 10\textsuperscript{-}\textsuperscript{5}"
     assert to_ascii_latex(r"$\sigma_\phi$ and µ") == r"$\sigma_\phi$ and \ensuremath{\mu}", "LaTeX is kept"
     assert all(value.isascii() for value in UNICODE.values())
@@ -47,10 +58,19 @@ def test_a_character_without_a_latex_form_is_named() -> None:
 
 
 def test_table_tex_is_ascii_with_caption_notes_and_alignment() -> None:
-    table = pd.DataFrame({"method": ["micro agg.", "term-wise"], "noise (paper)": ["C·σ", "(C1/B + C2/b)·κ·σ"],
-                          "value": [0.5, float("nan")]})
-    tex = table_tex(table, "PriVAE Table 1 – σ", ["first note: ε ≤ 10 & δ = 1e-5", "second_note 100%"],
-                    fmt=lambda v: f"{v:.3g}" if isinstance(v, float) else str(v))
+    table = pd.DataFrame(
+        {
+            "method": ["micro agg.", "term-wise"],
+            "noise (paper)": ["C·σ", "(C1/B + C2/b)·κ·σ"],
+            "value": [0.5, float("nan")],
+        }
+    )
+    tex = table_tex(
+        table,
+        "PriVAE Table 1 – σ",
+        ["first note: ε ≤ 10 & δ = 1e-5", "second_note 100%"],
+        fmt=lambda v: f"{v:.3g}" if isinstance(v, float) else str(v),
+    )
     assert tex.isascii()
     assert r"\caption{PriVAE Table 1 -- \ensuremath{\sigma}}" in tex and r"\begin{tabular}{llr}" in tex
     assert r"micro agg. & C\ensuremath{\cdot}\ensuremath{\sigma} & 0.5 \\" in tex
@@ -79,6 +99,8 @@ def test_save_table_writes_the_same_notes_into_the_tex_and_the_pdf(tmp_path: Pat
 def test_every_mapped_character_and_every_special_character_compiles(tmp_path: Path) -> None:
     text = " ".join(UNICODE) + " " + " ".join(SPECIAL) + " Rényi x̃"
     table = pd.DataFrame({"text": [text], "math": [r"$\sigma_\phi(x) \leq \varepsilon$ σ"]})
-    fragments = [table_tex(table[["text"]], "all characters", [text]),
-                 table_tex(table[["math"]], "LaTeX cells", latex_cells=True)]
+    fragments = [
+        table_tex(table[["text"]], "all characters", [text]),
+        table_tex(table[["math"]], "LaTeX cells", latex_cells=True),
+    ]
     pdflatex(fragments, tmp_path)

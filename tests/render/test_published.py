@@ -352,7 +352,7 @@ def test_dp2vae_table1_matches_the_paper_with_percent_converted(table: pd.DataFr
             n_cells += 1
             scale = 100 if metric == "accuracy" else 1
             assert math.isclose(lookup(rows, **key) * scale, expected, abs_tol=1e-9), key
-    paper_rows = (rows["item"] == "table1") & (rows["source"] == "paper")   # DPImageBench's rows are a second source
+    paper_rows = (rows["item"] == "table1") & (rows["source"] == "paper")  # DPImageBench's rows are a second source
     assert n_cells == paper_rows.sum() == 9 * 8 - 8
 
 
@@ -452,16 +452,22 @@ def test_reference_code_table_values_match_the_quotes_in_the_spec(table: pd.Data
     for name, auroc, auprc in averages:
         for metric, value in (("auroc", auroc), ("auprc", auprc)):
             key = dict(item="table6", dataset=name.lower(), method="p3gm", metric=metric, classifier="mean4")
-            if (name, metric) == ("Adult", "auprc"):     # keyed by the positive class the code used (A-G2)
+            if (name, metric) == ("Adult", "auprc"):  # keyed by the positive class the code used (A-G2)
                 key["setting"] = "positive=le50K"
             assert lookup(rows, **key, source="reference-code") == float(value), key
     tvd = re.search(rf"exactly \({NUM}, {NUM}, {NUM}, {NUM}\)", spec_bullet("reproduces the P3GM column"))
     for dataset, value in zip(("credit", "esr", "adult", "isolet"), tvd.groups(), strict=True):
-        assert lookup(rows, item="table8", dataset=dataset, method="p3gm", metric="tvd2", setting="reading=notebook",
-                      source="reference-code") == float(value)  # fmt: skip   (public reconstructions, A-G10)
+        assert lookup(
+            rows,
+            item="table8",
+            dataset=dataset,
+            method="p3gm",
+            metric="tvd2",
+            setting="reading=notebook",
+            source="reference-code",
+        ) == float(value)  # fmt: skip   (public reconstructions, A-G10)
     accuracy = re.search(rf"P3GM MNIST {NUM}, Fashion {NUM}", spec_bullet("`show.ipynb`: P3GM MNIST"))
     for dataset, value in zip(("mnist", "fashion-mnist"), accuracy.groups(), strict=True):
         key = dict(item="table7", dataset=dataset, method="p3gm", metric="accuracy", classifier="cnn")
         assert lookup(rows, **key, source="reference-code") == float(value)
     assert len(rows) == 8 + 8 + 4 + 2 + 8 + 7 + 16
-

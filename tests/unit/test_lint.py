@@ -35,15 +35,24 @@ def test_no_import_circle_in_the_package():
     import grimp
 
     graph = grimp.build_graph("dpvae", cache_dir=None)
-    circles = {tuple(sorted({module, other})) for module in graph.modules
-               for other in graph.find_modules_directly_imported_by(module)
-               if graph.find_shortest_chain(importer=other, imported=module) is not None}
+    circles = {
+        tuple(sorted({module, other}))
+        for module in graph.modules
+        for other in graph.find_modules_directly_imported_by(module)
+        if graph.find_shortest_chain(importer=other, imported=module) is not None
+    }
     assert not circles, f"import circles: {sorted(circles)}"
 
 
-@pytest.mark.parametrize("command", [("ruff", "check", "."), ("ruff", "format", "--check", "."),
-                                     ("snakefmt", "--check", "Snakefile", "workflow/rules")],
-                         ids=["ruff-check", "ruff-format", "snakefmt"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("ruff", "check", "."),
+        ("ruff", "format", "--check", "."),
+        ("snakefmt", "--check", "Snakefile", "workflow/rules"),
+    ],
+    ids=["ruff-check", "ruff-format", "snakefmt"],
+)
 def test_lint_and_format(command):
     result = _run(_tool(command[0]), *command[1:])
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]

@@ -39,7 +39,7 @@ def posterior(model: Any, x: np.ndarray, batch_size: int = 500) -> tuple[np.ndar
     means, stds = [], []
     with torch.no_grad():
         for start in range(0, len(x), batch_size):
-            mu, std = model.encode(torch.as_tensor(x[start:start + batch_size]).to(device))
+            mu, std = model.encode(torch.as_tensor(x[start : start + batch_size]).to(device))
             means.append(mu)
             stds.append(std)
     return torch.cat(means).cpu().numpy(), torch.cat(stds).cpu().numpy()

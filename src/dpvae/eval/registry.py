@@ -1,8 +1,8 @@
 """The metric registry: every metric an experiment can ask for, implemented (`eval/<name>.py`) or planned.
 
-    @register_metric("hoyer_sparsity", needs=("model", "data"), options=HoyerOptions,
-                     description="Hoyer sparsity of standardised posterior means on the test set")
-    def hoyer_sparsity(ctx: EvalContext) -> list[dict]: ...
+@register_metric("hoyer_sparsity", needs=("model", "data"), options=HoyerOptions,
+                 description="Hoyer sparsity of standardised posterior means on the test set")
+def hoyer_sparsity(ctx: EvalContext) -> list[dict]: ...
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from dpvae.registry import Registry, discover
 METRICS: Registry[Metric] = Registry("metric")
 
 
-def register_metric(name: str, *, needs: tuple[str, ...], description: str,
-                    options: type[MetricOptions] = MetricOptions, **extra: Any) -> Callable[[MetricFn], MetricFn]:
+def register_metric(
+    name: str, *, needs: tuple[str, ...], description: str, options: type[MetricOptions] = MetricOptions, **extra: Any
+) -> Callable[[MetricFn], MetricFn]:
     """Function decorator: register `fn` as metric `name` (duplicates refused). `extra`: see `Metric`."""
 
     def decorate(fn: MetricFn) -> MetricFn:

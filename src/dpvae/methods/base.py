@@ -38,8 +38,8 @@ class Resources:
 
     threads: int = 2
     mem_mb: int = 4000
-    runtime: int = 60        # minutes of wall time on the CPU reference machine
-    gpu: bool = False        # asks the cluster for a GPU (runs on CPU when none is there)
+    runtime: int = 60  # minutes of wall time on the CPU reference machine
+    gpu: bool = False  # asks the cluster for a GPU (runs on CPU when none is there)
 
 
 @dataclass
@@ -48,9 +48,9 @@ class RunContext:
 
     spec: dict
     run_dir: Path
-    params: Any = None                       # the method's MethodParams instance
+    params: Any = None  # the method's MethodParams instance
     extra: dict = field(default_factory=dict)
-    method: Method | None = None             # the run's method (its shared first stage needs it)
+    method: Method | None = None  # the run's method (its shared first stage needs it)
 
     @property
     def model_dir(self) -> Path:
@@ -211,10 +211,19 @@ def stage1_spec(spec: dict, params: MethodParams, method: Method) -> dict | None
         return None
     key = sha256_json({"method": spec["method"], "params": keyed})[:12]
     identity = stage1_id(spec["dataset"], spec["method"], key, spec["seed"])
-    return {"kind": STAGE1_KIND, "run_id": f"{STAGE1_KIND}/{identity}",
-            "run": spec.get("stage1") or stage1_dir(spec.get("scale", ""), identity), "key": key,
-            "scale": spec.get("scale", ""), "dataset": spec["dataset"], "method": spec["method"], "params": keyed,
-            "seed": spec["seed"], "device": spec.get("device", "auto"), "data_root": spec["data_root"]}
+    return {
+        "kind": STAGE1_KIND,
+        "run_id": f"{STAGE1_KIND}/{identity}",
+        "run": spec.get("stage1") or stage1_dir(spec.get("scale", ""), identity),
+        "key": key,
+        "scale": spec.get("scale", ""),
+        "dataset": spec["dataset"],
+        "method": spec["method"],
+        "params": keyed,
+        "seed": spec["seed"],
+        "device": spec.get("device", "auto"),
+        "data_root": spec["data_root"],
+    }
 
 
 def stage1_context(spec: dict, method: Method, **extra: Any) -> RunContext:
@@ -228,14 +237,22 @@ class PlannedMethod(Method):
 
     implemented = False
 
-    def __init__(self, name: str, paper: str, private: bool, description: str,
-                 params: type[MethodParams] = MethodParams, resources: Resources = Resources()) -> None:
+    def __init__(
+        self,
+        name: str,
+        paper: str,
+        private: bool,
+        description: str,
+        params: type[MethodParams] = MethodParams,
+        resources: Resources = Resources(),
+    ) -> None:
         self.name, self.paper, self.private, self.description = name, paper, private, description
         self.Params, self.RESOURCES = params, resources
 
     def _refuse(self) -> None:
-        raise NotBuiltError(f"method '{self.name}' ({self.description}) is not implemented yet; "
-                            f"see README.md's status table")
+        raise NotBuiltError(
+            f"method '{self.name}' ({self.description}) is not implemented yet; see README.md's status table"
+        )
 
     def train(self, ctx: RunContext) -> Ledger | None:
         self._refuse()

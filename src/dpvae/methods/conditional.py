@@ -34,8 +34,10 @@ def disjoint_subsets(ctx: RunContext, count: int, param: str = "subsets") -> np.
     n = len(ctx.data.train.y)
     size = n // count
     if size < 1:
-        raise ConfigError(f"config key 'variants.{ctx.spec['variant']}.params.{param}': {count} subsets of "
-                          f"{n} training records leave them empty")
+        raise ConfigError(
+            f"config key 'variants.{ctx.spec['variant']}.params.{param}': {count} subsets of "
+            f"{n} training records leave them empty"
+        )
     order = ctx.rng("partition").permutation(n)
     return order[: count * size].reshape(count, size)
 
@@ -53,8 +55,14 @@ def whole(value: float) -> int:
 
 
 @torch.no_grad()
-def sample_labelled(ctx: RunContext, n: int | None, generate: Callable[[Tensor, Tensor], Tensor], code_dim: int,
-                    classes: int, shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+def sample_labelled(
+    ctx: RunContext,
+    n: int | None,
+    generate: Callable[[Tensor, Tensor], Tensor],
+    code_dim: int,
+    classes: int,
+    shape: tuple[int, ...],
+) -> dict[str, np.ndarray]:
     """n records (None: the training-set size) of a label-conditional generator: class-balanced labels, codes
     z ~ N(0, I) from the run's "sample" stream, `generate(z, one-hot labels)` in batches of 1000."""
     device = device_of(ctx)

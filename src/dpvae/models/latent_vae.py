@@ -68,9 +68,17 @@ class LatentVAE(nn.Module):
         log_q = normal_log_prob(z, mu[:, None], std[:, None]).sum(-1)
         return self.prior_log_prob(z) + log_px - log_q
 
-    def loss_terms(self, x: Tensor, noise: Tensor, prior_samples: Tensor | None = None,
-                   groups: Tensor | None = None, num_groups: int = 1, beta: float = 1.0, alpha: float = 0.0,
-                   divergence: Divergence = "mmd_dim") -> tuple[Tensor, Tensor]:
+    def loss_terms(
+        self,
+        x: Tensor,
+        noise: Tensor,
+        prior_samples: Tensor | None = None,
+        groups: Tensor | None = None,
+        num_groups: int = 1,
+        beta: float = 1.0,
+        alpha: float = 0.0,
+        divergence: Divergence = "mmd_dim",
+    ) -> tuple[Tensor, Tensor]:
         """φ per example [B] and ψ per sub-group [num_groups] (zeros when `alpha` = 0 or no divergence).
 
         `noise [B, L, D]` drives the reparameterisation (L Monte-Carlo samples, decoded example-major);
@@ -80,7 +88,7 @@ class LatentVAE(nn.Module):
         if divergence not in DIVERGENCES:
             raise ValueError(f"divergence must be one of {DIVERGENCES}, got {divergence!r}")
         mu, std = self.encode(x)
-        z = mu[:, None] + std[:, None] * noise                                      # [B, L, D]
+        z = mu[:, None] + std[:, None] * noise  # [B, L, D]
         repeated = x[:, None].expand(x.shape[0], z.shape[1], *x.shape[1:]).flatten(0, 1)
         log_px = self.log_likelihood(repeated, z.flatten(0, 1)).reshape(z.shape[:2])  # [B, L]
         kld = normal_log_prob(z, mu[:, None], std[:, None]).sum(-1) - self.prior_log_prob(z)

@@ -126,9 +126,7 @@ def subsampled_gaussian_rdp(
     return np.maximum(curve, 0.0)
 
 
-def replace_one_rdp(
-    noise_multiplier: float, sample_rate: float, steps: int, orders: Sequence[float]
-) -> np.ndarray:
+def replace_one_rdp(noise_multiplier: float, sample_rate: float, steps: int, orders: Sequence[float]) -> np.ndarray:
     """A sound RDP bound under replace-one adjacency (D and D' differ in one record's value).
 
     * q = 1: the Gaussian mechanism, `noise_multiplier` taken relative to the replace-one sensitivity,
@@ -151,9 +149,7 @@ def replace_one_rdp(
     return (alphas - 0.5) / (alphas - 1) * removal + addition
 
 
-def fixed_partition_rdp(
-    noise_multiplier: float, sample_rate: float, steps: int, orders: Sequence[float]
-) -> np.ndarray:
+def fixed_partition_rdp(noise_multiplier: float, sample_rate: float, steps: int, orders: Sequence[float]) -> np.ndarray:
     """RDP of `steps` Gaussian mechanisms, each applied to one of 1/q fixed disjoint subsets drawn uniformly.
 
     The record lies in one subset; a step draws it with probability q, and then the released statistic
@@ -385,9 +381,7 @@ def _part_epsilon(
     if adjacency != "add/remove-one" and mechanism.sample_rate < 1:
         raise ValueError(f"{mechanism.name}: accountant part {part!r} supports replace-one only for q = 1")
     if part == "moments":
-        return moments_accountant_epsilon(
-            mechanism.noise_multiplier, mechanism.sample_rate, mechanism.steps, delta
-        )[0]
+        return moments_accountant_epsilon(mechanism.noise_multiplier, mechanism.sample_rate, mechanism.steps, delta)[0]
     if mechanism.sample_rate != 1:
         raise ValueError(f"{mechanism.name}: accountant part {part!r} needs sample_rate 1")
     if mechanism.steps == 0:
@@ -514,4 +508,3 @@ def calibrate_noise(
         return rdp_to_dp(orders, curve(sigma, sample_rate, steps, orders), delta, conversion)[0]
 
     return solve_noise_multiplier(eps_of, target_epsilon)
-

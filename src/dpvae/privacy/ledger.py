@@ -241,8 +241,14 @@ class Ledger:
         else:
             paper, sound = top, None
         target = data.get("target_epsilon")
-        ledger = cls(paper, sound, None if target is None else float(target), str(data.get("notes", "")),
-                     headline, data.get("not_dp"))
+        ledger = cls(
+            paper,
+            sound,
+            None if target is None else float(target),
+            str(data.get("notes", "")),
+            headline,
+            data.get("not_dp"),
+        )
         if top != ledger.headline_accounting:
             raise ValueError(f"the top-level (headline) accounting differs from the '{headline}' sub-object")
         return ledger
@@ -272,17 +278,29 @@ def replace_one_record(record: Mechanism, fixed_batches: bool = False) -> Mechan
     1/q fixed subsets (`accounting.fixed_partition_rdp`) and replacing a record moves the clipped sum by 2C."""
     if not fixed_batches:
         return record
-    return Mechanism(record.name, record.noise_multiplier / 2, record.sample_rate, record.steps,
-                     2 * record.sensitivity, sampling="fixed-partition")
+    return Mechanism(
+        record.name,
+        record.noise_multiplier / 2,
+        record.sample_rate,
+        record.steps,
+        2 * record.sensitivity,
+        sampling="fixed-partition",
+    )
 
 
-def dpsgd_ledger(record: Mechanism, delta: float, target: float | None, notes: str,
-                 fixed_batches: bool = False) -> Ledger:
+def dpsgd_ledger(
+    record: Mechanism, delta: float, target: float | None, notes: str, fixed_batches: bool = False
+) -> Ledger:
     """A DP-SGD engine's record under add/remove-one RDP with the improved conversion (paper, the headline) and
     under replace-one (sound: a replaced record moves the clipped sum by up to 2C)."""
     paper = Accounting((record,), delta, adjacency="add/remove-one", accountant="rdp", conversion="improved")
-    sound = Accounting((replace_one_record(record, fixed_batches),), delta, adjacency="replace-one", accountant="rdp",
-                       conversion="improved")
+    sound = Accounting(
+        (replace_one_record(record, fixed_batches),),
+        delta,
+        adjacency="replace-one",
+        accountant="rdp",
+        conversion="improved",
+    )
     return Ledger(paper, sound, target, notes)
 
 

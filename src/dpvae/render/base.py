@@ -35,10 +35,10 @@ def register_renderer(key: str) -> Callable[[Renderer], Renderer]:
 @dataclass
 class RenderContext:
     item: Item
-    prefix: str                                   # figures/<paper>/<item>
-    tables: dict[str, pd.DataFrame] = field(default_factory=dict)   # experiment -> tidy table
+    prefix: str  # figures/<paper>/<item>
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)  # experiment -> tidy table
     artifacts: list[str] = field(default_factory=list)
-    config: dict = field(default_factory=dict)    # the experiments and variants the item uses
+    config: dict = field(default_factory=dict)  # the experiments and variants the item uses
 
     def published(self) -> pd.DataFrame:
         """The paper's numbers for this item (shown only as a column or marker labelled "paper")."""
@@ -64,8 +64,9 @@ def paper_dataset(dataset: str) -> str:
     return published_dataset(dataset)[0]
 
 
-def side_by_side(reproduced: pd.DataFrame, published: pd.DataFrame, metrics: dict[str, str],
-                  index: str = "dataset") -> pd.DataFrame:
+def side_by_side(
+    reproduced: pd.DataFrame, published: pd.DataFrame, metrics: dict[str, str], index: str = "dataset"
+) -> pd.DataFrame:
     """One row per `index` value; for each metric a reproduced column and a 'paper' column."""
     published = published.assign(key=published[index])
     table = pd.DataFrame({index: list(dict.fromkeys(reproduced[index]))})
@@ -76,8 +77,6 @@ def side_by_side(reproduced: pd.DataFrame, published: pd.DataFrame, metrics: dic
         table[label] = table[index].map(ours)
         table[f"{label} ({PAPER_LABEL})"] = key.map(theirs)
     return table
-
-
 
 
 def load_renderers() -> Registry[Renderer]:

@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dpvae.data.registry import dataset_ids
 from dpvae.items import PAPERS, item_ids
 from dpvae.paths import PUBLISHED_DIR
-from dpvae.data.registry import dataset_ids
 from dpvae.reproductions import configured_variants, published_dataset, published_method
 
 PUBLISHED_DIR_ENV = "DPVAE_PUBLISHED_DIR"
@@ -149,8 +149,10 @@ def _row_checks(table: pd.DataFrame, numbers: pd.DataFrame, paper: str) -> list[
         (table["paper"] != paper, "paper {paper!r} does not match the file " + f"{paper}.csv"),
         (~table["item"].isin(ITEMS[paper]), "item {item!r} is not a PAPERS.md section-6 id of " + paper),
         (~table["dataset"].isin(DATASETS), "unknown dataset {dataset!r}"),
-        (~table["method"].isin(known_methods(paper)) & ~has["cited_from"],
-         "unknown method {method!r} (not a configured variant's name in this paper, and not cited)"),
+        (
+            ~table["method"].isin(known_methods(paper)) & ~has["cited_from"],
+            "unknown method {method!r} (not a configured variant's name in this paper, and not cited)",
+        ),
         (~table["metric"].isin(METRIC_RANGES), "unknown metric {metric!r}"),
         (~table["classifier"].isin(CLASSIFIERS), "unknown classifier {classifier!r}"),
         (~table["source"].isin(SOURCES), "unknown source {source!r}, expected " + " or ".join(sorted(SOURCES))),

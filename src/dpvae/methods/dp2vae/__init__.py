@@ -41,7 +41,9 @@ class DP2VAEParams(MethodParams):
     pretrain_lr: float = param(0.0001, "stage-1 learning rate", exclusive_minimum=0)
     latent_dim: int = param(8, "latent dimension", minimum=1)
     hidden_channels: list[int] = param([512, 256], "conv channels of the encoder (reversed in the decoder)")
-    decoder_norm: Literal["group", "none"] = param("group", "normalisation in the released decoder (encoders: GroupNorm)")
+    decoder_norm: Literal["group", "none"] = param(
+        "group", "normalisation in the released decoder (encoders: GroupNorm)"
+    )
     loss: Literal["bce", "mse"] = param("bce", "per-example reconstruction loss (KL weight 1)")
     chunk: int = param(50, "stage-1 encoders trained at once (vectorised); memory grows with it", minimum=1)
 
@@ -65,10 +67,19 @@ class DP2VAE(Method):
         batch stream); not epsilon, delta, sigma, T or the stage-2 learning rate. None without pre-training."""
         if not params.pretrain or params.pretrain_iters == 0:
             return None
-        return {"max_train": params.max_train, "subsets": params.subsets, "pretrain_iters": params.pretrain_iters,
-                "pretrain_lr": float(params.pretrain_lr), "batch_size": params.batch_size, "clip": float(params.clip),
-                "latent_dim": params.latent_dim, "hidden_channels": list(params.hidden_channels),
-                "decoder_norm": params.decoder_norm, "loss": params.loss, "chunk": params.chunk}
+        return {
+            "max_train": params.max_train,
+            "subsets": params.subsets,
+            "pretrain_iters": params.pretrain_iters,
+            "pretrain_lr": float(params.pretrain_lr),
+            "batch_size": params.batch_size,
+            "clip": float(params.clip),
+            "latent_dim": params.latent_dim,
+            "hidden_channels": list(params.hidden_channels),
+            "decoder_norm": params.decoder_norm,
+            "loss": params.loss,
+            "chunk": params.chunk,
+        }
 
     def stage1_resources(self, params: DP2VAEParams, dataset: str) -> Resources:
         """Cost ~ K·T_p stage-1 steps."""

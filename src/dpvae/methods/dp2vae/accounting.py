@@ -44,20 +44,34 @@ def _paper_accounting(noise_multiplier: float, num_subsets: int, steps: int, cli
     """T q = 1/K Poisson-subsampled Gaussians, classic conversion, order searched in [1, 512] (pyvacy)."""
     _check_counts(num_subsets)
     mechanism = Mechanism("decoder DP-SGD (T steps)", noise_multiplier, 1.0 / num_subsets, steps, clip)
-    return Accounting((mechanism,), delta, accountant="rdp-order-search", conversion="classic",
-                      orders=PYVACY_ORDER_BOUNDS)
+    return Accounting(
+        (mechanism,), delta, accountant="rdp-order-search", conversion="classic", orders=PYVACY_ORDER_BOUNDS
+    )
 
 
-def _sound_accounting(noise_multiplier: float, num_subsets: int, steps: int, batch_size: int, clip: float,
-                      delta: float) -> Accounting:
+def _sound_accounting(
+    noise_multiplier: float, num_subsets: int, steps: int, batch_size: int, clip: float, delta: float
+) -> Accounting:
     """Replace-one: T steps, each drawing the record's subset with probability 1/K (fixed partition), then a
     Gaussian mechanism with sensitivity 2·B·C; same conversion and order search as the paper's."""
     _check_counts(num_subsets, batch_size)
     sensitivity = 2 * int(batch_size) * clip
-    mechanism = Mechanism("decoder DP-SGD, all B gradients of the drawn subset move", noise_multiplier * clip / sensitivity,
-                          1.0 / num_subsets, steps, sensitivity, sampling="fixed-partition")
-    return Accounting((mechanism,), delta, adjacency="replace-one", accountant="rdp-order-search",
-                      conversion="classic", orders=PYVACY_ORDER_BOUNDS)
+    mechanism = Mechanism(
+        "decoder DP-SGD, all B gradients of the drawn subset move",
+        noise_multiplier * clip / sensitivity,
+        1.0 / num_subsets,
+        steps,
+        sensitivity,
+        sampling="fixed-partition",
+    )
+    return Accounting(
+        (mechanism,),
+        delta,
+        adjacency="replace-one",
+        accountant="rdp-order-search",
+        conversion="classic",
+        orders=PYVACY_ORDER_BOUNDS,
+    )
 
 
 def dp2vae_epsilon(num_subsets: int, noise_multiplier: float, steps: int, delta: float = DP2VAE_DELTA) -> float:
@@ -73,8 +87,9 @@ def dp2vae_noise(target_epsilon: float, num_subsets: int, steps: int, delta: flo
     return solve_noise_multiplier(lambda sigma: dp2vae_epsilon(num_subsets, sigma, steps, delta), target_epsilon)
 
 
-def dp2vae_sound_epsilon(num_subsets: int, noise_multiplier: float, steps: int, batch_size: int,
-                         delta: float = DP2VAE_DELTA) -> float:
+def dp2vae_sound_epsilon(
+    num_subsets: int, noise_multiplier: float, steps: int, batch_size: int, delta: float = DP2VAE_DELTA
+) -> float:
     """ε of the sound accounting (module docstring) at (K, σ, T, B)."""
     return _sound_accounting(noise_multiplier, num_subsets, steps, batch_size, 1.0, delta).epsilon
 
@@ -106,7 +121,8 @@ def noise_multiplier(params: Any, epsilon: float, delta: float, subsets: int, st
 def recompute_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
     """A run's ledger computed again from its parameters and the batch size its sound accounting records."""
     (sound,) = recorded_mechanisms(recorded, "sound")
-    batch = round(sound.sensitivity / (2 * params.clip))      # B = min(batch_size, subset size)
+    batch = round(sound.sensitivity / (2 * params.clip))  # B = min(batch_size, subset size)
     sigma = noise_multiplier(params, spec["epsilon"], spec["delta"], params.subsets, params.iters)
-    return dp2vae_ledger(sigma, params.subsets, params.iters, batch, params.clip, spec["delta"],
-                         target_epsilon=spec["epsilon"])
+    return dp2vae_ledger(
+        sigma, params.subsets, params.iters, batch, params.clip, spec["delta"], target_epsilon=spec["epsilon"]
+    )

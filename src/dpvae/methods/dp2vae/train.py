@@ -24,8 +24,7 @@ import torch
 from dpvae.errors import DataError
 from dpvae.methods.base import RunContext
 from dpvae.methods.checkpoint import Checkpoint, restore_rng, rng_state
-from dpvae.methods.conditional import (device_of, disjoint_subsets, num_classes, onehot,
-                                      sample_labelled)
+from dpvae.methods.conditional import device_of, disjoint_subsets, num_classes, onehot, sample_labelled
 from dpvae.methods.dp2vae.accounting import dp2vae_ledger, noise_multiplier
 from dpvae.models.cvae import CVAE, CVAEDecoder, stacked_loss
 from dpvae.models.stacked import StackedAdam, clip_per_model, stack
@@ -40,14 +39,26 @@ DECODER, MODEL_JSON, ENCODERS = "decoder.pt", "model.json", "encoders.pt"
 
 def _architecture(ctx: RunContext) -> dict:
     p = ctx.params
-    return {"shape": list(ctx.data.train.x.shape[1:]), "num_classes": num_classes(ctx), "latent_dim": p.latent_dim,
-            "hidden": list(p.hidden_channels), "decoder_norm": p.decoder_norm, "loss": p.loss}
+    return {
+        "shape": list(ctx.data.train.x.shape[1:]),
+        "num_classes": num_classes(ctx),
+        "latent_dim": p.latent_dim,
+        "hidden": list(p.hidden_channels),
+        "decoder_norm": p.decoder_norm,
+        "loss": p.loss,
+    }
 
 
 def _new_model(arch: dict, seed: int) -> CVAE:
     torch.manual_seed(seed)
-    return CVAE(tuple(arch["shape"]), arch["num_classes"], arch["latent_dim"], arch["hidden"], arch["decoder_norm"],
-                arch["loss"])
+    return CVAE(
+        tuple(arch["shape"]),
+        arch["num_classes"],
+        arch["latent_dim"],
+        arch["hidden"],
+        arch["decoder_norm"],
+        arch["loss"],
+    )
 
 
 def _gather(x: torch.Tensor, y: torch.Tensor, rows: torch.Tensor, classes: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -64,8 +75,15 @@ def _setup(ctx: RunContext, device: torch.device) -> tuple[dict, torch.Tensor, t
     return _architecture(ctx), x, y, subsets, min(p.batch_size, subsets.shape[1])
 
 
-def pretrain_encoders(ctx: RunContext, arch: dict, subsets: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
-                      batch: int, checkpoint: Checkpoint) -> dict[str, torch.Tensor]:
+def pretrain_encoders(
+    ctx: RunContext,
+    arch: dict,
+    subsets: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    batch: int,
+    checkpoint: Checkpoint,
+) -> dict[str, torch.Tensor]:
     """Stage 1 (Alg. 1): K encoders, `chunk` at a time, each with a fresh decoder, T_p Adam steps on its subset
     with the batch gradients of encoder and decoder each clipped to C; returns the stacked encoder parameters.
     `ctx` draws the streams (a stage-1 context, or a run without pre-training: T_p = 0, initialisation only)."""
@@ -86,20 +104,25 @@ def pretrain_encoders(ctx: RunContext, arch: dict, subsets: torch.Tensor, x: tor
         started = time.monotonic()
         for _ in range(iters):
             pick = torch.rand(len(rows), subsets.shape[1], generator=generator, device=x.device).argsort(1)[:, :batch]
-            index = torch.gather(subsets[rows], 1, pick)                                   # [K', B]
+            index = torch.gather(subsets[rows], 1, pick)  # [K', B]
             xb, ob = _gather(x, y, index, arch["num_classes"])
             noise = torch.randn(*index.shape, arch["latent_dim"], generator=generator, device=x.device)
-            losses = stacked_loss(template, params, xb, ob, noise)                          # [K', B]
+            losses = stacked_loss(template, params, xb, ob, noise)  # [K', B]
             grads = dict(zip(names, torch.autograd.grad(losses.mean(1).sum(), list(params.values()))))
             clip_per_model(grads, groups, p.clip)
             adam.step(grads)
         for n in groups[0]:
             encoders.setdefault(n, []).append(params[n].detach().cpu())
         done = int(rows[-1]) + 1
-        log.info("stage 1: %d/%d encoders (%d iterations each, %.1f s for this chunk)", done, k, iters,
-                 time.monotonic() - started)
+        log.info(
+            "stage 1: %d/%d encoders (%d iterations each, %.1f s for this chunk)",
+            done,
+            k,
+            iters,
+            time.monotonic() - started,
+        )
         checkpoint.save({"stage1": encoders, "stage1_done": done})
-    return {n[len("encoder."):]: torch.cat(v).to(x.device) for n, v in encoders.items()}
+    return {n[len("encoder.") :]: torch.cat(v).to(x.device) for n, v in encoders.items()}
 
 
 def train_stage1(ctx: RunContext) -> dict:
@@ -127,21 +150,39 @@ def load_stage1(stage1: RunContext, subsets: torch.Tensor, device: torch.device)
     return {n: t.to(device) for n, t in saved["encoders"].items()}
 
 
-def stage2_engine(model: CVAE, sigma: float, subsets: int, batch: int, clip: float,
-                  generator: torch.Generator | None) -> DPSGD:
+def stage2_engine(
+    model: CVAE, sigma: float, subsets: int, batch: int, clip: float, generator: torch.Generator | None
+) -> DPSGD:
     """Stage 2's partial-model DP-SGD engine: the decoder private (q = 1/K, clip C, noise σC on the sum), the
     encoder public but updated from the private batch without noise (A-D2), declared so that the sound ledger
     charges every per-example gradient of a step (`accounting.dp2vae_ledger`)."""
     from dpvae.privacy.dpsgd import DPSGD
 
-    return DPSGD(model, noise_multiplier=sigma, sample_rate=1 / subsets, max_grad_norm=clip,
-                 expected_batch_size=batch, private_params=list(model.decoder.parameters()),
-                 public_max_grad_norm=clip, public_uses_private_data=True, max_batch_size=batch, generator=generator)
+    return DPSGD(
+        model,
+        noise_multiplier=sigma,
+        sample_rate=1 / subsets,
+        max_grad_norm=clip,
+        expected_batch_size=batch,
+        private_params=list(model.decoder.parameters()),
+        public_max_grad_norm=clip,
+        public_uses_private_data=True,
+        max_batch_size=batch,
+        generator=generator,
+    )
 
 
-def stage2_step(model: CVAE, engine: DPSGD, decoder_opt: torch.optim.Optimizer, encoder_adam: StackedAdam,
-                encoders: dict[str, torch.Tensor], chosen: torch.Tensor, xb: torch.Tensor, ob: torch.Tensor,
-                noise: torch.Tensor) -> None:
+def stage2_step(
+    model: CVAE,
+    engine: DPSGD,
+    decoder_opt: torch.optim.Optimizer,
+    encoder_adam: StackedAdam,
+    encoders: dict[str, torch.Tensor],
+    chosen: torch.Tensor,
+    xb: torch.Tensor,
+    ob: torch.Tensor,
+    noise: torch.Tensor,
+) -> None:
     """One stage-2 step (Alg. 2) on subset `chosen`'s batch (`chosen`: [1] on the stack's device, so the
     host never waits for it): its encoder loaded into the model, the decoder's private gradient (per-example
     clipped, noisy) and the encoder's clipped non-private one, Adam on both, the encoder's update written
@@ -157,14 +198,14 @@ def stage2_step(model: CVAE, engine: DPSGD, decoder_opt: torch.optim.Optimizer, 
 
 def train(ctx: RunContext) -> Ledger:
     p, device = ctx.params, device_of(ctx)
-    stage1 = ctx.stage1                        # None without pre-training: the run initialises its encoders
-    arch, x, y, subsets, batch = _setup(stage1 or ctx, device)                               # subsets [K, n_k]
+    stage1 = ctx.stage1  # None without pre-training: the run initialises its encoders
+    arch, x, y, subsets, batch = _setup(stage1 or ctx, device)  # subsets [K, n_k]
     k = p.subsets
     sigma = noise_multiplier(p, ctx.epsilon, ctx.delta, k, p.iters)
     checkpoint = Checkpoint(ctx)
     state = checkpoint.load()
     if state and "stage2_step" in state:
-        encoders = {n: t.to(device) for n, t in state["encoders"].items()}                  # name -> [K, ...]
+        encoders = {n: t.to(device) for n, t in state["encoders"].items()}  # name -> [K, ...]
     elif stage1 is not None and ctx.spec.get("stage1"):
         encoders = load_stage1(stage1, subsets, device)
     else:
@@ -181,8 +222,12 @@ def train(ctx: RunContext) -> Ledger:
     if state and "stage2_step" in state:
         model.decoder.load_state_dict(state["decoder"])
         decoder_opt.load_state_dict(state["decoder_opt"])
-        encoder_adam.load_state_dict({k: {n: t.to(device) for n, t in v.items()} if isinstance(v, dict) else v
-                                      for k, v in state["encoder_adam"].items()})
+        encoder_adam.load_state_dict(
+            {
+                k: {n: t.to(device) for n, t in v.items()} if isinstance(v, dict) else v
+                for k, v in state["encoder_adam"].items()
+            }
+        )
         restore_rng(state["rng"], draws, noise_gen)
         step, engine.steps = state["stage2_step"], state["engine_steps"]
     started = time.monotonic()
@@ -195,24 +240,40 @@ def train(ctx: RunContext) -> Ledger:
         if step % 1000 == 0:
             log.info("stage 2: step %d/%d (%.1f s)", step, p.iters, time.monotonic() - started)
         if checkpoint.due(step):
-            checkpoint.save({"stage2_step": step + 1, "engine_steps": engine.steps,
-                             "decoder": model.decoder.state_dict(), "decoder_opt": decoder_opt.state_dict(),
-                             "encoders": encoders, "encoder_adam": encoder_adam.state_dict(),
-                             "rng": rng_state(draws, noise_gen)})
+            checkpoint.save(
+                {
+                    "stage2_step": step + 1,
+                    "engine_steps": engine.steps,
+                    "decoder": model.decoder.state_dict(),
+                    "decoder_opt": decoder_opt.state_dict(),
+                    "encoders": encoders,
+                    "encoder_adam": encoder_adam.state_dict(),
+                    "rng": rng_state(draws, noise_gen),
+                }
+            )
     engine.close()
 
     torch.save(model.decoder.state_dict(), ctx.model_dir / DECODER)
-    meta = {**arch, "subsets": k, "subset_size": int(subsets.shape[1]), "batch_size": batch, "iters": p.iters,
-            "pretrain_iters": p.pretrain_iters if p.pretrain else 0, "noise_multiplier": sigma, "clip": p.clip,
-            "stage1": stage1.spec["key"] if stage1 else None}
+    meta = {
+        **arch,
+        "subsets": k,
+        "subset_size": int(subsets.shape[1]),
+        "batch_size": batch,
+        "iters": p.iters,
+        "pretrain_iters": p.pretrain_iters if p.pretrain else 0,
+        "noise_multiplier": sigma,
+        "clip": p.clip,
+        "stage1": stage1.spec["key"] if stage1 else None,
+    }
     (ctx.model_dir / MODEL_JSON).write_text(json.dumps(meta, indent=2))
     return dp2vae_ledger(sigma, k, p.iters, batch, p.clip, ctx.delta, target_epsilon=ctx.epsilon)
 
 
 def load_decoder(model_dir, device: torch.device) -> tuple[CVAEDecoder, dict]:
     meta = json.loads((model_dir / MODEL_JSON).read_text())
-    decoder = CVAEDecoder(tuple(meta["shape"]), meta["num_classes"], meta["latent_dim"], meta["hidden"],
-                          meta["decoder_norm"])
+    decoder = CVAEDecoder(
+        tuple(meta["shape"]), meta["num_classes"], meta["latent_dim"], meta["hidden"], meta["decoder_norm"]
+    )
     decoder.load_state_dict(torch.load(model_dir / DECODER, map_location=device, weights_only=True))
     return decoder.to(device).eval(), meta
 

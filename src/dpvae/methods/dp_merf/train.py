@@ -21,8 +21,14 @@ GENERATOR, MODEL_JSON = "generator.pt", "model.json"
 
 
 def _generator(meta: dict) -> MERFGenerator:
-    return MERFGenerator(tuple(meta["shape"]), meta["num_classes"], meta["code_dim"], meta["gen_hidden"],
-                         meta["gen_channels"], meta["kernel_size"])
+    return MERFGenerator(
+        tuple(meta["shape"]),
+        meta["num_classes"],
+        meta["code_dim"],
+        meta["gen_hidden"],
+        meta["gen_channels"],
+        meta["kernel_size"],
+    )
 
 
 def train(ctx: RunContext) -> Ledger:
@@ -35,16 +41,29 @@ def train(ctx: RunContext) -> Ledger:
     total = torch.zeros(p.rff_dim, classes, device=device)
     release = ctx.torch_generator("release", "cpu")
     with precision.private(ctx.precision):
-        for part in batches(n, 1000):   # Σ_i φ(x_i) ⊗ onehot(y_i), then the one noisy release of the mean
+        for part in batches(n, 1000):  # Σ_i φ(x_i) ⊗ onehot(y_i), then the one noisy release of the mean
             total += embedding(x[part], onehot(y[part], classes), w, reduce="sum")
-        noisy = canaries.release(total / n, 2 * sigma / n,   # its own noise; canaries only in an audited run
-                                 lambda shape, std: std * torch.randn(shape, generator=release).to(device),
-                                 sensitivity=2 / n, name="DP-MERF mean embedding")
+        noisy = canaries.release(
+            total / n,
+            2 * sigma / n,  # its own noise; canaries only in an audited run
+            lambda shape, std: std * torch.randn(shape, generator=release).to(device),
+            sensitivity=2 / n,
+            name="DP-MERF mean embedding",
+        )
     del x, total
 
-    meta = {"shape": list(ctx.data.train.x.shape[1:]), "num_classes": classes, "code_dim": p.code_dim,
-            "gen_hidden": p.gen_hidden, "gen_channels": list(p.gen_channels), "kernel_size": p.kernel_size,
-            "noise_multiplier": sigma, "n": n, "rff_dim": p.rff_dim, "rff_sigma": p.rff_sigma}
+    meta = {
+        "shape": list(ctx.data.train.x.shape[1:]),
+        "num_classes": classes,
+        "code_dim": p.code_dim,
+        "gen_hidden": p.gen_hidden,
+        "gen_channels": list(p.gen_channels),
+        "kernel_size": p.kernel_size,
+        "noise_multiplier": sigma,
+        "n": n,
+        "rff_dim": p.rff_dim,
+        "rff_sigma": p.rff_sigma,
+    }
     torch.manual_seed(ctx.seed_for("generator-init"))
     generator = _generator(meta).to(device)
     optimizer = torch.optim.Adam(generator.parameters(), lr=p.lr)
@@ -55,7 +74,7 @@ def train(ctx: RunContext) -> Ledger:
             labels = torch.randint(classes, (p.batch_size,), generator=codes, device=device)
             z = torch.randn(p.batch_size, p.code_dim, generator=codes, device=device)
             hot = onehot(labels, classes)
-            with precision.forward(ctx.precision, device):   # the generator sees only the noisy release
+            with precision.forward(ctx.precision, device):  # the generator sees only the noisy release
                 loss = (noisy - embedding(generator(z, hot), hot, w)).square().sum()
             optimizer.zero_grad()
             loss.float().backward()

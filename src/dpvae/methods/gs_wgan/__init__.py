@@ -29,7 +29,9 @@ class GSWGANParams(MethodParams):
     discriminators: int = param(1000, "K discriminators, one per disjoint subset", minimum=1)
     noise_multiplier: float = param(1.07, "sigma of the sanitised generator gradient", exclusive_minimum=0)
     batch_size: int = param(32, "records per discriminator batch", minimum=1)
-    iters: int | Literal["auto"] = param(20000, "generator iterations; auto = as many as the target epsilon allows (authors' accountant)")
+    iters: int | Literal["auto"] = param(
+        20000, "generator iterations; auto = as many as the target epsilon allows (authors' accountant)"
+    )
     pretrain_iters: int = param(2000, "warm-start iterations per discriminator (0 = none)", minimum=0)
     z_dim: int = param(10, "latent dimension (Bernoulli(0.5) codes)", minimum=1)
     model_dim: int = param(64, "width md of both networks (generator 4md channels)", minimum=1)

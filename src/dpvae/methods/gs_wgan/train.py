@@ -30,6 +30,7 @@ BETAS = (0.5, 0.9)
 
 # ------------------------------------------------------------------------------------------------ training
 
+
 def clip_images(image_grad: torch.Tensor, bound: float) -> torch.Tensor:
     """Each generated image's gradient [1, B, ...] flattened to [B, D] and clipped to norm `bound` (= C/B):
     GS-WGAN's `dp_conv_hook` before its noise N(0, (2σ·bound)²)."""
@@ -37,8 +38,9 @@ def clip_images(image_grad: torch.Tensor, bound: float) -> torch.Tensor:
     return flat * (bound / (flat.norm(dim=1, keepdim=True) + 1e-10)).clamp(max=1.0)
 
 
-def _real(x: torch.Tensor, y: torch.Tensor, subsets: torch.Tensor, rows: torch.Tensor, batch: int,
-          generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def _real(
+    x: torch.Tensor, y: torch.Tensor, subsets: torch.Tensor, rows: torch.Tensor, batch: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """A batch of B records of each subset in `rows` (without replacement): x [K', B, ...], y [K', B]."""
     pick = torch.rand(len(rows), subsets.shape[1], generator=generator, device=x.device).argsort(1)[:, :batch]
     index = torch.gather(subsets[rows], 1, pick)
@@ -85,8 +87,10 @@ def pretrain(ctx: RunContext, x, y, subsets, batch: int, classes: int, checkpoin
         done = int(rows[-1]) + 1
         log.info("warm start: %d/%d discriminators", done, k)
         checkpoint.save({"pre_d": kept, "pre_u": kept_u, "pre_done": done})
-    return ({n: torch.cat(v).to(x.device) for n, v in kept.items()},
-            {n: torch.cat(v).to(x.device) for n, v in kept_u.items()})
+    return (
+        {n: torch.cat(v).to(x.device) for n, v in kept.items()},
+        {n: torch.cat(v).to(x.device) for n, v in kept_u.items()},
+    )
 
 
 def _iters(ctx: RunContext, k: int, batch: int) -> int:
@@ -99,8 +103,10 @@ def _iters(ctx: RunContext, k: int, batch: int) -> int:
 def train(ctx: RunContext) -> Ledger:
     p, device = ctx.params, device_of(ctx)
     if tuple(ctx.data.train.x.shape[1:]) != nets.IMAGE:
-        raise ConfigError(f"gs-wgan is defined for 1x28x28 images (MNIST, Fashion-MNIST); dataset "
-                          f"'{ctx.spec['dataset']}' has {ctx.data.train.x.shape[1:]}")
+        raise ConfigError(
+            f"gs-wgan is defined for 1x28x28 images (MNIST, Fashion-MNIST); dataset "
+            f"'{ctx.spec['dataset']}' has {ctx.data.train.x.shape[1:]}"
+        )
     x = torch.as_tensor(ctx.data.train.x, device=device)
     y = torch.as_tensor(ctx.data.train.y, device=device)
     subsets = torch.as_tensor(disjoint_subsets(ctx, p.discriminators, "discriminators"), device=device)
@@ -156,8 +162,13 @@ def train(ctx: RunContext) -> Ledger:
         (image_grad,) = torch.autograd.grad(-nets.discriminator(dk, uk, fake, labels).mean(), fake, retain_graph=True)
         flat = clip_images(image_grad, bound)
         flat = canaries.release(  # its own noise; canaries (an audited run only) move like a record: every g_i by 2C/B
-            flat, 2 * p.noise_multiplier * bound, lambda shape, std: std * torch.randn(shape, generator=noise, device=device),
-            sensitivity=2 * bound * math.sqrt(batch), sample_rate=1.0 / k, name="GS-WGAN sanitised image gradients")
+            flat,
+            2 * p.noise_multiplier * bound,
+            lambda shape, std: std * torch.randn(shape, generator=noise, device=device),
+            sensitivity=2 * bound * math.sqrt(batch),
+            sample_rate=1.0 / k,
+            name="GS-WGAN sanitised image gradients",
+        )
         grads = torch.autograd.grad(fake, list(g.values()), flat.reshape(fake.shape))
         g_opt.step(dict(zip(g, grads)))
         for n, t in uk.items():
@@ -169,17 +180,40 @@ def train(ctx: RunContext) -> Ledger:
         if step % 1000 == 0:
             log.info("step %d/%d (%.1f s)", step, iters, time.monotonic() - started)
         if checkpoint.due(step):
-            checkpoint.save({"step": step + 1, "d": d, "du": du, "g": g, "gu": gu, "ema": ema,
-                             "d_opt": d_opt.state_dict(), "g_opt": g_opt.state_dict(), "rng": rng_state(rng, noise)})
+            checkpoint.save(
+                {
+                    "step": step + 1,
+                    "d": d,
+                    "du": du,
+                    "g": g,
+                    "gu": gu,
+                    "ema": ema,
+                    "d_opt": d_opt.state_dict(),
+                    "g_opt": g_opt.state_dict(),
+                    "rng": rng_state(rng, noise),
+                }
+            )
 
     authors = authors_epsilon(p.noise_multiplier, k, iters, batch, ctx.delta)
-    torch.save({"params": {n: t.cpu() for n, t in ema.items()}, "u": {n: t.cpu() for n, t in gu.items()}},
-               ctx.model_dir / GENERATOR)
-    meta = {"num_classes": classes, "z_dim": p.z_dim, "model_dim": p.model_dim, "discriminators": k,
-            "batch_size": batch, "iters": iters, "noise_multiplier": p.noise_multiplier, "clip": p.clip,
-            "pretrain_iters": p.pretrain_iters, "delta": ctx.delta, "epsilon_authors": authors,
-            "epsilon_authors_accountant": "autodp anaRDPacct.compose_subsampled_mechanism(RDP_gaussian, 1/K, "
-                                          "coeff=iters*batch).get_eps(delta)"}
+    torch.save(
+        {"params": {n: t.cpu() for n, t in ema.items()}, "u": {n: t.cpu() for n, t in gu.items()}},
+        ctx.model_dir / GENERATOR,
+    )
+    meta = {
+        "num_classes": classes,
+        "z_dim": p.z_dim,
+        "model_dim": p.model_dim,
+        "discriminators": k,
+        "batch_size": batch,
+        "iters": iters,
+        "noise_multiplier": p.noise_multiplier,
+        "clip": p.clip,
+        "pretrain_iters": p.pretrain_iters,
+        "delta": ctx.delta,
+        "epsilon_authors": authors,
+        "epsilon_authors_accountant": "autodp anaRDPacct.compose_subsampled_mechanism(RDP_gaussian, 1/K, "
+        "coeff=iters*batch).get_eps(delta)",
+    }
     (ctx.model_dir / MODEL_JSON).write_text(json.dumps(meta, indent=2))
     return ledger(p.noise_multiplier, k, iters, batch, p.clip, ctx.delta, ctx.epsilon, authors)
 

@@ -36,7 +36,9 @@ if TYPE_CHECKING:
 class LVAEParams(MethodParams):
     """LVAE's conv VAE on binarised MNIST (PAPERS.md 2.1); DP-SGD when the variant is private."""
 
-    constraint: Literal["none", "gradient_penalty", "spectral_norm"] = param("none", "Lipschitz constraint of the decoder")
+    constraint: Literal["none", "gradient_penalty", "spectral_norm"] = param(
+        "none", "Lipschitz constraint of the decoder"
+    )
     latent_dim: int = param(16, "latent dimension", minimum=1)
     epochs: float = param(30, "passes over the training set", minimum=0)
     batch_size: int = param(256, "records per (expected) batch", minimum=1)
@@ -49,10 +51,13 @@ class LVAEParams(MethodParams):
     gp_probes: Literal["prior", "posterior", "interpolate"] = param("prior", "where the gradient penalty probes z")
     gp_points: int = param(32, "probe points of the gradient penalty per step", minimum=1)
     gp_norm: Literal["spectral", "projection"] = param(
-        "spectral", "Jacobian norm penalised: spectral (power iteration) or along one random direction")
+        "spectral", "Jacobian norm penalised: spectral (power iteration) or along one random direction"
+    )
     gp_power_iterations: int = param(2, "power iterations per probe for the spectral norm", minimum=0)
     gp_sided: Literal["two", "one"] = param("two", "(||J||-L)^2 as WGAN-GP, or only max(0, ||J||-L)^2")
-    lipschitz_probes: int = param(256, "prior probes at which the trained decoder's Jacobian norm is measured", minimum=1)
+    lipschitz_probes: int = param(
+        256, "prior probes at which the trained decoder's Jacobian norm is measured", minimum=1
+    )
 
 
 @register_method

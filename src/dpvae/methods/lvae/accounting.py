@@ -58,8 +58,15 @@ def recompute_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
     return ledger(sigma, run.sample_rate, run.steps, params.clip, spec["delta"], spec["epsilon"])
 
 
-def lipschitz_claim(*, lipschitz: float, latent_dim: int, delta: float, data_radius: float,
-                    constraint: str, measured: dict[str, Any] | None = None) -> dict[str, Any]:
+def lipschitz_claim(
+    *,
+    lipschitz: float,
+    latent_dim: int,
+    delta: float,
+    data_radius: float,
+    constraint: str,
+    measured: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The paper's bound for decoder Lipschitz constant L, latent dim d, δ and data radius R_x, with its caveats.
 
     `measured`: the decoder's Jacobian norms measured at prior probes (a lower bound of its true Lipschitz
@@ -68,8 +75,8 @@ def lipschitz_claim(*, lipschitz: float, latent_dim: int, delta: float, data_rad
     from dpvae.models.lvae_vae import chi2_radius
 
     r_z = chi2_radius(latent_dim, delta)
-    c = data_radius ** 2 + 2 * lipschitz * r_z * data_radius
-    c_manifold = 4 * lipschitz ** 2 * r_z ** 2
+    c = data_radius**2 + 2 * lipschitz * r_z * data_radius
+    c_manifold = 4 * lipschitz**2 * r_z**2
     epsilon = 2 * c
     violations = [
         "likelihood: the experiment (as the paper's) uses a Bernoulli likelihood (binary cross-entropy on "
@@ -81,18 +88,22 @@ def lipschitz_claim(*, lipschitz: float, latent_dim: int, delta: float, data_rad
         "the paper does not quantify, so the generator's (eps, delta_bar) is not a computable guarantee",
     ]
     if constraint == "gradient_penalty":
-        violations.append("Lipschitz (Assumption 1): the gradient penalty only probes finitely many z and is a "
-                          "soft penalty, so the decoder is not guaranteed L-Lipschitz (the paper says so)")
+        violations.append(
+            "Lipschitz (Assumption 1): the gradient penalty only probes finitely many z and is a "
+            "soft penalty, so the decoder is not guaranteed L-Lipschitz (the paper says so)"
+        )
     if measured and measured.get("max") is not None and measured["max"] > lipschitz:
-        violations.append(f"Lipschitz (Assumption 1) measured violated: max Jacobian spectral norm "
-                          f"{measured['max']:.4g} > L = {lipschitz:g} at {measured['probes']} prior probes")
+        violations.append(
+            f"Lipschitz (Assumption 1) measured violated: max Jacobian spectral norm "
+            f"{measured['max']:.4g} > L = {lipschitz:g} at {measured['probes']} prior probes"
+        )
     return {
         "kind": KIND,
-        "accounting": "paper",      # the ledgers' vocabulary: this is the paper's claim ...
-        "sound": None,              # ... and there is no sound accounting of it
+        "accounting": "paper",  # the ledgers' vocabulary: this is the paper's claim ...
+        "sound": None,  # ... and there is no sound accounting of it
         "not_dp": "the decoder's Lipschitz constraint comes with no accountant: the paper's bound assumes a "
-                  "Gaussian likelihood, an exactly L-Lipschitz decoder and consistency, none of which the "
-                  "trained model is shown to satisfy (see violations)",
+        "Gaussian likelihood, an exactly L-Lipschitz decoder and consistency, none of which the "
+        "trained model is shown to satisfy (see violations)",
         "private": False,
         "source": "Gross & Wunder, Lemma 2 (bounded log-likelihood), Lemma 3 (posterior), Lemma 4 and theorem",
         "constraint": constraint,
@@ -108,7 +119,7 @@ def lipschitz_claim(*, lipschitz: float, latent_dim: int, delta: float, data_rad
         "two_sqrt_epsilon": 2 * math.sqrt(epsilon),
         "delta_bar": "delta + delta_x + delta_tilde_x + 2 sqrt(eps) |B|/|A| (not quantified by the paper)",
         "formula": "eps = 2C, C = R_x^2 + 2 L R_z(delta) R_x; R_z(delta)^2 = chi2_d quantile at 1 - delta; "
-                   "R_x = max l2 norm of a record",
+        "R_x = max l2 norm of a record",
         "assumptions": [
             "unit-variance Gaussian likelihood p(x|z) = N(mu_theta(z), I) (Lemma 2)",
             "decoder mean mu_theta is L-Lipschitz (Assumption 1)",

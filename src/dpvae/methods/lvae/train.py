@@ -30,17 +30,20 @@ def train(ctx: RunContext) -> Ledger | None:
     p = ctx.params
     private = bool(ctx.spec["private"])
     if private and p.constraint != "none":
-        raise ConfigError(f"variants.{ctx.spec['variant']}.params.constraint: {p.constraint!r} with DP-SGD is "
-                          "not supported (the gradient penalty and the power iteration are not per-example "
-                          "terms); use constraint: none for the private variant")
+        raise ConfigError(
+            f"variants.{ctx.spec['variant']}.params.constraint: {p.constraint!r} with DP-SGD is "
+            "not supported (the gradient penalty and the power iteration are not per-example "
+            "terms); use constraint: none for the private variant"
+        )
     x = torch.from_numpy(ctx.data.train.x).to(ctx.device)
     n = len(x)
-    model = LVAEConvVAE(p.latent_dim, spectral_norm=p.constraint == "spectral_norm",
-                        lipschitz=p.lipschitz).to(ctx.device)
+    model = LVAEConvVAE(p.latent_dim, spectral_norm=p.constraint == "spectral_norm", lipschitz=p.lipschitz).to(
+        ctx.device
+    )
     optimizer = (torch.optim.Adam if p.optimizer == "adam" else torch.optim.SGD)(model.parameters(), lr=p.lr)
     per_epoch = math.ceil(n / p.batch_size)
     steps = math.ceil(p.epochs * n / p.batch_size) if private else math.ceil(p.epochs * per_epoch)
-    batches = ctx.torch_generator("batches", "cpu")      # batches, reparameterisation, probes
+    batches = ctx.torch_generator("batches", "cpu")  # batches, reparameterisation, probes
     engine = _engine(ctx, model, n, steps) if private else None
     streams = [batches] + ([engine.generator] if engine else [])
 
@@ -61,7 +64,7 @@ def train(ctx: RunContext) -> Ledger | None:
         else:
             epoch, within = divmod(step, per_epoch)
             order = torch.randperm(n, generator=ctx.torch_generator(f"epoch-{epoch}", "cpu"))
-            idx = order[within * p.batch_size:(within + 1) * p.batch_size]
+            idx = order[within * p.batch_size : (within + 1) * p.batch_size]
         batch = x[idx.to(x.device)]
         noise = torch.randn(len(idx), p.latent_dim, generator=batches).to(x.device)
         optimizer.zero_grad(set_to_none=True)
@@ -78,20 +81,37 @@ def train(ctx: RunContext) -> Ledger | None:
             loss.backward()
         optimizer.step()
         if checkpoint.due(step):
-            checkpoint.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step + 1,
-                             "rng": rng_state(*streams), "engine_steps": engine.steps if engine else 0})
+            checkpoint.save(
+                {
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "step": step + 1,
+                    "rng": rng_state(*streams),
+                    "engine_steps": engine.steps if engine else 0,
+                }
+            )
     model.eval()
     ctx.model_dir.mkdir(parents=True, exist_ok=True)
     torch.save(model.state_dict(), ctx.model_dir / MODEL_FILE)
-    (ctx.model_dir / SPEC_FILE).write_text(json.dumps(
-        {"latent_dim": p.latent_dim, "constraint": p.constraint, "lipschitz": p.lipschitz, "steps": steps,
-         "n_train": n}, indent=2))
+    (ctx.model_dir / SPEC_FILE).write_text(
+        json.dumps(
+            {
+                "latent_dim": p.latent_dim,
+                "constraint": p.constraint,
+                "lipschitz": p.lipschitz,
+                "steps": steps,
+                "n_train": n,
+            },
+            indent=2,
+        )
+    )
     if p.constraint != "none":
         _write_claim(ctx, model, p)
     if engine:
         engine.close()
-        return accounting.ledger(engine.noise_multiplier, engine.sample_rate, engine.steps, p.clip, ctx.delta,
-                                 ctx.epsilon)
+        return accounting.ledger(
+            engine.noise_multiplier, engine.sample_rate, engine.steps, p.clip, ctx.delta, ctx.epsilon
+        )
     return None
 
 
@@ -100,8 +120,15 @@ def _engine(ctx: RunContext, model: Any, n: int, steps: int) -> Any:
     q = p.batch_size / n
     sigma = accounting.noise_multiplier(p, ctx.epsilon, ctx.delta, q, steps)
     budget = StepBudget(lambda t: accounting.dpsgd_accounting(sigma, q, t, p.clip, ctx.delta).epsilon, ctx.epsilon)
-    return DPSGD(model, max_grad_norm=p.clip, noise_multiplier=sigma, sample_rate=q,
-                 expected_batch_size=p.batch_size, generator=ctx.torch_generator("dp-noise"), budget=budget)
+    return DPSGD(
+        model,
+        max_grad_norm=p.clip,
+        noise_multiplier=sigma,
+        sample_rate=q,
+        expected_batch_size=p.batch_size,
+        generator=ctx.torch_generator("dp-noise"),
+        budget=budget,
+    )
 
 
 def _penalty(model: Any, p: Any, batch: Any, generator: Any) -> Any:
@@ -132,11 +159,22 @@ def _write_claim(ctx: RunContext, model: Any, p: Any) -> None:
     generator = ctx.torch_generator("lipschitz-probes", "cpu")
     z = torch.randn(p.lipschitz_probes, p.latent_dim, generator=generator).to(ctx.device)
     norms = torch.cat([decoder_jacobian_norms(model.decoder, chunk) for chunk in z.split(64)]).cpu().numpy()
-    measured = {"probes": int(len(norms)), "norm": "spectral norm of the logit map's Jacobian at z ~ N(0, I)",
-                "max": float(norms.max()), "median": float(np.median(norms)), "mean": float(norms.mean())}
+    measured = {
+        "probes": int(len(norms)),
+        "norm": "spectral norm of the logit map's Jacobian at z ~ N(0, I)",
+        "max": float(norms.max()),
+        "median": float(np.median(norms)),
+        "mean": float(norms.mean()),
+    }
     radius = float(np.sqrt((ctx.data.train.x.reshape(len(ctx.data.train.x), -1) ** 2).sum(1)).max())
-    claim = lipschitz_claim(lipschitz=p.lipschitz, latent_dim=p.latent_dim, delta=ctx.delta,
-                            data_radius=radius, constraint=p.constraint, measured=measured)
+    claim = lipschitz_claim(
+        lipschitz=p.lipschitz,
+        latent_dim=p.latent_dim,
+        delta=ctx.delta,
+        data_radius=radius,
+        constraint=p.constraint,
+        measured=measured,
+    )
     (ctx.model_dir / CLAIM_FILE).write_text(json.dumps(claim, indent=2))
 
 
@@ -144,10 +182,11 @@ def load(ctx: RunContext, model_dir: Any = None) -> Any:
     """The trained network (eval mode, on the run's device)."""
     directory = model_dir or ctx.run_dir / "model"
     spec = json.loads((directory / SPEC_FILE).read_text())
-    model = LVAEConvVAE(spec["latent_dim"], spectral_norm=spec["constraint"] == "spectral_norm",
-                        lipschitz=spec["lipschitz"])
+    model = LVAEConvVAE(
+        spec["latent_dim"], spectral_norm=spec["constraint"] == "spectral_norm", lipschitz=spec["lipschitz"]
+    )
     model.load_state_dict(torch.load(directory / MODEL_FILE, map_location="cpu", weights_only=True))
-    return model.to(ctx.device, memory_format=torch.channels_last).eval()   # ~2x faster ConvT on CPU
+    return model.to(ctx.device, memory_format=torch.channels_last).eval()  # ~2x faster ConvT on CPU
 
 
 def sample(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
@@ -162,7 +201,7 @@ def sample(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
     x = np.zeros((n, 1, 28, 28), dtype=np.float32)
     with torch.no_grad():
         for start in range(0, n, 1000):
-            x[start:start + 1000] = torch.sigmoid(model.decode(z[start:start + 1000].to(ctx.device))).cpu().numpy()
+            x[start : start + 1000] = torch.sigmoid(model.decode(z[start : start + 1000].to(ctx.device))).cpu().numpy()
     return {"x": x, "y": np.zeros(n, dtype=np.int64)}
 
 

@@ -33,16 +33,23 @@ class PrivBayesParams(MethodParams):
     degree: int = param(2, "k: parents per attribute in the Bayesian network", minimum=1)
     histogram_bins: int = param(20, "bins of every continuous attribute", minimum=2)
     pixel_bins: int = param(2, "bins of image pixels (2 = binarised)", minimum=2)
-    max_candidates: int | None = param(None, "candidates per network step, drawn uniformly (data-independent); "
-                                             "null = all of them, as DataSynthesizer", minimum=1)
+    max_candidates: int | None = param(
+        None,
+        "candidates per network step, drawn uniformly (data-independent); null = all of them, as DataSynthesizer",
+        minimum=1,
+    )
 
 
 @dataclass(frozen=True)
 class RyanParams(MethodParams):
-    public_fraction: float = param(0.1, "share of the training split used non-privately to select marginals", exclusive_minimum=0, maximum=0.5)
+    public_fraction: float = param(
+        0.1, "share of the training split used non-privately to select marginals", exclusive_minimum=0, maximum=0.5
+    )
     bins: int = param(10, "equal-width bins of continuous attributes", minimum=2)
     triple_threshold: float = param(0.1, "L1 dependence above which a triple marginal is measured", minimum=0)
-    iterations: int = param(7500, "mirror-descent iterations of the private-pgm estimate (match3: 7,500 for 0.3 < eps < 4)", minimum=1)
+    iterations: int = param(
+        7500, "mirror-descent iterations of the private-pgm estimate (match3: 7,500 for 0.3 < eps < 4)", minimum=1
+    )
     pixel_bins: int = param(2, "bins of image pixels (2 = binarised)", minimum=2)
 
 

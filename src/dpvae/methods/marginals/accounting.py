@@ -36,13 +36,20 @@ def privbayes_ledger(n_attributes: int, degree: int, epsilon: float, delta: floa
     """The pure-DP ledger of one fit, and the (structure, conditionals) budgets the fit must use."""
     half = epsilon / 2 * BUDGET_SAFETY
     d, k = n_attributes, min(degree, n_attributes - 1)
-    structure = Mechanism("PrivBayes network: exponential mechanism per added attribute (multiplier = 1/epsilon_i)",
-                          noise_multiplier=(d - 1) / half, steps=d - 1)
+    structure = Mechanism(
+        "PrivBayes network: exponential mechanism per added attribute (multiplier = 1/epsilon_i)",
+        noise_multiplier=(d - 1) / half,
+        steps=d - 1,
+    )
     scale = (d - k) / half
 
     def conditionals(sensitivity: float) -> Mechanism:
-        return Mechanism("PrivBayes conditionals: Laplace on (k+1)-way counts (multiplier = scale / L1-sensitivity)",
-                         noise_multiplier=scale / sensitivity, steps=d - k, sensitivity=sensitivity)
+        return Mechanism(
+            "PrivBayes conditionals: Laplace on (k+1)-way counts (multiplier = scale / L1-sensitivity)",
+            noise_multiplier=scale / sensitivity,
+            steps=d - k,
+            sensitivity=sensitivity,
+        )
 
     paper = Accounting((structure, conditionals(1.0)), delta, accountant="pure")
     strict = Accounting((structure, conditionals(2.0)), delta, adjacency="replace-one", accountant="pure")
@@ -51,14 +58,24 @@ def privbayes_ledger(n_attributes: int, degree: int, epsilon: float, delta: floa
 
 def ryan_mechanisms(sigma: float, replace_one: bool = False):
     sensitivity = math.sqrt(2) if replace_one else 1.0
-    return tuple(Mechanism(name, sigma / sensitivity, 1.0, 1, sensitivity) for name in (
-        "Ryan round 1: all 1-way marginals (weighted to unit L2-sensitivity)",
-        "Ryan round 2: selected marginals on the compressed domain (weighted to unit L2-sensitivity)"))
+    return tuple(
+        Mechanism(name, sigma / sensitivity, 1.0, 1, sensitivity)
+        for name in (
+            "Ryan round 1: all 1-way marginals (weighted to unit L2-sensitivity)",
+            "Ryan round 2: selected marginals on the compressed domain (weighted to unit L2-sensitivity)",
+        )
+    )
 
 
 def ryan_accounting(sigma: float, delta: float, replace_one: bool = False):
-    return Accounting(ryan_mechanisms(sigma, replace_one), delta, "replace-one" if replace_one else "add/remove-one",
-                      "rdp", "classic", MATCH3_ORDERS)
+    return Accounting(
+        ryan_mechanisms(sigma, replace_one),
+        delta,
+        "replace-one" if replace_one else "add/remove-one",
+        "rdp",
+        "classic",
+        MATCH3_ORDERS,
+    )
 
 
 def calibrate(epsilon: float, delta: float) -> float:

@@ -58,8 +58,8 @@ class JointCounter:
     def _popcount(self, group: list[tuple[int, tuple[int, ...]]], shape: tuple[int, ...], chunk: int = 512):
         tables = []
         for start in range(0, len(group), chunk):
-            part = group[start:start + chunk]
-            attributes = np.array([(*parents, child) for child, parents in part])      # [M, k+1]
+            part = group[start : start + chunk]
+            attributes = np.array([(*parents, child) for child, parents in part])  # [M, k+1]
             counts = np.zeros((len(part), int(np.prod(shape))), dtype=np.int64)
             for cell, values in enumerate(np.ndindex(*shape)):
                 acc = self.planes[attributes[:, 0], values[0]]

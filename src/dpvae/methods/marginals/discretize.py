@@ -69,14 +69,24 @@ class Discretizer:
         return flat.astype(np.float32).reshape(len(codes), *self.record_shape), y
 
     def to_json(self) -> str:
-        return json.dumps({"record_shape": list(self.record_shape),
-                           "columns": [{"name": c.name, "values": c.values, "edges": c.edges} for c in self.columns]})
+        return json.dumps(
+            {
+                "record_shape": list(self.record_shape),
+                "columns": [{"name": c.name, "values": c.values, "edges": c.edges} for c in self.columns],
+            }
+        )
 
     @classmethod
     def from_json(cls, text: str) -> Discretizer:
         data = json.loads(text)
-        columns = tuple(Column(c["name"], None if c["values"] is None else tuple(c["values"]),
-                               None if c["edges"] is None else tuple(c["edges"])) for c in data["columns"])
+        columns = tuple(
+            Column(
+                c["name"],
+                None if c["values"] is None else tuple(c["values"]),
+                None if c["edges"] is None else tuple(c["edges"]),
+            )
+            for c in data["columns"]
+        )
         return cls(columns, tuple(data["record_shape"]))
 
     def save(self, path: Path) -> None:
@@ -89,12 +99,13 @@ class Discretizer:
 
 def _equal_width(low: float, high: float, bins: int) -> tuple[float, ...]:
     if not high > low:
-        high = low + 1.0          # a constant column: one occupied bin
+        high = low + 1.0  # a constant column: one occupied bin
     return tuple(np.linspace(low, high, bins + 1).tolist())
 
 
-def build_discretizer(x: np.ndarray, meta: dict, n_classes: int, bins: int, pixel_bins: int,
-                      range_data: np.ndarray | None = None) -> Discretizer:
+def build_discretizer(
+    x: np.ndarray, meta: dict, n_classes: int, bins: int, pixel_bins: int, range_data: np.ndarray | None = None
+) -> Discretizer:
     """Columns for a prepared dataset.
 
     * images (records with more than one axis) and `meta["scaling"]` "pixel/255": `pixel_bins` bins on [0, 1];
@@ -117,7 +128,11 @@ def build_discretizer(x: np.ndarray, meta: dict, n_classes: int, bins: int, pixe
             values = (0.0,) if k == 1 else tuple((np.arange(k) / (k - 1)).tolist())
             columns.append(Column(spec.get("name", f"c{i}"), values=values))
         else:
-            columns.append(Column(spec.get("name", f"c{i}"),
-                                  edges=_equal_width(float(flat[:, i].min()), float(flat[:, i].max()), bins)))
+            columns.append(
+                Column(
+                    spec.get("name", f"c{i}"),
+                    edges=_equal_width(float(flat[:, i].min()), float(flat[:, i].max()), bins),
+                )
+            )
     columns.append(Column("label", values=tuple(float(c) for c in range(n_classes))))
     return Discretizer(tuple(columns), record_shape)

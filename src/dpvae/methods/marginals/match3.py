@@ -88,7 +88,7 @@ class Measured:
     """Noisy measurements (mbi `LinearMeasurement`s on the compressed domain) and the compression maps."""
 
     measurements: list
-    supports: list[np.ndarray]          # per attribute: the original cells measured above 3 sigma
+    supports: list[np.ndarray]  # per attribute: the original cells measured above 3 sigma
     compressed_sizes: np.ndarray
 
 
@@ -97,8 +97,14 @@ def histogram(codes: np.ndarray, clique: Clique, sizes: np.ndarray) -> np.ndarra
     return np.bincount(joint, minlength=size).astype(np.float64)
 
 
-def measure(codes: np.ndarray, sizes: np.ndarray, round2: list[Clique], sigma: float,
-            rng: np.random.Generator, max_domain: float = 1e6) -> Measured:
+def measure(
+    codes: np.ndarray,
+    sizes: np.ndarray,
+    round2: list[Clique],
+    sigma: float,
+    rng: np.random.Generator,
+    max_domain: float = 1e6,
+) -> Measured:
     """Rounds 1 and 2 of match3's `measure` (see the module docstring)."""
     from mbi import Domain, LinearMeasurement
 

@@ -31,7 +31,7 @@ import numpy as np
 from dpvae.methods.marginals.counts import JointCounter, combine, mutual_information_table
 from dpvae.privacy import canaries
 
-Network = list[tuple[int, tuple[int, ...]]]   # (child, parents) in the order attributes were added
+Network = list[tuple[int, tuple[int, ...]]]  # (child, parents) in the order attributes were added
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,9 @@ class PrivBayesModel:
         return [()] + [parents for _, parents in self.network]
 
 
-def _candidates(rest: list[int], chosen: list[int], n_parents: int, limit: int | None,
-                rng: np.random.Generator) -> list[tuple[int, tuple[int, ...]]]:
+def _candidates(
+    rest: list[int], chosen: list[int], n_parents: int, limit: int | None, rng: np.random.Generator
+) -> list[tuple[int, tuple[int, ...]]]:
     """All (child, parent set) candidates as DataSynthesizer enumerates them, or `limit` drawn uniformly."""
     total = len(rest) * math.comb(len(chosen), n_parents)
     if limit is None or total <= limit:
@@ -64,7 +65,7 @@ def _candidates(rest: list[int], chosen: list[int], n_parents: int, limit: int |
         out = []
         for child in rest:
             for split in range(len(chosen) - n_parents + 1):
-                for others in combinations(chosen[split + 1:], n_parents - 1):
+                for others in combinations(chosen[split + 1 :], n_parents - 1):
                     out.append((child, (*others, chosen[split])))
         return out
     picked = set()
@@ -75,22 +76,38 @@ def _candidates(rest: list[int], chosen: list[int], n_parents: int, limit: int |
     return sorted(picked)
 
 
-def selection_probabilities(epsilon: float, info: list[float], candidates: list[tuple[int, tuple[int, ...]]],
-                            binary: dict[int, bool], n: int, d: int) -> np.ndarray:
+def selection_probabilities(
+    epsilon: float,
+    info: list[float],
+    candidates: list[tuple[int, tuple[int, ...]]],
+    binary: dict[int, bool],
+    n: int,
+    d: int,
+) -> np.ndarray:
     """DataSynthesizer's `exponential_mechanism`: p ∝ exp(MI / (2Δ)), Δ = (d−1)·S/ε with PrivBayes' MI
     sensitivity S (the library's `calculate_sensitivity`/`calculate_delta`); a max-shifted softmax, so
     large ε·N does not overflow as the library's plain exp does."""
     from DataSynthesizer.lib.PrivBayes import calculate_delta, calculate_sensitivity
 
-    deltas = np.array([calculate_delta(d, calculate_sensitivity(n, child, list(parents), binary), epsilon)
-                       for child, parents in candidates])
+    deltas = np.array(
+        [
+            calculate_delta(d, calculate_sensitivity(n, child, list(parents), binary), epsilon)
+            for child, parents in candidates
+        ]
+    )
     logits = np.asarray(info) / (2 * deltas)
     weights = np.exp(logits - logits.max())
     return weights / weights.sum()
 
 
-def greedy_network(codes: np.ndarray, sizes: np.ndarray, degree: int, epsilon: float,
-                   rng: np.random.Generator, max_candidates: int | None = None) -> tuple[int, Network]:
+def greedy_network(
+    codes: np.ndarray,
+    sizes: np.ndarray,
+    degree: int,
+    epsilon: float,
+    rng: np.random.Generator,
+    max_candidates: int | None = None,
+) -> tuple[int, Network]:
     """DataSynthesizer's `greedy_bayes(dataset, k, epsilon)`: (root, [(child, parents), ...])."""
     n, d = codes.shape
     counter = JointCounter(codes, sizes)
@@ -116,19 +133,26 @@ def _normalise_rows(counts: np.ndarray) -> np.ndarray:
     return np.where(sums > 0, counts / np.where(sums > 0, sums, 1), 1.0 / counts.shape[1])
 
 
-def noisy_counts(codes: np.ndarray, columns: tuple[int, ...], sizes: np.ndarray, scale: float,
-                 rng: np.random.Generator) -> np.ndarray:
+def noisy_counts(
+    codes: np.ndarray, columns: tuple[int, ...], sizes: np.ndarray, scale: float, rng: np.random.Generator
+) -> np.ndarray:
     """Counts of the joint values of `columns` + Laplace(scale) noise, negatives set to 0; shape = their sizes."""
     combined, total = combine(codes, columns, sizes)
     counts = np.bincount(combined, minlength=total).astype(np.float64)
     if scale > 0:
-        counts = canaries.release(counts, scale, lambda shape, b: rng.laplace(0.0, b, size=shape),  # L1 sensitivity 1
-                                  sensitivity=1.0, name="PrivBayes conditionals")
+        counts = canaries.release(
+            counts,
+            scale,
+            lambda shape, b: rng.laplace(0.0, b, size=shape),  # L1 sensitivity 1
+            sensitivity=1.0,
+            name="PrivBayes conditionals",
+        )
     return np.clip(counts, 0, None).reshape([int(sizes[c]) for c in columns])
 
 
-def noisy_conditionals(codes: np.ndarray, sizes: np.ndarray, root: int, network: Network, epsilon: float,
-                       rng: np.random.Generator) -> tuple[list[np.ndarray], float]:
+def noisy_conditionals(
+    codes: np.ndarray, sizes: np.ndarray, root: int, network: Network, epsilon: float, rng: np.random.Generator
+) -> tuple[list[np.ndarray], float]:
     """DataSynthesizer's `construct_noisy_conditional_distributions(bn, data, epsilon)`.
 
     Returns the tables (see `PrivBayesModel`) and the Laplace scale used on every release ((d−k)/ε).
@@ -137,7 +161,7 @@ def noisy_conditionals(codes: np.ndarray, sizes: np.ndarray, root: int, network:
     k = len(network[-1][1])
     scale = (d - k) / epsilon if epsilon else 0.0
     first = (root, *[child for child, _ in network[:k]])
-    joint = noisy_counts(codes, first, sizes, scale, rng)              # [sizes of root, c1, ..., ck]
+    joint = noisy_counts(codes, first, sizes, scale, rng)  # [sizes of root, c1, ..., ck]
     tables = [_normalise_rows(joint.sum(axis=tuple(range(1, k + 1))).reshape(1, -1))]
     for index, (child, parents) in enumerate(network):
         if index <= k - 1:
@@ -153,8 +177,15 @@ def noisy_conditionals(codes: np.ndarray, sizes: np.ndarray, root: int, network:
     return tables, scale
 
 
-def fit(codes: np.ndarray, sizes: np.ndarray, degree: int, epsilon_structure: float, epsilon_conditionals: float,
-        rng: np.random.Generator, max_candidates: int | None = None) -> PrivBayesModel:
+def fit(
+    codes: np.ndarray,
+    sizes: np.ndarray,
+    degree: int,
+    epsilon_structure: float,
+    epsilon_conditionals: float,
+    rng: np.random.Generator,
+    max_candidates: int | None = None,
+) -> PrivBayesModel:
     root, network = greedy_network(codes, sizes, degree, epsilon_structure, rng, max_candidates)
     tables, _ = noisy_conditionals(codes, sizes, root, network, epsilon_conditionals, rng)
     return PrivBayesModel(root, network, tables, np.asarray(sizes, dtype=np.int64))
@@ -172,12 +203,14 @@ def sample(model: PrivBayesModel, n: int, rng: np.random.Generator) -> np.ndarra
 
 def save(model: PrivBayesModel, path) -> None:
     arrays = {f"table{i}": t for i, t in enumerate(model.tables)}
-    network = np.array([[child, len(parents), *parents, *([-1] * (8 - len(parents)))] for child, parents in model.network])
+    network = np.array(
+        [[child, len(parents), *parents, *([-1] * (8 - len(parents)))] for child, parents in model.network]
+    )
     np.savez_compressed(path, root=model.root, network=network, sizes=model.sizes, **arrays)
 
 
 def load(path) -> PrivBayesModel:
     with np.load(path) as data:
-        network = [(int(r[0]), tuple(int(p) for p in r[2:2 + r[1]])) for r in data["network"]]
+        network = [(int(r[0]), tuple(int(p) for p in r[2 : 2 + r[1]])) for r in data["network"]]
         tables = [data[f"table{i}"] for i in range(len(network) + 1)]
         return PrivBayesModel(int(data["root"]), network, tables, data["sizes"])

@@ -59,8 +59,9 @@ def train_ryan(ctx: RunContext) -> Ledger:
     public = np.zeros(n, dtype=bool)
     public[rng.choice(n, size=max(1, round(p.public_fraction * n)), replace=False)] = True
     classes = len(data.meta.get("label_names") or np.unique(data.train.y))
-    discretizer = build_discretizer(data.train.x, data.meta, classes, p.bins, p.pixel_bins,
-                                    range_data=data.train.x[public])
+    discretizer = build_discretizer(
+        data.train.x, data.meta, classes, p.bins, p.pixel_bins, range_data=data.train.x[public]
+    )
     codes = discretizer.encode(data.train.x, data.train.y)
     cliques = match3.select_marginals(codes[public], discretizer.sizes, p.triple_threshold)
     sigma = calibrate(ctx.epsilon, ctx.delta)
@@ -71,9 +72,16 @@ def train_ryan(ctx: RunContext) -> Ledger:
 
     mbi.save(model, ctx.model_dir / "model.npz")
     np.savez_compressed(ctx.model_dir / "supports.npz", *measured.supports)
-    (ctx.model_dir / "selection.json").write_text(json.dumps(
-        {"cliques": [list(map(int, c)) for c in cliques], "sigma": sigma, "n_public": int(public.sum()),
-         "n_measured": int((~public).sum())}))
+    (ctx.model_dir / "selection.json").write_text(
+        json.dumps(
+            {
+                "cliques": [list(map(int, c)) for c in cliques],
+                "sigma": sigma,
+                "n_public": int(public.sum()),
+                "n_measured": int((~public).sum()),
+            }
+        )
+    )
     return ryan_ledger(sigma, ctx.delta, ctx.epsilon)
 
 
@@ -90,7 +98,7 @@ def sample_ryan(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
     discretizer = Discretizer.load(ctx.model_dir / "discretizer.json")
     rng = ctx.rng("ryan-sample")
     rows = len(ctx.data.train.y) if n is None else n
-    np.random.seed(ctx.seed_for("ryan-mbi-sample"))     # mbi's synthetic_data draws from numpy's global RNG
+    np.random.seed(ctx.seed_for("ryan-mbi-sample"))  # mbi's synthetic_data draws from numpy's global RNG
     columns = model.synthetic_data(rows=rows).to_dict()
     compressed = np.column_stack([columns[str(a)] for a in range(len(discretizer.columns))]).astype(np.int64)
     codes = match3.expand(compressed, supports, rng)

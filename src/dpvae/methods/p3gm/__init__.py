@@ -42,7 +42,9 @@ class MLPVAEParams(MethodParams):
     epochs: float = param(1, "passes over the training set", minimum=0)
     batch_size: int = param(100, "records per (expected) batch", minimum=1)
     batching: Batching = param("code", "the reference code's fixed batches drawn with replacement, or Poisson sampling")
-    record_every_epoch: bool = param(False, "record the reconstruction loss per iteration and the decoder per epoch (fig 7)")
+    record_every_epoch: bool = param(
+        False, "record the reconstruction loss per iteration and the decoder per epoch (fig 7)"
+    )
 
 
 @dataclass(frozen=True)
@@ -50,12 +52,15 @@ class DPVAEParams(MLPVAEParams):
     """The same MLP VAE trained end to end with DP-SGD (per-example clipping, Gaussian noise)."""
 
     clip: float = param(1.0, "per-example clipping norm C", exclusive_minimum=0)
-    sigma_sgd: float | Literal["auto"] = param("auto", "DP-SGD noise multiplier; auto = calibrated to the target epsilon")
-    batching: Batching = param("poisson", "Poisson sampling (as accounted) or the reference code's fixed batches drawn with replacement")
+    sigma_sgd: float | Literal["auto"] = param(
+        "auto", "DP-SGD noise multiplier; auto = calibrated to the target epsilon"
+    )
+    batching: Batching = param(
+        "poisson", "Poisson sampling (as accounted) or the reference code's fixed batches drawn with replacement"
+    )
 
 
 PCAMean = Literal["dp", "zero", "nonprivate"]
-
 
 
 @dataclass(frozen=True)
@@ -69,9 +74,15 @@ class P3GMParams(MethodParams):
     batch_size: int = param(100, "records per (expected) batch", minimum=1)
 
     pca_components: int = param(30, "d' = min(this, d) DP-PCA components", minimum=1)
-    pca_mean: PCAMean = param("dp", "centring of DP-PCA: a released DP mean, zero (no centring), or the exact mean (the code; not DP)")
-    sigma_mean: float = param(20.0, "noise multiplier of the DP centring mean (rows clipped to mean_radius*sqrt(d))", minimum=0)
-    mean_radius: float = param(1.0, "row-norm bound of the DP mean per sqrt(d) (1 = features in [0, 1])", exclusive_minimum=0)
+    pca_mean: PCAMean = param(
+        "dp", "centring of DP-PCA: a released DP mean, zero (no centring), or the exact mean (the code; not DP)"
+    )
+    sigma_mean: float = param(
+        20.0, "noise multiplier of the DP centring mean (rows clipped to mean_radius*sqrt(d))", minimum=0
+    )
+    mean_radius: float = param(
+        1.0, "row-norm bound of the DP mean per sqrt(d) (1 = features in [0, 1])", exclusive_minimum=0
+    )
     sigma_pca: float = param(5.0, "sigma_p of DP-PCA (0 = no noise)", minimum=0)
     sigma_em: float = param(100.0, "sigma_e of DP-EM (0 = no noise)", minimum=0)
     em_iters: int = param(20, "T_e: DP-EM iterations", minimum=1)
@@ -79,11 +90,19 @@ class P3GMParams(MethodParams):
     account_em_init: bool = param(False, "count the initial noisy M-step in the paper ledger (the code does not)")
     clip: float | None = param(1.0, "per-example clipping norm C (null = no clipping, non-private PGM)")
     sigma_sgd: float | Literal["auto"] = param("auto", "DP-SGD noise multiplier; auto = calibrated to the target")
-    pretrain_steps: int = param(3000, "non-private decoder pre-training steps on DP outputs (code; 0 = none)", minimum=0)
+    pretrain_steps: int = param(
+        3000, "non-private decoder pre-training steps on DP outputs (code; 0 = none)", minimum=0
+    )
     pretrain_batch_size: int = param(100, "records per pre-training step", minimum=1)
-    sampling_prior: Literal["normal", "mog"] = param("normal", "prior of released samples: N(0, I) (code) or the DP-MoG (paper)")
-    encoder_variance: Literal["learned", "zero", "no_kl"] = param("learned", "sigma_phi(x) learned; 0 (P3GM(AE), the paper); or learned without the KL term (the code's P3GM-AE)")
-    batching: Batching = param("poisson", "Poisson sampling (as accounted) or the code's fixed batches with replacement")
+    sampling_prior: Literal["normal", "mog"] = param(
+        "normal", "prior of released samples: N(0, I) (code) or the DP-MoG (paper)"
+    )
+    encoder_variance: Literal["learned", "zero", "no_kl"] = param(
+        "learned", "sigma_phi(x) learned; 0 (P3GM(AE), the paper); or learned without the KL term (the code's P3GM-AE)"
+    )
+    batching: Batching = param(
+        "poisson", "Poisson sampling (as accounted) or the code's fixed batches with replacement"
+    )
     record_every_epoch: bool = param(False, "record the decoder at the end of every epoch (fig 7's utility per epoch)")
 
 
@@ -91,15 +110,19 @@ class P3GMParams(MethodParams):
 class DPGMParams(DPVAEParams):
     clusters: int = param(10, "k of DP kernel k-means", minimum=1)
     rff_dim: int = param(1000, "random Fourier features of the kernel k-means", minimum=1)
-    cluster_budget_fraction: float = param(0.1, "share of epsilon spent on clustering (its epsilon alone)", exclusive_minimum=0, maximum=1)
+    cluster_budget_fraction: float = param(
+        0.1, "share of epsilon spent on clustering (its epsilon alone)", exclusive_minimum=0, maximum=1
+    )
     kmeans_iters: int = param(5, "noisy Lloyd iterations of the kernel k-means", minimum=1)
-    bandwidth: float = param(0.5, "Gaussian-kernel bandwidth as a multiple of sqrt(record dimension)", exclusive_minimum=0)
+    bandwidth: float = param(
+        0.5, "Gaussian-kernel bandwidth as a multiple of sqrt(record dimension)", exclusive_minimum=0
+    )
 
 
 class MLPVAEMethod(Method):
     """Sampling, reconstruction and per-epoch snapshots of a model saved by `store.py`."""
 
-    precisions = PRECISIONS      # their training loop (`fit.py`) applies each
+    precisions = PRECISIONS  # their training loop (`fit.py`) applies each
 
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
         """n records (default: as many as the training split, the code's synthetic-set size)."""

@@ -76,7 +76,7 @@ def sound_record(record: Mechanism, em_iters: int, em_components: int, fixed_bat
     if record.name.startswith("dp_em."):
         per_m_step = 1 if record.name == EM_WEIGHTS else em_components
         return replace(record, steps=per_m_step * (em_iters + 1))
-    return replace_one_record(record, fixed_batches)   # DP-SGD: a P3GM run's or a DP-SGD engine's own record
+    return replace_one_record(record, fixed_batches)  # DP-SGD: a P3GM run's or a DP-SGD engine's own record
 
 
 def paper_accounting(records: Sequence[Mechanism], delta: float) -> Accounting:
@@ -90,22 +90,41 @@ def paper_epsilon(records: Sequence[Mechanism], delta: float) -> float:
     return paper_accounting(records, delta).epsilon
 
 
-def p3gm_ledger(records: Sequence[Mechanism], delta: float, em_iters: int = 0, em_components: int = 1,
-                target: float | None = None, notes: str = NOTES, not_dp: str | None = None,
-                fixed_batches: bool = False) -> Ledger:
+def p3gm_ledger(
+    records: Sequence[Mechanism],
+    delta: float,
+    em_iters: int = 0,
+    em_components: int = 1,
+    target: float | None = None,
+    notes: str = NOTES,
+    not_dp: str | None = None,
+    fixed_batches: bool = False,
+) -> Ledger:
     """Paper (the code's accountant, the headline) and sound accountings of the given mechanism records; a
     release that is not DP (the exact centring mean) has no sound accounting and says why."""
     records = tuple(records)
     paper = paper_accounting(records, delta)
     if not_dp is not None:
         return Ledger(paper, None, target, f"{not_dp}; {notes}", not_dp=not_dp)
-    sound = Accounting(tuple(sound_record(r, em_iters, em_components, fixed_batches) for r in records), delta,
-                       adjacency="replace-one", accountant="rdp", conversion="improved")
+    sound = Accounting(
+        tuple(sound_record(r, em_iters, em_components, fixed_batches) for r in records),
+        delta,
+        adjacency="replace-one",
+        accountant="rdp",
+        conversion="improved",
+    )
     return Ledger(paper, sound, target, notes)
 
 
-def sgd_sigma(configured: float | str, encoding: Sequence[Mechanism], sgd: Callable[[float], Mechanism],
-              delta: float, target: float, notes: str, what: str = "run") -> tuple[float, str]:
+def sgd_sigma(
+    configured: float | str,
+    encoding: Sequence[Mechanism],
+    sgd: Callable[[float], Mechanism],
+    delta: float,
+    target: float,
+    notes: str,
+    what: str = "run",
+) -> tuple[float, str]:
     """σ_s and the ledger's note: the smallest σ (rounded up, never below the configured one) whose paper ε of
     the `encoding` records and the DP-SGD record `sgd(σ)` meets `target`; `configured` "auto" = from 2⁻⁸ up."""
     if encoding and (spent := paper_epsilon(encoding, delta)) > target:
@@ -119,8 +138,10 @@ def sgd_sigma(configured: float | str, encoding: Sequence[Mechanism], sgd: Calla
     if configured == "auto":
         return sigma, f"{notes}; sigma_sgd calibrated to the target: {sigma:.6g}"
     if sigma > given:
-        return sigma, (f"{notes}; sigma_sgd raised from the configured {given:g} to {sigma:.6g} (the configured "
-                       f"value gives epsilon {epsilon_of(given):.4f} > target {target:g})")
+        return sigma, (
+            f"{notes}; sigma_sgd raised from the configured {given:g} to {sigma:.6g} (the configured "
+            f"value gives epsilon {epsilon_of(given):.4f} > target {target:g})"
+        )
     return sigma, notes
 
 
@@ -128,8 +149,16 @@ def run_ledger(params: Any, records: Sequence[Mechanism], delta: float, target: 
     """A P3GM (PGM, P3GM(AE)) run's ledger from its records: not DP with the exact centring mean, DP-SGD by the
     fixed-partition bound with the code's batches."""
     not_dp = NOT_DP_NONPRIVATE_MEAN if params.pca_mean == "nonprivate" else None
-    return p3gm_ledger(records, delta, params.em_iters, params.em_components, target, notes, not_dp,
-                       fixed_batches=params.batching == "code")
+    return p3gm_ledger(
+        records,
+        delta,
+        params.em_iters,
+        params.em_components,
+        target,
+        notes,
+        not_dp,
+        fixed_batches=params.batching == "code",
+    )
 
 
 def recompute_p3gm_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
@@ -156,8 +185,13 @@ def recompute_dp_vae_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
         return Mechanism(SGD_RECORD, sigma, run.sample_rate, run.steps, params.clip)
 
     sigma, notes = sgd_sigma(params.sigma_sgd, (), sgd, spec["delta"], spec["epsilon"], DPVAE_NOTES)
-    return p3gm_ledger([replace(run, noise_multiplier=sigma)], spec["delta"], target=spec["epsilon"], notes=notes,
-                       fixed_batches=params.batching == "code")
+    return p3gm_ledger(
+        [replace(run, noise_multiplier=sigma)],
+        spec["delta"],
+        target=spec["epsilon"],
+        notes=notes,
+        fixed_batches=params.batching == "code",
+    )
 
 
 # ------------------------------------------------------------------------------- a run by its settings
@@ -225,9 +259,13 @@ class P3GMSetting:
         T_e M-steps of 2K + 1 Gaussians at σ_e (the run's EM sensitivities depend on its data: 1 here)."""
         mean = (Mechanism(MEAN_RECORD, self.mean_sigma, 1.0, 1, self.mean_clip),) if self.centring == "dp" else ()
         k, t = self.n_components, self.em_iters
-        return (*mean, Mechanism(PCA_RECORD, self.pca_sigma, sensitivity=1.0),
-                Mechanism(EM_WEIGHTS, self.em_sigma, steps=t), Mechanism(EM_MEANS, self.em_sigma, steps=k * t),
-                Mechanism(EM_VARIANCES, self.em_sigma, steps=k * t))
+        return (
+            *mean,
+            Mechanism(PCA_RECORD, self.pca_sigma, sensitivity=1.0),
+            Mechanism(EM_WEIGHTS, self.em_sigma, steps=t),
+            Mechanism(EM_MEANS, self.em_sigma, steps=k * t),
+            Mechanism(EM_VARIANCES, self.em_sigma, steps=k * t),
+        )
 
     def sgd_record(self, sigma: float | None = None) -> Mechanism:
         """DP-SGD: q = B/N, T = ⌈epochs·N/B⌉, clip C, multiplier σ_s (or `sigma`)."""
@@ -240,8 +278,7 @@ class P3GMSetting:
     def ledger(self, target_epsilon: float | None = None, notes: str = NOTES) -> Ledger:
         """`p3gm_ledger` of the records such a run makes (Poisson batches); not DP with the exact mean."""
         not_dp = NOT_DP_NONPRIVATE_MEAN if self.centring == "nonprivate" else None
-        return p3gm_ledger(self.records(), self.delta, self.em_iters, self.n_components, target_epsilon, notes,
-                           not_dp)
+        return p3gm_ledger(self.records(), self.delta, self.em_iters, self.n_components, target_epsilon, notes, not_dp)
 
 
 def p3gm_fit_sgd_sigma(setting: P3GMSetting, target_epsilon: float) -> P3GMSetting:
@@ -252,8 +289,15 @@ def p3gm_fit_sgd_sigma(setting: P3GMSetting, target_epsilon: float) -> P3GMSetti
     and the DP centring mean costs a little more: those runs raise σ_s instead of overspending.
     Raises PrivacyBudgetExceeded if the mechanisms before DP-SGD alone already exceed the target.
     """
-    sigma, _ = sgd_sigma(setting.sgd_sigma, setting.encoding_records(), setting.sgd_record, setting.delta,
-                         target_epsilon, NOTES, what="run's encoding phase (DP mean, DP-PCA, DP-EM)")
+    sigma, _ = sgd_sigma(
+        setting.sgd_sigma,
+        setting.encoding_records(),
+        setting.sgd_record,
+        setting.delta,
+        target_epsilon,
+        NOTES,
+        what="run's encoding phase (DP mean, DP-PCA, DP-EM)",
+    )
     return replace(setting, sgd_sigma=sigma)
 
 
@@ -270,8 +314,11 @@ def p3gm_composition_comparison(setting: P3GMSetting, conversion: Conversion = "
     a centring mean: DP-PCA, DP-EM's T_e·(2K+1) Gaussians as one, DP-SGD). PAPERS.md's [computed] values use
     the classic conversion for the RDP curve too."""
     em_releases = setting.em_iters * (2 * setting.n_components + 1)
-    mechanisms = (Mechanism("DP-PCA", setting.pca_sigma), Mechanism("DP-EM", setting.em_sigma, 1.0, em_releases),
-                  replace(setting.sgd_record(), name="DP-SGD"))
+    mechanisms = (
+        Mechanism("DP-PCA", setting.pca_sigma),
+        Mechanism("DP-EM", setting.em_sigma, 1.0, em_releases),
+        replace(setting.sgd_record(), name="DP-SGD"),
+    )
     return CompositionComparison(
         proposed=Accounting(mechanisms, setting.delta, accountant="rdp", conversion=conversion),
         baseline=Accounting(
@@ -286,8 +333,10 @@ def p3gm_composition_comparison(setting: P3GMSetting, conversion: Conversion = "
 def clustering_mechanisms(sigma: float, iterations: int, replace_one: bool = False) -> tuple[Mechanism, ...]:
     """DP kernel k-means' releases: noisy counts (T + 1 times) and feature sums (T times)."""
     counts, sums = (math.sqrt(2), 2.0) if replace_one else (1.0, 1.0)
-    return (Mechanism("dp_kmeans.counts", sigma / counts, steps=iterations + 1, sensitivity=counts),
-            Mechanism("dp_kmeans.sums", sigma / sums, steps=iterations, sensitivity=sums))
+    return (
+        Mechanism("dp_kmeans.counts", sigma / counts, steps=iterations + 1, sensitivity=counts),
+        Mechanism("dp_kmeans.sums", sigma / sums, steps=iterations, sensitivity=sums),
+    )
 
 
 def dpgm_accounting(mechanisms: Sequence[Mechanism], delta: float, replace_one: bool = False) -> Accounting:
@@ -299,34 +348,41 @@ def cluster_rate(batch_size: int, clusters: int, n: int) -> float:
     return min(1.0, batch_size * clusters / n)
 
 
-def dpgm_mechanisms(params: Any, sigma_clustering: float, sigma: float, rate: float, steps: int,
-                    replace_one: bool = False) -> tuple[Mechanism, ...]:
+def dpgm_mechanisms(
+    params: Any, sigma_clustering: float, sigma: float, rate: float, steps: int, replace_one: bool = False
+) -> tuple[Mechanism, ...]:
     """The k-means releases and one DP-SGD run (the clusters' runs compose in parallel)."""
-    return (*clustering_mechanisms(sigma_clustering, params.kmeans_iters, replace_one),
-            Mechanism("dpsgd (one per cluster, parallel composition)", sigma, rate, steps, params.clip))
+    return (
+        *clustering_mechanisms(sigma_clustering, params.kmeans_iters, replace_one),
+        Mechanism("dpsgd (one per cluster, parallel composition)", sigma, rate, steps, params.clip),
+    )
 
 
 def dpgm_sigmas(params: Any, epsilon: float, delta: float, rate: float, steps: int) -> tuple[float, float]:
     """σ of the k-means (calibrated alone to its share of ε) and of the DP-SGD runs (the rest; as configured
     where that meets the target)."""
     share = epsilon * params.cluster_budget_fraction
-    sigma_c = solve_noise_multiplier(lambda s: dpgm_accounting(clustering_mechanisms(s, params.kmeans_iters), delta).epsilon,
-                                     share, floor=2.0**-8)
+    sigma_c = solve_noise_multiplier(
+        lambda s: dpgm_accounting(clustering_mechanisms(s, params.kmeans_iters), delta).epsilon, share, floor=2.0**-8
+    )
     given = 2.0**-8 if params.sigma_sgd == "auto" else float(params.sigma_sgd)
     if not steps:
         return sigma_c, given
-    sigma = solve_noise_multiplier(lambda s: dpgm_accounting(dpgm_mechanisms(params, sigma_c, s, rate, steps), delta).epsilon,
-                                   epsilon, floor=given)
+    sigma = solve_noise_multiplier(
+        lambda s: dpgm_accounting(dpgm_mechanisms(params, sigma_c, s, rate, steps), delta).epsilon, epsilon, floor=given
+    )
     return sigma_c, sigma
 
 
-def dpgm_ledger(params: Any, sigma_clustering: float, sigma: float, rate: float, steps: int, delta: float,
-                target: float | None) -> Ledger:
+def dpgm_ledger(
+    params: Any, sigma_clustering: float, sigma: float, rate: float, steps: int, delta: float, target: float | None
+) -> Ledger:
     """Paper (add/remove-one) and strict (replace-one) accountings of a DP-GM run."""
     notes = DPGM_NOTES + f"; sigma_clustering {sigma_clustering:.6g}, sigma_sgd {sigma:.6g}, q {rate:.6g}, T {steps}"
     paper = dpgm_accounting(dpgm_mechanisms(params, sigma_clustering, sigma, rate, steps), delta)
-    strict = dpgm_accounting(dpgm_mechanisms(params, sigma_clustering, sigma, rate, steps, replace_one=True), delta,
-                             replace_one=True)
+    strict = dpgm_accounting(
+        dpgm_mechanisms(params, sigma_clustering, sigma, rate, steps, replace_one=True), delta, replace_one=True
+    )
     return Ledger(paper, strict, target, notes)
 
 

@@ -87,9 +87,9 @@ class Schedule:
 class FitResult:
     """What a run of `fit` leaves besides the trained model."""
 
-    recon_loss: np.ndarray                       # batch mean of the reconstruction term, per step
-    snapshots: list[dict[str, Tensor]] = field(default_factory=list)   # one per epoch, if asked
-    engine: DPSGD | None = None                  # the private engine (its records pay for the steps)
+    recon_loss: np.ndarray  # batch mean of the reconstruction term, per step
+    snapshots: list[dict[str, Tensor]] = field(default_factory=list)  # one per epoch, if asked
+    engine: DPSGD | None = None  # the private engine (its records pay for the steps)
 
 
 def make_optimizer(name: str, params: list[nn.Parameter], lr: float) -> torch.optim.Optimizer:
@@ -130,8 +130,15 @@ def fit(
     opt = make_optimizer(optimizer, params, lr)
     engine = None
     if clip is not None:
-        engine = DPSGD(model, max_grad_norm=clip, noise_multiplier=sigma, sample_rate=schedule.sample_rate,
-                       expected_batch_size=schedule.batch_size, generator=noise_generator, budget=budget)
+        engine = DPSGD(
+            model,
+            max_grad_norm=clip,
+            noise_multiplier=sigma,
+            sample_rate=schedule.sample_rate,
+            expected_batch_size=schedule.batch_size,
+            generator=noise_generator,
+            budget=budget,
+        )
     generators = (batch_generator, *((noise_generator,) if noise_generator is not None else ()), *other_generators)
     recon, snapshots, start = [], [], 0
     state = checkpoint.load() if checkpoint is not None else None
@@ -161,9 +168,17 @@ def fit(
         if step + 1 in ends:
             snapshots.append({k: v.detach().clone() for k, v in snapshot(model).items()})
         if checkpoint is not None and checkpoint.due(step) and step + 1 < schedule.steps:
-            checkpoint.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step + 1,
-                             "rng": rng_state(*generators), "recon_loss": recon, "snapshots": snapshots,
-                             "engine_steps": 0 if engine is None else engine.steps})
+            checkpoint.save(
+                {
+                    "model": model.state_dict(),
+                    "optimizer": opt.state_dict(),
+                    "step": step + 1,
+                    "rng": rng_state(*generators),
+                    "recon_loss": recon,
+                    "snapshots": snapshots,
+                    "engine_steps": 0 if engine is None else engine.steps,
+                }
+            )
     if engine is not None:
         engine.close()
     model.eval()

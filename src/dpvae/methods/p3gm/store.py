@@ -50,16 +50,23 @@ def from_vectors(vectors: np.ndarray, record_shape: tuple[int, ...], classes: in
     """{"x": float32 [N, *record_shape], "y": int64 arg-max of the label block} from generated vectors."""
     vectors = np.asarray(vectors, dtype=np.float32)
     features = vectors[:, : vectors.shape[1] - classes]
-    return {"x": np.ascontiguousarray(features.reshape(len(vectors), *record_shape)),
-            "y": vectors[:, features.shape[1]:].argmax(axis=1).astype(np.int64)}
+    return {
+        "x": np.ascontiguousarray(features.reshape(len(vectors), *record_shape)),
+        "y": vectors[:, features.shape[1] :].argmax(axis=1).astype(np.int64),
+    }
 
 
 INFO, WEIGHTS, SNAPSHOTS, RECON = "model.json", "model.pt", "snapshots.pt", "recon_loss.npy"
 GENERATION_CHUNK = 8192
 
 
-def save_model(model_dir: Path, model: MLPVAE, info: dict[str, Any], recon_loss: np.ndarray,
-               snapshots: list[dict[str, Tensor]] = ()) -> None:
+def save_model(
+    model_dir: Path,
+    model: MLPVAE,
+    info: dict[str, Any],
+    recon_loss: np.ndarray,
+    snapshots: list[dict[str, Tensor]] = (),
+) -> None:
     """Write the model files (each atomically) into `model_dir`."""
     model_dir = Path(model_dir)
     model_dir.mkdir(parents=True, exist_ok=True)
@@ -122,7 +129,9 @@ def generate(model: MLPVAE, info: dict[str, Any], n: int, generator: torch.Gener
 @torch.no_grad()
 def reconstruct(model: MLPVAE, info: dict[str, Any], vectors: np.ndarray) -> dict[str, np.ndarray]:
     """decoder(encoder mean(v)) of record vectors: the reference's "public" outputs (Table VIII as computed)."""
-    out = [model.decode(model.encode(torch.from_numpy(vectors[i:i + GENERATION_CHUNK]))[0]).numpy()
-           for i in range(0, len(vectors), GENERATION_CHUNK)]
+    out = [
+        model.decode(model.encode(torch.from_numpy(vectors[i : i + GENERATION_CHUNK]))[0]).numpy()
+        for i in range(0, len(vectors), GENERATION_CHUNK)
+    ]
     merged = np.concatenate(out) if out else np.zeros((0, info["arch"]["data_dim"]), dtype=np.float32)
     return from_vectors(merged, tuple(info["record_shape"]), info["classes"])

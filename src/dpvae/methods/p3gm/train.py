@@ -82,9 +82,10 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
     started, cpu_started = time.perf_counter(), time.process_time()
     pca = dp_pca(vectors, p.pca_components, p.sigma_pca, ctx.rng("dp-pca"), **_centring(p, d))
     features = pca.transform(vectors)
-    gmm = dp_em_diagonal_gmm(features, p.em_components, p.em_iters, p.sigma_em, ctx.rng("dp-em"),
-                             account_initial_step=p.account_em_init)
-    encoding = (*pca.mechanisms, *gmm.mechanisms)   # the DP mean (if any), the PCA, the EM releases
+    gmm = dp_em_diagonal_gmm(
+        features, p.em_components, p.em_iters, p.sigma_em, ctx.rng("dp-em"), account_initial_step=p.account_em_init
+    )
+    encoding = (*pca.mechanisms, *gmm.mechanisms)  # the DP mean (if any), the PCA, the EM releases
 
     # the DP-SGD noise: given, calibrated (auto), or raised to fit the target
     sigma, notes = _sgd_sigma(p, encoding, schedule, ctx, private)
@@ -98,17 +99,26 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
     centre = torch.tensor(pca.mean, dtype=torch.float32)
     model = MLPVAE(d, latent, p.hidden, pca_components=components, pca_mean=centre)
     zero_variance = p.encoder_variance == "zero"
-    if zero_variance:   # P3GM(AE): z = μ(x); σ_φ's head is not part of the model that is trained
+    if zero_variance:  # P3GM(AE): z = μ(x); σ_φ's head is not part of the model that is trained
         model.fc1.requires_grad_(False)
         model.fc22.requires_grad_(False)
     info = {
-        "method": ctx.spec["method"], "arch": {"data_dim": d, "latent_dim": latent, "hidden": p.hidden, "pca": True},
-        "record_shape": list(ctx.data.train.x.shape[1:]), "classes": classes,
-        "sampling_prior": p.sampling_prior, "encoder_variance": p.encoder_variance, "pca_mean": p.pca_mean,
-        "prior": {"weights": gmm.weights.tolist(), "means": gmm.means.tolist(),
-                  "variances": gmm.variances.tolist()},
-        "sgd": {"sigma": sigma, "clip": p.clip, "steps": schedule.steps, "sample_rate": schedule.sample_rate,
-                "batching": p.batching, "epoch_ends": schedule.epoch_ends()},
+        "method": ctx.spec["method"],
+        "arch": {"data_dim": d, "latent_dim": latent, "hidden": p.hidden, "pca": True},
+        "record_shape": list(ctx.data.train.x.shape[1:]),
+        "classes": classes,
+        "sampling_prior": p.sampling_prior,
+        "encoder_variance": p.encoder_variance,
+        "pca_mean": p.pca_mean,
+        "prior": {"weights": gmm.weights.tolist(), "means": gmm.means.tolist(), "variances": gmm.variances.tolist()},
+        "sgd": {
+            "sigma": sigma,
+            "clip": p.clip,
+            "steps": schedule.steps,
+            "sample_rate": schedule.sample_rate,
+            "batching": p.batching,
+            "epoch_ends": schedule.epoch_ends(),
+        },
     }
     encoded, cpu_encoded = time.perf_counter(), time.process_time()
     if p.pretrain_steps:
@@ -119,29 +129,54 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
     reparam = ctx.torch_generator("reparameterisation", device="cpu")
 
     def loss_fn(batch: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        mu = model.pca(batch)                                                 # [B, d'] frozen
+        mu = model.pca(batch)  # [B, d'] frozen
         if zero_variance:
             z, kl = mu, torch.zeros(len(batch))
         else:
-            logvar = model.fc22(torch.relu(model.fc1(batch)))                 # [B, d']
+            logvar = model.fc22(torch.relu(model.fc1(batch)))  # [B, d']
             eps = torch.randn(mu.shape, generator=reparam)
             z = mu + eps * (0.5 * logvar).exp()
             kl = torch.zeros(len(batch)) if p.encoder_variance == "no_kl" else mixture_kl(mu, logvar, prior)
-        se = (model.decode(z) - batch).square().sum(1)                       # [B]
+        se = (model.decode(z) - batch).square().sum(1)  # [B]
         return se + kl, se
 
-    budget = StepBudget(lambda steps: paper_epsilon([*encoding, sgd_record(steps)], ctx.delta),
-                        ctx.epsilon) if private else None
-    result = fit(model, torch.from_numpy(vectors), loss_fn, schedule, lr=p.lr, optimizer=p.optimizer,
-                 clip=p.clip, sigma=sigma, batch_generator=ctx.torch_generator("batches", device="cpu"),
-                 noise_generator=ctx.torch_generator("dp-sgd-noise", device="cpu"), other_generators=(reparam,),
-                 checkpoint=Checkpoint(ctx), budget=budget,
-                 snapshot=decoder_state if p.record_every_epoch else None, precision=ctx.precision)
+    budget = (
+        StepBudget(lambda steps: paper_epsilon([*encoding, sgd_record(steps)], ctx.delta), ctx.epsilon)
+        if private
+        else None
+    )
+    result = fit(
+        model,
+        torch.from_numpy(vectors),
+        loss_fn,
+        schedule,
+        lr=p.lr,
+        optimizer=p.optimizer,
+        clip=p.clip,
+        sigma=sigma,
+        batch_generator=ctx.torch_generator("batches", device="cpu"),
+        noise_generator=ctx.torch_generator("dp-sgd-noise", device="cpu"),
+        other_generators=(reparam,),
+        checkpoint=Checkpoint(ctx),
+        budget=budget,
+        snapshot=decoder_state if p.record_every_epoch else None,
+        precision=ctx.precision,
+    )
     store.save_model(ctx.model_dir, model, info, result.recon_loss, result.snapshots)
-    LOG.info("P3GM on %d x %d: encoding %.1f s (cpu %.1f s), pre-training %.1f s (cpu %.1f s), %d DP-SGD steps "
-             "(sigma %.4g) %.1f s (cpu %.1f s)", n, d, encoded - started, cpu_encoded - cpu_started,
-             pretrained - encoded, cpu_pretrained - cpu_encoded, schedule.steps, sigma,
-             time.perf_counter() - pretrained, time.process_time() - cpu_pretrained)
+    LOG.info(
+        "P3GM on %d x %d: encoding %.1f s (cpu %.1f s), pre-training %.1f s (cpu %.1f s), %d DP-SGD steps "
+        "(sigma %.4g) %.1f s (cpu %.1f s)",
+        n,
+        d,
+        encoded - started,
+        cpu_encoded - cpu_started,
+        pretrained - encoded,
+        cpu_pretrained - cpu_encoded,
+        schedule.steps,
+        sigma,
+        time.perf_counter() - pretrained,
+        time.process_time() - cpu_pretrained,
+    )
     if not private:
         return None
     sgd = [m for m in (result.engine.mechanisms() if result.engine else []) if m.steps]
@@ -156,8 +191,10 @@ def _check_private(p: Any, variant: str, sgd_steps: int) -> None:
     zero += ["sigma_mean"] if p.pca_mean == "dp" and p.sigma_mean == 0 else []
     zero += ["sigma_sgd"] if sgd_steps and p.sigma_sgd == 0 else []
     if zero:
-        raise ConfigError(f"config key '{key}.{zero[0]}': 0 gives no privacy; a private P3GM run needs noise "
-                          "in every mechanism (set 'private: false' for PGM)")
+        raise ConfigError(
+            f"config key '{key}.{zero[0]}': 0 gives no privacy; a private P3GM run needs noise "
+            "in every mechanism (set 'private: false' for PGM)"
+        )
     if sgd_steps and p.clip is None:
         raise ConfigError(f"config key '{key}.clip': a private P3GM run needs a clipping norm")
 
@@ -172,8 +209,9 @@ def _centring(p: Any, dimension: int) -> dict[str, Any]:
     return {"mean": "dp", "mean_noise_multiplier": p.sigma_mean, "mean_clip": p.mean_radius * math.sqrt(dimension)}
 
 
-def _sgd_sigma(p: Any, encoding: tuple[Mechanism, ...], schedule: Any, ctx: RunContext,
-               private: bool) -> tuple[float, str]:
+def _sgd_sigma(
+    p: Any, encoding: tuple[Mechanism, ...], schedule: Any, ctx: RunContext, private: bool
+) -> tuple[float, str]:
     """σ_s for the run and the ledger note: as given, calibrated (auto) or raised to meet the target."""
     if not private or schedule.steps == 0:
         return 0.0 if p.sigma_sgd == "auto" else float(p.sigma_sgd), NOTES
@@ -216,23 +254,45 @@ def train_vae(ctx: RunContext, *, clip: float | None = None, sigma: float = 0.0,
     reparam = ctx.torch_generator("reparameterisation", device="cpu")
 
     def loss_fn(batch: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        mu, logvar = model.encode(batch)                                    # [B, d'] each
+        mu, logvar = model.encode(batch)  # [B, d'] each
         z = mu + torch.randn(mu.shape, generator=reparam) * (0.5 * logvar).exp()
-        se = (model.decode(z) - batch).square().sum(1)                     # [B]
+        se = (model.decode(z) - batch).square().sum(1)  # [B]
         kl = gaussian_kl(mu, logvar, torch.zeros_like(mu), torch.ones_like(mu))
         return se + kl, se
 
     schedule = schedule_of(ctx)
-    result = fit(model, vectors, loss_fn, schedule, lr=p.lr, optimizer=p.optimizer, clip=clip, sigma=sigma,
-                 batch_generator=ctx.torch_generator("batches", device="cpu"),
-                 noise_generator=ctx.torch_generator("dp-sgd-noise", device="cpu") if clip is not None else None,
-                 other_generators=(reparam,), checkpoint=Checkpoint(ctx), budget=budget,
-                 snapshot=decoder_state if p.record_every_epoch else None, precision=ctx.precision)
-    info = {"method": ctx.spec["method"], "arch": {"data_dim": d, "latent_dim": p.latent_dim, "hidden": p.hidden,
-                                                   "pca": False},
-            "record_shape": list(ctx.data.train.x.shape[1:]), "classes": classes, "sampling_prior": "normal",
-            "sgd": {"sigma": sigma, "clip": clip, "steps": schedule.steps, "sample_rate": schedule.sample_rate,
-                    "batching": p.batching, "epoch_ends": schedule.epoch_ends()}}
+    result = fit(
+        model,
+        vectors,
+        loss_fn,
+        schedule,
+        lr=p.lr,
+        optimizer=p.optimizer,
+        clip=clip,
+        sigma=sigma,
+        batch_generator=ctx.torch_generator("batches", device="cpu"),
+        noise_generator=ctx.torch_generator("dp-sgd-noise", device="cpu") if clip is not None else None,
+        other_generators=(reparam,),
+        checkpoint=Checkpoint(ctx),
+        budget=budget,
+        snapshot=decoder_state if p.record_every_epoch else None,
+        precision=ctx.precision,
+    )
+    info = {
+        "method": ctx.spec["method"],
+        "arch": {"data_dim": d, "latent_dim": p.latent_dim, "hidden": p.hidden, "pca": False},
+        "record_shape": list(ctx.data.train.x.shape[1:]),
+        "classes": classes,
+        "sampling_prior": "normal",
+        "sgd": {
+            "sigma": sigma,
+            "clip": clip,
+            "steps": schedule.steps,
+            "sample_rate": schedule.sample_rate,
+            "batching": p.batching,
+            "epoch_ends": schedule.epoch_ends(),
+        },
+    }
     store.save_model(ctx.model_dir, model, info, result.recon_loss, result.snapshots)
     return result
 
@@ -258,7 +318,7 @@ def train_dp_vae(ctx: RunContext) -> Ledger | None:
     sigma, notes = sgd_sigma(p.sigma_sgd, (), record, ctx.delta, ctx.epsilon, DPVAE_NOTES)
     budget = StepBudget(lambda steps: paper_epsilon([record(sigma, steps)], ctx.delta), ctx.epsilon)
     result = train_vae(ctx, clip=p.clip, sigma=sigma, budget=budget)
-    (spent,) = result.engine.mechanisms()   # the engine's own record: sigma, q, steps run, C
+    (spent,) = result.engine.mechanisms()  # the engine's own record: sigma, q, steps run, C
     return p3gm_ledger([spent], ctx.delta, target=ctx.epsilon, notes=notes, fixed_batches=p.batching == "code")
 
 
@@ -272,8 +332,10 @@ def train_dp_gm(ctx: RunContext) -> Ledger:
 
     p = ctx.params
     if p.batching != "poisson":
-        raise ConfigError(f"variants.{ctx.spec['variant']}.params.batching: dp-gm supports only 'poisson' "
-                          f"(its parallel-composition accounting needs Poisson sampling), got {p.batching!r}")
+        raise ConfigError(
+            f"variants.{ctx.spec['variant']}.params.batching: dp-gm supports only 'poisson' "
+            f"(its parallel-composition accounting needs Poisson sampling), got {p.batching!r}"
+        )
     classes = store.num_classes(ctx.data)
     vectors = store.to_vectors(ctx.data.train.x, ctx.data.train.y, classes)
     n, d = vectors.shape
@@ -282,8 +344,16 @@ def train_dp_gm(ctx: RunContext) -> Ledger:
     rate = cluster_rate(p.batch_size, p.clusters, n)
     steps = math.ceil(p.epochs / rate - 1e-9)
     sigma_c, sigma = dpgm_sigmas(p, target, delta, rate, steps)
-    km = dp_kmeans(vectors, p.clusters, p.kmeans_iters, p.rff_dim, p.bandwidth * math.sqrt(d), sigma_c, sigma_c,
-                   ctx.rng("dp-kmeans"))
+    km = dp_kmeans(
+        vectors,
+        p.clusters,
+        p.kmeans_iters,
+        p.rff_dim,
+        p.bandwidth * math.sqrt(d),
+        sigma_c,
+        sigma_c,
+        ctx.rng("dp-kmeans"),
+    )
     assignment = km.assign(vectors)
 
     def epsilon_after(t: int) -> float:
@@ -292,16 +362,38 @@ def train_dp_gm(ctx: RunContext) -> Ledger:
     budget = StepBudget(epsilon_after, target)
     for j in range(p.clusters):
         rows = np.flatnonzero(assignment == j)
-        _train_cluster(ctx, j, torch.from_numpy(vectors[rows]), float(km.counts[j]), rate, steps, sigma, budget,
-                       classes, d)
-    (ctx.model_dir / "dp_gm.json").write_text(json.dumps({
-        "clusters": p.clusters, "noisy_counts": km.counts.tolist(), "sigma_clustering": sigma_c,
-        "sigma_sgd": sigma, "sample_rate": rate, "steps": steps, "classes": classes}, indent=2))
+        _train_cluster(
+            ctx, j, torch.from_numpy(vectors[rows]), float(km.counts[j]), rate, steps, sigma, budget, classes, d
+        )
+    (ctx.model_dir / "dp_gm.json").write_text(
+        json.dumps(
+            {
+                "clusters": p.clusters,
+                "noisy_counts": km.counts.tolist(),
+                "sigma_clustering": sigma_c,
+                "sigma_sgd": sigma,
+                "sample_rate": rate,
+                "steps": steps,
+                "classes": classes,
+            },
+            indent=2,
+        )
+    )
     return dpgm_ledger(p, sigma_c, sigma, rate, steps, delta, target)
 
 
-def _train_cluster(ctx: RunContext, j: int, data, noisy_count: float, rate: float, steps: int,
-                   sigma: float, budget, classes: int, d: int) -> None:
+def _train_cluster(
+    ctx: RunContext,
+    j: int,
+    data,
+    noisy_count: float,
+    rate: float,
+    steps: int,
+    sigma: float,
+    budget,
+    classes: int,
+    d: int,
+) -> None:
     p = ctx.params
     model = MLPVAE(d, p.latent_dim, p.hidden)
     reparam = ctx.torch_generator(f"reparameterisation-{j}", device="cpu")
@@ -314,14 +406,30 @@ def _train_cluster(ctx: RunContext, j: int, data, noisy_count: float, rate: floa
 
     # expected batch from the *noisy* size: the divisor of the noisy sum must not depend on the data
     schedule = ClusterSchedule(len(data), rate, steps, max(1.0, rate * noisy_count))
-    result = fit(model, data, loss_fn, schedule, lr=p.lr, optimizer=p.optimizer, clip=p.clip, sigma=sigma,
-                 batch_generator=ctx.torch_generator(f"batches-{j}", device="cpu"),
-                 noise_generator=ctx.torch_generator(f"dp-sgd-noise-{j}", device="cpu"),
-                 other_generators=(reparam,), budget=budget, precision=ctx.precision)
-    info = {"method": "dp-gm", "cluster": j, "arch": {"data_dim": d, "latent_dim": p.latent_dim, "hidden": p.hidden,
-                                                      "pca": False},
-            "record_shape": list(ctx.data.train.x.shape[1:]), "classes": classes, "sampling_prior": "normal",
-            "sgd": {"sigma": sigma, "clip": p.clip, "steps": steps, "sample_rate": rate}}
+    result = fit(
+        model,
+        data,
+        loss_fn,
+        schedule,
+        lr=p.lr,
+        optimizer=p.optimizer,
+        clip=p.clip,
+        sigma=sigma,
+        batch_generator=ctx.torch_generator(f"batches-{j}", device="cpu"),
+        noise_generator=ctx.torch_generator(f"dp-sgd-noise-{j}", device="cpu"),
+        other_generators=(reparam,),
+        budget=budget,
+        precision=ctx.precision,
+    )
+    info = {
+        "method": "dp-gm",
+        "cluster": j,
+        "arch": {"data_dim": d, "latent_dim": p.latent_dim, "hidden": p.hidden, "pca": False},
+        "record_shape": list(ctx.data.train.x.shape[1:]),
+        "classes": classes,
+        "sampling_prior": "normal",
+        "sgd": {"sigma": sigma, "clip": p.clip, "steps": steps, "sample_rate": rate},
+    }
     store.save_model(ctx.model_dir / f"cluster{j}", model, info, result.recon_loss)
 
 

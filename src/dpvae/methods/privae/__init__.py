@@ -42,16 +42,24 @@ class VAEConvParams(MethodParams):
     groups: int = param(1, "sub-groups b the batch-wise divergence is estimated on (1 = the whole batch)", minimum=1)
     mc_samples: int = param(1, "L Monte-Carlo samples of the reconstruction term", minimum=1)
     latent_dim: int = param(50, "latent dimension D", minimum=1)
-    prior: Literal["sparse", "mog", "normal"] = param("sparse", "prior p(z): spike-and-slab (conv), 4-component mixture (pinwheel) or N(0, I) (conv)")
+    prior: Literal["sparse", "mog", "normal"] = param(
+        "sparse", "prior p(z): spike-and-slab (conv), 4-component mixture (pinwheel) or N(0, I) (conv)"
+    )
     spike_weight: float = param(0.8, "gamma: weight of the sparse prior's spike", minimum=0, maximum=0.999)
     spike_std: float = param(0.05, "standard deviation of the sparse prior's spike", exclusive_minimum=0)
     prior_variance: float = param(0.03, "variance of each component of the pinwheel mixture prior", exclusive_minimum=0)
     hidden: int = param(100, "hidden width of the pinwheel MLP", minimum=1)
     beta: float = param(1.0, "weight of the per-example KL term", minimum=0)
-    divergence: Literal["none", "mmd_dim", "kl_pq"] = param("none", "batch-wise divergence: dimension-wise MMD or KL(p(z)||q(z))")
+    divergence: Literal["none", "mmd_dim", "kl_pq"] = param(
+        "none", "batch-wise divergence: dimension-wise MMD or KL(p(z)||q(z))"
+    )
     alpha: float = param(0.0, "weight of the batch-wise divergence", minimum=0)
-    norm: Literal["group", "batch", "none"] = param("group", "normalisation layers of the conv VAE (BatchNorm only without DP)")
-    optimizer: Optimizer = param("adam", "optimizer (amsgrad = Adam with the AMSGrad correction, as Mathieu et al.'s main.py)")
+    norm: Literal["group", "batch", "none"] = param(
+        "group", "normalisation layers of the conv VAE (BatchNorm only without DP)"
+    )
+    optimizer: Optimizer = param(
+        "adam", "optimizer (amsgrad = Adam with the AMSGrad correction, as Mathieu et al.'s main.py)"
+    )
     lr: float = param(0.0005, "learning rate", exclusive_minimum=0)
 
 
@@ -91,13 +99,17 @@ class VAEConv(Method):
 
 @dataclass(frozen=True)
 class PriVAEParams(VAEConvParams):
-    engine: Literal["termwise", "micro", "batch"] = param("termwise", "term-wise DP-SGD or the micro/batch-aggregation baselines")
+    engine: Literal["termwise", "micro", "batch"] = param(
+        "termwise", "term-wise DP-SGD or the micro/batch-aggregation baselines"
+    )
     clip_sample: float = param(0.05, "C1: clipping norm of the per-example term", exclusive_minimum=0)
     clip_batch: float = param(0.0, "C2: clipping norm of the per-sub-group term (0 = no batch-wise term)", minimum=0)
     clip: float = param(0.0002, "C of the micro/batch-aggregation baselines", exclusive_minimum=0)
     kappa: Literal["paper", "sqrt5", "tight"] = param(
-        "paper", "noise calibration: the paper's (headline = paper ledger) or sound (sqrt5, tight: headline = "
-        "sound ledger); see README, privacy accounting")
+        "paper",
+        "noise calibration: the paper's (headline = paper ledger) or sound (sqrt5, tight: headline = "
+        "sound ledger); see README, privacy accounting",
+    )
 
 
 @register_method

@@ -62,8 +62,9 @@ def _check_clips(c1: float, c2: float, expected_batch_size: float, num_groups: i
         raise ValueError(f"num_groups must be an integer >= 1, got {num_groups}")
 
 
-def release_parts(noise_multiplier: float, c1: float, c2: float, expected_batch_size: float,
-                  num_groups: int) -> list[ReleasePart]:
+def release_parts(
+    noise_multiplier: float, c1: float, c2: float, expected_batch_size: float, num_groups: int
+) -> list[ReleasePart]:
     """The released gradient's two terms (one without the batch term): noise std and sensitivity each."""
     _check_clips(c1, c2, expected_batch_size, num_groups)
     c1w, c2w = c1 / expected_batch_size, c2 / num_groups
@@ -81,8 +82,9 @@ def tight_kappa(c1: float, c2: float, expected_batch_size: float, num_groups: in
     return (c1w + 2 * c2w) / math.hypot(c1w, c2w)
 
 
-def privae_kappa(delta: float, c1: float, c2: float, expected_batch_size: float, num_groups: int,
-                 kappa: Kappa = "paper") -> float:
+def privae_kappa(
+    delta: float, c1: float, c2: float, expected_batch_size: float, num_groups: int, kappa: Kappa = "paper"
+) -> float:
     """Noise factor σ'/σ of term-wise DP-SGD (see the module docstring); 1 without the batch-wise term."""
     if kappa not in KAPPAS:
         raise ValueError(f"kappa must be one of {KAPPAS}, got {kappa!r}")
@@ -156,8 +158,19 @@ def privae_noise(
     sigma = factor * sigma
 
     def headline(noise: float) -> float:
-        return privae_ledger(noise, sample_rate, steps, delta, c1, c2, expected_batch_size, num_groups, kappa,
-                             conversion=conversion, orders=orders).epsilon
+        return privae_ledger(
+            noise,
+            sample_rate,
+            steps,
+            delta,
+            c1,
+            c2,
+            expected_batch_size,
+            num_groups,
+            kappa,
+            conversion=conversion,
+            orders=orders,
+        ).epsilon
 
     # κσ/κ can round below σ; Theorem 2's halves are not guaranteed either
     return round_up_noise(headline, sigma, epsilon)
@@ -201,10 +214,13 @@ def check_consistent(params) -> None:
         raise ConfigError(
             f"privae: divergence={params.divergence!r}, alpha={params.alpha} and clip_batch={params.clip_batch} "
             "disagree: term-wise DP-SGD carries the batch-wise term only with clip_batch > 0 (C2), and C2 > 0 "
-            "needs a divergence with alpha > 0")
+            "needs a divergence with alpha > 0"
+        )
     if params.norm == "batch":
-        raise ConfigError("privae: norm 'batch' mixes examples inside a batch (no per-example sensitivity); "
-                          "use norm: group or none (PAPERS.md A-P1)")
+        raise ConfigError(
+            "privae: norm 'batch' mixes examples inside a batch (no per-example sensitivity); "
+            "use norm: group or none (PAPERS.md A-P1)"
+        )
 
 
 def _sigma(epsilon: float, delta: float, sample_rate: float, steps: int) -> float:
@@ -214,8 +230,20 @@ def _sigma(epsilon: float, delta: float, sample_rate: float, steps: int) -> floa
 def termwise_noise(params, epsilon: float, delta: float, sample_rate: float, steps: int) -> Calibration:
     """σ' = κσ for term-wise DP-SGD per `params.kappa` (κ = 1 without the batch-wise term)."""
     sigma = _sigma(epsilon, delta, sample_rate, steps)
-    noise = privae_noise(epsilon, delta, sample_rate, steps, params.clip_sample, params.clip_batch,
-                         params.batch_size, params.groups, params.kappa, CONVERSION, PRIVAE_ORDERS, sigma=sigma)
+    noise = privae_noise(
+        epsilon,
+        delta,
+        sample_rate,
+        steps,
+        params.clip_sample,
+        params.clip_batch,
+        params.batch_size,
+        params.groups,
+        params.kappa,
+        CONVERSION,
+        PRIVAE_ORDERS,
+        sigma=sigma,
+    )
     return Calibration(sigma, noise / sigma, noise)
 
 
@@ -226,11 +254,23 @@ def aggregation_noise(params, profile, epsilon: float, delta: float, sample_rate
     return Calibration(sigma, factor, factor * sigma)
 
 
-def termwise_ledger(params, noise_multiplier: float, sample_rate: float, steps: int, delta: float,
-                    target: float | None) -> Ledger:
-    return privae_ledger(noise_multiplier, sample_rate, steps, delta, params.clip_sample, params.clip_batch,
-                         params.batch_size, params.groups, params.kappa, target_epsilon=target,
-                         conversion=CONVERSION, orders=PRIVAE_ORDERS)
+def termwise_ledger(
+    params, noise_multiplier: float, sample_rate: float, steps: int, delta: float, target: float | None
+) -> Ledger:
+    return privae_ledger(
+        noise_multiplier,
+        sample_rate,
+        steps,
+        delta,
+        params.clip_sample,
+        params.clip_batch,
+        params.batch_size,
+        params.groups,
+        params.kappa,
+        target_epsilon=target,
+        conversion=CONVERSION,
+        orders=PRIVAE_ORDERS,
+    )
 
 
 def aggregation_ledger(params, engine, delta: float, target: float | None) -> Ledger:
@@ -239,19 +279,28 @@ def aggregation_ledger(params, engine, delta: float, target: float | None) -> Le
     def accounting(sound: bool) -> Accounting:
         return Accounting(tuple(engine.mechanisms(sound=sound)), delta, conversion=CONVERSION, orders=PRIVAE_ORDERS)
 
-    return Ledger(accounting(False), accounting(True), target, AGGREGATION_NOTES,
-                  headline="paper" if params.kappa == "paper" else "sound")
+    return Ledger(
+        accounting(False),
+        accounting(True),
+        target,
+        AGGREGATION_NOTES,
+        headline="paper" if params.kappa == "paper" else "sound",
+    )
 
 
-def aggregation_engine(params: Any, model: Any, sample_rate: float, steps: int, epsilon: float, delta: float,
-                       generator: Any = None) -> tuple[Any, Calibration]:
+def aggregation_engine(
+    params: Any, model: Any, sample_rate: float, steps: int, epsilon: float, delta: float, generator: Any = None
+) -> tuple[Any, Calibration]:
     """A micro/batch-aggregation engine on `model` with its noise calibrated (`aggregation_noise`), and that
     calibration."""
     from dpvae.privacy.dpsgd import BatchAggregation, MicroAggregation
 
     cls = MicroAggregation if params.engine == "micro" else BatchAggregation
-    options = {"sample_rate": sample_rate, "generator": generator,
-               **({"expected_batch_size": params.batch_size} if params.engine == "micro" else {})}
+    options = {
+        "sample_rate": sample_rate,
+        "generator": generator,
+        **({"expected_batch_size": params.batch_size} if params.engine == "micro" else {}),
+    }
     probe = cls(model, max_grad_norm=params.clip, noise_multiplier=1.0, **options)
     calibration = aggregation_noise(params, probe.noise_profile(), epsilon, delta, sample_rate, steps)
     probe.close()

@@ -34,8 +34,9 @@ def build_model(params: Any, record_shape: tuple[int, ...]) -> LatentVAE:
         from dpvae.models.pinwheel_vae import PinwheelVAE
 
         if params.prior != "mog":
-            raise ConfigError(f"prior: the MLP VAE for {record_shape[0]}-d records has the mixture prior 'mog', "
-                              f"got {params.prior!r}")
+            raise ConfigError(
+                f"prior: the MLP VAE for {record_shape[0]}-d records has the mixture prior 'mog', got {params.prior!r}"
+            )
         return PinwheelVAE(params.latent_dim, params.hidden, record_shape[0], params.prior_variance)
     if tuple(record_shape) != (1, 32, 32):
         raise ConfigError(f"the conv VAE takes 1x32x32 images; this dataset's records are {tuple(record_shape)}")
@@ -68,12 +69,19 @@ class _Private:
         common = {"sample_rate": self.sample_rate, "generator": generator}
         if p.engine == "termwise":
             self.calibration = privacy.termwise_noise(p, ctx.epsilon, ctx.delta, self.sample_rate, steps)
-            self.engine = TermwiseDPSGD(model, sample_clip=p.clip_sample, batch_clip=p.clip_batch,
-                                        expected_batch_size=p.batch_size, num_groups=p.groups,
-                                        noise_multiplier=self.calibration.noise_multiplier, **common)
+            self.engine = TermwiseDPSGD(
+                model,
+                sample_clip=p.clip_sample,
+                batch_clip=p.clip_batch,
+                expected_batch_size=p.batch_size,
+                num_groups=p.groups,
+                noise_multiplier=self.calibration.noise_multiplier,
+                **common,
+            )
             return
-        self.engine, self.calibration = privacy.aggregation_engine(p, model, self.sample_rate, steps, ctx.epsilon,
-                                                                   ctx.delta, generator)
+        self.engine, self.calibration = privacy.aggregation_engine(
+            p, model, self.sample_rate, steps, ctx.epsilon, ctx.delta, generator
+        )
 
     def step(self, phi: torch.Tensor, psi: torch.Tensor, groups: torch.Tensor) -> None:
         engine = self.params.engine
@@ -88,15 +96,27 @@ class _Private:
         from dpvae.methods.privae import accounting as privacy
 
         if self.params.engine == "termwise":
-            return privacy.termwise_ledger(self.params, self.calibration.noise_multiplier, self.sample_rate,
-                                           self.engine.steps, self.delta, self.target)
+            return privacy.termwise_ledger(
+                self.params,
+                self.calibration.noise_multiplier,
+                self.sample_rate,
+                self.engine.steps,
+                self.delta,
+                self.target,
+            )
         return privacy.aggregation_ledger(self.params, self.engine, self.delta, self.target)
 
     def summary(self) -> dict[str, Any]:
         c = self.calibration
-        return {"engine": self.params.engine, "sigma": c.sigma, "factor": c.factor,
-                "noise_multiplier": c.noise_multiplier, "sample_rate": self.sample_rate, "steps": self.engine.steps,
-                "kappa": self.params.kappa}
+        return {
+            "engine": self.params.engine,
+            "sigma": c.sigma,
+            "factor": c.factor,
+            "noise_multiplier": c.noise_multiplier,
+            "sample_rate": self.sample_rate,
+            "steps": self.engine.steps,
+            "kappa": self.params.kappa,
+        }
 
 
 def train_vae(ctx: RunContext):
@@ -110,10 +130,10 @@ def train_vae(ctx: RunContext):
     per_epoch = math.ceil(n / p.batch_size)
     device = torch.device(ctx.device)
     model = build_model(p, tuple(x_train.shape[1:])).to(device).train()
-    x_train = x_train.to(device)                         # the batches are gathered where the model is
+    x_train = x_train.to(device)  # the batches are gathered where the model is
     optimizer = _optimizer(p, model)
     batches = ctx.torch_generator("batches", "cpu")
-    draws = ctx.torch_generator("draws", "cpu")           # reparameterisation noise, prior draws, sub-groups
+    draws = ctx.torch_generator("draws", "cpu")  # reparameterisation noise, prior draws, sub-groups
     dp_noise = ctx.torch_generator("dp-noise", str(device))
     dp = _Private(ctx, model, n, steps, dp_noise) if private else None
     groups_count = dp.groups if dp else p.groups
@@ -141,7 +161,7 @@ def train_vae(ctx: RunContext):
             position = (step % per_epoch) * p.batch_size
             if position == 0:
                 order = torch.randperm(n, generator=batches)
-            index = order[position:position + p.batch_size]
+            index = order[position : position + p.batch_size]
         with precision.forward(ctx.precision, device, per_example=dp is not None):
             phi, psi, groups = _terms(model, p, x_train[index.to(device)], draws, groups_count, device)
         phi, psi = phi.float(), psi.float()
@@ -156,30 +176,43 @@ def train_vae(ctx: RunContext):
         counted += len(phi)
         if (step + 1) % per_epoch == 0 or step + 1 == steps:
             phi_sum, psi_sum = sums.tolist()
-            history.append({"step": step + 1, "phi": phi_sum / max(counted, 1),
-                            "psi": psi_sum / ((step % per_epoch) + 1)})
+            history.append(
+                {"step": step + 1, "phi": phi_sum / max(counted, 1), "psi": psi_sum / ((step % per_epoch) + 1)}
+            )
             sums.zero_()
             counted = 0
         if time.monotonic() - last_log >= LOG_EVERY_SECONDS or step + 1 == steps:
             last_log = time.monotonic()
             rate = (step + 1 - start) / (last_log - started)
-            print(f"step {step + 1}/{steps}  phi {float(phi.detach().mean()):.2f}  psi {float(psi.detach().mean()):.4g}"
-                  f"  {rate:.2f} steps/s", flush=True)
+            print(
+                f"step {step + 1}/{steps}  phi {float(phi.detach().mean()):.2f}  psi {float(psi.detach().mean()):.4g}"
+                f"  {rate:.2f} steps/s",
+                flush=True,
+            )
         if step + 1 < steps and checkpoint.due(step):
-            checkpoint.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step + 1,
-                             "rng": rng_state(batches, draws, dp_noise), "order": order, "history": history,
-                             "totals": [*sums.tolist(), counted], "engine_steps": dp.engine.steps if dp else 0})
+            checkpoint.save(
+                {
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "step": step + 1,
+                    "rng": rng_state(batches, draws, dp_noise),
+                    "order": order,
+                    "history": history,
+                    "totals": [*sums.tolist(), counted],
+                    "engine_steps": dp.engine.steps if dp else 0,
+                }
+            )
 
     if dp:
         dp.engine.close()
-    extra = {"method": ctx.spec["method"], "steps": steps, "history": history,
-             "privacy": dp.summary() if dp else None}
+    extra = {"method": ctx.spec["method"], "steps": steps, "history": history, "privacy": dp.summary() if dp else None}
     save_vae(model.cpu(), ctx.model_dir, extra)
     return dp.ledger() if dp else None
 
 
-def _terms(model: LatentVAE, p: Any, x: torch.Tensor, draws: torch.Generator, num_groups: int,
-           device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _terms(
+    model: LatentVAE, p: Any, x: torch.Tensor, draws: torch.Generator, num_groups: int, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """φ [n], ψ [num_groups] and the sub-group labels [n] of one batch."""
     from dpvae.privacy.dpsgd import random_groups
 
