@@ -1,7 +1,7 @@
 # One-command set-up and the project's two entry points (see README.md).
 #   make smoke   the whole workflow at smoke scale (offline with ../shared/data as the mirror); Snakemake's
 #                other settings come from the default profile, profiles/default, which it finds by itself
-#   make test    the test suite (unit, property, data, workflow, dry runs, lint)
+#   make test    the test suite (unit, property, data, workflow, dry runs, lint: ruff, snakefmt, import contracts)
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -29,6 +29,8 @@ test: setup
 	DPVAE_DATA_MIRROR=$(abspath $(MIRROR)) PY=$(PY) tests/run.sh
 
 lint: setup
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/snakefmt --check Snakefile workflow/rules
+	PYTHONPATH=src $(VENV)/bin/lint-imports
 	$(VENV)/bin/snakemake --lint
 
 clean-env:

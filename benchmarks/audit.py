@@ -1,7 +1,8 @@
 """Cost of the one-run canary audit (seconds per audited run) and its verdicts, honest and with a planted bug.
 
     DPVAE_DATA_MIRROR=../shared/data OMP_NUM_THREADS=1 PYTHONPATH=src:tests \\
-        python benchmarks/audit.py [--config tests/config/smoke.yaml] [--planted] [--only dp-vae,privbayes] [--device cpu]
+        python benchmarks/audit.py [--config tests/config/smoke.yaml] [--planted] [--only dp-vae,privbayes] \\
+        [--device cpu]
 
 Runs every engine of `audit_engines` (at its first claimed ε) and every target of `audit_methods` — each
 private method trained once through its own entry point in a canary session — with the settings of
@@ -55,8 +56,11 @@ def main() -> None:
     def report(kind: str, label: str, claimed: float, lower: float, point: float, most: float, took: float) -> None:
         seconds.append(took)
         verdict = "ABOVE the claim" if lower > claimed else "at or below the claim"
-        print(f"{kind:6s} {label:16s} claimed={claimed:.3f} lower={lower:.3f} central={point:.3f} "
-              f"max_certifiable={most:.2f} seconds={took:.1f} {verdict}", flush=True)
+        print(
+            f"{kind:6s} {label:16s} claimed={claimed:.3f} lower={lower:.3f} central={point:.3f} "
+            f"max_certifiable={most:.2f} seconds={took:.1f} {verdict}",
+            flush=True,
+        )
 
     bug = scaled_noise(0.1) if args.planted else contextlib.nullcontext()
     with bug, tempfile.TemporaryDirectory() as tmp:
@@ -64,24 +68,61 @@ def main() -> None:
             if only and engine not in only:
                 continue
             started = time.time()
-            audit = run_audit(AuditSetting(engine, float(engines["epsilons"][0]), s["sample_rate"], s["steps"],
-                                           canaries=engines["canaries"], records=engines["records"],
-                                           delta=config["delta"], groups=s.get("groups", 4)))
-            report("engine", engine, audit.epsilon_paper, audit.result.lower, audit.result.point,
-                   audit.result.max_certifiable, time.time() - started)
+            audit = run_audit(
+                AuditSetting(
+                    engine,
+                    float(engines["epsilons"][0]),
+                    s["sample_rate"],
+                    s["steps"],
+                    canaries=engines["canaries"],
+                    records=engines["records"],
+                    delta=config["delta"],
+                    groups=s.get("groups", 4),
+                )
+            )
+            report(
+                "engine",
+                engine,
+                audit.epsilon_paper,
+                audit.result.lower,
+                audit.result.point,
+                audit.result.max_certifiable,
+                time.time() - started,
+            )
         for label, target in methods["targets"].items():
             if only and label not in only:
                 continue
             started = time.time()
-            record = train_audited({
-                "run_id": f"audit/{label}", "run": f"{tmp}/{label}", "dataset": target["dataset"], "variant": label,
-                "method": target["method"], "private": True, "params": target.get("params", {}),
-                "epsilon": float(methods["epsilon"]), "delta": config["delta"], "seed": 0, "device": args.device,
-                "data_root": args.data_root, "audit": {"canaries": methods["canaries"]}})
-            report("method", label, record["epsilon_claimed"], record["lower"], record["point"],
-                   record["max_certifiable"], time.time() - started)
-    print(f"seconds_per_audited_run={sum(seconds) / max(len(seconds), 1):.1f} runs={len(seconds)} "
-          f"planted={'noise x0.1' if args.planted else 'none'}")
+            record = train_audited(
+                {
+                    "run_id": f"audit/{label}",
+                    "run": f"{tmp}/{label}",
+                    "dataset": target["dataset"],
+                    "variant": label,
+                    "method": target["method"],
+                    "private": True,
+                    "params": target.get("params", {}),
+                    "epsilon": float(methods["epsilon"]),
+                    "delta": config["delta"],
+                    "seed": 0,
+                    "device": args.device,
+                    "data_root": args.data_root,
+                    "audit": {"canaries": methods["canaries"]},
+                }
+            )
+            report(
+                "method",
+                label,
+                record["epsilon_claimed"],
+                record["lower"],
+                record["point"],
+                record["max_certifiable"],
+                time.time() - started,
+            )
+    print(
+        f"seconds_per_audited_run={sum(seconds) / max(len(seconds), 1):.1f} runs={len(seconds)} "
+        f"planted={'noise x0.1' if args.planted else 'none'}"
+    )
 
 
 if __name__ == "__main__":

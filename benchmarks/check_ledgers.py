@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from support.dp_accounting_check import rederive  # noqa: E402
 
-TOLERANCE = 1e-6   # relative: the two RDP implementations agree to floating-point accuracy
+TOLERANCE = 1e-6  # relative: the two RDP implementations agree to floating-point accuracy
 
 
 def check(path: Path) -> tuple[bool, str]:

@@ -8,7 +8,7 @@ stage 1: `--encoders` K models (encoder + its own decoder, PAPERS.md §4.2 CVAE 
 `--iters` Adam steps each on batches of `--batch`, batch gradients of encoder and decoder clipped to C = 1
 separately (Alg. 1). "loop" trains one `CVAE` after the other with torch.optim.Adam and clip_grad_norm_ (the
 reference way); "vectorised" trains `--chunk` of them at a time on stacked parameters (`stacked_loss`,
-`clip_per_model`, `StackedAdam`), as `dpvae.methods.impl.dp2vae.pretrain_encoders` does. One line per width:
+`clip_per_model`, `StackedAdam`), as `dpvae.methods.dp2vae.train.pretrain_encoders` does. One line per width:
 `stage1 width=16,8 ... loop_enc_per_s=… vectorised_enc_per_s=… ratio=…`.
 
 stage 2: seconds per step of the project's private decoder step (`impl.dp2vae.stage2_step`: subset k's encoder
@@ -32,10 +32,10 @@ from collections.abc import Callable
 
 import torch
 
-from dpvae.methods.impl.dp2vae import stage2_engine, stage2_step
+from dpvae.devices import device_argument, device_name, synchronize
+from dpvae.methods.dp2vae.train import stage2_engine, stage2_step
 from dpvae.models.cvae import CVAE, stacked_loss
 from dpvae.models.stacked import StackedAdam, clip_per_model, stack
-from dpvae.devices import device_argument, device_name, synchronize
 
 SHAPE, CLASSES, LATENT, CLIP, SIGMA = (1, 28, 28), 10, 8, 1.0, 1.0
 QUICK = {"widths": ["8,8"], "encoders": 8, "chunk": 4, "iters": 2, "steps": 3, "warmup": 1, "repeats": 1, "threads": 1}
@@ -50,8 +50,9 @@ def timed(run: Callable[[], None], device: torch.device) -> float:
     return time.perf_counter() - started
 
 
-def data(shape: tuple[int, ...], batch: int, device: torch.device,
-         generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def data(
+    shape: tuple[int, ...], batch: int, device: torch.device, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Images in [0, 1] [*shape, B, C, H, W], one-hot labels [*shape, B, classes], noise [*shape, B, D]."""
     x = torch.rand(*shape, batch, *SHAPE, generator=generator, device=device)
     labels = torch.randint(CLASSES, (*shape, batch), generator=generator, device=device)
@@ -60,6 +61,7 @@ def data(shape: tuple[int, ...], batch: int, device: torch.device,
 
 
 # ------------------------------------------------------------------------------------------------- stage 1
+
 
 def loop(models: list[CVAE], batches) -> None:
     x, onehot, noise = batches
@@ -102,12 +104,15 @@ def bench_stage1(args: argparse.Namespace, hidden: list[int], device: torch.devi
                 model.load_state_dict(source.state_dict())
             times[name].append(timed(lambda: run(fresh, batches), device))
     rate = {k: args.encoders / statistics.median(v) for k, v in times.items()}
-    return (f"stage1 width={','.join(map(str, hidden))} encoders={args.encoders} chunk={args.chunk} iters={args.iters} "
-            f"batch={args.batch} loop_enc_per_s={rate['loop']:.3f} vectorised_enc_per_s={rate['vectorised']:.3f} "
-            f"ratio={rate['vectorised'] / rate['loop']:.2f}")
+    return (
+        f"stage1 width={','.join(map(str, hidden))} encoders={args.encoders} chunk={args.chunk} iters={args.iters} "
+        f"batch={args.batch} loop_enc_per_s={rate['loop']:.3f} vectorised_enc_per_s={rate['vectorised']:.3f} "
+        f"ratio={rate['vectorised'] / rate['loop']:.2f}"
+    )
 
 
 # ------------------------------------------------------------------------------------------------- stage 2
+
 
 def bench_stage2(args: argparse.Namespace, hidden: list[int], device: torch.device) -> str:
     torch.manual_seed(0)
@@ -115,12 +120,14 @@ def bench_stage2(args: argparse.Namespace, hidden: list[int], device: torch.devi
     public = CVAE(SHAPE, CLASSES, LATENT, hidden).to(device)
     public.load_state_dict(private.state_dict())
     # K encoders (their values do not change the cost: copies of one), updated one row per step
-    encoders = {n: p.detach()[None].repeat(args.encoders, *([1] * p.dim()))
-                for n, p in private.encoder.named_parameters()}
+    encoders = {
+        n: p.detach()[None].repeat(args.encoders, *([1] * p.dim())) for n, p in private.encoder.named_parameters()
+    }
     encoder_adam = StackedAdam(encoders, 1e-4)
     decoder_opt = torch.optim.Adam(private.decoder.parameters(), lr=1e-4)
-    engine = stage2_engine(private, SIGMA, args.encoders, args.batch, CLIP,
-                           torch.Generator(device=device).manual_seed(1))
+    engine = stage2_engine(
+        private, SIGMA, args.encoders, args.batch, CLIP, torch.Generator(device=device).manual_seed(1)
+    )
     adam = torch.optim.Adam(public.parameters(), lr=1e-4)
     generator = torch.Generator(device=device).manual_seed(0)
     chosen = torch.randint(args.encoders, (args.warmup + args.steps, 1), generator=torch.Generator().manual_seed(2))
@@ -129,8 +136,7 @@ def bench_stage2(args: argparse.Namespace, hidden: list[int], device: torch.devi
 
     def private_steps(steps: range) -> None:
         for t in steps:
-            stage2_step(private, engine, decoder_opt, encoder_adam, encoders, chosen[t], xs[t], onehots[t],
-                        noises[t])
+            stage2_step(private, engine, decoder_opt, encoder_adam, encoders, chosen[t], xs[t], onehots[t], noises[t])
 
     def public_steps(steps: range) -> None:
         for t in steps:
@@ -148,9 +154,11 @@ def bench_stage2(args: argparse.Namespace, hidden: list[int], device: torch.devi
             times[name].append(timed(lambda: run(measured), device) / args.steps)
     engine.close()
     per_step = {k: statistics.median(v) for k, v in times.items()}
-    return (f"stage2 width={','.join(map(str, hidden))} batch={args.batch} encoders={args.encoders} steps={args.steps} "
-            f"private_s_per_step={per_step['private']:.5f} nonprivate_s_per_step={per_step['nonprivate']:.5f} "
-            f"ratio={per_step['private'] / per_step['nonprivate']:.2f}")
+    return (
+        f"stage2 width={','.join(map(str, hidden))} batch={args.batch} encoders={args.encoders} steps={args.steps} "
+        f"private_s_per_step={per_step['private']:.5f} nonprivate_s_per_step={per_step['nonprivate']:.5f} "
+        f"ratio={per_step['private'] / per_step['nonprivate']:.2f}"
+    )
 
 
 def main() -> None:

@@ -45,7 +45,14 @@ from dpvae.models.conv_vae import ConvVAE
 from dpvae.models.losses import mixture_kl, mmd_dim
 from dpvae.models.mlp_vae import MLPVAE
 from dpvae.privacy.dpsgd import (
-    DPSGD, BatchAggregation, MicroAggregation, OpacusDPSGD, TermwiseDPSGD, Units, random_groups)
+    DPSGD,
+    BatchAggregation,
+    MicroAggregation,
+    OpacusDPSGD,
+    TermwiseDPSGD,
+    Units,
+    random_groups,
+)
 from dpvae.privacy.dpsgd.profiling import calls_per_step
 
 ENGINES = ("nonprivate", "loop", "opacus", "opacus-hooks", "dpsgd", "termwise", "micro", "batch", "partial")
@@ -88,8 +95,9 @@ def conv_workload(batch_size: int, channels: int, device: torch.device) -> Workl
         noise, prior = torch.randn(len(x), 1, 50, device=device), torch.randn(len(x), 50, device=device)
         return model.loss_terms(x, noise, prior, groups, b, alpha=0.0 if groups is None else ALPHA)
 
-    return Workload(model, torch.rand(batch_size, 1, 32, 32, device=device), device, terms,
-                    list(model.decoder.parameters()))
+    return Workload(
+        model, torch.rand(batch_size, 1, 32, 32, device=device), device, terms, list(model.decoder.parameters())
+    )
 
 
 def make_step(engine: str, work: Workload) -> Callable[[], None]:
@@ -97,8 +105,7 @@ def make_step(engine: str, work: Workload) -> Callable[[], None]:
     model, x, n, device = work.model, work.batch, len(work.batch), work.device
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.SGD(params, lr=1e-6)
-    common = dict(noise_multiplier=SIGMA, sample_rate=n / 60000,
-                  generator=torch.Generator(device).manual_seed(0))
+    common = dict(noise_multiplier=SIGMA, sample_rate=n / 60000, generator=torch.Generator(device).manual_seed(0))
     whole_batch = torch.zeros(n, dtype=torch.long, device=device)
     draws = torch.Generator(device).manual_seed(1)  # sub-group labels, drawn on the device
 
@@ -106,45 +113,63 @@ def make_step(engine: str, work: Workload) -> Callable[[], None]:
         return work.terms(batch, None, 1)[0]
 
     if engine == "nonprivate":
+
         def run() -> None:
             optimizer.zero_grad()
             phi(x).mean().backward()
     elif engine == "nonprivate-subgroup-mmd":
+
         def run() -> None:
             optimizer.zero_grad()
             sample, group = work.terms(x, random_groups(n, NUM_GROUPS, draws, device=device), NUM_GROUPS)
             (sample.mean() + group.mean()).backward()
     elif engine == "nonprivate-batch-mmd":
+
         def run() -> None:
             optimizer.zero_grad()
             sample, whole = work.terms(x, whole_batch, 1)
             (sample.mean() + whole[0]).backward()
     elif engine == "loop":
+
         def run() -> None:
             total = [torch.zeros_like(p) for p in params]
             for i in range(n):
-                grads = torch.autograd.grad(phi(x[i:i + 1]).sum(), params)
+                grads = torch.autograd.grad(phi(x[i : i + 1]).sum(), params)
                 factor = min(1.0, CLIP / float(torch.sqrt(sum(g.square().sum() for g in grads))))
                 torch._foreach_add_(total, grads, alpha=factor)
             for p, g in zip(params, total):
                 p.grad = (g + torch.randn_like(g) * SIGMA * CLIP) / n
     elif engine in ("opacus", "opacus-hooks"):
-        reference = OpacusDPSGD(model, max_grad_norm=CLIP, noise_multiplier=SIGMA, expected_batch_size=n,
-                                mode="ghost" if engine == "opacus" else "hooks", generator=common["generator"])
+        reference = OpacusDPSGD(
+            model,
+            max_grad_norm=CLIP,
+            noise_multiplier=SIGMA,
+            expected_batch_size=n,
+            mode="ghost" if engine == "opacus" else "hooks",
+            generator=common["generator"],
+        )
 
         def run() -> None:
             reference.step(phi(x))
     elif engine in ("dpsgd", "partial"):
         private = work.decoder if engine == "partial" else None
-        dpsgd = DPSGD(model, max_grad_norm=CLIP, expected_batch_size=n, private_params=private,
-                      public_max_grad_norm=CLIP if private else None, public_uses_private_data=bool(private),
-                      max_batch_size=n if private else None, **common)
+        dpsgd = DPSGD(
+            model,
+            max_grad_norm=CLIP,
+            expected_batch_size=n,
+            private_params=private,
+            public_max_grad_norm=CLIP if private else None,
+            public_uses_private_data=bool(private),
+            max_batch_size=n if private else None,
+            **common,
+        )
 
         def run() -> None:
             dpsgd.step(phi(x))
     elif engine == "termwise":
-        termwise = TermwiseDPSGD(model, sample_clip=CLIP, batch_clip=CLIP / 10, expected_batch_size=n,
-                                 num_groups=NUM_GROUPS, **common)
+        termwise = TermwiseDPSGD(
+            model, sample_clip=CLIP, batch_clip=CLIP / 10, expected_batch_size=n, num_groups=NUM_GROUPS, **common
+        )
 
         def run() -> None:
             groups = random_groups(n, NUM_GROUPS, draws, device=device)
@@ -171,9 +196,13 @@ def make_step(engine: str, work: Workload) -> Callable[[], None]:
     return step
 
 
-def seconds_per_step(steps: dict[str, Callable[[], None]], rounds: int, warmup: int,
-                     clock: Callable[[], float] = time.perf_counter,
-                     synchronize: Callable[[], None] = lambda: None) -> dict[str, float]:
+def seconds_per_step(
+    steps: dict[str, Callable[[], None]],
+    rounds: int,
+    warmup: int,
+    clock: Callable[[], float] = time.perf_counter,
+    synchronize: Callable[[], None] = lambda: None,
+) -> dict[str, float]:
     """Median seconds per step of each case, timed round-robin so that load changes hit all cases alike;
     `synchronize` (CUDA: wait for the device) runs before every clock read."""
     for step in steps.values():
@@ -195,18 +224,32 @@ def main(argv: list[str] | None = None) -> None:
     device_argument(parser)
     parser.add_argument("--steps", type=int, default=10, help="timed steps per case (median reported)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first")
-    parser.add_argument("--profile-steps", type=int, default=2, help="steps per case counted by torch.profiler "
-                        "(after the timed ones; 0: no counts)")
+    parser.add_argument(
+        "--profile-steps",
+        type=int,
+        default=2,
+        help="steps per case counted by torch.profiler (after the timed ones; 0: no counts)",
+    )
     parser.add_argument("--models", nargs="+", default=["mlp", "conv"], choices=["mlp", "conv"])
-    parser.add_argument("--engines", nargs="+", default=list(DEFAULT_ENGINES),
-                        choices=ENGINES + tuple(BASELINES.values()))
+    parser.add_argument(
+        "--engines", nargs="+", default=list(DEFAULT_ENGINES), choices=ENGINES + tuple(BASELINES.values())
+    )
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
-                        help="wall seconds, or CPU seconds of this process (with --threads 1: one core's seconds, "
-                             "unaffected by other processes on a shared machine)")
-    parser.add_argument("--epoch", type=int, default=0, metavar="N",
-                        help="also print seconds per epoch of N records (steps = ceil(N / batch size))")
+    parser.add_argument(
+        "--clock",
+        choices=["wall", "cpu"],
+        default="wall",
+        help="wall seconds, or CPU seconds of this process (with --threads 1: one core's seconds, "
+        "unaffected by other processes on a shared machine)",
+    )
+    parser.add_argument(
+        "--epoch",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also print seconds per epoch of N records (steps = ceil(N / batch size))",
+    )
     parser.add_argument("--quick", action="store_true", help="tiny models, batch 8, one step: a smoke test")
     args = parser.parse_args(argv)
     if args.steps < 1 or args.warmup < 0 or args.batch_size < 1 or args.profile_steps < 0:
@@ -226,21 +269,27 @@ def main(argv: list[str] | None = None) -> None:
         baselines = {e: BASELINES.get(e, "nonprivate") for e in args.engines}
         cases = list(dict.fromkeys(["nonprivate", *baselines.values(), *args.engines]))
         make = mlp_workload if model_name == "mlp" else conv_workload
-        step_fns = {e: make_step(e, make(batch_size, width if model_name == "mlp" else channels, device))
-                    for e in cases}
-        seconds = seconds_per_step(step_fns, steps, warmup,
-                                   time.process_time if args.clock == "cpu" else time.perf_counter, synchronize)
-        for engine in [c for c in cases if c.startswith("nonprivate")] + [e for e in args.engines
-                                                                         if not e.startswith("nonprivate")]:
+        step_fns = {
+            e: make_step(e, make(batch_size, width if model_name == "mlp" else channels, device)) for e in cases
+        }
+        seconds = seconds_per_step(
+            step_fns, steps, warmup, time.process_time if args.clock == "cpu" else time.perf_counter, synchronize
+        )
+        for engine in [c for c in cases if c.startswith("nonprivate")] + [
+            e for e in args.engines if not e.startswith("nonprivate")
+        ]:
             baseline = BASELINES.get(engine, engine if engine.startswith("nonprivate") else "nonprivate")
             per_epoch = f" sec_per_epoch={seconds[engine] * -(-args.epoch // batch_size):.0f}" if args.epoch else ""
             counts = ""
             if profile_steps:
                 calls = calls_per_step(step_fns[engine], profile_steps, cuda)
                 counts = "".join(f" {key}_per_step={value:.1f}" for key, value in calls.items())
-            print(f"model={model_name} engine={engine} device={device.type} clock={args.clock} "
-                  f"sec_per_step={seconds[engine]:.4f}{per_epoch} "
-                  f"ratio_to_nonprivate={seconds[engine] / seconds[baseline]:.2f}{counts}", flush=True)
+            print(
+                f"model={model_name} engine={engine} device={device.type} clock={args.clock} "
+                f"sec_per_step={seconds[engine]:.4f}{per_epoch} "
+                f"ratio_to_nonprivate={seconds[engine] / seconds[baseline]:.2f}{counts}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ Same work on both paths: each of K discriminators (with its own generator, as in
 `source/pretrain.py`) takes `--steps` WGAN-GP critic steps on its own batch of 32 (real + generated images,
 gradient penalty, Adam). "loop" runs the networks of `dpvae.models.gswgan` one model at a time (K = 1
 stacks); "vectorised" runs all K at once on stacked parameters (grouped convolutions), as
-`dpvae.methods.impl.gs_wgan.pretrain` does. Prints `model_dim=… loop_steps_per_s=… vectorised_steps_per_s=…
+`dpvae.methods.gs_wgan.train.pretrain` does. Prints `model_dim=… loop_steps_per_s=… vectorised_steps_per_s=…
 ratio=…` (discriminator steps per second; median of `--repeats` alternating timings, the device synchronised
 before every clock read), after a `device=<name>` line.
 """
@@ -22,7 +22,7 @@ from types import SimpleNamespace
 import torch
 
 from dpvae.devices import device_argument, device_name, synchronize
-from dpvae.methods.impl.gs_wgan import BETAS, _critic_loss
+from dpvae.methods.gs_wgan.train import BETAS, _critic_loss
 from dpvae.models import gswgan as nets
 from dpvae.models.stacked import StackedAdam
 
@@ -70,19 +70,40 @@ def main() -> None:
         for _ in range(args.repeats):
             started = clock()
             for i in range(k):
-                one = lambda s: {n: t[i:i + 1].detach().clone().requires_grad_(t.requires_grad) for n, t in s.items()}  # noqa: E731
-                critic_steps(one(d), one(du), one(g), one(gu), real[i:i + 1], labels[i:i + 1], args.steps, options,
-                             torch.Generator(device).manual_seed(i))
+                one = lambda s: {n: t[i : i + 1].detach().clone().requires_grad_(t.requires_grad) for n, t in s.items()}  # noqa: E731
+                critic_steps(
+                    one(d),
+                    one(du),
+                    one(g),
+                    one(gu),
+                    real[i : i + 1],
+                    labels[i : i + 1],
+                    args.steps,
+                    options,
+                    torch.Generator(device).manual_seed(i),
+                )
             times["loop"].append(clock() - started)
             copy = lambda s: {n: t.detach().clone().requires_grad_(t.requires_grad) for n, t in s.items()}  # noqa: E731
             started = clock()
-            critic_steps(copy(d), copy(du), copy(g), copy(gu), real, labels, args.steps, options,
-                         torch.Generator(device).manual_seed(0))
+            critic_steps(
+                copy(d),
+                copy(du),
+                copy(g),
+                copy(gu),
+                real,
+                labels,
+                args.steps,
+                options,
+                torch.Generator(device).manual_seed(0),
+            )
             times["vectorised"].append(clock() - started)
         rate = {name: k * args.steps / statistics.median(v) for name, v in times.items()}
-        print(f"model_dim={dim} discriminators={k} steps={args.steps} threads={args.threads} "
-              f"loop_steps_per_s={rate['loop']:.3f} vectorised_steps_per_s={rate['vectorised']:.3f} "
-              f"ratio={rate['vectorised'] / rate['loop']:.2f}", flush=True)
+        print(
+            f"model_dim={dim} discriminators={k} steps={args.steps} threads={args.threads} "
+            f"loop_steps_per_s={rate['loop']:.3f} vectorised_steps_per_s={rate['vectorised']:.3f} "
+            f"ratio={rate['vectorised'] / rate['loop']:.2f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

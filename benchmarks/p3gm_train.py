@@ -1,6 +1,7 @@
 """Wall time of one P3GM training at the paper's MNIST setting (speed target: <= 2 min on 2 CPU cores).
 
-    OMP_NUM_THREADS=2 python benchmarks/p3gm_train.py [--data-root data] [--variant p3gm] [--dataset mnist-p3gm] [--device cpu]
+    OMP_NUM_THREADS=2 python benchmarks/p3gm_train.py [--data-root data] [--variant p3gm] [--dataset mnist-p3gm] \\
+        [--device cpu]
 
 The setting is config.yaml's (63,000 x 794 record vectors, d' = 30, B = 300, 4 epochs, sigma_s 1.4 raised to
 meet epsilon = 1 with the DP centring mean, 3000 decoder pre-training steps, DP-EM T_e = 20). Needs the
@@ -37,25 +38,34 @@ def main() -> None:
     device_argument(parser)
     args = parser.parse_args()
     print(f"device={device_name(args.device)} (the method's networks train on: {device_name('cpu')})", flush=True)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")   # P3GM logs the time of each phase
+    logging.basicConfig(level=logging.INFO, format="%(message)s")  # P3GM logs the time of each phase
 
     config = load_config([REPO_ROOT / "config.yaml"])
     run = Run(args.dataset, args.variant, args.epsilon, 0)
     with tempfile.TemporaryDirectory() as tmp:
-        spec = {**run_spec(config, run), "run": str(Path(tmp) / "run"), "data_root": args.data_root,
-                "device": args.device}
+        spec = {
+            **run_spec(config, run),
+            "run": str(Path(tmp) / "run"),
+            "data_root": args.data_root,
+            "device": args.device,
+        }
         ctx = run_context(spec, model_dir=Path(tmp) / "run" / "model")
         _seed_everything(ctx)
-        started, cpu_started = time.perf_counter(), time.process_time()
+        started = time.perf_counter()
         n, d = ctx.data.train.x.shape
         loaded, cpu_loaded = time.perf_counter(), time.process_time()
         ledger = get_method(spec["method"]).train(ctx)
         done, cpu_done = time.perf_counter(), time.process_time()
     params = spec["params"]
-    print(f"dataset={args.dataset} variant={args.variant} n_train={n} features={d} threads={torch.get_num_threads()} "
-          f"batch={params.get('batch_size')} epochs={params.get('epochs')} d'={params.get('pca_components')}")
-    print(f"load_s={loaded - started:.1f} train_s={done - loaded:.1f} total_s={done - started:.1f} "
-          f"train_cpu_s={cpu_done - cpu_loaded:.1f} (process CPU time, all threads; wall ~ cpu / threads on an idle machine)")
+    print(
+        f"dataset={args.dataset} variant={args.variant} n_train={n} features={d} threads={torch.get_num_threads()} "
+        f"batch={params.get('batch_size')} epochs={params.get('epochs')} d'={params.get('pca_components')}"
+    )
+    print(
+        f"load_s={loaded - started:.1f} train_s={done - loaded:.1f} total_s={done - started:.1f} "
+        f"train_cpu_s={cpu_done - cpu_loaded:.1f} "
+        "(process CPU time, all threads; wall ~ cpu / threads on an idle machine)"
+    )
     if ledger is not None:
         sound = f"{ledger.sound.epsilon:.4f}" if ledger.sound else "none"
         print(f"epsilon={ledger.epsilon:.4f} (paper accounting) sound={sound}; {ledger.notes}")

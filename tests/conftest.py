@@ -68,7 +68,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     if torch.cuda.is_available():
         return
-    skip = pytest.mark.skip(reason="needs CUDA (torch.cuda.is_available() is False); benchmarks/gpu.sh runs it on a GPU")
+    skip = pytest.mark.skip(
+        reason="needs CUDA (torch.cuda.is_available() is False); benchmarks/gpu.sh runs it on a GPU"
+    )
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)

@@ -9,21 +9,30 @@ from dpvae.params import Params
 
 def _fields(params: type[Params]) -> list[str]:
     rows = ["| parameter | type | default | meaning |", "|---|---|---|---|"]
-    rows += [f"| `{f['name']}` | {f['type'].replace('|', '/')} | `{f['default']!r}` | {f['doc']} |"
-             for f in params.describe()]
+    rows += [
+        f"| `{f['name']}` | {f['type'].replace('|', '/')} | `{f['default']!r}` | {f['doc']} |"
+        for f in params.describe()
+    ]
     return rows
 
 
 def method_catalog(name: str | None = None) -> str:
     lines = []
-    for method in [METHODS.get(name)] if name else METHODS.values():
+    for method in [METHODS.get(name)] if name else sorted(METHODS.values(), key=lambda m: m.name):
         status = "" if method.implemented else " — planned (not implemented yet)"
         r = method.RESOURCES
-        lines += [f"### `{method.name}` ({method.paper}; {'private' if method.private else 'non-private'}){status}",
-                  "", method.description, "",
-                  f"Resources of a training job: {r.threads} threads, {r.mem_mb} MB, {r.runtime} min"
-                  f"{', GPU when available' if r.gpu else ''}; config `precision` applied: "
-                  f"{', '.join(method.precisions)}.", "", *_fields(method.Params), ""]
+        lines += [
+            f"### `{method.name}` ({method.paper}; {'private' if method.private else 'non-private'}){status}",
+            "",
+            method.description,
+            "",
+            f"Resources of a training job: {r.threads} threads, {r.mem_mb} MB, {r.runtime} min"
+            f"{', GPU when available' if r.gpu else ''}; config `precision` applied: "
+            f"{', '.join(method.precisions)}.",
+            "",
+            *_fields(method.Params),
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -31,8 +40,14 @@ def metric_catalog(name: str | None = None) -> str:
     lines = []
     for metric in [METRICS.get(name)] if name else METRICS.values():
         status = "" if metric.implemented else " — planned (not implemented yet)"
-        lines += [f"### `{metric.name}`{status}", "", metric.description, "",
-                  f"Needs: {', '.join(metric.needs)}{'; GPU when available' if metric.gpu else ''}.", ""]
+        lines += [
+            f"### `{metric.name}`{status}",
+            "",
+            metric.description,
+            "",
+            f"Needs: {', '.join(metric.needs)}{'; GPU when available' if metric.gpu else ''}.",
+            "",
+        ]
         if metric.Options.describe():
             lines += [*_fields(metric.Options), ""]
     return "\n".join(lines)

@@ -36,8 +36,13 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plan", help="the jobs some targets still need and their estimated GPU- and CPU-hours")
     p.add_argument("targets", nargs="*", help="files or rules, as for snakemake (default: every buildable item)")
-    p.add_argument("--configfile", action="append", default=[], metavar="FILE",
-                   help="a configuration overlay on config.yaml, as for snakemake (--configfile=FILE; repeatable)")
+    p.add_argument(
+        "--configfile",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a configuration overlay on config.yaml, as for snakemake (--configfile=FILE; repeatable)",
+    )
     p.add_argument("--directory", default=".", help="the working directory of the build (default: here)")
     output = p.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="the plan as JSON")
@@ -52,8 +57,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--source", required=True, help="raw source name (data/raw/<source>)")
     p.add_argument("--root", required=True)
     p.add_argument("--mirror", default=None)
-    p.add_argument("--allow-unverified", action="store_true",
-                   help="accept files without a published checksum, recording their sha256 (config data.allow_unverified)")
+    p.add_argument(
+        "--allow-unverified",
+        action="store_true",
+        help="accept files without a published checksum, recording their sha256 (config data.allow_unverified)",
+    )
 
     p = sub.add_parser("prepare", help="write a dataset's canonical prepared form")
     p.add_argument("--dataset", required=True)
@@ -61,7 +69,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
 
     p = sub.add_parser("stage1", help="train a method's shared non-private first stage (DP2-VAE's encoders)")
-    p.add_argument("--spec", type=_json, required=True, help="the stage-1 spec (JSON, see dpvae.methods.base.stage1_spec)")
+    p.add_argument(
+        "--spec", type=_json, required=True, help="the stage-1 spec (JSON, see dpvae.methods.base.stage1_spec)"
+    )
 
     p = sub.add_parser("train", help="train one run")
     p.add_argument("--spec", type=_json, required=True, help="the run spec (JSON, see dpvae.runs.run_spec)")
@@ -113,7 +123,9 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("scorecard", help="every published cell beside ours, with a verdict")
     p.add_argument("--paper", default=None)
-    p.add_argument("--reproductions", default=None, help="directory of <paper>.csv files (default: <repo>/reproductions)")
+    p.add_argument(
+        "--reproductions", default=None, help="directory of <paper>.csv files (default: <repo>/reproductions)"
+    )
     p.add_argument("--out", default=None, help="write the scorecard CSV here (and a PDF beside it if it ends in .pdf)")
     return parser
 
@@ -127,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DpvaeError as error:
         return _fail(str(error))
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError) as error:
-        if error.filename is None:       # not about a path the user gave: a bug, keep the traceback
+        if error.filename is None:  # not about a path the user gave: a bug, keep the traceback
             raise
         return _fail(f"{error.filename}: {error.strerror}")
 
@@ -140,7 +152,7 @@ def _fail(message: str) -> int:
     if (fd := os.environ.get("DPVAE_ERROR_FD", "")).isdigit() and int(fd) > 2:
         try:
             os.write(int(fd), (line + "\n").encode())
-        except OSError:              # not open: a command line run by hand
+        except OSError:  # not open: a command line run by hand
             pass
     return 2
 
@@ -148,7 +160,7 @@ def _fail(message: str) -> int:
 def _run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("dpvae").setLevel(logging.INFO)
-    if args.stage in ("aggregate", "combine"):      # bookkeeping: pandas only, no torch or method registry
+    if args.stage in ("aggregate", "combine"):  # bookkeeping: pandas only, no torch or method registry
         from dpvae import tables
 
         if args.stage == "aggregate":
@@ -165,11 +177,14 @@ def _run(args: argparse.Namespace) -> int:
         from dpvae.status import done_items
 
         config = load_config(args.configfiles)
-        runs = {r for name, e in config["experiments"].items() if "analysis" not in e
-                for r in experiment_runs(config, name)}
+        runs = {
+            r for name, e in config["experiments"].items() if "analysis" not in e for r in experiment_runs(config, name)
+        }
         done = [i.key for i in done_items(config)]
-        print(f"configuration valid: {len(config['experiments'])} experiments, {len(runs)} distinct runs, "
-              f"{len(done)}/{len(ITEMS)} items buildable: {', '.join(done)}")
+        print(
+            f"configuration valid: {len(config['experiments'])} experiments, {len(runs)} distinct runs, "
+            f"{len(done)}/{len(ITEMS)} items buildable: {', '.join(done)}"
+        )
     elif args.stage == "status":
         from dpvae.config import load_config
         from dpvae.status import readme_with_status, status_table
@@ -184,8 +199,13 @@ def _run(args: argparse.Namespace) -> int:
         from dpvae.plan import cost_plan
 
         plan = cost_plan(args.targets, args.configfile, args.directory)
-        print(json.dumps(plan.to_dict(), indent=1) if args.json else
-              plan.to_markdown() if args.markdown else plan.to_text())
+        print(
+            json.dumps(plan.to_dict(), indent=1)
+            if args.json
+            else plan.to_markdown()
+            if args.markdown
+            else plan.to_text()
+        )
     elif args.stage in ("methods", "metrics"):
         from dpvae.catalog import method_catalog, metric_catalog
 

@@ -31,7 +31,7 @@ def validate_config(config: dict) -> dict:
     if not errors:
         errors = list(_reference_errors(config))
     if errors:
-        errors = list(dict.fromkeys(errors))      # one line per problem (a sweep repeats some)
+        errors = list(dict.fromkeys(errors))  # one line per problem (a sweep repeats some)
         raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(errors))
     return config
 
@@ -43,22 +43,30 @@ def validate_config(config: dict) -> dict:
 def _reference_errors(config: dict) -> Iterator[str]:
     from dpvae.analyses import ANALYSES
     from dpvae.eval.registry import METRICS
-    from dpvae.items import SECTIONS
+    from dpvae.items import PAPERS, SECTIONS
     from dpvae.methods.registry import METHODS
 
     variants = config["variants"]
     for name, variant in variants.items():
         if variant["method"] not in METHODS:
-            yield (f"config key 'variants.{name}.method': unknown method '{variant['method']}'"
-                   f"{_did_you_mean(variant['method'], METHODS.names())} (known: {', '.join(sorted(METHODS))})")
+            yield (
+                f"config key 'variants.{name}.method': unknown method '{variant['method']}'"
+                f"{_did_you_mean(variant['method'], METHODS.names())} (known: {', '.join(sorted(METHODS))})"
+            )
             continue
         yield from _variant_param_errors(name, variant, METHODS.get(variant["method"]))
         if variant.get("audit") and not _is_private(config, name):
             yield f"config key 'variants.{name}.audit': only a private variant can be audited"
+        for paper in variant.get("published_as", {}):
+            if paper not in PAPERS:
+                yield (
+                    f"config key 'variants.{name}.published_as.{paper}': unknown paper '{paper}'"
+                    f"{_did_you_mean(paper, list(PAPERS))} (known: {', '.join(PAPERS)})"
+                )
 
     yield from _evaluation_errors(config.get("evaluation", {}), METRICS)
     for i, ds in enumerate(config.get("data", {}).get("unreachable", [])):
-        if (err := _dataset_error(f"data.unreachable[{i}]", ds)):
+        if err := _dataset_error(f"data.unreachable[{i}]", ds):
             yield err
 
     for name, exp in config["experiments"].items():
@@ -66,12 +74,14 @@ def _reference_errors(config: dict) -> Iterator[str]:
         if exp["paper"] not in SECTIONS:
             yield f"config key '{key}.paper': unknown paper '{exp['paper']}' (known: {', '.join(SECTIONS)})"
         for i, ds in enumerate(exp["datasets"]):
-            if (err := _dataset_error(f"{key}.datasets[{i}]", ds)):
+            if err := _dataset_error(f"{key}.datasets[{i}]", ds):
                 yield err
         if "analysis" in exp:
             if exp["analysis"] not in ANALYSES:
-                yield (f"config key '{key}.analysis': unknown analysis '{exp['analysis']}' "
-                       f"(known: {', '.join(sorted(ANALYSES))})")
+                yield (
+                    f"config key '{key}.analysis': unknown analysis '{exp['analysis']}' "
+                    f"(known: {', '.join(sorted(ANALYSES))})"
+                )
             for extra in ("variants", "epsilons", "metrics", "sweep"):
                 if exp.get(extra):
                     yield f"config key '{key}.{extra}': an analysis experiment trains nothing; remove it"
@@ -82,16 +92,22 @@ def _reference_errors(config: dict) -> Iterator[str]:
             yield f"config key '{key}.variants': an experiment without an analysis needs variants"
         for i, metric in enumerate(exp["metrics"]):
             if metric not in METRICS:
-                yield (f"config key '{key}.metrics[{i}]': unknown metric '{metric}'"
-                       f"{_did_you_mean(metric, METRICS.names())} (known: {', '.join(sorted(METRICS))})")
+                yield (
+                    f"config key '{key}.metrics[{i}]': unknown metric '{metric}'"
+                    f"{_did_you_mean(metric, METRICS.names())} (known: {', '.join(sorted(METRICS))})"
+                )
         sweep = exp.get("sweep") or {}
         for label in sweep.get("only", []):
             if label not in sweep["points"]:
-                yield (f"config key '{key}.sweep.only': '{label}' is not a point of the sweep"
-                       f"{_did_you_mean(label, list(sweep['points']))}")
+                yield (
+                    f"config key '{key}.sweep.only': '{label}' is not a point of the sweep"
+                    f"{_did_you_mean(label, list(sweep['points']))}"
+                )
         for i, vname in enumerate(exp["variants"]):
             if vname not in variants:
-                yield f"config key '{key}.variants[{i}]': unknown variant '{vname}'{_did_you_mean(vname, list(variants))}"
+                yield (
+                    f"config key '{key}.variants[{i}]': unknown variant '{vname}'{_did_you_mean(vname, list(variants))}"
+                )
                 continue
             if variants[vname]["method"] not in METHODS:
                 continue
@@ -124,7 +140,7 @@ def _variant_param_errors(name: str, variant: dict, method: Any) -> Iterator[str
     key = f"variants.{name}"
     yield from method.Params.errors(variant.get("params", {}), f"{key}.params", method.name)
     for ds, values in variant.get("per_dataset", {}).items():
-        if (err := _dataset_error(f"{key}.per_dataset.{ds}", ds)):
+        if err := _dataset_error(f"{key}.per_dataset.{ds}", ds):
             yield err
         yield from method.Params.errors(values, f"{key}.per_dataset.{ds}", method.name)
     for eps, values in variant.get("per_epsilon", {}).items():
@@ -137,8 +153,10 @@ def _evaluation_errors(evaluation: dict, metrics: Any) -> Iterator[str]:
         if name == "n_samples":
             continue
         if name not in metrics:
-            yield (f"config key 'evaluation.{name}': unknown metric '{name}'"
-                   f"{_did_you_mean(name, metrics.names())} (known: {', '.join(sorted(metrics))})")
+            yield (
+                f"config key 'evaluation.{name}': unknown metric '{name}'"
+                f"{_did_you_mean(name, metrics.names())} (known: {', '.join(sorted(metrics))})"
+            )
             continue
         yield from metrics.get(name).Options.errors(options, f"evaluation.{name}", name)
 
@@ -168,5 +186,7 @@ def _batch_errors(config: dict, exp_name: str, exp: dict, variant: str) -> Itera
                 limits = [x for x in (n_train, params.get("max_train")) if x]
                 batch = params.get("batch_size")
                 if isinstance(batch, int) and limits and batch > min(limits):
-                    yield (f"config key 'variants.{variant}' (experiment {exp_name}, dataset {ds}): "
-                           f"batch_size {batch} is larger than the {min(limits)} training records")
+                    yield (
+                        f"config key 'variants.{variant}' (experiment {exp_name}, dataset {ds}): "
+                        f"batch_size {batch} is larger than the {min(limits)} training records"
+                    )

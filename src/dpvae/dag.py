@@ -31,10 +31,10 @@ class DagJob:
 
     rule: str
     wildcards: dict[str, str]
-    built: bool                      # Snakemake would not run it
-    runtime: float | None            # minutes its rule declares (resources: runtime), None if none
-    gpu: bool                        # asks for a GPU (resources: gpu; 0 under `device: cpu`)
-    targets: frozenset[str]          # the requested targets that need it
+    built: bool  # Snakemake would not run it
+    runtime: float | None  # minutes its rule declares (resources: runtime), None if none
+    gpu: bool  # asks for a GPU (resources: gpu; 0 under `device: cpu`)
+    targets: frozenset[str]  # the requested targets that need it
 
 
 @dataclass(frozen=True)
@@ -44,18 +44,22 @@ class BenchmarkFile:
     rule: str
     wildcards: dict[str, str]
     path: str
-    outputs: tuple[str, ...]         # the outputs of the job that wrote it
+    outputs: tuple[str, ...]  # the outputs of the job that wrote it
 
 
 @dataclass(frozen=True)
 class Dag:
     jobs: list[DagJob]
     benchmarks: list[BenchmarkFile]
-    rules: tuple[str, ...]           # every rule, in the order the workflow defines them
+    rules: tuple[str, ...]  # every rule, in the order the workflow defines them
 
 
-def snakemake_dag(targets: Sequence[str], configfiles: Sequence[str | Path] = (),
-                  workdir: str | Path = ".", snakefile: str | Path = REPO_ROOT / "Snakefile") -> Dag:
+def snakemake_dag(
+    targets: Sequence[str],
+    configfiles: Sequence[str | Path] = (),
+    workdir: str | Path = ".",
+    snakefile: str | Path = REPO_ROOT / "Snakefile",
+) -> Dag:
     """The DAG of `targets` (file paths or rule names) under config.yaml + `configfiles`, run in `workdir`.
 
     A target no rule makes raises TargetError; a workflow that stops while it is read (its one-line
@@ -63,34 +67,40 @@ def snakemake_dag(targets: Sequence[str], configfiles: Sequence[str | Path] = ()
     """
     from snakemake.api import SnakemakeApi
     from snakemake.exceptions import MissingRuleException, RuleException, WorkflowError
-    from snakemake.settings.types import (ConfigSettings, DAGSettings, OutputSettings, Quietness,
-                                          ResourceSettings)
+    from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, Quietness, ResourceSettings
     from snakemake_interface_executor_plugins.registry import ExecutorPluginRegistry
 
     quiet = {Quietness.ALL, Quietness.RULES, Quietness.PROGRESS, Quietness.HOST, Quietness.REASON}
     said = io.StringIO()
     try:
-        with contextlib.redirect_stderr(said), _silenced(logging.getLogger("snakemake")), \
-                SnakemakeApi(OutputSettings(dryrun=True, quiet=quiet, enable_file_logging=False)) as api:
+        with (
+            contextlib.redirect_stderr(said),
+            _silenced(logging.getLogger("snakemake")),
+            SnakemakeApi(OutputSettings(dryrun=True, quiet=quiet, enable_file_logging=False)) as api,
+        ):
             api_workflow = api.workflow(
                 resource_settings=ResourceSettings(cores=1),
                 config_settings=ConfigSettings(configfiles=[Path(f).resolve() for f in configfiles]),
-                snakefile=Path(snakefile), workdir=Path(workdir).resolve())
+                snakefile=Path(snakefile),
+                workdir=Path(workdir).resolve(),
+            )
             api_workflow.dag(DAGSettings(targets=set(targets)))
-            workflow = api_workflow._workflow                                     # internal 1
-            workflow._executor_plugin = ExecutorPluginRegistry().get_plugin("dryrun")   # internal 2
+            workflow = api_workflow._workflow  # internal 1
+            workflow._executor_plugin = ExecutorPluginRegistry().get_plugin("dryrun")  # internal 2
             workflow._prepare_dag(forceall=False, ignore_incomplete=True, lock_warn_only=True, nolock=True)
-            workflow._build_dag()                                                  # internal 3
+            workflow._build_dag()  # internal 3
             rules = tuple(rule.name for rule in workflow.rules)
             return Dag(_jobs(workflow.dag, targets), _benchmark_files(workflow), rules)
-    except SystemExit:           # the Snakefile's stop(): it said why on stderr
+    except SystemExit:  # the Snakefile's stop(): it said why on stderr
         raise ConfigError(_said(said.getvalue()) or "the workflow stopped while it was read") from None
     except MissingRuleException as error:
         missing = re.search(r"No rule to produce (\S+)", str(error))
-        raise TargetError(f"{missing.group(1) if missing else targets}: no rule makes it; targets are "
-                          "figures/<paper>/<item>.pdf, figures/<item>.pdf, figures/scorecard.pdf or any file "
-                          "a rule writes") from None
-    except (RuleException, WorkflowError) as error:     # an ambiguous or cyclic rule, a failing input function
+        raise TargetError(
+            f"{missing.group(1) if missing else targets}: no rule makes it; targets are "
+            "figures/<paper>/<item>.pdf, figures/<item>.pdf, figures/scorecard.pdf or any file "
+            "a rule writes"
+        ) from None
+    except (RuleException, WorkflowError) as error:  # an ambiguous or cyclic rule, a failing input function
         raise TargetError(_first_line(error)) from None
 
 
@@ -114,9 +124,16 @@ def _jobs(dag, targets: Sequence[str]) -> list[DagJob]:
     for job in dag.jobs:
         resources = dict(job.resources.items())
         runtime = resources.get("runtime")
-        jobs.append(DagJob(rule=job.rule.name, wildcards=dict(job.wildcards_dict), built=not dag.needrun(job),
-                           runtime=float(runtime) if runtime is not None else None,
-                           gpu=bool(resources.get("gpu", 0)), targets=frozenset(wanted.get(job, ()))))
+        jobs.append(
+            DagJob(
+                rule=job.rule.name,
+                wildcards=dict(job.wildcards_dict),
+                built=not dag.needrun(job),
+                runtime=float(runtime) if runtime is not None else None,
+                gpu=bool(resources.get("gpu", 0)),
+                targets=frozenset(wanted.get(job, ())),
+            )
+        )
     return jobs
 
 
@@ -124,8 +141,11 @@ def _target_jobs(dag, target: str) -> list:
     if target == "<default>":
         return list(dag.targetjobs)
     path = os.path.normpath(target)
-    return [job for job in dag.targetjobs
-            if job.rule.name == target or any(os.path.normpath(str(f)) == path for f in job.output)]
+    return [
+        job
+        for job in dag.targetjobs
+        if job.rule.name == target or any(os.path.normpath(str(f)) == path for f in job.output)
+    ]
 
 
 def _benchmark_files(workflow) -> list[BenchmarkFile]:
@@ -139,7 +159,7 @@ def _benchmark_files(workflow) -> list[BenchmarkFile]:
             continue
         regex = pattern.regex()
         for path in sorted(glob.glob(WILDCARD_REGEX.sub("*", str(pattern)))):
-            if (match := regex.match(path)):
+            if match := regex.match(path):
                 wildcards = match.groupdict()
                 outputs = tuple(apply_wildcards(str(out), wildcards) for out in rule.output)
                 found.append(BenchmarkFile(rule.name, wildcards, path, outputs))
@@ -149,7 +169,7 @@ def _benchmark_files(workflow) -> list[BenchmarkFile]:
 def _said(stderr: str) -> str:
     """The message of the Snakefile's `dpvae: error:` line(s), without the prefix."""
     start = stderr.find(_ERROR_PREFIX)
-    return stderr[start + len(_ERROR_PREFIX):].strip() if start >= 0 else ""
+    return stderr[start + len(_ERROR_PREFIX) :].strip() if start >= 0 else ""
 
 
 def _first_line(error: Exception) -> str:

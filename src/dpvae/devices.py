@@ -13,7 +13,7 @@ import argparse
 import os
 import platform
 
-CUBLAS_WORKSPACE = ":4096:8"   # cuBLAS' documented setting for reproducible results (CUDA >= 10.2)
+CUBLAS_WORKSPACE = ":4096:8"  # cuBLAS' documented setting for reproducible results (CUDA >= 10.2)
 
 
 def resolve_device(wanted: str = "auto") -> str:
@@ -56,5 +56,9 @@ def synchronize(device: str) -> None:
 
 def device_argument(parser: argparse.ArgumentParser) -> None:
     """The benchmarks' `--device {cpu,cuda}` (default cpu: the CPU numbers are the reference)."""
-    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
-                        help="where the tensors live; every result line is preceded by `device=<name>`")
+    parser.add_argument(
+        "--device",
+        choices=("cpu", "cuda"),
+        default="cpu",
+        help="where the tensors live; every result line is preceded by `device=<name>`",
+    )

@@ -38,4 +38,5 @@ class PrivacyBudgetExceeded(DpvaeError, RuntimeError):
         self.target_epsilon, self.achieved_epsilon = target_epsilon, achieved_epsilon
         super().__init__(
             f"privacy budget exceeded for this {what}: accounted epsilon {achieved_epsilon:.6g} > target "
-            f"epsilon {target_epsilon:.6g}; raise the noise or lower the steps")
+            f"epsilon {target_epsilon:.6g}; raise the noise or lower the steps"
+        )

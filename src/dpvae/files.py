@@ -48,7 +48,7 @@ def _owner_gone(temporary: Path, target: Path) -> bool:
     """Whether the process that made `temporary` (named by `_temp_prefix`) no longer runs on this host."""
     match = re.fullmatch(rf"\.{re.escape(target.name)}\.tmp\.(\d+)@([A-Za-z0-9_-]+)\..*", temporary.name)
     if match is None or match[2] != _host():
-        return False                 # another host's writer: it may be alive; leave it
+        return False  # another host's writer: it may be alive; leave it
     pid = int(match[1])
     if pid == os.getpid():
         return False
@@ -56,7 +56,7 @@ def _owner_gone(temporary: Path, target: Path) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    except PermissionError:          # a live process of another user
+    except PermissionError:  # a live process of another user
         return False
     return False
 
@@ -73,8 +73,12 @@ def remove_stale_temporaries(path: str | Path) -> list[Path]:
                 temporary.unlink(missing_ok=True)
             removed.append(temporary)
     if removed:
-        log.info("removed %d temporar%s of %s left by a killed writer", len(removed),
-                 "y" if len(removed) == 1 else "ies", path)
+        log.info(
+            "removed %d temporar%s of %s left by a killed writer",
+            len(removed),
+            "y" if len(removed) == 1 else "ies",
+            path,
+        )
     return removed
 
 
@@ -85,7 +89,7 @@ def atomic_write(path: str | Path, write: Callable[[str], None]) -> Path:
     remove_stale_temporaries(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_temp_prefix(path), suffix=path.suffix)
     os.close(fd)
-    os.chmod(tmp, 0o666 & ~_umask())   # mkstemp makes 0600; outputs get the usual permissions
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
     try:
         write(tmp)
         os.replace(tmp, path)
@@ -101,9 +105,14 @@ def _umask() -> int:
     return mask
 
 
+def json_text(payload: Any) -> str:
+    """`payload` as the indented JSON text `write_json` writes (keys in insertion order)."""
+    return json.dumps(payload, indent=2, default=str) + "\n"
+
+
 def write_json(path: str | Path, payload: Any) -> Path:
-    """`payload` as indented JSON (keys in insertion order), written atomically."""
-    text = json.dumps(payload, indent=2, default=str) + "\n"
+    """`payload` as indented JSON (`json_text`), written atomically."""
+    text = json_text(payload)
     return atomic_write(path, lambda tmp: Path(tmp).write_text(text))
 
 
@@ -121,7 +130,7 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path)
     partial = Path(tempfile.mkdtemp(dir=path.parent, prefix=_temp_prefix(path)))
-    os.chmod(partial, 0o777 & ~_umask())   # mkdtemp makes 0700; outputs get the usual permissions
+    os.chmod(partial, 0o777 & ~_umask())  # mkdtemp makes 0700; outputs get the usual permissions
     try:
         yield partial
         _replace_directory(partial, path)

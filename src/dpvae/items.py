@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from dpvae.errors import TargetError
 from dpvae.registry import did_you_mean
 
-PAPERS = ("privae", "lvae", "p3gm", "dp2vae")   # the papers (each with its published numbers)
-SECTIONS = (*PAPERS, "audit")                    # first path segment of every item: the papers and the project's own
+PAPERS = ("privae", "lvae", "p3gm", "dp2vae")  # the papers (each with its published numbers)
+SECTIONS = (*PAPERS, "audit")  # first path segment of every item: the papers and the project's own
 
 
 #: The audit item's experiments (analyses): the engine-level audit and every private method audited through
@@ -26,7 +26,7 @@ AUDIT_EXPERIMENTS = ("audit_engines", "audit_methods")
 class Item:
     paper: str
     id: str
-    kind: str                      # "table" | "figure"
+    kind: str  # "table" | "figure"
     title: str
     experiments: tuple[str, ...] = ()
     datasets: tuple[str, ...] = ()  # restrict to these datasets of the experiments (empty = all)
@@ -50,14 +50,38 @@ def _items() -> tuple[Item, ...]:
     return (
         Item("privae", "table1", T, "Sensitivity and noise scale of DP-SGD variants", ("privae_table1",)),
         Item("privae", "fig1", F, "Sparsity task on Fashion-MNIST vs epsilon", ("privae_sparsity",)),
-        Item("privae", "fig2", F, "Pinwheel clustering with and without KL(p||q)", ("privae_clustering",),
-             artifacts=("pinwheel_scatter",)),
-        Item("lvae", "fig1", F, "VAE: membership-inference trade-off and samples", ("lvae_mia",),
-             artifacts=LVAE_ARTIFACTS),
-        Item("lvae", "fig2", F, "VAE-DPSGD: membership-inference trade-off and samples", ("lvae_mia",),
-             artifacts=LVAE_ARTIFACTS),
-        Item("lvae", "fig3", F, "LVAE: membership-inference trade-off and samples", ("lvae_mia", "lvae_spectral"),
-             artifacts=LVAE_ARTIFACTS),
+        Item(
+            "privae",
+            "fig2",
+            F,
+            "Pinwheel clustering with and without KL(p||q)",
+            ("privae_clustering",),
+            artifacts=("pinwheel_scatter",),
+        ),
+        Item(
+            "lvae",
+            "fig1",
+            F,
+            "VAE: membership-inference trade-off and samples",
+            ("lvae_mia",),
+            artifacts=LVAE_ARTIFACTS,
+        ),
+        Item(
+            "lvae",
+            "fig2",
+            F,
+            "VAE-DPSGD: membership-inference trade-off and samples",
+            ("lvae_mia",),
+            artifacts=LVAE_ARTIFACTS,
+        ),
+        Item(
+            "lvae",
+            "fig3",
+            F,
+            "LVAE: membership-inference trade-off and samples",
+            ("lvae_mia", "lvae_spectral"),
+            artifacts=LVAE_ARTIFACTS,
+        ),
         Item("p3gm", "table1", T, "Contrast with competitors"),
         Item("p3gm", "table2", T, "Table of symbols"),
         Item("p3gm", "table3", T, "Datasets", ("p3gm_table3",)),
@@ -67,8 +91,9 @@ def _items() -> tuple[Item, ...]:
         Item("p3gm", "table7", T, "MNIST and Fashion-MNIST at (1, 1e-5): CNN accuracy", ("p3gm_images",)),
         Item("p3gm", "table8", T, "2-way marginal total-variation distance", ("p3gm_tabular",)),
         Item("p3gm", "fig1", F, "Schematic: a data holder releases a DP generative model"),
-        Item("p3gm", "fig2", F, "MNIST samples", ("p3gm_images",), datasets=("mnist-p3gm",),
-             artifacts=("sample_grid",)),
+        Item(
+            "p3gm", "fig2", F, "MNIST samples", ("p3gm_images",), datasets=("mnist-p3gm",), artifacts=("sample_grid",)
+        ),
         Item("p3gm", "fig3", F, "Schematic: VAE vs P3GM's two phases"),
         Item("p3gm", "fig4", F, "Kaggle Credit AUROC / AUPRC vs epsilon", ("p3gm_credit_eps",)),
         Item("p3gm", "fig5", F, "MNIST accuracy vs DP-PCA components", ("p3gm_pca_dim",)),
@@ -79,23 +104,53 @@ def _items() -> tuple[Item, ...]:
         Item("dp2vae", "table1", T, "MNIST / Fashion-MNIST at (10, 1e-5)", ("dp2vae_eps10",)),
         Item("dp2vae", "table2", T, "MNIST / Fashion-MNIST / CelebA at (1, 1e-5)", ("dp2vae_eps1",)),
         Item("dp2vae", "fig1", F, "Samples at (10, 1e-5)", ("dp2vae_eps10",), artifacts=("sample_grid",)),
-        Item("dp2vae", "fig2", F, "Samples at (1, 1e-5)", ("dp2vae_eps1", "dp2vae_gswgan_eps1"),
-             datasets=("mnist", "fashion-mnist"), artifacts=("sample_grid",)),
-        Item("dp2vae", "fig3", F, "CelebA samples at (1, 1e-5)", ("dp2vae_eps1",),
-             datasets=("celeba32", "celeba32-standin"),
-             artifacts=("sample_grid",)),
-        Item("dp2vae", "fig4", F, "GS-WGAN with and without pre-training", ("dp2vae_gswgan_ablation",),
-             artifacts=("sample_grid",)),
-        Item("dp2vae", "fig5", F, "DP2-VAE with and without pre-training", ("dp2vae_ablation",),
-             artifacts=("sample_grid",)),
+        Item(
+            "dp2vae",
+            "fig2",
+            F,
+            "Samples at (1, 1e-5)",
+            ("dp2vae_eps1", "dp2vae_gswgan_eps1"),
+            datasets=("mnist", "fashion-mnist"),
+            artifacts=("sample_grid",),
+        ),
+        Item(
+            "dp2vae",
+            "fig3",
+            F,
+            "CelebA samples at (1, 1e-5)",
+            ("dp2vae_eps1",),
+            datasets=("celeba32", "celeba32-standin"),
+            artifacts=("sample_grid",),
+        ),
+        Item(
+            "dp2vae",
+            "fig4",
+            F,
+            "GS-WGAN with and without pre-training",
+            ("dp2vae_gswgan_ablation",),
+            artifacts=("sample_grid",),
+        ),
+        Item(
+            "dp2vae",
+            "fig5",
+            F,
+            "DP2-VAE with and without pre-training",
+            ("dp2vae_ablation",),
+            artifacts=("sample_grid",),
+        ),
         Item("dp2vae", "fig6", F, "Schematic: two-stage training"),
         Item("dp2vae", "fig7", F, "CelebA at (10, 1e-5)", ("dp2vae_celeba_eps10",), artifacts=("sample_grid",)),
         Item("dp2vae", "fig8", F, "DP2-VAE at (0.2, 1e-5)", ("dp2vae_eps02",), artifacts=("sample_grid",)),
         Item("dp2vae", "fig9", F, "FID vs learning rate", ("dp2vae_lr",), artifacts=("sample_grid",)),
-        Item("audit", "dpsgd", F, "Empirical privacy audit: claimed epsilon vs one-run lower bound per DP-SGD engine "
-             "and private method", AUDIT_EXPERIMENTS, extra_outputs=("csv",)),
+        Item(
+            "audit",
+            "dpsgd",
+            F,
+            "Empirical privacy audit: claimed epsilon vs one-run lower bound per DP-SGD engine and private method",
+            AUDIT_EXPERIMENTS,
+            extra_outputs=("csv",),
+        ),
     )
-
 
 
 ITEMS: dict[str, Item] = {item.key: item for item in _items()}
@@ -109,11 +164,14 @@ def get_item(key: str) -> Item:
         return ITEMS[key]
     paper, _, item_id = key.partition("/")
     if paper not in SECTIONS:
-        raise TargetError(f"no paper '{paper}'{did_you_mean(paper, list(SECTIONS))}; the papers are: "
-                          f"{', '.join(PAPERS)} (and the project's own: {', '.join(SECTIONS[len(PAPERS):])})")
+        raise TargetError(
+            f"no paper '{paper}'{did_you_mean(paper, list(SECTIONS))}; the papers are: "
+            f"{', '.join(PAPERS)} (and the project's own: {', '.join(SECTIONS[len(PAPERS) :])})"
+        )
     ids = [i.id for i in ITEMS.values() if i.paper == paper]
-    raise TargetError(f"no item '{item_id}' in paper '{paper}'{did_you_mean(item_id, ids)}; "
-                      f"its items are: {', '.join(ids)}")
+    raise TargetError(
+        f"no item '{item_id}' in paper '{paper}'{did_you_mean(item_id, ids)}; its items are: {', '.join(ids)}"
+    )
 
 
 def item_ids(paper: str | None = None) -> list[str]:
@@ -132,5 +190,3 @@ def item_datasets(item: Item, config: dict, experiment: str) -> list[str]:
     datasets = config["experiments"][experiment]["datasets"]
     unreachable = set((config.get("data") or {}).get("unreachable") or ())
     return [d for d in datasets if (not item.datasets or d in item.datasets) and d not in unreachable]
-
-

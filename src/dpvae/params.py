@@ -24,8 +24,14 @@ from dpvae.errors import ConfigError
 _MISSING = dataclasses.MISSING
 
 
-def param(default: Any, doc: str, *, minimum: float | None = None, maximum: float | None = None,
-          exclusive_minimum: float | None = None) -> Any:
+def param(
+    default: Any,
+    doc: str,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    exclusive_minimum: float | None = None,
+) -> Any:
     """A dataclass field with a default, a one-line description and optional numeric bounds."""
     meta = {"doc": doc, "minimum": minimum, "maximum": maximum, "exclusive_minimum": exclusive_minimum}
     if isinstance(default, (list, dict, set)):
@@ -90,7 +96,7 @@ def _bound_error(value: Any, meta: Mapping) -> str | None:
 class Params:
     """Base of every parameter set; subclasses add fields with `param(...)`."""
 
-    owner: ClassVar[str] = "method"   # what the parameters belong to, in messages ("method", "metric")
+    owner: ClassVar[str] = "method"  # what the parameters belong to, in messages ("method", "metric")
 
     @classmethod
     def hints(cls) -> dict[str, Any]:
@@ -107,11 +113,13 @@ class Params:
         for k, v in values.items():
             if k not in fields_:
                 known = ", ".join(sorted(fields_))
-                problems.append(f"config key '{key}.{k}': not a parameter of {cls.owner} '{name}' (its parameters: {known})")
+                problems.append(
+                    f"config key '{key}.{k}': not a parameter of {cls.owner} '{name}' (its parameters: {known})"
+                )
                 continue
             if not _matches(v, hints[k]):
                 problems.append(f"config key '{key}.{k}': {v!r} is not of type {_type_name(hints[k])}")
-            elif (bound := _bound_error(v, fields_[k].metadata)):
+            elif bound := _bound_error(v, fields_[k].metadata):
                 problems.append(f"config key '{key}.{k}': {bound}")
         return problems
 
@@ -119,7 +127,7 @@ class Params:
     def parse(cls, values: Mapping[str, Any] | None = None, key: str = "params", name: str = "") -> Params:
         """The instance for `values` (defaults for the rest); ConfigError naming the key if invalid."""
         values = dict(values or {})
-        if (problems := cls.errors(values, key, name)):
+        if problems := cls.errors(values, key, name):
             raise ConfigError("invalid parameters:\n  - " + "\n  - ".join(problems))
         return cls(**values)
 
@@ -132,10 +140,19 @@ class Params:
         hints = cls.hints()
         rows = []
         for f in dataclasses.fields(cls):
-            default = f.default if f.default is not _MISSING else (
-                f.default_factory() if f.default_factory is not _MISSING else None)
-            rows.append({"name": f.name, "type": _type_name(hints[f.name]), "default": default,
-                         "doc": f.metadata.get("doc", "")})
+            default = (
+                f.default
+                if f.default is not _MISSING
+                else (f.default_factory() if f.default_factory is not _MISSING else None)
+            )
+            rows.append(
+                {
+                    "name": f.name,
+                    "type": _type_name(hints[f.name]),
+                    "default": default,
+                    "doc": f.metadata.get("doc", ""),
+                }
+            )
         return rows
 
 
@@ -143,8 +160,9 @@ class Params:
 class MethodParams(Params):
     """Parameters every method accepts."""
 
-    max_train: int | None = param(None, "use a seeded random subset of this many training records (null = all)",
-                                  minimum=1)
+    max_train: int | None = param(
+        None, "use a seeded random subset of this many training records (null = all)", minimum=1
+    )
 
 
 @dataclass(frozen=True)

@@ -40,32 +40,32 @@ from dpvae.workflow import Plan
 GPU_MACHINE, CPU_MACHINE = "gpu_machine", "cpu_2core"
 _PREFERENCE = {GPU_MACHINE: ("cuda", "cpu2", "cpu", ""), CPU_MACHINE: ("cpu2", "cpu", "")}
 _RUN_WILDCARDS = frozenset({"dataset", "variant", "eps", "seed"})
-_TRAIN_RULE = "train"            # the job whose time a recorded run's wall_s is (its train.json "seconds")
+_TRAIN_RULE = "train"  # the job whose time a recorded run's wall_s is (its train.json "seconds")
 _OVERLAY = re.compile(r"workflow/campaigns/[\w.-]+\.ya?ml")
 
 
 @dataclass(frozen=True)
 class Measurement:
     seconds: float
-    device: str                  # 'cuda: NVIDIA H200', 'cpu: x86_64 x2', '' (not recorded)
+    device: str  # 'cuda: NVIDIA H200', 'cpu: x86_64 x2', '' (not recorded)
 
 
 @dataclass(frozen=True)
 class Estimate:
     """One job's hours on one machine and where they come from."""
 
-    seconds: float | None        # None: nothing measured, nothing declared
-    source: str                  # 'measured' | 'declared' | 'none'
+    seconds: float | None  # None: nothing measured, nothing declared
+    source: str  # 'measured' | 'declared' | 'none'
     on_gpu: bool = False
     devices: tuple[str, ...] = ()
-    runs: frozenset[str] = frozenset()   # the measurements used
+    runs: frozenset[str] = frozenset()  # the measurements used
 
 
 @dataclass(frozen=True)
 class JobCost:
     job: DagJob
     group: str
-    estimates: dict[str, Estimate] = field(default_factory=dict)   # machine -> estimate; empty when built
+    estimates: dict[str, Estimate] = field(default_factory=dict)  # machine -> estimate; empty when built
 
 
 def device_class(device: str) -> str:
@@ -85,8 +85,9 @@ class Settings:
         self._specs: dict[tuple, dict | None] = {}
         self._canonical: dict[tuple, str | None] = {}
 
-    def key(self, rule: str, wildcards: dict[str, str], spec: dict | None = None,
-            options: dict | None = None) -> tuple | None:
+    def key(
+        self, rule: str, wildcards: dict[str, str], spec: dict | None = None, options: dict | None = None
+    ) -> tuple | None:
         """The settings of a job of `rule` (a run's `spec` and a metric's `options` if recorded, else the
         configuration's); None when they cannot be known (a run no experiment has, parameters that no longer
         parse)."""
@@ -97,8 +98,11 @@ class Settings:
             return None
         metric = wildcards.get("metric")
         params = self._typed("method", spec["method"], spec["params"])
-        opts = self._typed("metric", metric, options if options is not None else self.plan.metric_options(metric)) \
-            if metric else ""
+        opts = (
+            self._typed("metric", metric, options if options is not None else self.plan.metric_options(metric))
+            if metric
+            else ""
+        )
         return None if params is None or opts is None else (rule, spec["method"], spec["dataset"], params, metric, opts)
 
     def spec(self, wildcards: dict[str, str]) -> dict | None:
@@ -147,15 +151,17 @@ class Measurements:
             device, spec, options = self._record(bench)
             key = self.settings.key(bench.rule, bench.wildcards, spec, options)
             if key is not None and seconds is not None:
-                self.by_key.setdefault(key, {})[_ident(bench.rule, bench.wildcards, bench.path)] = \
-                    Measurement(seconds, device)
+                self.by_key.setdefault(key, {})[_ident(bench.rule, bench.wildcards, bench.path)] = Measurement(
+                    seconds, device
+                )
 
     def add_recorded(self, reproductions_dir: Path | None = None) -> None:
         """Training times of recorded paper-scale runs, unless a benchmark file measured the same run."""
         frame = read_all(reproductions_dir)
         frame = frame[(frame["scale"] == "paper") & frame["wall_s"].notna() & frame["seed"].notna()]
-        frame = frame.sort_values("date").drop_duplicates(["dataset", "variant", "epsilon", "seed", "setting"],
-                                                          keep="last")
+        frame = frame.sort_values("date").drop_duplicates(
+            ["dataset", "variant", "epsilon", "seed", "setting"], keep="last"
+        )
         for command, rows in frame.groupby("command"):
             plan = self._overlay_plan(command)
             if plan is None:
@@ -166,16 +172,24 @@ class Measurements:
             for row in rows.itertuples():
                 eps = "inf" if row.epsilon != row.epsilon else format_eps(row.epsilon)
                 settings = set(str(row.setting).split(";"))
-                found = [r for r in runs.get((row.variant, eps, int(row.seed), row.dataset), [])
-                         if published_dataset(r.dataset)[1] in settings | {""}]
+                found = [
+                    r
+                    for r in runs.get((row.variant, eps, int(row.seed), row.dataset), [])
+                    if published_dataset(r.dataset)[1] in settings | {""}
+                ]
                 if len(found) != 1:
                     continue
-                wildcards = {"dataset": found[0].dataset, "variant": found[0].variant, "eps": eps,
-                             "seed": str(found[0].seed)}
+                wildcards = {
+                    "dataset": found[0].dataset,
+                    "variant": found[0].variant,
+                    "eps": eps,
+                    "seed": str(found[0].seed),
+                }
                 key = self.settings.key(_TRAIN_RULE, wildcards, plan.spec(**wildcards))
                 if key is not None:
                     self.by_key.setdefault(key, {}).setdefault(
-                        _ident(_TRAIN_RULE, wildcards, ""), Measurement(float(row.wall_s), str(row.device)))
+                        _ident(_TRAIN_RULE, wildcards, ""), Measurement(float(row.wall_s), str(row.device))
+                    )
 
     def estimate(self, job: DagJob, machine: str, device_setting: str) -> Estimate:
         """The job's estimate on `machine` (GPU_MACHINE or CPU_MACHINE) under config `device`."""
@@ -186,10 +200,13 @@ class Measurements:
                 continue
             chosen = {k: m for k, m in found.items() if device_class(m.device) == wanted}
             if chosen:
-                return Estimate(statistics.median(m.seconds for m in chosen.values()), "measured",
-                                uses_gpu and (job.gpu or wanted == "cuda"),
-                                tuple(sorted({m.device or "device not recorded" for m in chosen.values()})),
-                                frozenset(chosen))
+                return Estimate(
+                    statistics.median(m.seconds for m in chosen.values()),
+                    "measured",
+                    uses_gpu and (job.gpu or wanted == "cuda"),
+                    tuple(sorted({m.device or "device not recorded" for m in chosen.values()})),
+                    frozenset(chosen),
+                )
         if job.runtime is not None:
             return Estimate(job.runtime * 60, "declared", uses_gpu and job.gpu)
         return Estimate(None, "none")
@@ -197,7 +214,7 @@ class Measurements:
     def _record(self, bench: BenchmarkFile) -> tuple[str, dict | None, dict | None]:
         """(device, run spec, metric options) as the job's JSON outputs or its run's train.json record them."""
         paths = [self.workdir / p for p in bench.outputs if p.endswith(".json")]
-        if (run := _run_of(bench.wildcards)):
+        if run := _run_of(bench.wildcards):
             paths.append(self.workdir / run.path(self.settings.plan.scale) / "train.json")
         device, spec, options = "", None, None
         for path in paths:
@@ -240,7 +257,7 @@ def _run_of(wildcards: dict[str, str]) -> Run | None:
 def _ident(rule: str, wildcards: dict[str, str], path: str) -> str:
     """One measured job: rule, run id and metric for a run's job (its benchmark file and its recorded row are
     one measurement), else the benchmark file."""
-    if (run := _run_of(wildcards)):
+    if run := _run_of(wildcards):
         return ":".join([rule, run.id, wildcards.get("metric", "")])
     return path
 
@@ -265,7 +282,7 @@ class CostPlan:
     scale: str
     device: str
     jobs: list[JobCost]
-    rules: tuple[str, ...]       # the workflow's rules in the order they are defined (rows follow it)
+    rules: tuple[str, ...]  # the workflow's rules in the order they are defined (rows follow it)
 
     def totals(self, jobs: Sequence[JobCost] | None = None) -> dict:
         """Counts and hours of `jobs` (default: all): on the GPU machine GPU- and CPU-hours, on the 2-core machine
@@ -274,12 +291,20 @@ class CostPlan:
         todo = [j for j in jobs if j.estimates]
         gpu = [j.estimates[GPU_MACHINE] for j in todo]
         cpu = [j.estimates[CPU_MACHINE] for j in todo]
-        return {"jobs": len(jobs), "built": len(jobs) - len(todo), "to_run": len(todo),
-                GPU_MACHINE: {"gpu_hours": _hours(e for e in gpu if e.on_gpu),
-                              "cpu_hours": _hours(e for e in gpu if not e.on_gpu)},
-                CPU_MACHINE: {"hours": _hours(cpu)},
-                "sources": {machine: {s: sum(e.source == s for e in ests) for s in ("measured", "declared", "none")}
-                            for machine, ests in ((GPU_MACHINE, gpu), (CPU_MACHINE, cpu))}}
+        return {
+            "jobs": len(jobs),
+            "built": len(jobs) - len(todo),
+            "to_run": len(todo),
+            GPU_MACHINE: {
+                "gpu_hours": _hours(e for e in gpu if e.on_gpu),
+                "cpu_hours": _hours(e for e in gpu if not e.on_gpu),
+            },
+            CPU_MACHINE: {"hours": _hours(cpu)},
+            "sources": {
+                machine: {s: sum(e.source == s for e in ests) for s in ("measured", "declared", "none")}
+                for machine, ests in ((GPU_MACHINE, gpu), (CPU_MACHINE, cpu))
+            },
+        }
 
     def rows(self) -> list[dict]:
         """One row per rule and group (metric or method, dataset), rules in the workflow's order."""
@@ -289,8 +314,14 @@ class CostPlan:
         rows = []
         for (rule, group), jobs in grouped.items():
             ests = {m: [j.estimates[m] for j in jobs if j.estimates] for m in (GPU_MACHINE, CPU_MACHINE)}
-            rows.append({"rule": rule, "group": group, **self.totals(jobs),
-                         "estimate": {m: describe(e) for m, e in ests.items()}})
+            rows.append(
+                {
+                    "rule": rule,
+                    "group": group,
+                    **self.totals(jobs),
+                    "estimate": {m: describe(e) for m, e in ests.items()},
+                }
+            )
         order = {rule: i for i, rule in enumerate(self.rules)}
         return sorted(rows, key=lambda r: (order.get(r["rule"], len(order)), r["group"]))
 
@@ -299,44 +330,64 @@ class CostPlan:
 
     def to_markdown(self) -> str:
         """One row per target and their total (every job once), as a markdown table (README's)."""
-        lines = ["| target | jobs to run | one H100/H200: GPU-h | + CPU-h | 2-core CPU: h | estimates (jobs) |",
-                 "|---|--:|--:|--:|--:|---|"]
+        lines = [
+            "| target | jobs to run | one H100/H200: GPU-h | + CPU-h | 2-core CPU: h | estimates (jobs) |",
+            "|---|--:|--:|--:|--:|---|",
+        ]
         for name, total in [*((f"`{t['target']}`", t) for t in self.per_target()), ("**all**", self.totals())]:
             _, _, todo, gpu, cpu, two = _counts(total)
             lines.append(f"| {name} | {todo} | {gpu} | {cpu} | {two} | {_sources_text(total)} |")
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
-        return {"targets": list(self.targets), "configfiles": list(self.configfiles), "scale": self.scale,
-                "device": self.device, "total": self.totals(), "per_target": self.per_target(), "rows": self.rows()}
+        return {
+            "targets": list(self.targets),
+            "configfiles": list(self.configfiles),
+            "scale": self.scale,
+            "device": self.device,
+            "total": self.totals(),
+            "per_target": self.per_target(),
+            "rows": self.rows(),
+        }
 
     def to_text(self) -> str:
         total = self.totals()
         config = " + ".join(["config.yaml", *self.configfiles])
-        named = ", ".join(self.targets) if 0 < len(self.targets) <= 3 else \
-            (f"{len(self.targets)} targets" if self.targets else "the default target")
-        lines = [f"Cost plan of {named} at scale {self.scale} ({config}), device: {self.device}: "
-                 f"{total['jobs']} jobs, {total['built']} built, {total['to_run']} to run.",
-                 "Hours: job wall time summed, one job after another. GPU machine: one H100/H200 (GPU-h for jobs",
-                 "that ask for a GPU or were measured on one, CPU-h for the rest). 2-core: a 2-core CPU machine.",
-                 ""]
+        named = (
+            ", ".join(self.targets)
+            if 0 < len(self.targets) <= 3
+            else (f"{len(self.targets)} targets" if self.targets else "the default target")
+        )
+        lines = [
+            f"Cost plan of {named} at scale {self.scale} ({config}), device: {self.device}: "
+            f"{total['jobs']} jobs, {total['built']} built, {total['to_run']} to run.",
+            "Hours: job wall time summed, one job after another. GPU machine: one H100/H200 (GPU-h for jobs",
+            "that ask for a GPU or were measured on one, CPU-h for the rest). 2-core: a 2-core CPU machine.",
+            "",
+        ]
         header = ("rule", "group", "jobs", "built", "to run", "GPU-h", "CPU-h", "2-core h", "estimate from")
         body = [(r["rule"], r["group"], *_counts(r), _estimate_text(r["estimate"])) for r in self.rows()]
         body.append(("total", "", *_counts(total), _sources_text(total)))
         lines += _table(header, body)
         if len(self.targets) > 1:
             lines += ["", "Per target (a job that several targets need is counted in each):", ""]
-            lines += _table(("target", "jobs", "built", "to run", "GPU-h", "CPU-h", "2-core h", "estimates"),
-                            [(t["target"], *_counts(t), _sources_text(t)) for t in self.per_target()])
+            lines += _table(
+                ("target", "jobs", "built", "to run", "GPU-h", "CPU-h", "2-core h", "estimates"),
+                [(t["target"], *_counts(t), _sources_text(t)) for t in self.per_target()],
+            )
         return "\n".join(lines)
 
 
-def cost_plan(targets: Sequence[str], configfiles: Sequence[str] = (), workdir: str | Path = ".",
-              reproductions_dir: Path | None = None) -> CostPlan:
+def cost_plan(
+    targets: Sequence[str],
+    configfiles: Sequence[str] = (),
+    workdir: str | Path = ".",
+    reproductions_dir: Path | None = None,
+) -> CostPlan:
     """The jobs `targets` need under config.yaml + `configfiles` in `workdir`, each built or estimated."""
     config = read_config([REPO_ROOT / "config.yaml", *configfiles])
-    plan = Plan(config, REPO_ROOT)                              # validates: a bad config is one message
-    plan.check_targets(targets, built_only=False)               # a misspelt item names the valid ones
+    plan = Plan(config, REPO_ROOT)  # validates: a bad config is one message
+    plan.check_targets(targets, built_only=False)  # a misspelt item names the valid ones
     dag: Dag = snakemake_dag(targets, configfiles, workdir)
     settings = Settings(plan)
     measured = Measurements(settings, Path(workdir))
@@ -344,9 +395,14 @@ def cost_plan(targets: Sequence[str], configfiles: Sequence[str] = (), workdir: 
     if plan.scale == "paper":
         measured.add_recorded(reproductions_dir)
     device = str(config.get("device", "auto"))
-    costs = [JobCost(job, settings.group(job), {} if job.built else
-                     {m: measured.estimate(job, m, device) for m in (GPU_MACHINE, CPU_MACHINE)})
-             for job in dag.jobs]
+    costs = [
+        JobCost(
+            job,
+            settings.group(job),
+            {} if job.built else {m: measured.estimate(job, m, device) for m in (GPU_MACHINE, CPU_MACHINE)},
+        )
+        for job in dag.jobs
+    ]
     return CostPlan(tuple(targets), tuple(str(f) for f in configfiles), plan.scale, device, costs, dag.rules)
 
 
@@ -365,7 +421,7 @@ def describe(estimates: Sequence[Estimate]) -> str:
     if declared:
         span = f"{declared[0]}" if len(declared) == 1 else f"{declared[0]}-{declared[-1]}"
         parts.append((sum(e.source == "declared" for e in estimates), f"declared {span} min"))
-    if (none := sum(e.source == "none" for e in estimates)):
+    if none := sum(e.source == "none" for e in estimates):
         parts.append((none, "no runtime declared"))
     if len(parts) == 1:
         return parts[0][1]
@@ -386,8 +442,14 @@ def _sources_text(total: dict) -> str:
 
 
 def _counts(total: dict) -> tuple[str, ...]:
-    return (str(total["jobs"]), str(total["built"]), str(total["to_run"]),
-            _h(total[GPU_MACHINE]["gpu_hours"]), _h(total[GPU_MACHINE]["cpu_hours"]), _h(total[CPU_MACHINE]["hours"]))
+    return (
+        str(total["jobs"]),
+        str(total["built"]),
+        str(total["to_run"]),
+        _h(total[GPU_MACHINE]["gpu_hours"]),
+        _h(total[GPU_MACHINE]["cpu_hours"]),
+        _h(total[CPU_MACHINE]["hours"]),
+    )
 
 
 def _hours(estimates: Iterable[Estimate]) -> float:

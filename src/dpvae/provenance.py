@@ -21,9 +21,11 @@ def sha256_json(payload: Any) -> str:
 @functools.cache
 def git_commit() -> str:
     """The checkout's commit ('<sha>' or '<sha>-dirty'), or 'unknown' outside a git checkout."""
+
     def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True, text=True,
-                              check=True, timeout=10).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(REPO_ROOT), *args], capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
 
     try:
         sha = git("rev-parse", "HEAD")

@@ -2,7 +2,7 @@
 
 Methods, metrics, renderers and analyses each keep one, filled by a decorator in the module that
 implements the entry (opacus' `register_grad_sampler` is the model). `discover(package)` imports every
-module of a package so that their decorators run.
+module (or every sub-package) of a package so that their decorators run.
 """
 
 from __future__ import annotations
@@ -47,8 +47,9 @@ class Registry(Generic[T]):
             return self._entries[name]
         except KeyError:
             known = sorted(self._entries)
-            raise TargetError(f"unknown {self.kind} '{name}'{did_you_mean(name, known)} "
-                              f"(known: {', '.join(known)})") from None
+            raise TargetError(
+                f"unknown {self.kind} '{name}'{did_you_mean(name, known)} (known: {', '.join(known)})"
+            ) from None
 
     def __getitem__(self, name: str) -> T:
         return self.get(name)
@@ -72,10 +73,11 @@ class Registry(Generic[T]):
         return list(self._entries)
 
 
-def discover(package: str, skip: tuple[str, ...] = ()) -> list[str]:
-    """Import every module of `package` (not its sub-packages) except `skip`; return their names."""
+def discover(package: str, skip: tuple[str, ...] = (), packages: bool = False) -> list[str]:
+    """Import every module of `package` (or, with `packages`, every sub-package) but `skip` (heavy modules a
+    registry loads on use); return their names."""
     pkg = importlib.import_module(package)
-    names = sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if not m.ispkg and m.name not in skip)
+    names = sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if m.ispkg == packages and m.name not in skip)
     for name in names:
         importlib.import_module(f"{package}.{name}")
     return names

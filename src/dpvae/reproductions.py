@@ -4,15 +4,16 @@
 CSV's key columns (paper, item, dataset, method, epsilon, metric, classifier, setting) plus seed, value and
 provenance (scale, variant, device, commit, command, wall_s, date) read from each run's `train.json`.
 Those files are committed. Our ids map to the papers' names by `published_key` (dataset suffixes dropped,
-variant aliases, sweep points and a series' `step` as `setting`). A series longer than `MAX_STEPS` steps
-per run (Fig. 7's reconstruction loss at every iteration) is recorded at `MAX_STEPS` evenly spaced steps,
-first and last included; the whole series stays in the run's table. Renderers read them (`recorded`) for their "ours (paper
-scale)" column; `dpvae.scorecard` sets them beside every published cell.
+each variant's `published_as` name in config.yaml, sweep points and a series' `step` as `setting`). A series
+longer than `MAX_STEPS` steps per run (Fig. 7's reconstruction loss at every iteration) is recorded at `MAX_STEPS`
+evenly spaced steps, first and last included; the whole series stays in the run's table. Renderers read them
+(`recorded`) for their "ours (paper scale)" column; `dpvae.scorecard` sets them beside every published cell.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 from pathlib import Path
 
@@ -25,23 +26,29 @@ from dpvae.items import ITEMS, PAPERS
 from dpvae.paths import REPO_ROOT
 from dpvae.provenance import git_commit
 from dpvae.runs import split_variant
-from dpvae.schema import format_eps
+from dpvae.schema import format_eps, read_config
 
 REPRODUCTIONS_DIR = REPO_ROOT / "reproductions"
 KEY = ("paper", "item", "dataset", "method", "epsilon", "metric", "classifier", "setting")
 PROVENANCE = ("scale", "variant", "device", "commit", "command", "wall_s", "date")
 COLUMNS = (*KEY, "seed", "value", *PROVENANCE)
 
-# our variant ids (base, before any '@sweep') -> the papers' method names, per paper
-METHOD_ALIASES: dict[str, dict[str, str]] = {
-    "p3gm": {"vae-mlp": "vae", "real": "original", "p3gm-efficiency": "p3gm", "p3gm-pca-sweep": "p3gm",
-             "p3gm-allocation": "p3gm"},
-    "dp2vae": {"dp2vae-nopretrain": "dp2vae", "gs-wgan-nopretrain": "gs-wgan"},
-    "lvae": {"lvae-vae": "vae", "lvae-dpsgd": "vae-dpsgd", "lvae-lipschitz": "lvae"},
-    "privae": {"vae-sparse": "vae", "privae-pinwheel": "privae", "privae-kl-pinwheel": "privae-kl"},
-}
-MAX_STEPS = 100   # steps recorded per series and run (see the module docstring)
+MAX_STEPS = 100  # steps recorded per series and run (see the module docstring)
 DATASET_SUFFIXES = ("-p3gm", "-32", "-lvae", "-dropna", "-full", "-standin")
+
+
+@functools.cache
+def configured_variants() -> dict[str, dict]:
+    """The variants of the repository's config.yaml (paper scale): where `published_as` names live."""
+    return read_config([REPO_ROOT / "config.yaml"])["variants"]
+
+
+def published_method(paper: str, variant: str, variants: dict[str, dict] | None = None) -> str:
+    """The method id `paper`'s published numbers use for our `variant` (a sweep id counts as its base): the
+    variant's `published_as` entry for the paper (in `variants`, else in config.yaml), else its own name."""
+    base = split_variant(variant)[0]
+    entry = (variants or {}).get(base) or configured_variants().get(base) or {}
+    return entry.get("published_as", {}).get(paper, base)
 
 
 def published_dataset(dataset: str) -> tuple[str, str]:
@@ -69,17 +76,23 @@ def published_key(paper: str, item: str, row: pd.Series) -> dict:
     if (paper, item) in ITEM_SETTINGS:
         settings.append(ITEM_SETTINGS[(paper, item)](base))
     metric = str(row["metric"])
-    if metric == "auprc_flipped":   # Adult's AUPRC with the other class positive: '<=50K' (A-G2) at the default
+    if metric == "auprc_flipped":  # Adult's AUPRC with the other class positive: '<=50K' (A-G2) at the default
         metric, settings = "auprc", [*settings, "positive=le50K"]
-    if metric == "tvd2_public_notebook":   # P3GM Table VIII as the notebook computes it (A-G10)
+    if metric == "tvd2_public_notebook":  # P3GM Table VIII as the notebook computes it (A-G10)
         metric, settings = "tvd2", [*settings, "reading=notebook"]
-    if pd.notna(row.get("step")):          # a point of a series (learning curves): one key per step
+    if pd.notna(row.get("step")):  # a point of a series (learning curves): one key per step
         settings.append(f"step={int(row['step'])}")
     epsilon = row.get("epsilon")
-    return {"paper": paper, "item": item, "dataset": dataset, "method": METHOD_ALIASES.get(paper, {}).get(base, base),
-            "epsilon": float(epsilon) if pd.notna(epsilon) else np.nan, "metric": metric,
-            "classifier": "" if pd.isna(row.get("classifier")) else str(row["classifier"]),
-            "setting": ";".join(settings)}
+    return {
+        "paper": paper,
+        "item": item,
+        "dataset": dataset,
+        "method": published_method(paper, base),
+        "epsilon": float(epsilon) if pd.notna(epsilon) else np.nan,
+        "metric": metric,
+        "classifier": "" if pd.isna(row.get("classifier")) else str(row["classifier"]),
+        "setting": ";".join(settings),
+    }
 
 
 def _experiment_of(table: Path) -> tuple[str, str]:
@@ -94,13 +107,25 @@ def _experiment_of(table: Path) -> tuple[str, str]:
 
 def _run_provenance(results: Path, row: pd.Series) -> dict:
     eps = format_eps(row["epsilon"]) if pd.notna(row["epsilon"]) else "inf"
-    train = results / "runs" / str(row["dataset"]) / str(row["variant"]) / f"eps{eps}" / f"seed{int(row['seed'])}" / "train.json"
+    train = (
+        results
+        / "runs"
+        / str(row["dataset"])
+        / str(row["variant"])
+        / f"eps{eps}"
+        / f"seed{int(row['seed'])}"
+        / "train.json"
+    )
     if not train.is_file():
         raise DataError(f"{train}: missing; record only tables whose runs are in this checkout's results/")
     meta = json.loads(train.read_text())
-    date = dt.datetime.fromtimestamp(train.stat().st_mtime, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {"device": meta.get("device_name", meta.get("device", "")), "commit": meta.get("commit", ""),
-            "wall_s": meta.get("seconds", np.nan), "date": date}
+    date = dt.datetime.fromtimestamp(train.stat().st_mtime, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "device": meta.get("device_name", meta.get("device", "")),
+        "commit": meta.get("commit", ""),
+        "wall_s": meta.get("seconds", np.nan),
+        "date": date,
+    }
 
 
 def reproduction_rows(table_path: str | Path, command: str) -> pd.DataFrame:
@@ -119,12 +144,28 @@ def reproduction_rows(table_path: str | Path, command: str) -> pd.DataFrame:
     rows = []
     for _, row in table.iterrows():
         has_run = pd.notna(row.get("seed")) and pd.notna(row.get("variant"))
-        provenance = _run_provenance(results, row) if has_run else {
-            "device": "", "commit": git_commit(), "wall_s": np.nan,
-            "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+        provenance = (
+            _run_provenance(results, row)
+            if has_run
+            else {
+                "device": "",
+                "commit": git_commit(),
+                "wall_s": np.nan,
+                "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            }
+        )
         for item in items:
-            rows.append({**published_key(item.paper, item.id, row), "seed": row.get("seed"), "value": row["value"], "scale": scale,
-                         "variant": row.get("variant", ""), "command": command, **provenance})
+            rows.append(
+                {
+                    **published_key(item.paper, item.id, row),
+                    "seed": row.get("seed"),
+                    "value": row["value"],
+                    "scale": scale,
+                    "variant": row.get("variant", ""),
+                    "command": command,
+                    **provenance,
+                }
+            )
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
@@ -165,16 +206,19 @@ def read_reproductions(path: Path) -> pd.DataFrame:
         return pd.DataFrame(columns=list(COLUMNS))
     frame = pd.read_csv(path, dtype={"classifier": str, "setting": str, "item": str}, keep_default_na=True)
     if tuple(frame.columns) != COLUMNS:
-        raise DataError(f"{path}: columns {list(frame.columns)} differ from {list(COLUMNS)}; "
-                        "write it only with `python -m dpvae record`")
+        raise DataError(
+            f"{path}: columns {list(frame.columns)} differ from {list(COLUMNS)}; "
+            "write it only with `python -m dpvae record`"
+        )
     return frame.fillna({"classifier": "", "setting": ""})
 
 
 def read_all(reproductions_dir: str | Path | None = None, paper: str | None = None) -> pd.DataFrame:
     """Every recorded row (of one paper or all), epsilon as float."""
     directory = Path(reproductions_dir) if reproductions_dir else REPRODUCTIONS_DIR
-    frame = pd.concat([read_reproductions(directory / f"{p}.csv") for p in PAPERS if paper in (None, p)],
-                      ignore_index=True)
+    frame = pd.concat(
+        [read_reproductions(directory / f"{p}.csv") for p in PAPERS if paper in (None, p)], ignore_index=True
+    )
     frame["epsilon"] = pd.to_numeric(frame["epsilon"], errors="coerce")
     return frame
 
@@ -187,5 +231,9 @@ def recorded(paper: str, item: str, reproductions_dir: str | Path | None = None)
     if rows.empty:
         return pd.DataFrame(columns=[*keys, "mean", "sd", "n", "devices"])
     grouped = rows.groupby(keys, dropna=False)
-    return grouped.agg(mean=("value", "mean"), sd=("value", "std"), n=("value", "count"),
-                       devices=("device", lambda d: ";".join(sorted(set(d.dropna().astype(str)))))).reset_index()
+    return grouped.agg(
+        mean=("value", "mean"),
+        sd=("value", "std"),
+        n=("value", "count"),
+        devices=("device", lambda d: ";".join(sorted(set(d.dropna().astype(str))))),
+    ).reset_index()

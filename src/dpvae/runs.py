@@ -8,7 +8,9 @@ Hyper-parameters resolve as: variant params < per_dataset < per_epsilon < sweep 
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from dpvae.paths import run_dir
 from dpvae.schema import format_eps
@@ -57,7 +59,7 @@ def variant_ids(experiment: dict) -> list[str]:
 
 def is_private(config: dict, variant_id: str) -> bool:
     spec = config["variants"][split_variant(variant_id)[0]]
-    from dpvae.methods.registry import METHODS   # here: aggregation imports this module without the methods
+    from dpvae.methods.registry import METHODS  # here: aggregation imports this module without the methods
 
     return bool(spec.get("private", METHODS.get(spec["method"]).private))
 
@@ -74,8 +76,9 @@ def experiment_runs(config: dict, experiment: str, dataset: str | None = None) -
     return runs
 
 
-def resolve_params(config: dict, variant: str, dataset: str, eps: str,
-                   sweep: dict | None = None, point: str | None = None) -> dict:
+def resolve_params(
+    config: dict, variant: str, dataset: str, eps: str, sweep: dict | None = None, point: str | None = None
+) -> dict:
     """Hyper-parameters of one run: variant params < per_dataset < per_epsilon < sweep point."""
     spec = config["variants"][variant]
     params = copy.deepcopy(spec.get("params", {}))
@@ -91,11 +94,14 @@ def run_spec(config: dict, run: Run) -> dict:
     base, point = split_variant(run.variant)
     sweep = None
     if point:
-        sweep = next(e["sweep"] for e in config["experiments"].values()
-                     if (e.get("sweep") or {}).get("name") == point[0] and base in e.get("variants", []))
+        sweep = next(
+            e["sweep"]
+            for e in config["experiments"].values()
+            if (e.get("sweep") or {}).get("name") == point[0] and base in e.get("variants", [])
+        )
     spec = config["variants"][base]
     private = is_private(config, run.variant)
-    audit = {"audit": spec["audit"]} if spec.get("audit") else {}   # only audited runs carry the key
+    audit = {"audit": spec["audit"]} if spec.get("audit") else {}  # only audited runs carry the key
     precision = _precision(config, spec["method"])
     resolved = {
         "run_id": run.id,
@@ -123,12 +129,12 @@ def stage1_of(spec: dict) -> dict | None:
 
     `run_spec` names its directory in the run spec's `stage1`: the train stage then loads it (the workflow
     builds it first); a spec without `stage1` trains the stage in-process, drawing the same."""
-    from dpvae.methods.base import stage1_spec      # here: aggregation imports this module without the methods
+    from dpvae.methods.base import stage1_spec  # here: aggregation imports this module without the methods
     from dpvae.methods.registry import METHODS
 
     method = METHODS.get(spec["method"])
-    return stage1_spec(spec, method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params",
-                                                 name=method.name))
+    params = method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params", name=method.name)
+    return stage1_spec(spec, params, method)
 
 
 def _precision(config: dict, method: str) -> dict:
@@ -148,3 +154,19 @@ def find_run(config: dict, dataset: str, variant: str, eps: str, seed: int | str
         if "analysis" not in exp and dataset in exp["datasets"] and run in experiment_runs(config, name, dataset):
             return run
     raise ValueError(f"no experiment in the configuration needs run {run.id}")
+
+
+def recomputed_ledger(run: str | Path) -> tuple[str, str]:
+    """A private run's written ledger (its privacy.json) and the one this code computes again from the run's spec
+    (train.json) and the data-dependent numbers the written one records (`Method.recompute_ledger`), both as the
+    text `Ledger.write` writes: equal texts mean a bit-identical ledger."""
+    from dpvae.files import json_text
+    from dpvae.methods.registry import get_method  # here: aggregation imports this module without the methods
+
+    run = Path(run)
+    written = (run / "privacy.json").read_text()
+    spec = json.loads((run / "train.json").read_text())["spec"]
+    method = get_method(spec["method"])
+    params = method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params", name=method.name)
+    ledger = method.recompute_ledger(params, spec, json.loads(written))
+    return written, json_text(ledger.to_dict())

@@ -133,5 +133,3 @@ def _normalise_epsilon_keys(config: dict) -> None:
                 except (TypeError, ValueError):
                     renamed[key] = value  # the schema reports it
             variant["per_epsilon"] = renamed
-
-

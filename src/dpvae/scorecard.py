@@ -19,11 +19,16 @@ from dpvae.reproductions import COLUMNS, KEY, read_all
 
 # metric -> ("abs" | "rel", tolerance): the scorecard's verdict rule (README, "Scorecard").
 TOLERANCES: dict[str, tuple[str, float]] = {
-    "auroc": ("abs", 0.03), "auprc": ("abs", 0.03), "tvd2": ("abs", 0.03), "accuracy": ("abs", 0.03),
-    "fid": ("rel", 0.15), "epsilon": ("rel", 1e-3),
+    "auroc": ("abs", 0.03),
+    "auprc": ("abs", 0.03),
+    "tvd2": ("abs", 0.03),
+    "accuracy": ("abs", 0.03),
+    "fid": ("rel", 0.15),
+    "epsilon": ("rel", 1e-3),
 }
-DEFAULT_TOLERANCE = ("rel", 0.0)   # counts, hyper-parameters, dataset statistics: exact
-NO_PUBLISHED_NUMBER = "no published number"   # the verdict of a recorded cell of a figure-only item
+DEFAULT_TOLERANCE = ("rel", 0.0)  # counts, hyper-parameters, dataset statistics: exact
+NO_PUBLISHED_NUMBER = "no published number"  # the verdict of a recorded cell of a figure-only item
+
 
 def _verdict(metric: str, paper_value: float, mean: float, n: int, cited: bool) -> tuple[float, str]:
     if cited:
@@ -48,17 +53,36 @@ def scorecard(paper: str | None = None, reproductions_dir: str | Path | None = N
             groups.setdefault(key, []).append(rows)
     lines = []
     for _, cell in published.iterrows():
-        key = (cell["paper"], cell["item"], cell["dataset"], cell["method"], cell["metric"], cell["classifier"],
-               cell["setting"])
+        key = (
+            cell["paper"],
+            cell["item"],
+            cell["dataset"],
+            cell["method"],
+            cell["metric"],
+            cell["classifier"],
+            cell["setting"],
+        )
         candidates = pd.concat(groups.get(key, [pd.DataFrame(columns=list(COLUMNS))]), ignore_index=True)
         eps = cell["epsilon"]
-        match = candidates[np.isclose(candidates["epsilon"].astype(float), eps)] if not math.isnan(eps) else \
-            candidates[candidates["epsilon"].isna()]
+        match = (
+            candidates[np.isclose(candidates["epsilon"].astype(float), eps)]
+            if not math.isnan(eps)
+            else candidates[candidates["epsilon"].isna()]
+        )
         ours_cell = _ours(match)
-        diff, verdict = _verdict(cell["metric"], float(cell["value"]), ours_cell["ours_mean"], ours_cell["n"],
-                                 bool(cell["cited_from"]))
-        lines.append({**{k: cell[k] for k in KEY}, "source": cell["source"], "paper_value": cell["value"],
-                      **ours_cell, "difference": diff, "verdict": verdict})
+        diff, verdict = _verdict(
+            cell["metric"], float(cell["value"]), ours_cell["ours_mean"], ours_cell["n"], bool(cell["cited_from"])
+        )
+        lines.append(
+            {
+                **{k: cell[k] for k in KEY},
+                "source": cell["source"],
+                "paper_value": cell["value"],
+                **ours_cell,
+                "difference": diff,
+                "verdict": verdict,
+            }
+        )
     card = pd.concat([pd.DataFrame(lines), _figure_only(published, ours)], ignore_index=True)
     return card[[*KEY, "source", "paper_value", "ours_mean", "ours_sd", "n", "difference", "verdict", "devices"]]
 
@@ -67,9 +91,12 @@ def _ours(rows: pd.DataFrame) -> dict:
     """Mean, sd (n > 1), seed count and devices of the recorded rows of one cell."""
     values = rows["value"].astype(float)
     n = int(values.notna().sum())
-    return {"ours_mean": float(values.mean()) if n else np.nan,
-            "ours_sd": float(values.std(ddof=1)) if n > 1 else np.nan, "n": n,
-            "devices": ";".join(sorted(set(rows["device"].dropna().astype(str)))) if n else ""}
+    return {
+        "ours_mean": float(values.mean()) if n else np.nan,
+        "ours_sd": float(values.std(ddof=1)) if n > 1 else np.nan,
+        "n": n,
+        "devices": ";".join(sorted(set(rows["device"].dropna().astype(str)))) if n else "",
+    }
 
 
 def _last_steps(rows: pd.DataFrame) -> pd.DataFrame:
@@ -91,8 +118,16 @@ def _figure_only(published: pd.DataFrame, ours: pd.DataFrame) -> pd.DataFrame:
     rows = _last_steps(ours[[(p, i) not in with_numbers for p, i in zip(ours["paper"], ours["item"])]])
     lines = []
     for key, cell in rows.groupby(list(KEY), dropna=False, sort=True):
-        lines.append({**dict(zip(KEY, key)), "source": "ours only", "paper_value": np.nan, **_ours(cell),
-                      "difference": np.nan, "verdict": NO_PUBLISHED_NUMBER})
+        lines.append(
+            {
+                **dict(zip(KEY, key)),
+                "source": "ours only",
+                "paper_value": np.nan,
+                **_ours(cell),
+                "difference": np.nan,
+                "verdict": NO_PUBLISHED_NUMBER,
+            }
+        )
     return pd.DataFrame(lines)
 
 
@@ -109,8 +144,9 @@ def item_summary(card: pd.DataFrame) -> dict[str, str]:
             continue
         done = (runnable["verdict"] != "not reproduced").sum()
         within = (runnable["verdict"] == "within tolerance").sum()
-        summary[f"{paper}/{item}"] = (f"{within}/{len(runnable)} within tolerance" if done
-                                      else f"0/{len(runnable)} reproduced")
+        summary[f"{paper}/{item}"] = (
+            f"{within}/{len(runnable)} within tolerance" if done else f"0/{len(runnable)} reproduced"
+        )
     return summary
 
 
@@ -123,10 +159,25 @@ def write_scorecard(card: pd.DataFrame, out: str | Path) -> None:
 
     from dpvae.render.output import pyplot, table_figure
 
-    shown = card.assign(ours=[("" if n == 0 else f"{m:.4g}" + ("" if np.isnan(s) else f" ± {s:.2g}") + f" (n={n})")
-                              for m, s, n in zip(card["ours_mean"], card["ours_sd"], card["n"])])
-    columns = ["item", "dataset", "method", "epsilon", "metric", "classifier", "setting", "source", "paper_value",
-               "ours", "verdict"]
+    shown = card.assign(
+        ours=[
+            ("" if n == 0 else f"{m:.4g}" + ("" if np.isnan(s) else f" ± {s:.2g}") + f" (n={n})")
+            for m, s, n in zip(card["ours_mean"], card["ours_sd"], card["n"])
+        ]
+    )
+    columns = [
+        "item",
+        "dataset",
+        "method",
+        "epsilon",
+        "metric",
+        "classifier",
+        "setting",
+        "source",
+        "paper_value",
+        "ours",
+        "verdict",
+    ]
 
     def write(tmp: str) -> None:
         with PdfPages(tmp) as pdf:
@@ -134,12 +185,17 @@ def write_scorecard(card: pd.DataFrame, out: str | Path) -> None:
                 figure_only = rows["verdict"] == NO_PUBLISHED_NUMBER
                 published = rows[~figure_only]
                 for start in range(0, len(published), 45):
-                    page = published.iloc[start:start + 45][columns]
+                    page = published.iloc[start : start + 45][columns]
                     counts = published["verdict"].value_counts().to_dict()
-                    fig = table_figure(page, f"Scorecard - {paper} (rows {start + 1}-{start + len(page)} of {len(published)})",
-                                       [", ".join(f"{k}: {v}" for k, v in sorted(counts.items())),
-                                        "Tolerances: AUROC/AUPRC/TVD/accuracy +-0.03 absolute, FID +-15 % relative, "
-                                        "epsilon exact (1e-3), counts and settings exact."])
+                    fig = table_figure(
+                        page,
+                        f"Scorecard - {paper} (rows {start + 1}-{start + len(page)} of {len(published)})",
+                        [
+                            ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())),
+                            "Tolerances: AUROC/AUPRC/TVD/accuracy +-0.03 absolute, FID +-15 % relative, "
+                            "epsilon exact (1e-3), counts and settings exact.",
+                        ],
+                    )
                     pdf.savefig(fig)
                     pyplot().close(fig)
                 _figure_only_pages(pdf, paper, rows[figure_only])
@@ -156,10 +212,16 @@ def _figure_only_pages(pdf, paper: str, rows: pd.DataFrame, per_page: int = 90) 
     header, body = lines[0], lines[1:]
     for start in range(0, len(body), per_page):
         fig = pyplot().figure(figsize=(11, 0.13 * (min(per_page, len(body) - start) + 1) + 0.8))
-        fig.text(0.02, 0.98, f"Scorecard - {paper}: recorded cells of items that publish no number (figures), "
-                 f"rows {start + 1}-{min(start + per_page, len(body))} of {len(body)}; mean +- sd (n seeds), no verdict",
-                 fontsize=9, va="top")
-        fig.text(0.02, 0.93, "\n".join([header, *body[start:start + per_page]]), family="monospace", fontsize=6.5,
-                 va="top")
+        fig.text(
+            0.02,
+            0.98,
+            f"Scorecard - {paper}: recorded cells of items that publish no number (figures), "
+            f"rows {start + 1}-{min(start + per_page, len(body))} of {len(body)}; mean +- sd (n seeds), no verdict",
+            fontsize=9,
+            va="top",
+        )
+        fig.text(
+            0.02, 0.93, "\n".join([header, *body[start : start + per_page]]), family="monospace", fontsize=6.5, va="top"
+        )
         pdf.savefig(fig)
         pyplot().close(fig)

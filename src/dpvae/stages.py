@@ -27,7 +27,7 @@ from dpvae.eval.registry import METRICS
 from dpvae.files import atomic_directory, atomic_write, write_json
 from dpvae.methods.base import RunContext, stage1_context
 from dpvae.methods.checkpoint import CHECKPOINT_NAME
-from dpvae.methods.registry import get_method
+from dpvae.methods.registry import get_method, run_context
 from dpvae.models import precision
 from dpvae.provenance import git_commit, machine, sha256_json
 from dpvae.tables import read_spec
@@ -44,13 +44,6 @@ def _seed_everything(ctx: RunContext) -> None:
     torch.manual_seed(seed)
 
 
-def run_context(spec: dict, **extra: Any) -> RunContext:
-    """The context of one run: its spec, its typed parameters (checked) and its directory."""
-    method = get_method(spec["method"])
-    params = method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params", name=method.name)
-    return RunContext(spec, Path(spec["run"]), params, extra)
-
-
 def train(spec: dict) -> Path:
     """Train one run: <run>/model/ (renamed into place when complete), privacy.json, train.json; an audited
     run (spec key `audit`, docs/audit.md) trains with canaries and writes audit.json beside privacy.json."""
@@ -59,7 +52,7 @@ def train(spec: dict) -> Path:
 
     run_dir = Path(spec["run"])
     method = get_method(spec["method"])
-    started, commit = time.time(), git_commit()   # the code that trains, not what the checkout holds at the end
+    started, commit = time.time(), git_commit()  # the code that trains, not what the checkout holds at the end
     if spec.get("audit") and not spec["private"]:
         raise DataError(f"run {spec['run_id']}: only a private run can be audited (variant '{spec['variant']}')")
     with atomic_directory(run_dir / "model") as partial:
@@ -76,9 +69,17 @@ def train(spec: dict) -> Path:
             if session:
                 write_json(run_dir / AUDIT_FILE, session.record(ledger, spec["delta"]))
         else:
-            write_json(ctx.ledger_path, {"private": False, "epsilon": None, "delta": None, "method": method.name,
-                                         "note": "non-private run: no differential-privacy guarantee"})
-    (run_dir / CHECKPOINT_NAME).unlink(missing_ok=True)   # the model is in place: a resume point is moot
+            write_json(
+                ctx.ledger_path,
+                {
+                    "private": False,
+                    "epsilon": None,
+                    "delta": None,
+                    "method": method.name,
+                    "note": "non-private run: no differential-privacy guarantee",
+                },
+            )
+    (run_dir / CHECKPOINT_NAME).unlink(missing_ok=True)  # the model is in place: a resume point is moot
     write_json(run_dir / "train.json", _provenance(ctx, started, commit))
     return run_dir / "model"
 
@@ -90,21 +91,29 @@ def stage1(spec: dict) -> Path:
     method = get_method(spec["method"])
     started, commit = time.time(), git_commit()
     with atomic_directory(run_dir / "model") as partial:
-        ctx = stage1_context(spec, model_dir=partial)
+        ctx = stage1_context(spec, method, model_dir=partial)
         _seed_everything(ctx)
         summary = method.train_stage1(ctx)
     (run_dir / CHECKPOINT_NAME).unlink(missing_ok=True)
-    write_json(run_dir / "stage1.json", {"key": spec["key"], **_provenance(ctx, started, commit),
-                                         "summary": summary})
+    write_json(run_dir / "stage1.json", {"key": spec["key"], **_provenance(ctx, started, commit), "summary": summary})
     return run_dir / "model"
 
 
 def _provenance(ctx: RunContext, started: float, commit: str) -> dict[str, Any]:
     """What a train.json or stage1.json records: the spec and its hash, the code, seconds, device, machine."""
     spec = ctx.spec
-    return {"spec": spec, "spec_sha256": sha256_json(spec), "commit": commit, "seed": spec["seed"],
-            "scale": spec.get("scale"), "seconds": round(time.time() - started, 3), "device": ctx.device,
-            "precision": ctx.precision, "device_name": device_name(ctx.device), **machine()}
+    return {
+        "spec": spec,
+        "spec_sha256": sha256_json(spec),
+        "commit": commit,
+        "seed": spec["seed"],
+        "scale": spec.get("scale"),
+        "seconds": round(time.time() - started, 3),
+        "device": ctx.device,
+        "precision": ctx.precision,
+        "device_name": device_name(ctx.device),
+        **machine(),
+    }
 
 
 def _canary_session(ctx: RunContext):
@@ -126,8 +135,9 @@ def sample(run_dir: str | Path, n: int | None) -> Path:
     return ctx.samples_path
 
 
-def evaluate(run_dir: str | Path, metric: str, options: dict, out: str | Path,
-             reference: str | Path | None = None) -> Path:
+def evaluate(
+    run_dir: str | Path, metric: str, options: dict, out: str | Path, reference: str | Path | None = None
+) -> Path:
     """Compute one metric of one run into <run>/metrics/<metric>.json (+ artifacts beside it)."""
     entry = METRICS.get(metric)
     parsed = entry.Options.parse(options, key=f"evaluation.{metric}", name=metric)
@@ -135,10 +145,18 @@ def evaluate(run_dir: str | Path, metric: str, options: dict, out: str | Path,
     _seed_everything(run)
     ctx = EvalContext(run, parsed, Path(out).parent, Path(reference) if reference else None)
     started, commit = time.time(), git_commit()
-    with precision.ieee_fp32():   # a metric is computed alike on every device, whatever the run's precision
+    with precision.ieee_fp32():  # a metric is computed alike on every device, whatever the run's precision
         rows = entry(ctx)
-    write_json(Path(out), {"metric": metric, "options": parsed.to_dict(), "rows": rows,
-                           "seconds": round(time.time() - started, 3), "commit": commit})
+    write_json(
+        Path(out),
+        {
+            "metric": metric,
+            "options": parsed.to_dict(),
+            "rows": rows,
+            "seconds": round(time.time() - started, 3),
+            "commit": commit,
+        },
+    )
     return Path(out)
 
 
@@ -171,8 +189,10 @@ def render(spec_path: str | Path) -> None:
 
     spec = json.loads(Path(spec_path).read_text())
     item = get_item(spec["item"])
-    frames = {exp: pd.concat([pd.read_csv(p) for p in paths], ignore_index=True) if paths else pd.DataFrame()
-              for exp, paths in spec["tables"].items()}
+    frames = {
+        exp: pd.concat([pd.read_csv(p) for p in paths], ignore_index=True) if paths else pd.DataFrame()
+        for exp, paths in spec["tables"].items()
+    }
     seeds = sorted({int(s) for f in frames.values() if "seed" in f for s in f["seed"].dropna()})
     stamp = Stamp(scale=spec["scale"], commit=git_commit(), config_sha256=sha256_json(spec), seeds=tuple(seeds))
     renderer = load_renderers().get(item.key)

@@ -44,7 +44,9 @@ def status_table(config: dict) -> str:
     for item in ITEMS.values():
         missing = missing_parts(item, config)
         parts = len(item.experiments) + 1
-        status = "done" if not missing else ("partial" if (item.key in RENDERERS) or len(missing) < parts else "not yet")
+        status = (
+            "done" if not missing else ("partial" if (item.key in RENDERERS) or len(missing) < parts else "not yet")
+        )
         title = item.title.replace("|", "\\|")
         cells = reproduced.get(item.key, "no published numbers")
         lines.append(f"| `{item.key}` | {title} | {status} | {', '.join(missing) or '-'} | {cells} |")

@@ -33,9 +33,16 @@ def aggregate(spec_path: str | Path, out: str | Path) -> pd.DataFrame:
     rows = []
     for run_dir in map(Path, spec["runs"]):
         run = read_spec(run_dir)
-        base = {"experiment": experiment, "dataset": run["dataset"], "variant": run["variant"],
-                "method": run["method"], "epsilon": run["epsilon"], "seed": run["seed"],
-                "sweep": sweep_name, "point": (split_variant(run["variant"])[1] or (None, None))[1]}
+        base = {
+            "experiment": experiment,
+            "dataset": run["dataset"],
+            "variant": run["variant"],
+            "method": run["method"],
+            "epsilon": run["epsilon"],
+            "seed": run["seed"],
+            "sweep": sweep_name,
+            "point": (split_variant(run["variant"])[1] or (None, None))[1],
+        }
         ledger = json.loads((run_dir / "privacy.json").read_text())
         if ledger.get("epsilon") is not None:
             rows.append({**base, "metric": "epsilon_spent", "value": ledger["epsilon"]})

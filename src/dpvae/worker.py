@@ -30,12 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ENV_VAR = "DPVAE_WORKER"
-STD_FDS = (0, 1, 2, 3)           # stdin, stdout, stderr and the rules' error channel (DPVAE_ERROR_FD=3)
+STD_FDS = (0, 1, 2, 3)  # stdin, stdout, stderr and the rules' error channel (DPVAE_ERROR_FD=3)
 _HEADER = struct.Struct("!I")
 _STATUS = struct.Struct("!i")
 
 
 # ---------------------------------------------------------------- client (python -m dpvae, no heavy import)
+
 
 def submit(argv: list[str]) -> int | None:
     """Run `dpvae <argv>` in the worker named by $DPVAE_WORKER; its exit status, or None if there is no
@@ -43,7 +44,7 @@ def submit(argv: list[str]) -> int | None:
     path = os.environ.get(ENV_VAR)
     if not path:
         return None
-    fds = [fd for fd in STD_FDS if _is_open(fd)]      # before the socket takes the lowest free number
+    fds = [fd for fd in STD_FDS if _is_open(fd)]  # before the socket takes the lowest free number
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(path)
@@ -54,7 +55,7 @@ def submit(argv: list[str]) -> int | None:
         request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "fds": fds}).encode()
         socket.send_fds(sock, [_HEADER.pack(len(request)) + request], fds)
         reply = _recv_exactly(sock, _STATUS.size)
-    if reply is None:               # the worker died under us: say so, fail the job
+    if reply is None:  # the worker died under us: say so, fail the job
         print("dpvae: error: the warm worker went away while running this job", file=sys.stderr)
         return 1
     return _STATUS.unpack(reply)[0]
@@ -79,6 +80,7 @@ def _recv_exactly(sock: socket.socket, n: int, data: bytes = b"") -> bytes | Non
 
 
 # ---------------------------------------------------------------------------------------------- the worker
+
 
 def preload() -> None:
     """Import what the stages import (not JAX: XLA starts threads at import, which do not survive fork)."""
@@ -107,7 +109,7 @@ def preload() -> None:
 def serve(path: str, parent: int, warm: bool = True) -> None:
     """Preload (if `warm`), listen on `path` (created atomically when ready), fork a child per request;
     return when process `parent` is gone."""
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))      # stop: run the clean-up below
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop: run the clean-up below
     if warm:
         preload()
     target = Path(path)
@@ -130,7 +132,7 @@ def serve(path: str, parent: int, warm: bool = True) -> None:
                     else:
                         children[pid] = conn
                         selector.register(conn, selectors.EVENT_READ, pid)
-                else:                   # the client closed its end: the job was cancelled
+                else:  # the client closed its end: the job was cancelled
                     selector.unregister(key.fileobj)
                     _kill(key.data)
             _reap(children, selector)
@@ -145,7 +147,7 @@ def _fork_job(conn: socket.socket, server_sockets: list[socket.socket], selector
     """Receive one request and fork its child; the child's pid (None for a malformed request)."""
     try:
         message, fds, _, _ = socket.recv_fds(conn, 1 << 20, len(STD_FDS))
-        body = _recv_exactly(conn, _HEADER.unpack_from(message)[0], message[_HEADER.size:])
+        body = _recv_exactly(conn, _HEADER.unpack_from(message)[0], message[_HEADER.size :])
         if body is None:
             raise ConnectionError("request cut short")
         request = json.loads(body)
@@ -199,7 +201,7 @@ def _run_child(request: dict, fds: dict[int, int]) -> int:
         status = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
         if isinstance(stop.code, str):
             print(stop.code, file=sys.stderr)
-    except BaseException:       # noqa: BLE001 - a job's traceback belongs in its log, then a failed status
+    except BaseException:  # noqa: BLE001 - a job's traceback belongs in its log, then a failed status
         traceback.print_exc()
         status = 1
     with _gone():
@@ -253,9 +255,14 @@ def start(src: str, log: Path) -> LocalWorker:
     log.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))}
     with open(log, "a") as out:
-        process = subprocess.Popen([sys.executable, "-m", "dpvae.worker", str(folder / "socket"), str(os.getpid())],
-                                   env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "dpvae.worker", str(folder / "socket"), str(os.getpid())],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     os.environ[ENV_VAR] = str(folder / "socket")
     return LocalWorker(process, folder)
 

@@ -13,7 +13,6 @@ import re
 from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 from dpvae.config import validate_config
 from dpvae.data.registry import get_dataset, unverified_source_problem
@@ -95,7 +94,7 @@ class Plan:
         """stage-1 directory -> the runs that load it."""
         users: dict[str, list[Run]] = {}
         for run in sorted(self._all_runs):
-            if (path := self._spec(run).get("stage1")):
+            if path := self._spec(run).get("stage1"):
                 users.setdefault(path, []).append(run)
         return users
 
@@ -153,8 +152,12 @@ class Plan:
         """The configuration subset an analysis reads (its experiment, the variant it names, data root, delta)."""
         exp = self.config["experiments"][experiment]
         names = [exp.get("params", {}).get("variant")]
-        return {"experiments": {experiment: exp}, "variants": {n: self.config["variants"][n] for n in names if n},
-                "data_root": self.config["data"]["root"], "delta": self.config["delta"]}
+        return {
+            "experiments": {experiment: exp},
+            "variants": {n: self.config["variants"][n] for n in names if n},
+            "data_root": self.config["data"]["root"],
+            "delta": self.config["delta"],
+        }
 
     def _variant_runs(self, experiment: str, dataset: str, variant: str) -> list[Run]:
         runs = [r for r in self.runs(experiment, dataset) if r.variant == variant]
@@ -164,9 +167,13 @@ class Plan:
 
     def aggregate_spec(self, experiment: str, dataset: str, variant: str) -> dict:
         """What `dpvae aggregate` reads: the experiment and the directory of each run of one variant."""
-        return {"experiment": experiment, "dataset": dataset, "variant": variant,
-                "config": self.config["experiments"][experiment],
-                "runs": [self.run_dir(r) for r in self._variant_runs(experiment, dataset, variant)]}
+        return {
+            "experiment": experiment,
+            "dataset": dataset,
+            "variant": variant,
+            "config": self.config["experiments"][experiment],
+            "runs": [self.run_dir(r) for r in self._variant_runs(experiment, dataset, variant)],
+        }
 
     def variant_tables(self, experiment: str, dataset: str) -> list[str]:
         """One tidy table per variant (so that no job lists thousands of inputs); `combine` joins them."""
@@ -197,9 +204,8 @@ class Plan:
             if "analysis" in self.config["experiments"][name]:
                 continue
             computed = [a for a in item.artifacts if a in self.config["experiments"][name].get("metrics", ())]
-            for dataset in item_datasets(item, self.config, name):   # only what the experiment computes
-                files += [f"{self.run_dir(run)}/metrics/{a}.json" for run in self.runs(name, dataset)
-                          for a in computed]
+            for dataset in item_datasets(item, self.config, name):  # only what the experiment computes
+                files += [f"{self.run_dir(run)}/metrics/{a}.json" for run in self.runs(name, dataset) for a in computed]
         return files
 
     def item_spec(self, paper: str, item_id: str) -> dict:
@@ -207,10 +213,18 @@ class Plan:
         item = get_item(f"{paper}/{item_id}")
         experiments = {n: self.config["experiments"][n] for n in item.experiments}
         variants = {split_variant(v)[0] for e in experiments.values() for v in e.get("variants", [])}
-        return {"item": item.key, "scale": self.scale, "tables": self.item_tables(item),
-                "artifacts": self.item_artifacts(item),
-                "context": {"experiments": experiments, "delta": self.config["delta"], "scale": self.scale,
-                            "variants": {v: self.config["variants"][v] for v in sorted(variants)}}}
+        return {
+            "item": item.key,
+            "scale": self.scale,
+            "tables": self.item_tables(item),
+            "artifacts": self.item_artifacts(item),
+            "context": {
+                "experiments": experiments,
+                "delta": self.config["delta"],
+                "scale": self.scale,
+                "variants": {v: self.config["variants"][v] for v in sorted(variants)},
+            },
+        }
 
     def render_inputs(self, paper: str, item_id: str) -> list[str]:
         item = get_item(f"{paper}/{item_id}")
@@ -227,12 +241,20 @@ class Plan:
         """The item's report caption (workflow/report/<paper>/<item>.rst) and its scale."""
         path = self.basedir / "workflow" / "report" / paper / f"{item_id}.rst"
         text = path.read_text().strip() if path.is_file() else get_item(f"{paper}/{item_id}").title
-        scale = "" if self.scale == "paper" else (f"\n\n**Scale: {self.scale}** — not the paper's setting; "
-                                                  "numbers are a check that the pipeline runs, not a reproduction.")
+        scale = (
+            ""
+            if self.scale == "paper"
+            else (
+                f"\n\n**Scale: {self.scale}** — not the paper's setting; "
+                "numbers are a check that the pipeline runs, not a reproduction."
+            )
+        )
         return text + scale
 
     def gathered(self, item_id: str) -> list[str]:
-        return [f"{item_prefix(i.paper, i.id)}.pdf" for i in items_with_id(item_id) if not missing_parts(i, self.config)]
+        return [
+            f"{item_prefix(i.paper, i.id)}.pdf" for i in items_with_id(item_id) if not missing_parts(i, self.config)
+        ]
 
     def gather_pending(self, item_id: str) -> dict[str, list[str]]:
         return {i.key: missing_parts(i, self.config) for i in items_with_id(item_id) if missing_parts(i, self.config)}
@@ -279,34 +301,48 @@ class Plan:
                 for part in parts:
                     needed.setdefault(part, []).append(key)
             lines = [f"  {part} (needed by {', '.join(keys)})" for part, keys in sorted(needed.items())]
-            raise NotBuiltError("cannot build " + ", ".join(sorted(not_built)) + ": not implemented yet:\n"
-                                + "\n".join(lines) + "\n(`snakemake -n` still plans them; "
-                                "`python -m dpvae status` lists what builds today)")
+            raise NotBuiltError(
+                "cannot build "
+                + ", ".join(sorted(not_built))
+                + ": not implemented yet:\n"
+                + "\n".join(lines)
+                + "\n(`snakemake -n` still plans them; "
+                "`python -m dpvae status` lists what builds today)"
+            )
 
     def _target_items(self, target: str) -> list[Item]:
         if target in RULE_TARGETS or not target.startswith(("figures/", "./figures/")):
             return []
-        if (m := _ITEM_TARGET.match(target)):
+        if m := _ITEM_TARGET.match(target):
             item = get_item(f"{m['paper']}/{m['item']}")
             if m["ext"] not in item.outputs:
-                raise TargetError(f"{target}: item {item.key} is a {item.kind}; its outputs are "
-                                  + ", ".join(f"{item_prefix(item.paper, item.id)}.{e}" for e in item.outputs))
+                raise TargetError(
+                    f"{target}: item {item.key} is a {item.kind}; its outputs are "
+                    + ", ".join(f"{item_prefix(item.paper, item.id)}.{e}" for e in item.outputs)
+                )
             return [item]
-        if (m := _GATHER_TARGET.match(target)):
+        if m := _GATHER_TARGET.match(target):
             if m["item"] == "scorecard":
                 return []
             if not items_with_id(m["item"]):
                 if m["item"] in SECTIONS:
-                    raise TargetError(f"{target}: '{m['item']}' is a paper; ask for figures/{m['item']}/<item>.pdf "
-                                      f"with an item id of {', '.join(i.id for i in ITEMS.values() if i.paper == m['item'])}")
+                    raise TargetError(
+                        f"{target}: '{m['item']}' is a paper; ask for figures/{m['item']}/<item>.pdf "
+                        f"with an item id of {', '.join(i.id for i in ITEMS.values() if i.paper == m['item'])}"
+                    )
                 from dpvae.registry import did_you_mean
+
                 ids = sorted({i.id for i in ITEMS.values()})
-                raise TargetError(f"{target}: no item '{m['item']}' in any paper{did_you_mean(m['item'], ids)}; "
-                                  f"item ids: {', '.join(ids)}")
+                raise TargetError(
+                    f"{target}: no item '{m['item']}' in any paper{did_you_mean(m['item'], ids)}; "
+                    f"item ids: {', '.join(ids)}"
+                )
             return []  # a gather includes only what builds, with a cover page saying what is pending
-        raise TargetError(f"{target}: not a target of this workflow; ask for figures/<paper>/<item>.pdf "
-                          f"(papers: {', '.join(PAPERS)}; the project's own: {', '.join(SECTIONS[len(PAPERS):])}), "
-                          "figures/<item>.pdf or figures/scorecard.pdf")
+        raise TargetError(
+            f"{target}: not a target of this workflow; ask for figures/<paper>/<item>.pdf "
+            f"(papers: {', '.join(PAPERS)}; the project's own: {', '.join(SECTIONS[len(PAPERS) :])}), "
+            "figures/<item>.pdf or figures/scorecard.pdf"
+        )
 
 
 def _compact(spec: dict) -> str:

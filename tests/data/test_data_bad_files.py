@@ -106,7 +106,7 @@ def test_a_truncated_prepared_train_npz_is_refused_and_rebuilt_to_the_same_bytes
     with pytest.raises(DataError) as error:
         load_prepared(prepared)
     assert f"{train} is corrupted" in str(error.value) and f"delete {prepared}" in str(error.value)
-    shutil.rmtree(prepared)                                    # what the message says to do
+    shutil.rmtree(prepared)  # what the message says to do
     assert digests(prepare_dataset("adult", tmp_path)) == original
 
 
@@ -118,13 +118,13 @@ def test_a_garbage_raw_file_is_refused_then_replaced_by_a_verified_copy_with_the
     prepared = digests(prepare_dataset("adult", tmp_path))
     original = digests(raw)
     bad = raw / "adult.test"
-    bad.write_bytes(bytes(bad.stat().st_size))                 # same size, garbage
+    bad.write_bytes(bytes(bad.stat().st_size))  # same size, garbage
     with pytest.raises(DataError) as error:
         prepare_dataset("adult", tmp_path)
     message = str(error.value)
     assert f"{bad}: sha256 expected {ADULT_TEST.sha256}" in message and f"delete {marker}" in message
     assert digests(tmp_path / "prepared" / "adult") == prepared, "the refused raw file changed nothing"
-    marker.unlink()                                            # what the message says to do
+    marker.unlink()  # what the message says to do
     fetch_source("adult", tmp_path, mirror)
     assert digests(raw) == original
     assert digests(prepare_dataset("adult", tmp_path)) == prepared

@@ -89,7 +89,7 @@ def corrupt(path: Path, how: str) -> None:
         path.write_bytes(np.random.default_rng(0).integers(0, 256, len(data), dtype=np.uint8).tobytes())
     elif how == "one byte changed":
         middle = len(data) // 2
-        path.write_bytes(data[:middle] + bytes([data[middle] ^ 1]) + data[middle + 1:])
+        path.write_bytes(data[:middle] + bytes([data[middle] ^ 1]) + data[middle + 1 :])
     else:
         raise AssertionError(how)
 
@@ -107,7 +107,7 @@ def test_a_corrupted_prepared_file_is_refused_naming_it_and_saying_what_to_do(tm
 
 def test_garbage_meta_json_is_refused_naming_it(tmp_path: Path) -> None:
     out = write_prepared(tmp_path / "toy", image_split(20, 0), image_split(20, 1), {})
-    for garbage in (b"\xff\xfe\x00binary", b"[1, 2]", b"{\"shapes\": {}}"):
+    for garbage in (b"\xff\xfe\x00binary", b"[1, 2]", b'{"shapes": {}}'):
         (out / "meta.json").write_bytes(garbage)
         with pytest.raises(DataError, match=str(out / "meta.json")):
             load_prepared(out)

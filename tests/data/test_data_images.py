@@ -121,7 +121,8 @@ def test_mirror_mnist_and_fashion_official(prepared_from_mirror: Callable[[str],
             counts = np.bincount(split.y, minlength=10)
             assert counts.min() == low and counts.max() == high
         assert prepared.meta["raw_files_sha256"]["train-images-idx3-ubyte.gz"] == next(
-            f.sha256 for f in (images.MNIST_FILES if dataset_id == "mnist" else images.FASHION_MNIST_FILES)
+            f.sha256
+            for f in (images.MNIST_FILES if dataset_id == "mnist" else images.FASHION_MNIST_FILES)
             if f.filename == "train-images-idx3-ubyte.gz"
         )
 

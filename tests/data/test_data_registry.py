@@ -128,8 +128,9 @@ def test_a_prepared_dataset_can_be_moved(tmp_path: Path) -> None:
     assert len(load_prepared(moved).train) == 400
 
 
-@pytest.mark.parametrize("dataset_id", ["mnist", "fashion-mnist", "mnist-p3gm", "fashion-mnist-32", "mnist-lvae",
-                                        "adult", "adult-dropna"])
+@pytest.mark.parametrize(
+    "dataset_id", ["mnist", "fashion-mnist", "mnist-p3gm", "fashion-mnist-32", "mnist-lvae", "adult", "adult-dropna"]
+)
 def test_documented_training_size_matches_the_prepared_data(dataset_id, prepared_from_mirror):
     """Config validation checks batch sizes against DatasetSpec.n_train, so it must be the real size."""
     from dpvae.data.registry import get_dataset

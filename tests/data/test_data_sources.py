@@ -176,7 +176,9 @@ def test_missing_file_without_urls_or_mirror_fails_naming_it(tmp_path: Path) -> 
     (tmp_path / "empty-mirror").mkdir()
     with pytest.raises(DataError, match=str(tmp_path / "payload.bin")) as error:
         fetch([remote(())], tmp_path, mirror=tmp_path / "empty-mirror")
-    assert f"not in the mirror either: no {tmp_path / 'empty-mirror' / tmp_path.name / 'payload.bin'}" in str(error.value)
+    assert f"not in the mirror either: no {tmp_path / 'empty-mirror' / tmp_path.name / 'payload.bin'}" in str(
+        error.value
+    )
 
 
 def test_unverified_file_is_refused_by_default_and_pinned_when_allowed(

@@ -64,8 +64,10 @@ def test_adult_parser_skips_the_cross_validator_line_and_strips_label_dots(tmp_p
 
 
 def test_adult_rejects_unknown_labels(tmp_path: Path) -> None:
-    line = "39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, 0, 0, 40, "\
+    line = (
+        "39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, 0, 0, 40, "
         "United-States, maybe\n"
+    )
     (tmp_path / "adult.data").write_text(line)
     (tmp_path / "adult.test").write_text(line)
     with pytest.raises(DataError, match="adult.data"):

@@ -30,7 +30,7 @@ def naive(real: np.ndarray, synthetic: np.ndarray, binning: str) -> float:
 @pytest.mark.parametrize("binning", ["clipped", "notebook"])
 def test_tvd_equals_the_literal_recipe(binning):
     rng = np.random.default_rng(0)
-    real, synthetic = rng.random((300, 4)), rng.random((200, 4)) * 1.3 - 0.15   # values outside the real range
+    real, synthetic = rng.random((300, 4)), rng.random((200, 4)) * 1.3 - 0.15  # values outside the real range
     assert tvd_2way(real, synthetic, 5, binning) == pytest.approx(naive(real, synthetic, binning), abs=1e-12)
 
 

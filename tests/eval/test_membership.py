@@ -42,8 +42,9 @@ def test_chunking_does_not_change_distances_or_counts():
 
 def _context(seed: int, variant: str, outlier: str, n_members: int = 20) -> EvalContext:
     x = np.zeros((50, 1, 2, 2), dtype=np.float32)
-    data = Prepared(Split(x, np.arange(50, dtype=np.int64)), Split(x[:30], np.zeros(30, dtype=np.int64)),
-                    {"outlier_index": 49})
+    data = Prepared(
+        Split(x, np.arange(50, dtype=np.int64)), Split(x[:30], np.zeros(30, dtype=np.int64)), {"outlier_index": 49}
+    )
     run = SimpleNamespace(spec={"seed": seed, "dataset": "toy", "variant": variant}, data=data)
     return EvalContext(run, AttackOptions(n_members=n_members, n_nonmembers=10, outlier=outlier), Path("."))
 

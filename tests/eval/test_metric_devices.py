@@ -19,11 +19,12 @@ from dpvae.eval.base import EvalContext
 from dpvae.methods.base import RunContext
 from dpvae.models import precision
 from dpvae.models.conv_vae import ConvVAE
-from dpvae.models.latent_vae import save_vae
 from dpvae.models.pinwheel_vae import PinwheelVAE
+from dpvae.models.vae_files import save_vae
 
-CUDA = pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
-                                                                        reason="no CUDA device")])
+CUDA = pytest.param(
+    "cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")]
+)
 DEVICES = ["cpu", CUDA]
 #: CUDA against the CPU for computations that are the same up to float rounding (IEEE fp32 on both)
 RTOL = 1e-4
@@ -40,13 +41,12 @@ def _same(got: float, expected: float, device: str) -> None:
         assert got == pytest.approx(expected, rel=RTOL, abs=1e-6)
 
 
-def _context(model: torch.nn.Module, tmp_path: Path, device: str, options, x: np.ndarray, y: np.ndarray
-             ) -> EvalContext:
+def _context(model: torch.nn.Module, tmp_path: Path, device: str, options, x: np.ndarray, y: np.ndarray) -> EvalContext:
     run_dir = tmp_path / "run"
     save_vae(model, run_dir / "model")
     run = RunContext({"run_id": "test/run", "seed": 0, "device": device}, run_dir)
     split = SimpleNamespace(x=x, y=y)
-    run.__dict__["data"] = SimpleNamespace(test=split, train=split)       # cached_property: no prepared set
+    run.__dict__["data"] = SimpleNamespace(test=split, train=split)  # cached_property: no prepared set
     return EvalContext(run, options, run_dir / "metrics")
 
 
@@ -67,7 +67,7 @@ def _old_iwae(model, x: np.ndarray, k: int, batch_size: int, generator: torch.Ge
     total = 0.0
     with torch.no_grad():
         for start in range(0, len(x), batch_size):
-            records = torch.as_tensor(x[start:start + batch_size])
+            records = torch.as_tensor(x[start : start + batch_size])
             parts = []
             for first in range(0, k, CHUNK):
                 noise = torch.randn(len(records), min(CHUNK, k - first), model.latent_dim, generator=generator)
@@ -81,7 +81,7 @@ def test_iwae_on_the_device(tmp_path, device):
     from dpvae.eval.iwae_loglik import CHUNK, IWAEOptions, iwae_loglik
 
     model, x, y = _conv_vae()
-    options = IWAEOptions(k=CHUNK + 2, batch_size=2, max_test=3)      # two noise chunks, a partial batch
+    options = IWAEOptions(k=CHUNK + 2, batch_size=2, max_test=3)  # two noise chunks, a partial batch
     ctx = _context(model, tmp_path, device, options, x, y)
     with precision.ieee_fp32():
         rows = {r["metric"]: r["value"] for r in iwae_loglik(ctx)}
@@ -97,7 +97,7 @@ def _old_latent_mmd(model, x: np.ndarray, size: int, generator: torch.Generator)
     values = []
     with torch.no_grad():
         for start in range(0, len(x) - size + 1, size):
-            mu, std = model.encode(torch.as_tensor(x[start:start + size]))
+            mu, std = model.encode(torch.as_tensor(x[start : start + size]))
             z = mu + std * torch.randn(mu.shape, generator=generator)
             values.append(float(mmd_dim(z, model.sample_prior(size, generator), Units.whole_batch(size))[0]))
     return sum(values) / len(values)
@@ -121,7 +121,7 @@ def test_hoyer_sparsity_on_the_device(tmp_path, device):
     model, x, y = _conv_vae()
     with precision.ieee_fp32():
         value = hoyer_sparsity(_context(model, tmp_path, device, HoyerOptions(), x, y))[0]["value"]
-    with torch.no_grad():   # eval/latent.py's posterior before the device change: one CPU batch here
+    with torch.no_grad():  # eval/latent.py's posterior before the device change: one CPU batch here
         expected = hoyer_sparsity_of(model.encode(torch.as_tensor(x))[0].numpy())
     _same(value, expected, device)
 
@@ -137,7 +137,7 @@ def test_pinwheel_scatter_on_the_device(tmp_path, device):
     ctx = _context(model, tmp_path, device, PinwheelScatterOptions(), x, y)
     rows = {r["metric"]: r["value"] for r in pinwheel_scatter(ctx)}
     generator = ctx.run.torch_generator("pinwheel_scatter", "cpu")
-    with torch.no_grad():   # eval/pinwheel_scatter.py before the device change
+    with torch.no_grad():  # eval/pinwheel_scatter.py before the device change
         mu, std = model.encode(torch.as_tensor(x))
         recon = model.reconstruction(mu + std * torch.randn(mu.shape, generator=generator)).numpy()
     _same(rows["pinwheel_recon_error"], float(np.square(recon - x).sum(1).mean()), device)
@@ -168,12 +168,13 @@ def _old_statistics(x: np.ndarray, batch_size: int, weights: Path) -> dict[str, 
 
     from dpvae.eval.fid import to_uint8_rgb
 
-    extractor = FeatureExtractorInceptionV3("inception-v3-compat", ["2048"],
-                                            feature_extractor_weights_path=str(weights)).eval()
+    extractor = FeatureExtractorInceptionV3(
+        "inception-v3-compat", ["2048"], feature_extractor_weights_path=str(weights)
+    ).eval()
     total, outer = np.zeros(2048), np.zeros((2048, 2048))
     with torch.no_grad():
         for start in range(0, len(x), batch_size):
-            (features,) = extractor(torch.from_numpy(to_uint8_rgb(x[start:start + batch_size])))
+            (features,) = extractor(torch.from_numpy(to_uint8_rgb(x[start : start + batch_size])))
             f = features.double().numpy()
             total += f.sum(0)
             outer += f.T @ f
@@ -213,7 +214,7 @@ def test_fid_statistics_with_torch_fidelitys_inception_on_cuda(tmp_path):
 
     torch.manual_seed(0)
     monkeypatch = pytest.MonkeyPatch()
-    with monkeypatch.context() as patch:   # build it without downloading or loading weights
+    with monkeypatch.context() as patch:  # build it without downloading or loading weights
         patch.setattr(fidelity, "load_state_dict_from_url", lambda *args, **kwargs: None)
         patch.setattr(fidelity.FeatureExtractorInceptionV3, "load_state_dict", lambda self, state, *a, **k: None)
         extractor = fidelity.FeatureExtractorInceptionV3("inception-v3-compat", ["2048"])
@@ -234,7 +235,7 @@ def _blocks(n: int, rng: np.random.Generator, faint: bool) -> tuple[np.ndarray, 
     y = rng.integers(0, 3, n)
     x = (0.5 if faint else 0.1) * rng.random((n, 1, 28, 28))
     for i, k in enumerate(y):
-        x[i, 0, 4 + 6 * k: 10 + 6 * k, 4:10] += 0.2 if faint else 0.9
+        x[i, 0, 4 + 6 * k : 10 + 6 * k, 4:10] += 0.2 if faint else 0.9
     return x.astype(np.float32), y.astype(np.int64)
 
 
@@ -266,8 +267,10 @@ def _old_torch_accuracy(kind, x, y, test_x, test_y, classes, options, seed) -> f
     def accuracy(inputs, labels):
         model.eval()
         with torch.no_grad():
-            hits = sum(int((model(inputs[s:s + 2048]).argmax(1) == labels[s:s + 2048]).sum())
-                       for s in range(0, len(labels), 2048))
+            hits = sum(
+                int((model(inputs[s : s + 2048]).argmax(1) == labels[s : s + 2048]).sum())
+                for s in range(0, len(labels), 2048)
+            )
         return hits / len(labels)
 
     best, best_state, waited = -1.0, copy.deepcopy(model.state_dict()), 0
@@ -323,7 +326,7 @@ def _old_p3gm_cnn(x, y, x_test, y_test, generator, max_epochs, batch_size, val_f
         model.train()
         order = torch.randperm(len(xs), generator=generator)
         for start in range(0, len(xs), batch_size):
-            rows = order[start:start + batch_size]
+            rows = order[start : start + batch_size]
             loss = F.cross_entropy(model(xs[rows]), ys[rows])
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -343,8 +346,17 @@ def test_p3gm_cnn_on_the_device(device):
     x, y, test_x, test_y = _classifier_data(device, True, 1)
     torch.manual_seed(3)
     with precision.ieee_fp32():
-        got = train_and_score(x, y, test_x, test_y, generator=torch.Generator().manual_seed(5), max_epochs=2,
-                              batch_size=16, classes=3, device=device)
+        got = train_and_score(
+            x,
+            y,
+            test_x,
+            test_y,
+            generator=torch.Generator().manual_seed(5),
+            max_epochs=2,
+            batch_size=16,
+            classes=3,
+            device=device,
+        )
     torch.manual_seed(3)
     expected = _old_p3gm_cnn(x, y, test_x, test_y, torch.Generator().manual_seed(5), 2, 16)
     if device == "cpu":
@@ -362,19 +374,20 @@ def test_mc_distances_on_the_device(device):
     from dpvae.eval.membership import count_within, nearest_distances
 
     rng = np.random.default_rng(2)
-    pool = rng.random((500, 6)).astype(np.float32)             # float32 as the synthetic records are
+    pool = rng.random((500, 6)).astype(np.float32)  # float32 as the synthetic records are
     queries = rng.random((9, 6))
     brute = np.linalg.norm(queries[:, None] - pool[None].astype(np.float64), axis=2)
     nearest = nearest_distances(queries, pool, chunk=64, device=device)
     np.testing.assert_allclose(nearest, brute.min(1), rtol=1e-9)
-    radius = float(np.quantile(brute, 0.1)) + 1e-6              # no pool row sits at the radius
+    radius = float(np.quantile(brute, 0.1)) + 1e-6  # no pool row sits at the radius
     assert (count_within(queries, pool, radius, chunk=64, device=device) == (brute <= radius).sum(1)).all()
 
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_lvae_elbo_of_the_white_box_attack_on_the_device(tmp_path, device):
     """elbo_attack's scores (LVAE's `elbo`: CPU-seeded draws moved to the run's device)."""
-    from dpvae.methods.lvae import LVAE, MODEL_FILE, SPEC_FILE
+    from dpvae.methods.lvae import LVAE
+    from dpvae.methods.lvae.train import MODEL_FILE, SPEC_FILE
     from dpvae.models.lvae_vae import LVAEConvVAE
 
     torch.manual_seed(0)

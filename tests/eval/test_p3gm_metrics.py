@@ -23,7 +23,7 @@ def digits(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     x = 0.1 * rng.random((n, 28, 28))
     for i, k in enumerate(y):
         r, c = divmod(int(k), 2)
-        x[i, 4 + 12 * r: 10 + 12 * r, 4 + 12 * c: 10 + 12 * c] += 0.9
+        x[i, 4 + 12 * r : 10 + 12 * r, 4 + 12 * c : 10 + 12 * c] += 0.9
     return x.reshape(n, 784).astype(np.float32), y.astype(np.int64)
 
 
@@ -31,8 +31,16 @@ def digits(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
 def test_the_cnn_learns_and_stops_as_configured(early_stopping):
     rng = np.random.default_rng(0)
     (x, y), (xt, yt) = digits(400, rng), digits(200, rng)
-    result = train_and_score(x, y, xt, yt, generator=torch.Generator().manual_seed(0),
-                             early_stopping=early_stopping, max_epochs=4, batch_size=32)
+    result = train_and_score(
+        x,
+        y,
+        xt,
+        yt,
+        generator=torch.Generator().manual_seed(0),
+        early_stopping=early_stopping,
+        max_epochs=4,
+        batch_size=32,
+    )
     assert result.accuracy > 0.9
     assert len(result.test_curve) == result.epochs <= 4
     watched = result.val_curve if early_stopping == "synthetic" else result.test_curve
@@ -40,15 +48,16 @@ def test_the_cnn_learns_and_stops_as_configured(early_stopping):
     # the reported accuracy is the real-test accuracy of the epoch with the best watched accuracy
     assert result.accuracy == result.test_curve[result.best_epoch - 1]
     assert watched[result.best_epoch - 1] == max(watched)
-    if result.epochs < 4:   # stopped early: the last epoch did not improve on the best
+    if result.epochs < 4:  # stopped early: the last epoch did not improve on the best
         assert watched[-1] < max(watched)
 
 
 def test_the_reference_rule_reports_the_best_test_accuracy_before_the_first_decrease():
     rng = np.random.default_rng(1)
     (x, y), (xt, yt) = digits(300, rng), digits(100, rng)
-    result = train_and_score(x, y, xt, yt, generator=torch.Generator().manual_seed(1), early_stopping="test",
-                             max_epochs=6)
+    result = train_and_score(
+        x, y, xt, yt, generator=torch.Generator().manual_seed(1), early_stopping="test", max_epochs=6
+    )
     assert result.accuracy == max(result.test_curve)
     assert result.val_curve == []
 
@@ -81,5 +90,7 @@ def test_public_reconstructions_are_scored_and_other_methods_give_no_rows(traine
     assert 0 < values["tvd2_public"] < 1
     real = {**trained_p3gm, "method": "real", "private": False, "params": {}}
     stages.train({**real, "run": str(tmp_path / "real")})
-    assert marginals_2way_public(eval_context({**real, "run": str(tmp_path / "real")}, Marginals2WayOptions(),
-                                              tmp_path)) == []
+    assert (
+        marginals_2way_public(eval_context({**real, "run": str(tmp_path / "real")}, Marginals2WayOptions(), tmp_path))
+        == []
+    )

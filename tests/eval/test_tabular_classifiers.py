@@ -32,7 +32,7 @@ def test_rows_per_classifier_and_their_mean():
     assert auroc["mean4"] > 0.8
     auprc = {r["classifier"]: r["value"] for r in rows if r["metric"] == "auprc"}
     flipped = {r["classifier"]: r["value"] for r in rows if r["metric"] == "auprc_flipped"}
-    assert flipped["mean4"] > auprc["mean4"]          # the majority class as positive has the higher AUPRC
+    assert flipped["mean4"] > auprc["mean4"]  # the majority class as positive has the higher AUPRC
 
 
 def test_adult_positive_class_switch():

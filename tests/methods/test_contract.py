@@ -1,11 +1,12 @@
 """The one contract every registered method meets (opacus' grad-sample `common.py` is the model).
 
-For each implemented method, at tiny scale on a dataset of one of its smoke-config experiments: it trains
-through the train stage (after its shared first stage, if it has one, as the workflow does); a private run's ledger states an epsilon no larger than its target, and Google's
-dp-accounting re-derives every accounting in it; samples have the prepared data's per-record shape, float32
-inputs and int64 labels in the data's label range; the same run sampled twice gives identical samples. A new
-method gets these checks by registering. Every check runs on every device there is: the CPU, and CUDA where a
-GPU is visible (`gpu` marker; skipped with the reason elsewhere); a method with two model families (PriVAE's
+For each implemented method, at tiny scale on a dataset of one of its smoke-config experiments: it trains through
+the train stage (after its shared first stage, if it has one, as the workflow does); a private run's ledger states
+an epsilon no larger than its target, Google's dp-accounting re-derives every accounting in it, and the method's
+`recompute_ledger` computes it again from the run's spec, bit for bit; samples have the prepared data's per-record
+shape, float32 inputs and int64 labels in the data's label range; the same run sampled twice gives identical
+samples. A new method gets these checks by registering. Every check runs on every device there is: the CPU, and CUDA
+where a GPU is visible (`gpu` marker; skipped with the reason elsewhere); a method with two model families (PriVAE's
 conv VAE for images, its MLP VAE for the 2-d pinwheel) runs once per family.
 """
 
@@ -20,7 +21,7 @@ import pytest
 from dpvae import stages
 from dpvae.data.registry import get_dataset
 from dpvae.methods.registry import METHODS
-from dpvae.runs import Run, experiment_runs, run_spec, stage1_of
+from dpvae.runs import Run, experiment_runs, recomputed_ledger, run_spec, stage1_of
 from support.dp_accounting_check import rederive
 
 TINY_TRAIN = 256
@@ -67,7 +68,7 @@ def trained(request, device, smoke_config, prepared_from_mirror, mirror, tmp_pat
     params["max_train"] = min(params.get("max_train") or TINY_TRAIN, TINY_TRAIN)
     spec = {**spec, "params": params, "data_root": str(Path(data).parents[1]), "device": device}
     if spec.get("stage1"):
-        spec["stage1"] = str(tmp_path / "stage1")       # the params changed: not the planned key's directory
+        spec["stage1"] = str(tmp_path / "stage1")  # the params changed: not the planned key's directory
         stages.stage1(stage1_of(spec))
     stages.train(spec)
     return method, spec
@@ -91,7 +92,11 @@ def test_method_meets_the_contract(trained):
         assert rederive(ledger) == pytest.approx(ledger["epsilon"], rel=_tolerance(ledger))
         for other in ("paper", "strict", "sound"):
             if isinstance(ledger.get(other), dict) and ledger[other].get("mechanisms"):
-                assert rederive(ledger[other]) == pytest.approx(ledger[other]["epsilon"], rel=_tolerance(ledger[other])), other
+                assert rederive(ledger[other]) == pytest.approx(
+                    ledger[other]["epsilon"], rel=_tolerance(ledger[other])
+                ), other
+        written, again = recomputed_ledger(run)
+        assert again == written, "the ledger computed again from the run's spec differs from the written one"
     else:
         assert ledger["private"] is False and ledger["epsilon"] is None
 

@@ -21,8 +21,18 @@ from dpvae.runs import Run, run_spec, stage1_of
 def _spec(config: dict, data: Path, tmp: Path, name: str, eps: str = "10", **params) -> dict:
     """A tiny run; without `stage1`, so that it trains its stage 1 in-process (`_cached` names one)."""
     spec = run_spec(config, Run("mnist", "dp2vae", eps, 0))
-    spec["params"] = {**spec["params"], "subsets": 4, "pretrain_iters": 2, "iters": 6, "batch_size": 4,
-                      "hidden_channels": [4, 4], "latent_dim": 2, "chunk": 2, "max_train": 64, **params}
+    spec["params"] = {
+        **spec["params"],
+        "subsets": 4,
+        "pretrain_iters": 2,
+        "iters": 6,
+        "batch_size": 4,
+        "hidden_channels": [4, 4],
+        "latent_dim": 2,
+        "chunk": 2,
+        "max_train": 64,
+        **params,
+    }
     spec.pop("stage1")
     return {**spec, "run": str(tmp / name), "data_root": str(Path(data).parents[1]), "device": "cpu"}
 
@@ -32,9 +42,10 @@ def _cached(spec: dict, directory: Path) -> dict:
 
 
 @pytest.mark.parametrize("fail_at", ["stage1", "stage2"])
-def test_dp2vae_resumes_from_its_checkpoint_with_identical_bytes(fail_at, smoke_config, prepared_from_mirror,
-                                                                 tmp_path, monkeypatch):
-    import dpvae.methods.impl.dp2vae as impl
+def test_dp2vae_resumes_from_its_checkpoint_with_identical_bytes(
+    fail_at, smoke_config, prepared_from_mirror, tmp_path, monkeypatch
+):
+    import dpvae.methods.dp2vae.train as impl
 
     data = prepared_from_mirror("mnist")
     stages.train(_spec(smoke_config, data, tmp_path, "whole"))
@@ -48,13 +59,15 @@ def test_dp2vae_resumes_from_its_checkpoint_with_identical_bytes(fail_at, smoke_
             if calls["n"] == 2:
                 raise KeyboardInterrupt("killed")
             return original(*args, **kwargs)
+
         return wrapped
 
-    if fail_at == "stage1":     # after the first chunk of 2 encoders
+    if fail_at == "stage1":  # after the first chunk of 2 encoders
         monkeypatch.setattr(impl, "stacked_loss", killer(impl.stacked_loss))
-        calls["n"] = -1          # two iterations of chunk 1 pass, the first of chunk 2 is killed
+        calls["n"] = -1  # two iterations of chunk 1 pass, the first of chunk 2 is killed
     else:
         from dpvae.privacy.dpsgd import DPSGD
+
         monkeypatch.setattr(DPSGD, "step", killer(DPSGD.step))
     with pytest.raises(KeyboardInterrupt):
         stages.train(spec)
@@ -68,21 +81,23 @@ def test_dp2vae_resumes_from_its_checkpoint_with_identical_bytes(fail_at, smoke_
     assert not (Path(spec["run"]) / "checkpoint.pt").exists()
 
 
-def test_dp2vae_cached_stage1_gives_the_bytes_of_an_in_run_one(smoke_config, prepared_from_mirror, tmp_path,
-                                                               monkeypatch):
+def test_dp2vae_cached_stage1_gives_the_bytes_of_an_in_run_one(
+    smoke_config, prepared_from_mirror, tmp_path, monkeypatch
+):
     """Same seed: the stage-1 job's encoders (killed once and resumed from its checkpoint) are the in-run
     stage 1's, bit for bit, and so are the run's decoder, samples and ledger; a run at another epsilon and
     stage-2 learning rate loads the same stage 1; a stale or missing one is refused. (sigma fixed:
     calibrating it takes seconds and stage 1 does not read it.)"""
-    import dpvae.methods.impl.dp2vae as impl
+    import dpvae.methods.dp2vae.train as impl
 
     used: dict[str, dict[str, torch.Tensor]] = {}
 
     def recording(name, original):
         def wrapped(*args, **kwargs):
-            encoders = original(*args, **kwargs)        # stage 2 updates them in place: keep a copy
+            encoders = original(*args, **kwargs)  # stage 2 updates them in place: keep a copy
             used[name] = {k: v.detach().clone() for k, v in encoders.items()}
             return encoders
+
         return wrapped
 
     pretrain, stacked_loss = impl.pretrain_encoders, impl.stacked_loss
@@ -95,7 +110,7 @@ def test_dp2vae_cached_stage1_gives_the_bytes_of_an_in_run_one(smoke_config, pre
     stage1 = stage1_of(_cached(in_run, tmp_path / "stage1"))
     calls = itertools.count()
 
-    def killed_in_the_second_chunk(*args):      # of 2 encoders, 2 iterations each; then the job resumes
+    def killed_in_the_second_chunk(*args):  # of 2 encoders, 2 iterations each; then the job resumes
         if next(calls) == 2:
             raise KeyboardInterrupt("killed")
         return stacked_loss(*args)
@@ -109,7 +124,7 @@ def test_dp2vae_cached_stage1_gives_the_bytes_of_an_in_run_one(smoke_config, pre
     assert not (tmp_path / "stage1" / "checkpoint.pt").exists()
     assert (tmp_path / "stage1" / "stage1.json").is_file()
     saved = torch.load(tmp_path / "stage1" / "model" / impl.ENCODERS, weights_only=True)["encoders"]
-    monkeypatch.setattr(impl, "pretrain_encoders", None)      # a run with a cached stage 1 never trains it
+    monkeypatch.setattr(impl, "pretrain_encoders", None)  # a run with a cached stage 1 never trains it
     monkeypatch.setattr(impl, "load_stage1", recording("cached", impl.load_stage1))
     cached = _cached(_spec(smoke_config, data, tmp_path, "cached", noise_multiplier=1.0), tmp_path / "stage1")
     stages.train(cached)
@@ -135,14 +150,14 @@ def test_dp2vae_cached_stage1_gives_the_bytes_of_an_in_run_one(smoke_config, pre
 
 
 def test_dp_merf_release_has_sensitivity_two_over_n():
-    from dpvae.methods.impl.common import onehot
+    from dpvae.methods.conditional import onehot
     from dpvae.models.merf import embedding, rff_weights
 
     generator = torch.Generator().manual_seed(0)
     x, y = torch.rand(50, 20, generator=generator), torch.randint(3, (50,), generator=generator)
     w = rff_weights(64, 20, 5.0, generator)
     base = embedding(x, onehot(y, 3), w)
-    for _ in range(20):   # replace one record by an arbitrary one (other class, other pixels)
+    for _ in range(20):  # replace one record by an arbitrary one (other class, other pixels)
         i = int(torch.randint(50, (1,), generator=generator))
         x2, y2 = x.clone(), y.clone()
         x2[i], y2[i] = torch.rand(20, generator=generator) * 5, (y[i] + 1) % 3
@@ -150,7 +165,7 @@ def test_dp_merf_release_has_sensitivity_two_over_n():
 
 
 def test_dp_merf_accounting_matches_its_repository():
-    from dpvae.methods.impl.dp_merf import accounting
+    from dpvae.methods.dp_merf.accounting import accounting
 
     # dp_analysis.py's comment: sigma 5 -> epsilon < 1, sigma 25 -> epsilon < 0.2 (autodp: 0.980, 0.193)
     assert accounting(5.0, 60000, 1e-5).epsilon == pytest.approx(0.9797, abs=2e-3)
@@ -158,7 +173,7 @@ def test_dp_merf_accounting_matches_its_repository():
 
 
 def test_gs_wgan_accounting_the_authors_way_and_ours():
-    from dpvae.methods.impl.gs_wgan import accounting, authors_epsilon, authors_iters
+    from dpvae.methods.gs_wgan.accounting import accounting, authors_epsilon, authors_iters
 
     # GS-WGAN's default configuration is its "epsilon = 10" (autodp); PAPERS.md A-D10: about 5.0 under a
     # Poisson add/remove-one accountant with the classic conversion
@@ -172,13 +187,14 @@ def test_gs_wgan_accounting_the_authors_way_and_ours():
 def test_gs_wgan_sanitised_gradients_move_by_at_most_the_sound_sensitivity():
     """Any two discriminators (a record of D_k changed => discriminator k arbitrary) give pre-noise releases
     within 2C/sqrt(B) of each other: the sound ledger's sensitivity (multiplier sigma/sqrt(B))."""
-    from dpvae.methods.impl.gs_wgan import clip_images, sound_accounting
+    from dpvae.methods.gs_wgan.accounting import sound_accounting
+    from dpvae.methods.gs_wgan.train import clip_images
 
     batch, clip = 8, 1.0
     generator = torch.Generator().manual_seed(0)
     for _ in range(20):
         a = torch.randn(1, batch, 1, 28, 28, generator=generator) * 10
-        b = -a * torch.rand(1, batch, 1, 1, 1, generator=generator) * 5   # adversarial: opposite directions
+        b = -a * torch.rand(1, batch, 1, 1, 1, generator=generator) * 5  # adversarial: opposite directions
         moved = torch.linalg.norm(clip_images(a, clip / batch) - clip_images(b, clip / batch))
         assert moved <= 2 * clip / math.sqrt(batch) + 1e-6
     mechanism = sound_accounting(1.07, 1000, 10, batch, clip, 1e-5).mechanisms[0]

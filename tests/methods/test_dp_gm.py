@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import pytest
 
-from dpvae.methods.dp_gm import ClusterSchedule, cluster_rate, clustering_mechanisms, dpgm_accounting
-from dpvae.methods.p3gm import solve_sgd_sigma
+from dpvae.methods.p3gm.accounting import cluster_rate, clustering_mechanisms, dpgm_accounting
+from dpvae.methods.p3gm.train import ClusterSchedule
+from dpvae.privacy.accounting import solve_noise_multiplier
 from dpvae.privacy.ledger import Mechanism
 from support.dp_accounting_check import rederive
 
 
 def test_clustering_share_and_total_budget():
-    share = solve_sgd_sigma(lambda s: dpgm_accounting(clustering_mechanisms(s, 5), 1e-5).epsilon, 0.1, 2.0**-8)
+    share = solve_noise_multiplier(
+        lambda s: dpgm_accounting(clustering_mechanisms(s, 5), 1e-5).epsilon, 0.1, floor=2.0**-8
+    )
     clustering = clustering_mechanisms(share, 5)
     assert dpgm_accounting(clustering, 1e-5).epsilon == pytest.approx(0.1, rel=1e-6)
     assert (clustering[0].steps, clustering[1].steps) == (6, 5)
     q = cluster_rate(200, 10, 43957)
-    sgd = lambda s: Mechanism("dpsgd", s, q, 110, 1.0)
-    sigma = solve_sgd_sigma(lambda s: dpgm_accounting((*clustering, sgd(s)), 1e-5).epsilon, 1.0, 2.0**-8)
+
+    def sgd(sigma: float) -> Mechanism:
+        return Mechanism("dpsgd", sigma, q, 110, 1.0)
+
+    sigma = solve_noise_multiplier(lambda s: dpgm_accounting((*clustering, sgd(s)), 1e-5).epsilon, 1.0, floor=2.0**-8)
     total = dpgm_accounting((*clustering, sgd(sigma)), 1e-5)
     assert total.epsilon <= 1.0 and rederive(total.to_dict()) == pytest.approx(total.epsilon, rel=1e-4)
 

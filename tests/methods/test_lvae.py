@@ -12,9 +12,14 @@ import torch
 from dpvae import stages
 from dpvae.errors import ConfigError
 from dpvae.methods import checkpoint as checkpoint_module
-from dpvae.methods.lvae_claim import CLAIM_FILE
+from dpvae.methods.lvae.accounting import CLAIM_FILE
 from dpvae.models.lvae_vae import (
-    LVAEConvVAE, OperatorNormalised, chi2_radius, decoder_jacobian_norms, jacobian_norm_estimate)
+    LVAEConvVAE,
+    OperatorNormalised,
+    chi2_radius,
+    decoder_jacobian_norms,
+    jacobian_norm_estimate,
+)
 from dpvae.runs import experiment_runs, run_spec
 
 
@@ -23,7 +28,7 @@ def test_the_network_maps_28x28_images_to_latents_and_back():
     x = (torch.rand(3, 1, 28, 28) > 0.5).float()
     mu, logvar = model.encode(x)
     assert mu.shape == logvar.shape == (3, 5)
-    assert model.decode(mu).shape == (3, 1, 28, 28)           # last transposed conv at stride 1 (A-L1)
+    assert model.decode(mu).shape == (3, 1, 28, 28)  # last transposed conv at stride 1 (A-L1)
     assert model.loss(x, torch.randn(3, 5)).shape == (3,)
     assert model.elbo(x, 2).shape == (3,)
 
@@ -38,7 +43,7 @@ def test_operator_norm_of_a_transposed_conv_is_its_largest_singular_value():
     exact = torch.linalg.matrix_norm(matrix, ord=2)
     assert wrapped._linear(wrapped.v, layer.weight).norm().item() == pytest.approx(exact.item(), rel=1e-4)
     reshaped = torch.linalg.matrix_norm(layer.weight.detach().reshape(2, -1), ord=2)
-    assert reshaped <= exact + 1e-6                            # the kernel matrix alone would under-normalise
+    assert reshaped <= exact + 1e-6  # the kernel matrix alone would under-normalise
 
 
 def test_the_spectrally_normalised_decoder_is_L_lipschitz():
@@ -48,7 +53,7 @@ def test_the_spectrally_normalised_decoder_is_L_lipschitz():
         if isinstance(module, OperatorNormalised):
             module.power_step(100)
     model.train()
-    model.decode(torch.randn(2, 4))                             # stores sigma from the converged vectors
+    model.decode(torch.randn(2, 4))  # stores sigma from the converged vectors
     model.eval()
     norms = decoder_jacobian_norms(model.decoder, torch.randn(32, 4))
     assert (norms <= 3.0 * 1.001).all()
@@ -70,6 +75,7 @@ def test_chi2_radius():
 
 
 # -- training through the train stage --------------------------------------------------------------
+
 
 @pytest.fixture()
 def lvae_spec(smoke_config, prepared_from_mirror, tmp_path, monkeypatch):
@@ -118,7 +124,7 @@ def test_lvae_writes_a_claim_that_says_it_is_no_guarantee(lvae_spec, constraint)
     assert "NOT a differential-privacy guarantee" in claim["kind"] and claim["private"] is False
     assert claim["accounting"] == "paper" and claim["sound"] is None and claim["not_dp"]
     assert claim["R_x"] == pytest.approx(28.0)
-    c = 28.0 ** 2 + 2 * 5.0 * chi2_radius(16, spec["delta"]) * 28.0
+    c = 28.0**2 + 2 * 5.0 * chi2_radius(16, spec["delta"]) * 28.0
     assert claim["claimed_epsilon"] == pytest.approx(2 * c)
     assert any("Bernoulli" in v for v in claim["violations"])
     assert claim["measured_lipschitz"]["probes"] == 8
@@ -152,6 +158,7 @@ def test_an_interrupted_private_run_resumes_to_the_same_model(lvae_spec, monkeyp
         saves.append(state["step"])
         if len(saves) == 3:
             raise KeyboardInterrupt
+
     monkeypatch.setattr(checkpoint_module.Checkpoint, "due", lambda self, step: True)
     monkeypatch.setattr(checkpoint_module.Checkpoint, "save", save_then_die)
     with pytest.raises(KeyboardInterrupt):
@@ -165,13 +172,18 @@ def test_an_interrupted_private_run_resumes_to_the_same_model(lvae_spec, monkeyp
 
 # -- the empirical audit against the ledger --------------------------------------------------------
 
+
 def _attack_epsilons(spec: dict) -> dict[str, float]:
     """Both attacks on all 64 training records against 64 test records: their max-over-thresholds ε bounds."""
     run = Path(spec["run"])
     found = {}
     for metric, options in [("mc_attack", {"n_synthetic": 256}), ("elbo_attack", {"elbo_samples": 2})]:
-        out = stages.evaluate(run, metric, {"n_members": 64, "n_nonmembers": 64, "outlier": "include", **options},
-                              run / "metrics" / f"{metric}.json")
+        out = stages.evaluate(
+            run,
+            metric,
+            {"n_members": 64, "n_nonmembers": 64, "outlier": "include", **options},
+            run / "metrics" / f"{metric}.json",
+        )
         rows = {r["metric"]: r["value"] for r in json.loads(out.read_text())["rows"]}
         found[metric] = next(v for k, v in rows.items() if k.endswith("_eps_lower_max"))
     return found

@@ -15,15 +15,13 @@ from dpvae import stages
 from dpvae.data.store import write_prepared
 from dpvae.data.synthetic import build_two_gaussians
 from dpvae.errors import ConfigError
-from dpvae.methods.mlp import store
-from dpvae.methods.mlp.records import from_vectors, to_vectors
-from dpvae.methods.mlp.training import Schedule
-from dpvae.methods.p3gm import NOT_DP_NONPRIVATE_MEAN, p3gm_ledger
+from dpvae.methods.p3gm import store
+from dpvae.methods.p3gm.accounting import NOT_DP_NONPRIVATE_MEAN, P3GMSetting, p3gm_ledger
+from dpvae.methods.p3gm.fit import Schedule
+from dpvae.methods.p3gm.store import from_vectors, to_vectors
 from dpvae.privacy.ledger import Mechanism
 from dpvae.privacy.mechanisms import dp_em_diagonal_gmm, dp_pca
-from dpvae.methods.recipes import P3GMSetting, p3gm_accounting
 from support.toy_runs import FEATURES, N_TRAIN, toy_spec, write_toy_dataset
-
 
 
 @pytest.fixture(scope="module")
@@ -38,14 +36,14 @@ def test_schedules_count_steps_as_the_accountant_and_the_reference_loader_do():
     poisson = Schedule("poisson", n=63000, batch_size=300, epochs=4)
     assert poisson.steps == 840 and poisson.sample_rate == pytest.approx(300 / 63000)
     assert poisson.epoch_ends() == [210, 420, 630, 840]
-    code = Schedule("code", n=1050, batch_size=100, epochs=2.5)   # 10 fixed batches, 9 steps per "epoch"
+    code = Schedule("code", n=1050, batch_size=100, epochs=2.5)  # 10 fixed batches, 9 steps per "epoch"
     assert code.n_batches == 10 and code.steps == 23 and code.epoch_ends() == [9, 18, 23]
     generator = torch.Generator().manual_seed(0)
     for _ in range(20):
         rows = code.batch(generator)
         assert len(rows) == 100 and rows[0] % 100 == 0 and torch.equal(rows, torch.arange(rows[0], rows[0] + 100))
     sizes = [len(poisson.batch(generator)) for _ in range(200)]
-    assert 270 < np.mean(sizes) < 330 and len(set(sizes)) > 5       # Poisson: random batch sizes around B
+    assert 270 < np.mean(sizes) < 330 and len(set(sizes)) > 5  # Poisson: random batch sizes around B
 
 
 def test_record_vectors_round_trip_with_the_one_hot_label():
@@ -64,22 +62,22 @@ def test_the_ledger_from_the_mechanisms_records_equals_the_recipe():
     sgd = Mechanism("dpsgd", 1.4, 300 / 63000, 840, 1.0)
     ledger = p3gm_ledger([pca.mechanism, *gmm.mechanisms, sgd], 1e-5, 20, 1, 1.0)
     setting = P3GMSetting(n_train=63000, batch_size=300, epochs=4, sgd_sigma=1.4, pca_sigma=5.0, centring="zero")
-    assert ledger.paper.epsilon == pytest.approx(p3gm_accounting(setting).epsilon, rel=1e-9)
-    assert ledger.paper.epsilon == pytest.approx(0.986, abs=5e-4)          # PAPERS.md §3.4 [computed]
-    assert ledger.sound.epsilon == pytest.approx(p3gm_accounting(setting, sound=True).epsilon, rel=1e-9)
+    assert ledger.paper.epsilon == pytest.approx(setting.ledger().paper.epsilon, rel=1e-9)
+    assert ledger.paper.epsilon == pytest.approx(0.986, abs=5e-4)  # PAPERS.md §3.4 [computed]
+    assert ledger.sound.epsilon == pytest.approx(setting.ledger().sound.epsilon, rel=1e-9)
     # with the DP centring mean (rows clipped to R = sqrt(d), sigma_m = 20) the recipe agrees too
-    dp = dp_pca(z, 3, 5.0, np.random.default_rng(1), mean="dp", mean_noise_multiplier=20.0, mean_clip=6 ** 0.5)
+    dp = dp_pca(z, 3, 5.0, np.random.default_rng(1), mean="dp", mean_noise_multiplier=20.0, mean_clip=6**0.5)
     with_mean = p3gm_ledger([*dp.mechanisms, *gmm.mechanisms, sgd], 1e-5, 20, 1, None)
-    recipe = P3GMSetting(n_train=63000, batch_size=300, epochs=4, sgd_sigma=1.4, pca_sigma=5.0, mean_clip=6 ** 0.5)
-    assert with_mean.paper.epsilon == pytest.approx(p3gm_accounting(recipe).epsilon, rel=1e-9)
-    assert with_mean.sound.epsilon == pytest.approx(p3gm_accounting(recipe, sound=True).epsilon, rel=1e-9)
+    recipe = P3GMSetting(n_train=63000, batch_size=300, epochs=4, sgd_sigma=1.4, pca_sigma=5.0, mean_clip=6**0.5)
+    assert with_mean.paper.epsilon == pytest.approx(recipe.ledger().paper.epsilon, rel=1e-9)
+    assert with_mean.sound.epsilon == pytest.approx(recipe.ledger().sound.epsilon, rel=1e-9)
 
 
 def test_p3gm_trains_with_a_frozen_pca_encoder_and_meets_its_target(data_root, tmp_path):
     spec = spec_for(data_root, tmp_path)
     stages.train(spec)
     ledger = json.loads((tmp_path / "run" / "privacy.json").read_text())
-    assert ledger["epsilon"] <= 1.0 and ledger["epsilon"] == pytest.approx(1.0, abs=1e-6)   # auto: calibrated
+    assert ledger["epsilon"] <= 1.0 and ledger["epsilon"] == pytest.approx(1.0, abs=1e-6)  # auto: calibrated
     names = [m["name"] for m in ledger["mechanisms"]]
     assert names == ["dp_pca.mean", "dp_pca", "dp_em.weights", "dp_em.means", "dp_em.variances", "dpsgd"]
     assert ledger["headline"] == "paper" and ledger["sound"]["epsilon"] > ledger["epsilon"]
@@ -110,7 +108,10 @@ def test_the_codes_fixed_batches_are_accounted_soundly_as_a_fixed_partition(data
     paper_sgd = [m for m in ledger["paper"]["mechanisms"] if m["name"] == "dpsgd"][0]
     sound_sgd = [m for m in ledger["sound"]["mechanisms"] if m["name"] == "dpsgd"][0]
     assert paper_sgd["sampling"] == "poisson" and paper_sgd["steps"] == 2 * (N_TRAIN // 50 - 1)
-    assert sound_sgd["sampling"] == "fixed-partition" and sound_sgd["noise_multiplier"] == paper_sgd["noise_multiplier"] / 2
+    assert (
+        sound_sgd["sampling"] == "fixed-partition"
+        and sound_sgd["noise_multiplier"] == paper_sgd["noise_multiplier"] / 2
+    )
 
 
 def test_the_nonprivate_centring_mean_is_marked_not_dp(data_root, tmp_path):
@@ -128,8 +129,16 @@ def test_a_private_run_without_noise_is_refused_naming_the_key(data_root, tmp_pa
 def test_pgm_and_the_autoencoder_variant(data_root, tmp_path):
     from dpvae.models.mlp_vae import MLPVAE
 
-    pgm = spec_for(data_root, tmp_path / "pgm", private=False, sigma_pca=0.0, sigma_em=0.0, sigma_sgd=0.0, clip=None,
-                   pca_mean="nonprivate")
+    pgm = spec_for(
+        data_root,
+        tmp_path / "pgm",
+        private=False,
+        sigma_pca=0.0,
+        sigma_em=0.0,
+        sigma_sgd=0.0,
+        clip=None,
+        pca_mean="nonprivate",
+    )
     stages.train(pgm)
     assert json.loads((tmp_path / "pgm" / "run" / "privacy.json").read_text())["private"] is False
     ae = spec_for(data_root, tmp_path / "ae", encoder_variance="zero", record_every_epoch=True)
@@ -138,8 +147,12 @@ def test_pgm_and_the_autoencoder_variant(data_root, tmp_path):
     # σ_φ's head (fc1, fc22) is outside the trained model: still the initial weights the run drew
     torch.manual_seed(stages.run_context(ae).seed_for("global"))
     arch = info["arch"]
-    initial = MLPVAE(arch["data_dim"], arch["latent_dim"], arch["hidden"],
-                     pca_components=torch.zeros(arch["data_dim"], arch["latent_dim"]))
+    initial = MLPVAE(
+        arch["data_dim"],
+        arch["latent_dim"],
+        arch["hidden"],
+        pca_components=torch.zeros(arch["data_dim"], arch["latent_dim"]),
+    )
     assert torch.equal(model.fc1.weight, initial.fc1.weight) and torch.equal(model.fc22.bias, initial.fc22.bias)
     assert not torch.equal(model.fc4.weight, initial.fc4.weight)
     assert len(store.load_snapshots(tmp_path / "ae" / "run" / "model")) == 2
@@ -167,7 +180,7 @@ def test_a_resumed_p3gm_run_ends_with_the_same_model(data_root, tmp_path, monkey
     stages.train(whole)
     expected = torch.load(Path(whole["run"]) / "model" / store.WEIGHTS)
 
-    spec = {**spec_for(data_root, tmp_path / "resumed"), "run_id": whole["run_id"]}   # same id => same seeds
+    spec = {**spec_for(data_root, tmp_path / "resumed"), "run_id": whole["run_id"]}  # same id => same seeds
     original_batch, calls = Schedule.batch, []
 
     def dying_batch(self, generator):

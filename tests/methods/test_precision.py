@@ -26,9 +26,12 @@ def test_an_unknown_precision_is_refused_in_one_line_naming_the_key():
 
 
 def test_fp32_leaves_specs_as_they_were_and_other_precisions_mark_the_runs_they_change(paper_config):
-    runs = {experiment_runs(paper_config, name)[0] for name, exp in paper_config["experiments"].items()
-            if "analysis" not in exp}
-    without_key = {k: v for k, v in paper_config.items() if k != "precision"}   # a config from before the key
+    runs = {
+        experiment_runs(paper_config, name)[0]
+        for name, exp in paper_config["experiments"].items()
+        if "analysis" not in exp
+    }
+    without_key = {k: v for k, v in paper_config.items() if k != "precision"}  # a config from before the key
     assert paper_config["precision"] == "fp32"
     assert all(run_spec(paper_config, run) == run_spec(without_key, run) for run in runs)
     bf16 = {**paper_config, "precision": "bf16"}
@@ -49,14 +52,14 @@ def test_the_contexts_set_and_restore_what_they_promise():
     with precision.forward("bf16", "cpu"):
         assert torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16
     with precision.forward("bf16", "cpu", per_example=True), precision.private("fp32"):
-        assert not torch.is_autocast_enabled("cpu") and flags() == (False, False)   # no TF32 in a private step
+        assert not torch.is_autocast_enabled("cpu") and flags() == (False, False)  # no TF32 in a private step
     assert flags() == before
     with pytest.raises(ValueError, match="precision"):
         precision.training("fp16")
 
 
 def _train(root: Path, tmp_path: Path, method: str, private: bool, name: str, **extra) -> Path:
-    noise = {"sigma_sgd": 4.0} if private else {}      # no calibration: seconds
+    noise = {"sigma_sgd": 4.0} if private else {}  # no calibration: seconds
     spec = {**toy_spec(root, tmp_path / name, method=method, private=private, **noise), **extra}
     stages.train(spec)
     return Path(spec["run"])
@@ -74,4 +77,4 @@ def test_a_bf16_run_trains_records_its_precision_and_keeps_the_ledger(tmp_path, 
     assert (fp32 / "privacy.json").read_bytes() == (bf16 / "privacy.json").read_bytes()
     curves = [np.load(run / "model" / "recon_loss.npy") for run in (fp32, bf16)]
     assert all(np.isfinite(curve).all() for curve in curves)
-    assert np.array_equal(*curves) == private     # the private forward is fp32 at either setting
+    assert np.array_equal(*curves) == private  # the private forward is fp32 at either setting

@@ -12,21 +12,47 @@ import torch
 from dpvae import stages
 from dpvae.errors import ConfigError
 from dpvae.methods import checkpoint as checkpoint_module
-from dpvae.methods.privae import PriVAEParams
-from dpvae.methods.training import privae_privacy
+from dpvae.methods.privae import PriVAEParams, accounting
 from dpvae.privacy.accounting import abadi_kappa
 
-PINWHEEL = {"engine": "termwise", "optimizer": "sgd", "lr": 0.01, "batch_size": 20, "groups": 1, "mc_samples": 4,
-            "epochs": 3, "latent_dim": 2, "prior": "mog", "beta": 0.0, "divergence": "kl_pq", "alpha": 1.0,
-            "clip_sample": 0.05, "clip_batch": 0.0005, "kappa": "paper"}
+PINWHEEL = {
+    "engine": "termwise",
+    "optimizer": "sgd",
+    "lr": 0.01,
+    "batch_size": 20,
+    "groups": 1,
+    "mc_samples": 4,
+    "epochs": 3,
+    "latent_dim": 2,
+    "prior": "mog",
+    "beta": 0.0,
+    "divergence": "kl_pq",
+    "alpha": 1.0,
+    "clip_sample": 0.05,
+    "clip_batch": 0.0005,
+    "kappa": "paper",
+}
 
 
-def _spec(tmp_path: Path, data: Path, params: dict, name: str = "run", method: str = "privae",
-          epsilon: float | None = 10.0) -> dict:
-    return {"run_id": "pinwheel/test/eps10/seed0", "run": str(tmp_path / name), "scale": "test",
-            "dataset": "pinwheel", "variant": name, "method": method, "private": epsilon is not None,
-            "params": params, "epsilon": epsilon, "delta": 1e-5, "epsilon_rel_tol": 0.0, "seed": 0,
-            "device": "cpu", "data_root": str(data.parents[1])}
+def _spec(
+    tmp_path: Path, data: Path, params: dict, name: str = "run", method: str = "privae", epsilon: float | None = 10.0
+) -> dict:
+    return {
+        "run_id": "pinwheel/test/eps10/seed0",
+        "run": str(tmp_path / name),
+        "scale": "test",
+        "dataset": "pinwheel",
+        "variant": name,
+        "method": method,
+        "private": epsilon is not None,
+        "params": params,
+        "epsilon": epsilon,
+        "delta": 1e-5,
+        "epsilon_rel_tol": 0.0,
+        "seed": 0,
+        "device": "cpu",
+        "data_root": str(data.parents[1]),
+    }
 
 
 @pytest.fixture()
@@ -53,7 +79,7 @@ def test_a_resumed_privae_run_ends_with_the_same_model_and_ledger(tmp_path, pinw
         stages.train(broken)
     assert saves == [30] and (Path(broken["run"]) / "checkpoint.pt").is_file()
     monkeypatch.setattr(checkpoint_module.Checkpoint, "due", lambda self, step: False)
-    stages.train(broken)                                        # resumes at step 30 (same spec, same key)
+    stages.train(broken)  # resumes at step 30 (same spec, same key)
     a = torch.load(Path(whole["run"]) / "model" / "model.pt")
     b = torch.load(Path(broken["run"]) / "model" / "model.pt")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
@@ -65,15 +91,15 @@ def test_a_resumed_privae_run_ends_with_the_same_model_and_ledger(tmp_path, pinw
 def test_termwise_noise_is_kappa_times_ordinary_sigma() -> None:
     params = PriVAEParams(**{**PINWHEEL, "batch_size": 256, "groups": 16, "clip_batch": 0.005})
     rate, steps = 256 / 60000, 2344
-    paper = privae_privacy.termwise_noise(params, 10.0, 1e-5, rate, steps)
-    assert paper.sigma == pytest.approx(0.5427, rel=1e-3)                 # PAPERS.md §1.4 [computed]
+    paper = accounting.termwise_noise(params, 10.0, 1e-5, rate, steps)
+    assert paper.sigma == pytest.approx(0.5427, rel=1e-3)  # PAPERS.md §1.4 [computed]
     assert paper.factor == pytest.approx(abadi_kappa(1e-5), rel=1e-6)
-    tight = privae_privacy.termwise_noise(PriVAEParams(**{**params.to_dict(), "kappa": "tight"}), 10.0, 1e-5,
-                                          rate, steps)
+    tight = accounting.termwise_noise(PriVAEParams(**{**params.to_dict(), "kappa": "tight"}), 10.0, 1e-5, rate, steps)
     c1, c2 = 0.05 / 256, 0.005 / 16
     assert tight.factor == pytest.approx((c1 + 2 * c2) / math.hypot(c1, c2), rel=1e-6)
-    plain = privae_privacy.termwise_noise(PriVAEParams(**{**params.to_dict(), "clip_batch": 0.0,
-                                                          "divergence": "none"}), 10.0, 1e-5, rate, steps)
+    plain = accounting.termwise_noise(
+        PriVAEParams(**{**params.to_dict(), "clip_batch": 0.0, "divergence": "none"}), 10.0, 1e-5, rate, steps
+    )
     assert plain.factor == 1.0 and plain.noise_multiplier == plain.sigma
 
 
@@ -85,17 +111,20 @@ def test_aggregation_baselines_under_the_sound_calibration_spend_the_target_soun
     ledger = json.loads((Path(spec["run"]) / "privacy.json").read_text())
     sound = ledger["sound"]
     assert sound["epsilon"] == pytest.approx(10.0, rel=1e-4) and sound["epsilon"] <= 10.0 * (1 + 1e-9)
-    assert ledger["paper"]["epsilon"] < 0.5 * sound["epsilon"]           # doubled noise on the paper's terms
+    assert ledger["paper"]["epsilon"] < 0.5 * sound["epsilon"]  # doubled noise on the paper's terms
 
 
-@pytest.mark.parametrize("change,match", [
-    ({"clip_batch": 0.0}, "clip_batch"),                                 # a divergence no term carries
-    ({"divergence": "none", "alpha": 0.0}, "clip_batch"),                # C2 > 0 without a divergence
-    ({"norm": "batch"}, "BatchNorm|batch"),
-])
+@pytest.mark.parametrize(
+    "change,match",
+    [
+        ({"clip_batch": 0.0}, "clip_batch"),  # a divergence no term carries
+        ({"divergence": "none", "alpha": 0.0}, "clip_batch"),  # C2 > 0 without a divergence
+        ({"norm": "batch"}, "BatchNorm|batch"),
+    ],
+)
 def test_inconsistent_private_settings_are_refused(change, match) -> None:
     with pytest.raises(ConfigError, match=match):
-        privae_privacy.check_consistent(PriVAEParams(**{**PINWHEEL, **change}))
+        accounting.check_consistent(PriVAEParams(**{**PINWHEEL, **change}))
 
 
 def test_a_prior_that_does_not_fit_the_data_is_refused(tmp_path, pinwheel) -> None:

@@ -30,15 +30,31 @@ CLI = "import sys, support.ckpt_method; from dpvae.cli import main; sys.exit(mai
 
 
 def spec(root: Path, run: str, **params) -> dict:
-    return {"run_id": "twogauss-d5/ckpt-test/eps10/seed0", "run": str(root / run), "scale": "test",
-            "dataset": "twogauss-d5", "variant": "ckpt-test", "method": "ckpt-test", "private": True,
-            "params": {"steps": STEPS, "max_train": 2000, **params}, "epsilon": 10.0, "delta": 1e-5,
-            "epsilon_rel_tol": 0.0, "seed": 0, "device": "cpu", "data_root": str(root / "data")}
+    return {
+        "run_id": "twogauss-d5/ckpt-test/eps10/seed0",
+        "run": str(root / run),
+        "scale": "test",
+        "dataset": "twogauss-d5",
+        "variant": "ckpt-test",
+        "method": "ckpt-test",
+        "private": True,
+        "params": {"steps": STEPS, "max_train": 2000, **params},
+        "epsilon": 10.0,
+        "delta": 1e-5,
+        "epsilon_rel_tol": 0.0,
+        "seed": 0,
+        "device": "cpu",
+        "data_root": str(root / "data"),
+    }
 
 
 def cli(*args: str, log: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "src"), str(REPO_ROOT / "tests")]),
-           EVERY_STEPS_VARIABLE: "4", "OMP_NUM_THREADS": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "src"), str(REPO_ROOT / "tests")]),
+        EVERY_STEPS_VARIABLE: "4",
+        "OMP_NUM_THREADS": "1",
+    }
     with open(log, "ab") as stream:
         return subprocess.Popen([sys.executable, "-c", CLI, *args], stdout=stream, stderr=subprocess.STDOUT, env=env)
 
@@ -74,7 +90,7 @@ def test_a_killed_train_resumes_where_it_stopped_with_the_same_bytes(root):
     while not (run / CHECKPOINT_NAME).exists():
         assert first.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
         time.sleep(0.02)
-    time.sleep(0.3)                                           # a few steps past the checkpoint
+    time.sleep(0.3)  # a few steps past the checkpoint
     first.send_signal(signal.SIGKILL)
     first.wait()
     assert not (run / "model").exists() and not (run / "privacy.json").exists(), "nothing half-released"
@@ -119,7 +135,10 @@ def test_a_run_past_its_budget_says_so_in_one_line(root):
     process = cli("train", "--spec", json.dumps(run_spec), log=log)
     assert process.wait(timeout=600) == 2
     last = log.read_text().strip().splitlines()[-1]
-    assert re.fullmatch(r"dpvae: error: privacy budget exceeded for this run: accounted epsilon [0-9.]+ > target "
-                        r"epsilon 0\.01; raise the noise or lower the steps", last), last
+    assert re.fullmatch(
+        r"dpvae: error: privacy budget exceeded for this run: accounted epsilon [0-9.]+ > target "
+        r"epsilon 0\.01; raise the noise or lower the steps",
+        last,
+    ), last
     assert "Traceback" not in log.read_text()
     assert not (Path(run_spec["run"]) / "model").exists() and not (Path(run_spec["run"]) / "privacy.json").exists()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpvae.baselines import match3
-from dpvae.methods.ryan import calibrate, ryan_accounting
+from dpvae.methods.marginals import match3
+from dpvae.methods.marginals.accounting import calibrate, ryan_accounting
 from support.dp_accounting_check import rederive
 
 
@@ -29,7 +29,7 @@ def test_selection_takes_the_maximum_spanning_tree_of_mutual_information():
 
 def test_triples_need_dependence_beyond_the_tree():
     codes, sizes = chain(4000, 0)
-    assert all(len(c) == 2 for c in match3.select_marginals(codes, sizes, threshold=0.1))   # B separates A and C
+    assert all(len(c) == 2 for c in match3.select_marginals(codes, sizes, threshold=0.1))  # B separates A and C
     # A xor C determines B's neighbour pair: a triple the pairs cannot explain
     rng = np.random.default_rng(1)
     a, c = rng.integers(0, 2, 4000), rng.integers(0, 2, 4000)

@@ -62,8 +62,12 @@ def test_auto_device_and_the_cpu_left_as_it_is(monkeypatch):
 def test_cuda_jobs_ask_for_deterministic_kernels(monkeypatch):
     """On CUDA, DP²-VAE's two samplings of one run differed by a float32 ulp until these were set."""
     monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
-    before = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
-              torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic)
+    before = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+        torch.backends.cudnn.benchmark,
+        torch.backends.cudnn.deterministic,
+    )
     try:
         repeatable("cuda")
         assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"

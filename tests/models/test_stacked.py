@@ -42,8 +42,12 @@ def test_stacked_loss_and_gradients_equal_each_single_model(models):
 def test_per_model_clipping_matches_clip_grad_norm(models):
     params = stack(models)
     x, onehot, noise = _batch(len(models))
-    grads = dict(zip(params, torch.autograd.grad(stacked_loss(models[0], params, x, onehot, noise).mean(1).sum(),
-                                                 list(params.values()))))
+    grads = dict(
+        zip(
+            params,
+            torch.autograd.grad(stacked_loss(models[0], params, x, onehot, noise).mean(1).sum(), list(params.values())),
+        )
+    )
     encoder = [n for n in grads if n.startswith("encoder.")]
     decoder = [n for n in grads if n.startswith("decoder.")]
     clip_per_model(grads, [encoder, decoder], 0.5)
@@ -86,11 +90,11 @@ def test_gswgan_networks_of_a_stack_do_not_interact():
     scores = nets.discriminator(d, dict(du), images, y, update=False)
     assert images.shape == (3, 4, 1, 28, 28) and scores.shape == (3, 4)
     for i in range(3):
-        gi = {n: t[i:i + 1] for n, t in g.items()}
-        di = {n: t[i:i + 1] for n, t in d.items()}
-        alone = nets.generator(gi, {n: t[i:i + 1] for n, t in gu.items()}, z[i:i + 1], y[i:i + 1], update=False)
+        gi = {n: t[i : i + 1] for n, t in g.items()}
+        di = {n: t[i : i + 1] for n, t in d.items()}
+        alone = nets.generator(gi, {n: t[i : i + 1] for n, t in gu.items()}, z[i : i + 1], y[i : i + 1], update=False)
         assert torch.allclose(alone[0], images[i], atol=1e-5)
-        score = nets.discriminator(di, {n: t[i:i + 1] for n, t in du.items()}, alone, y[i:i + 1], update=False)
+        score = nets.discriminator(di, {n: t[i : i + 1] for n, t in du.items()}, alone, y[i : i + 1], update=False)
         assert torch.allclose(score[0], scores[i], atol=1e-4)
 
 
@@ -100,4 +104,6 @@ def test_spectral_normalisation_converges_to_unit_spectral_norm():
     for _ in range(50):
         w = nets.spectral(d, du, "conv1", update=True)
     for i in range(2):
-        assert float(torch.linalg.matrix_norm(w[i].detach().reshape(w.shape[1], -1), ord=2)) == pytest.approx(1.0, rel=1e-3)
+        assert float(torch.linalg.matrix_norm(w[i].detach().reshape(w.shape[1], -1), ord=2)) == pytest.approx(
+            1.0, rel=1e-3
+        )

@@ -80,9 +80,7 @@ def test_heterogeneous_composition_matches_dp_accounting() -> None:
         Mechanism("em", 100.0, 1.0, 60),
         Mechanism("sgd", 1.4, 300 / 63000, 840),
     ]
-    event = dpa.ComposedDpEvent(
-        [dp_accounting_event(m.sample_rate, m.noise_multiplier, m.steps) for m in mechanisms]
-    )
+    event = dpa.ComposedDpEvent([dp_accounting_event(m.sample_rate, m.noise_multiplier, m.steps) for m in mechanisms])
     accountant = RdpAccountant(orders=list(acc.DEFAULT_ORDERS))
     accountant.compose(event)
     ours, _ = acc.epsilon(mechanisms, DELTA)
@@ -113,8 +111,9 @@ def test_subsampled_rdp_is_the_renyi_divergence_of_the_mixture_by_monte_carlo() 
 
 def _renyi(log_p, log_r, alpha: float, low: float = -25, high: float = 25, points=None) -> float:
     """D_α(P ‖ R) by quadrature over [low, high], in log space."""
-    value = integrate.quad(lambda z: math.exp(alpha * log_p(z) + (1 - alpha) * log_r(z)), low, high, limit=400,
-                           points=points)[0]
+    value = integrate.quad(
+        lambda z: math.exp(alpha * log_p(z) + (1 - alpha) * log_r(z)), low, high, limit=400, points=points
+    )[0]
     return math.log(value) / (alpha - 1)
 
 
@@ -155,8 +154,9 @@ def test_fixed_partition_bound_holds_for_any_shared_branch_and_is_attained_far_a
     q, s = 0.2, 2.0
 
     def mixture(shift: float, centre: float):
-        return lambda z: special.logsumexp([math.log(1 - q) + stats.norm.logpdf(z, centre, s),
-                                            math.log(q) + stats.norm.logpdf(z, shift, s)])
+        return lambda z: special.logsumexp(
+            [math.log(1 - q) + stats.norm.logpdf(z, centre, s), math.log(q) + stats.norm.logpdf(z, shift, s)]
+        )
 
     bound = acc.fixed_partition_rdp(s / 2, q, 1, [alpha])[0]
     for centre in (0.0, 3.0, -8.0):
@@ -302,6 +302,7 @@ def test_calibration_unreachable_target_is_a_clear_error() -> None:
 @settings(max_examples=40, deadline=None)
 def test_solver_rounds_up_so_the_target_is_never_exceeded(target: float, offset: float) -> None:
     """Even for a step-like ε(σ) that Brent's tolerance would overshoot, the returned σ meets the target."""
+
     def eps(sigma: float) -> float:
         return target * math.exp(min(700.0, -1e6 * (math.log(sigma) - offset)))  # extremely steep at σ = e^offset
 

@@ -32,9 +32,9 @@ def test_clopper_pearson_covers_the_true_rate_at_least_at_its_level():
 def test_epsilon_from_errors_inverts_the_dp_inequalities():
     eps, delta = 1.3, 1e-5
     alpha = 0.1
-    beta = 1 - delta - math.exp(eps) * alpha          # on the boundary of f_{eps,delta}
+    beta = 1 - delta - math.exp(eps) * alpha  # on the boundary of f_{eps,delta}
     assert audit.epsilon_from_errors(alpha, beta, delta) == pytest.approx(eps)
-    assert audit.epsilon_from_errors(0.5, 0.5, delta) == 0.0   # guessing proves nothing
+    assert audit.epsilon_from_errors(0.5, 0.5, delta) == 0.0  # guessing proves nothing
     assert audit.epsilon_from_errors(0.0, 0.5, delta) == np.inf  # a perfect test at some threshold
 
 
@@ -54,7 +54,7 @@ def test_the_curve_summary_agrees_with_brute_force_thresholds():
     rng = np.random.default_rng(2)
     members, nonmembers = rng.normal(0.5, 1, 300), rng.normal(0, 1, 400)
     curve = audit.tradeoff_curve(members, nonmembers)
-    for t in np.sort(nonmembers)[[200, 360, 396]]:              # thresholds at observed scores
+    for t in np.sort(nonmembers)[[200, 360, 396]]:  # thresholds at observed scores
         alpha = np.mean(nonmembers >= t)
         beta = np.mean(members < t)
         i = int(np.flatnonzero(curve.thresholds == t)[0])

@@ -28,12 +28,13 @@ class Autoencoder(nn.Module):
         super().__init__()
         self.encode, self.decode = nn.Linear(d, 8), nn.Linear(8, d)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:             # per-record squared error [B]
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # per-record squared error [B]
         return ((self.decode(torch.tanh(self.encode(x))) - x) ** 2).sum(1)
 
 
-def train_toy(kind: str, x: torch.Tensor, epsilon: float = 1.0, rate: float = 0.1, steps: int = 40,
-              seed: int = 0) -> tuple[Autoencoder, Ledger]:
+def train_toy(
+    kind: str, x: torch.Tensor, epsilon: float = 1.0, rate: float = 0.1, steps: int = 40, seed: int = 0
+) -> tuple[Autoencoder, Ledger]:
     """A method's DP-SGD loop in small: Poisson batches, one engine of `kind`, σ calibrated to ε (paper)."""
     torch.manual_seed(seed)
     model = Autoencoder(x.shape[1])
@@ -88,7 +89,7 @@ def test_only_the_first_engine_to_release_carries_the_canaries_and_never_the_mod
         second = DPSGD(other, max_grad_norm=1.0, noise_multiplier=1.0, sample_rate=0.5, expected_batch_size=4)
         model = Autoencoder()
         first = DPSGD(model, max_grad_norm=1.0, noise_multiplier=1.0, sample_rate=0.5, expected_batch_size=4)
-        first.step(model(data(8)))       # built after `second` (a calibration probe, say), but releases first
+        first.step(model(data(8)))  # built after `second` (a calibration probe, say), but releases first
         second.step(other(data(8)))
     assert session.slot is not None and session.slot.engine is first and second._canaries is None
     assert session.engines == 2 and session.slot.scores.steps == 1
@@ -100,7 +101,7 @@ def test_an_interrupted_or_engineless_run_is_refused() -> None:
     session = CanarySession(50, seed=1)
     with session.active():
         _, ledger = train_toy("dpsgd", data(), steps=3)
-    session.slot.engine.steps += 1   # as after resuming from a checkpoint
+    session.slot.engine.steps += 1  # as after resuming from a checkpoint
     with pytest.raises(RuntimeError, match="resumed"):
         session.record(ledger, DELTA)
     with pytest.raises(RuntimeError, match="no DP-SGD engine"):
@@ -133,8 +134,15 @@ def toy_spec(paper_config, tmp_path, monkeypatch) -> dict:
     monkeypatch.setitem(METHODS._entries, "toy-private", _ToyPrivate())
     prepare_dataset("pinwheel", tmp_path / "data")
     spec = run_spec(paper_config, Run("pinwheel", "real", "inf", 0))
-    return {**spec, "data_root": str(tmp_path / "data"), "params": {}, "method": "toy-private", "private": True,
-            "epsilon": 1.0, "audit": {"canaries": 100}}
+    return {
+        **spec,
+        "data_root": str(tmp_path / "data"),
+        "params": {},
+        "method": "toy-private",
+        "private": True,
+        "epsilon": 1.0,
+        "audit": {"canaries": 100},
+    }
 
 
 def test_the_train_stage_writes_audit_json_and_the_metric_reads_it(toy_spec) -> None:

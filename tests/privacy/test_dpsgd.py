@@ -19,9 +19,18 @@ from dpvae.models.conv_vae import ConvVAE
 from dpvae.models.losses import mmd_dim
 from dpvae.models.mlp_vae import MLPVAE
 from dpvae.privacy.dpsgd import (
-    DPSGD, BatchAggregation, MicroAggregation, OpacusDPSGD, TermwiseDPSGD, Units, conv_transpose2d_grad_sample,
-    poisson_sample, random_groups)
-from dpvae.privacy.dpsgd import engine as engine_module, layers
+    DPSGD,
+    BatchAggregation,
+    MicroAggregation,
+    OpacusDPSGD,
+    TermwiseDPSGD,
+    Units,
+    conv_transpose2d_grad_sample,
+    layers,
+    poisson_sample,
+    random_groups,
+)
+from dpvae.privacy.dpsgd import engine as engine_module
 from dpvae.privacy.dpsgd.analysis import clipped_sums, measured_sensitivity
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,6 +38,7 @@ COMMON = dict(noise_multiplier=1.0, sample_rate=0.01)
 
 
 # -- small models and independent references -----------------------------------------------------
+
 
 class ConvPhi(nn.Module):
     """Adapter so that torch.func.functional_call can evaluate the conv VAE's per-example φ."""
@@ -63,8 +73,7 @@ def conv_case(batch: int = 5, samples: int = 2) -> tuple[ConvVAE, Tensor, Tensor
     model = ConvVAE(latent_dim=4, base_channels=4, norm="group", norm_groups=2).double()
     for p in model.parameters():  # larger weights than the DCGAN init, so that gradients are not tiny
         p.data.normal_(0, 0.3)
-    return (model, torch.rand(batch, 1, 32, 32, dtype=torch.double),
-            torch.randn(batch, samples, 4, dtype=torch.double))
+    return (model, torch.rand(batch, 1, 32, 32, dtype=torch.double), torch.randn(batch, samples, 4, dtype=torch.double))
 
 
 def trainable(model: nn.Module) -> dict[str, Tensor]:
@@ -88,10 +97,15 @@ def per_example_grads(module: nn.Module, *batch: Tensor) -> Tensor:
 def unit_grads(model: nn.Module, unit_losses: Tensor) -> Tensor:
     """[U, n_params] gradient of every unit loss by brute force (one autograd call per unit)."""
     params = [p for p in model.parameters() if p.requires_grad]
-    rows = [torch.cat([torch.zeros_like(p).flatten() if g is None else g.flatten()
-                       for p, g in zip(params, torch.autograd.grad(loss, params, retain_graph=True,
-                                                                   allow_unused=True))])
-            for loss in unit_losses]
+    rows = [
+        torch.cat(
+            [
+                torch.zeros_like(p).flatten() if g is None else g.flatten()
+                for p, g in zip(params, torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True))
+            ]
+        )
+        for loss in unit_losses
+    ]
     return torch.stack(rows)
 
 
@@ -112,6 +126,7 @@ class MLPLoss(nn.Module):
 
 # -- clipped sums -------------------------------------------------------------------------------
 
+
 def _mlp_phi() -> tuple[nn.Module, nn.Module, tuple[Tensor, Tensor]]:
     model, x, noise = mlp_case()
     return model, MLPLoss(model), (x, noise)
@@ -125,8 +140,9 @@ def _conv_phi() -> tuple[nn.Module, nn.Module, tuple[Tensor, Tensor]]:
 
 @pytest.mark.parametrize("case", [_mlp_phi, _conv_phi], ids=["mlp", "conv"])
 @pytest.mark.parametrize("gram_advantage", [0.0, 1e9])  # force instantiation, then the Gram form
-def test_per_example_clipped_sum_matches_torch_func(monkeypatch: pytest.MonkeyPatch, gram_advantage: float,
-                                                    case) -> None:
+def test_per_example_clipped_sum_matches_torch_func(
+    monkeypatch: pytest.MonkeyPatch, gram_advantage: float, case
+) -> None:
     monkeypatch.setattr(layers, "GRAM_ADVANTAGE", gram_advantage)
     model, phi, batch = case()
     grads = per_example_grads(phi, *batch)
@@ -160,8 +176,9 @@ def test_per_example_clipped_sum_for_other_layer_types(monkeypatch: pytest.Monke
     grads = per_example_grads(model, tokens)
     clip = float(grads.norm(dim=1).median())
     engine = DPSGD(model, max_grad_norm=clip, expected_batch_size=6, **COMMON)
-    torch.testing.assert_close(clipped_sums(engine, model(tokens))["dpsgd"], clipped_sum(grads, clip),
-                               rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(
+        clipped_sums(engine, model(tokens))["dpsgd"], clipped_sum(grads, clip), rtol=1e-10, atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("mode", ["hooks", "ghost"])
@@ -171,8 +188,7 @@ def test_clipped_sum_equals_opacus_mlp(mode: str) -> None:
     reference_model = copy.deepcopy(model)
     x, noise = torch.rand(16, 30), torch.randn(16, 4)
     ours = clipped_sums(DPSGD(model, max_grad_norm=2.0, expected_batch_size=16, **COMMON), model.loss(x, noise))
-    reference = OpacusDPSGD(reference_model, max_grad_norm=2.0, noise_multiplier=1.0, expected_batch_size=16,
-                            mode=mode)
+    reference = OpacusDPSGD(reference_model, max_grad_norm=2.0, noise_multiplier=1.0, expected_batch_size=16, mode=mode)
     theirs = clipped_sums(reference, reference_model.loss(x, noise))
     reference.close()
     torch.testing.assert_close(ours["dpsgd"], theirs["dpsgd"], rtol=1e-5, atol=1e-6)
@@ -183,8 +199,9 @@ def test_clipped_sum_equals_opacus_conv() -> None:
     model = ConvVAE(latent_dim=4, base_channels=4, norm="group", norm_groups=2)
     reference_model = copy.deepcopy(model)
     x, noise = torch.rand(6, 1, 32, 32), torch.randn(6, 1, 4)
-    ours = clipped_sums(DPSGD(model, max_grad_norm=50.0, expected_batch_size=6, **COMMON),
-                        model.loss_terms(x, noise)[0])
+    ours = clipped_sums(
+        DPSGD(model, max_grad_norm=50.0, expected_batch_size=6, **COMMON), model.loss_terms(x, noise)[0]
+    )
     reference = OpacusDPSGD(reference_model, max_grad_norm=50.0, noise_multiplier=1.0, expected_batch_size=6)
     theirs = clipped_sums(reference, reference_model.loss_terms(x, noise)[0])
     reference.close()
@@ -260,10 +277,13 @@ def test_batch_aggregation_clips_the_whole_batch_gradient() -> None:
     torch.testing.assert_close(got, full * 0.5 / full.norm(), rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("stride,padding,output_padding,dilation,bias", [
-    (1, 0, 0, 1, False), (2, 1, 0, 1, True), (2, 1, 1, 1, True), (3, 2, 2, 1, False), (2, 0, 0, 2, True)])
-def test_conv_transpose2d_grad_sampler_matches_torch_func(stride: int, padding: int, output_padding: int,
-                                                          dilation: int, bias: bool) -> None:
+@pytest.mark.parametrize(
+    "stride,padding,output_padding,dilation,bias",
+    [(1, 0, 0, 1, False), (2, 1, 0, 1, True), (2, 1, 1, 1, True), (3, 2, 2, 1, False), (2, 0, 0, 2, True)],
+)
+def test_conv_transpose2d_grad_sampler_matches_torch_func(
+    stride: int, padding: int, output_padding: int, dilation: int, bias: bool
+) -> None:
     torch.manual_seed(4)
     layer = nn.ConvTranspose2d(3, 5, 3, stride, padding, output_padding, bias=bias, dilation=dilation).double()
     x = torch.randn(4, 3, 5, 6, dtype=torch.double)
@@ -295,8 +315,9 @@ CONV_LAYERS = {  # name: (layer, input size); the phase-Gram rule applies where 
 @pytest.mark.parametrize("name", list(CONV_LAYERS))
 @pytest.mark.parametrize("gram_advantage", [0.0, 1e9])  # instantiation / per-unit kernel, then Gram / phase Gram
 @pytest.mark.parametrize("host_sizes", [True, False])  # sub-group sizes read from host memory, or not (accelerator)
-def test_conv_unit_norms_match_brute_force(monkeypatch: pytest.MonkeyPatch, name: str, gram_advantage: float,
-                                           host_sizes: bool) -> None:
+def test_conv_unit_norms_match_brute_force(
+    monkeypatch: pytest.MonkeyPatch, name: str, gram_advantage: float, host_sizes: bool
+) -> None:
     """Every per-unit norm path of a convolution (unfolded Gram, phase Gram, instantiation, the layer's own
     kernel per unit, per-example gradients summed into units, one Gram over all rows masked to units) and the
     unit gradients instantiated on the way, against autograd unit by unit: two rows per example,
@@ -311,17 +332,19 @@ def test_conv_unit_norms_match_brute_force(monkeypatch: pytest.MonkeyPatch, name
     x = torch.randn(2 * 7, 3, size, size, dtype=torch.double)
     grad_output = torch.randn_like(layer(x))
     view = layers.per_example_view(layer, [((x,), grad_output)], 7)
-    assert (view.phase_sq_norms is not None) == (name in ("k4s2p1", "k4x2s2x1", "k3s1p1", "transposed-k4s2p1",
-                                                          "transposed-output-padding", "transposed-k3s1"))
+    assert (view.phase_sq_norms is not None) == (
+        name in ("k4s2p1", "k4x2s2x1", "k3s1p1", "transposed-k4s2p1", "transposed-output-padding", "transposed-k3s1")
+    )
     for units in (Units.per_example(7), Units(torch.tensor([2, 0, 2, 0, 0, 3, 2]), 4)):
         expected = []
         for unit in range(units.count):
             rows = torch.nonzero(units.index.repeat_interleave(2) == unit).squeeze(1)
             loss = (layer(x[rows]) * grad_output[rows]).sum()
             expected.append(torch.autograd.grad(loss, list(layer.parameters())))
-        sq_norms, unit_grads = view.unit_norms_and_grads(units, keep_floats=10 ** 6)
-        torch.testing.assert_close(sq_norms, torch.stack([sum(g.square().sum() for g in e) for e in expected]),
-                                   rtol=1e-10, atol=1e-12)
+        sq_norms, unit_grads = view.unit_norms_and_grads(units, keep_floats=10**6)
+        torch.testing.assert_close(
+            sq_norms, torch.stack([sum(g.square().sum() for g in e) for e in expected]), rtol=1e-10, atol=1e-12
+        )
         assert (unit_grads is not None) == (gram_advantage == 0)  # instantiated, not Gram
         for i, p in enumerate(layer.parameters() if unit_grads is not None else []):
             torch.testing.assert_close(unit_grads[p], torch.stack([e[i] for e in expected]), rtol=1e-10, atol=1e-12)
@@ -379,6 +402,7 @@ def test_weight_grads_equal_autograd(name: str) -> None:
 
 # -- sensitivity ------------------------------------------------------------------------------
 
+
 def test_standard_dpsgd_sensitivity_is_the_clip_norm() -> None:
     model, x, noise = mlp_case(batch=10)
     engine = DPSGD(model, max_grad_norm=1.0, expected_batch_size=10, **COMMON)
@@ -387,8 +411,12 @@ def test_standard_dpsgd_sensitivity_is_the_clip_norm() -> None:
         return clipped_sums(engine, model.loss(x, noise))
 
     removed = measured_sensitivity(pre_noise, (x, noise), records=range(10))
-    replaced = measured_sensitivity(pre_noise, (x, noise), records=range(10),
-                                    replacement=(torch.zeros(12, dtype=torch.double), torch.zeros(3, dtype=torch.double)))
+    replaced = measured_sensitivity(
+        pre_noise,
+        (x, noise),
+        records=range(10),
+        replacement=(torch.zeros(12, dtype=torch.double), torch.zeros(3, dtype=torch.double)),
+    )
     assert 0.9 < removed <= 1.0 + 1e-9  # every example is clipped, so removing one moves the sum by exactly C
     assert 1.0 < replaced <= 2.0 + 1e-9  # replace-one: two clipped gradients differ by at most 2C
     assert engine.noise_profile().sensitivity == 1.0
@@ -444,6 +472,7 @@ def test_micro_aggregation_moves_by_more_than_clip() -> None:
 
 # -- noise ----------------------------------------------------------------------------------------
 
+
 def _noise_std(engine_factory, run, scales: dict[str, float]) -> tuple[float, float]:
     """Empirical per-coordinate std of .grad minus the noiseless scaled aggregate, and the engine's formula."""
     torch.manual_seed(5)
@@ -470,28 +499,55 @@ def test_noise_std_matches_formula(kind: str) -> None:
     groups = random_groups(32, 4, g)
     whole = torch.zeros(32, dtype=torch.long)
     if kind == "dpsgd":
-        def factory(m): return DPSGD(m, max_grad_norm=0.5, noise_multiplier=1.3, sample_rate=0.1,
-                                     expected_batch_size=40, generator=g)
-        def run(m, f): return f(_mlp_terms(m, groups)[0])
+
+        def factory(m):
+            return DPSGD(
+                m, max_grad_norm=0.5, noise_multiplier=1.3, sample_rate=0.1, expected_batch_size=40, generator=g
+            )
+
+        def run(m, f):
+            return f(_mlp_terms(m, groups)[0])
+
         scales, expected = {"dpsgd": 1 / 40}, 1.3 * 0.5 / 40
     elif kind == "termwise":
-        def factory(m): return TermwiseDPSGD(m, sample_clip=0.5, batch_clip=0.2, noise_multiplier=2.0,
-                                             sample_rate=0.1, expected_batch_size=40, num_groups=4, generator=g)
-        def run(m, f): return f(*_mlp_terms(m, groups), groups)
+
+        def factory(m):
+            return TermwiseDPSGD(
+                m,
+                sample_clip=0.5,
+                batch_clip=0.2,
+                noise_multiplier=2.0,
+                sample_rate=0.1,
+                expected_batch_size=40,
+                num_groups=4,
+                generator=g,
+            )
+
+        def run(m, f):
+            return f(*_mlp_terms(m, groups), groups)
+
         scales, expected = {"sample": 1 / 40, "batch": 1 / 4}, 2.0 * math.hypot(0.5 / 40, 0.2 / 4)
     elif kind == "micro":
-        def factory(m): return MicroAggregation(m, max_grad_norm=0.5, noise_multiplier=1.3, sample_rate=0.1,
-                                                expected_batch_size=40, generator=g)
+
+        def factory(m):
+            return MicroAggregation(
+                m, max_grad_norm=0.5, noise_multiplier=1.3, sample_rate=0.1, expected_batch_size=40, generator=g
+            )
+
         def run(m, f):
             phi, psi = _mlp_terms(m, whole)
             return f(phi, psi[0])
+
         scales, expected = {"micro": 1 / 40}, 1.3 * 0.5
     else:
-        def factory(m): return BatchAggregation(m, max_grad_norm=0.5, noise_multiplier=1.3, sample_rate=0.1,
-                                                generator=g)
+
+        def factory(m):
+            return BatchAggregation(m, max_grad_norm=0.5, noise_multiplier=1.3, sample_rate=0.1, generator=g)
+
         def run(m, f):
             phi, psi = _mlp_terms(m, whole)
             return f(phi.mean() + psi[0])
+
         scales, expected = {"batch": 1.0}, 1.3 * 0.5
     empirical, formula = _noise_std(factory, run, scales)
     assert formula == pytest.approx(expected)
@@ -499,8 +555,15 @@ def test_noise_std_matches_formula(kind: str) -> None:
 
 
 def test_termwise_table_noise_scale_is_papers_expression() -> None:
-    engine = TermwiseDPSGD(nn.Linear(2, 2), sample_clip=0.05, batch_clip=0.005, noise_multiplier=2.0,
-                           sample_rate=256 / 60000, expected_batch_size=256, num_groups=16)
+    engine = TermwiseDPSGD(
+        nn.Linear(2, 2),
+        sample_clip=0.05,
+        batch_clip=0.005,
+        noise_multiplier=2.0,
+        sample_rate=256 / 60000,
+        expected_batch_size=256,
+        num_groups=16,
+    )
     profile = engine.noise_profile()
     assert profile.table_noise_scale == pytest.approx((0.05 / 256 + 0.005 / 16) * 2.0)
     assert profile.sensitivity == pytest.approx(0.055)
@@ -517,25 +580,39 @@ def test_batch_term_ignored_when_its_clip_is_zero() -> None:
 
 # -- accounting records ----------------------------------------------------------------------------
 
+
 def test_mechanisms_report_multiplier_rate_steps_and_sensitivity() -> None:
     model, x, noise = mlp_case()
-    engine = TermwiseDPSGD(model, sample_clip=0.05, batch_clip=0.005, noise_multiplier=2.0, sample_rate=0.02,
-                           expected_batch_size=7, num_groups=2)
+    engine = TermwiseDPSGD(
+        model,
+        sample_clip=0.05,
+        batch_clip=0.005,
+        noise_multiplier=2.0,
+        sample_rate=0.02,
+        expected_batch_size=7,
+        num_groups=2,
+    )
     groups = random_groups(7, 2)
     for _ in range(3):
         phi = model.loss(x, noise)
         engine.step(phi, Units(groups, 2).sum_by_unit(phi), groups)
     sample, batch = engine.mechanisms()
-    assert (sample.name, sample.noise_multiplier, sample.sample_rate, sample.steps, sample.sensitivity) == \
-        ("termwise.sample", 2.0, 0.02, 3, 0.05)
+    assert (sample.name, sample.noise_multiplier, sample.sample_rate, sample.steps, sample.sensitivity) == (
+        "termwise.sample",
+        2.0,
+        0.02,
+        3,
+        0.05,
+    )
     assert (batch.noise_multiplier, batch.sensitivity) == (2.0, 0.005)
     (sound,) = engine.mechanisms(sound=True)  # the released gradient: sensitivity C1/B + 2 C2/b
     c1, c2 = 0.05 / 7, 0.005 / 2
     assert sound.sensitivity == pytest.approx(c1 + 2 * c2)
     assert sound.noise_multiplier == pytest.approx(2.0 * math.hypot(c1, c2) / (c1 + 2 * c2))
     assert sound.steps == 3 and sound.sample_rate == 0.02
-    micro = MicroAggregation(nn.Linear(2, 2), max_grad_norm=0.1, noise_multiplier=1.5, sample_rate=0.1,
-                             expected_batch_size=8)
+    micro = MicroAggregation(
+        nn.Linear(2, 2), max_grad_norm=0.1, noise_multiplier=1.5, sample_rate=0.1, expected_batch_size=8
+    )
     (record,) = micro.mechanisms()
     assert record.sensitivity == pytest.approx(0.8) and record.noise_multiplier == pytest.approx(1.5)
     (micro_sound,) = micro.mechanisms(sound=True)  # the released average moves by ≤ 2C for any batch size
@@ -552,12 +629,13 @@ def test_random_groups_are_independent_uniform_labels() -> None:
     labels = random_groups(200_000, 16, generator)
     counts = torch.bincount(labels, minlength=16).double()
     chi2 = (((counts - counts.mean()) ** 2) / counts.mean()).sum().item()
-    assert labels.min() == 0 and labels.max() == 15 and chi2 < 45           # chi2(15) 99.99th pct ~ 44
+    assert labels.min() == 0 and labels.max() == 15 and chi2 < 45  # chi2(15) 99.99th pct ~ 44
     sizes = torch.stack([torch.bincount(random_groups(32, 16, generator), minlength=16) for _ in range(2000)])
-    assert sizes.double().var().item() == pytest.approx(32 * (1 / 16) * (15 / 16), rel=0.1)   # multinomial
+    assert sizes.double().var().item() == pytest.approx(32 * (1 / 16) * (15 / 16), rel=0.1)  # multinomial
 
 
 # -- partial-model DP, validation ------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("public_clip", [None, 0.7])
 def test_partial_model_dp(public_clip: float | None) -> None:
@@ -565,9 +643,17 @@ def test_partial_model_dp(public_clip: float | None) -> None:
     model = MLPVAE(12, 3, 10, pca_components=torch.randn(12, 3), pca_mean=torch.rand(12)).double()
     x, noise = torch.rand(9, 12, dtype=torch.double), torch.randn(9, 3, dtype=torch.double)
     decoder = [*model.fc3.parameters(), *model.fc4.parameters()]
-    engine = DPSGD(model, max_grad_norm=0.5, noise_multiplier=1.0, sample_rate=0.1, expected_batch_size=10,
-                   private_params=decoder, public_max_grad_norm=public_clip, public_uses_private_data=True,
-                   max_batch_size=12)
+    engine = DPSGD(
+        model,
+        max_grad_norm=0.5,
+        noise_multiplier=1.0,
+        sample_rate=0.1,
+        expected_batch_size=10,
+        private_params=decoder,
+        public_max_grad_norm=public_clip,
+        public_uses_private_data=True,
+        max_batch_size=12,
+    )
     engine.step(model.loss(x, noise))
     public = ["fc1.weight", "fc1.bias", "fc22.weight", "fc22.bias"]
     if public_clip is None:
@@ -600,22 +686,27 @@ def test_undeclared_public_updates_are_refused() -> None:
         module.requires_grad_(False)  # frozen public parameters are fine
     DPSGD(model, max_grad_norm=0.5, expected_batch_size=10, private_params=decoder, **COMMON)
     with pytest.raises(ValueError, match="every trainable parameter is private"):
-        DPSGD(model, max_grad_norm=0.5, expected_batch_size=10, private_params=decoder,
-              public_uses_private_data=True, **COMMON)
+        DPSGD(
+            model,
+            max_grad_norm=0.5,
+            expected_batch_size=10,
+            private_params=decoder,
+            public_uses_private_data=True,
+            **COMMON,
+        )
 
 
 def test_batchnorm_is_rejected_with_a_clear_message() -> None:
     with pytest.raises(ValueError, match="BatchNorm"):
-        DPSGD(ConvVAE(latent_dim=4, base_channels=4, norm="batch"), max_grad_norm=1.0, expected_batch_size=4,
-              **COMMON)
+        DPSGD(ConvVAE(latent_dim=4, base_channels=4, norm="batch"), max_grad_norm=1.0, expected_batch_size=4, **COMMON)
     model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
     public = dict(public_uses_private_data=True, max_batch_size=4)
     with pytest.raises(ValueError, match="training mode"):  # a public BatchNorm still mixes examples
-        DPSGD(model, max_grad_norm=1.0, expected_batch_size=4, private_params=model[2].parameters(), **public,
-              **COMMON)
+        DPSGD(model, max_grad_norm=1.0, expected_batch_size=4, private_params=model[2].parameters(), **public, **COMMON)
     model[1].eval()
-    engine = DPSGD(model, max_grad_norm=1.0, expected_batch_size=4, private_params=model[2].parameters(), **public,
-                   **COMMON)
+    engine = DPSGD(
+        model, max_grad_norm=1.0, expected_batch_size=4, private_params=model[2].parameters(), **public, **COMMON
+    )
     model.train()  # switched back after construction: caught at the next step
     with pytest.raises(ValueError, match="training mode"):
         engine.step(model(torch.randn(4, 3)).sum(1))
@@ -628,10 +719,16 @@ def test_in_place_change_of_a_layer_output_is_rejected() -> None:
         engine.step(model(torch.randn(4, 3)).squeeze(1))
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(max_grad_norm=0.0), "max_grad_norm"), (dict(noise_multiplier=-1.0), "noise_multiplier"),
-    (dict(sample_rate=0.0), "sample_rate"), (dict(expected_batch_size=-3), "expected_batch_size"),
-    (dict(private_params=[nn.Parameter(torch.zeros(1))]), "private_params")])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(max_grad_norm=0.0), "max_grad_norm"),
+        (dict(noise_multiplier=-1.0), "noise_multiplier"),
+        (dict(sample_rate=0.0), "sample_rate"),
+        (dict(expected_batch_size=-3), "expected_batch_size"),
+        (dict(private_params=[nn.Parameter(torch.zeros(1))]), "private_params"),
+    ],
+)
 def test_bad_arguments_raise(kwargs: dict, match: str) -> None:
     options = dict(max_grad_norm=1.0, noise_multiplier=1.0, sample_rate=0.1, expected_batch_size=4) | kwargs
     with pytest.raises(ValueError, match=match):
@@ -665,6 +762,7 @@ def test_empty_poisson_batch_releases_noise_only() -> None:
 
 # -- sampling ---------------------------------------------------------------------------------
 
+
 def test_poisson_sample_mean_size_and_validity() -> None:
     g = torch.Generator().manual_seed(9)
     sizes = torch.tensor([len(poisson_sample(5000, 0.02, g)) for _ in range(300)], dtype=torch.double)
@@ -688,14 +786,23 @@ def test_random_groups_is_random_and_validated() -> None:
 
 # -- benchmark smoke test ------------------------------------------------------------------------
 
+
 def test_benchmark_quick_runs_every_case() -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
-    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "dpsgd_step.py"), "--quick"],
-                            capture_output=True, text=True, timeout=300, check=True, env=env)  # this checkout's src
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "dpsgd_step.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+        env=env,
+    )  # this checkout's src
     header, *rest = result.stdout.strip().splitlines()
     assert header.startswith("# device=cpu name="), header
-    pattern = re.compile(r"^model=(mlp|conv) engine=([\w-]+) device=cpu clock=(wall|cpu) sec_per_step=\d+\.\d{4} "
-                         r"ratio_to_nonprivate=\d+\.\d{2} ops_per_step=\d+\.\d syncs_per_step=(\d+\.\d)$")
+    pattern = re.compile(
+        r"^model=(mlp|conv) engine=([\w-]+) device=cpu clock=(wall|cpu) sec_per_step=\d+\.\d{4} "
+        r"ratio_to_nonprivate=\d+\.\d{2} ops_per_step=\d+\.\d syncs_per_step=(\d+\.\d)$"
+    )
     lines = [pattern.match(line) for line in rest]
     assert all(lines), result.stdout
     cases = {(m.group(1), m.group(2)) for m in lines}

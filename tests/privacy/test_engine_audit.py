@@ -13,8 +13,13 @@ from dpvae.privacy.engine_audit import ENGINES, AuditSetting, run_audit
 from support.planted_bugs import PLANTED
 
 # engine -> (sample rate, steps, sub-groups); micro and batch aggregation at about one canary per batch
-SMALL = {"dpsgd": (0.1, 40, 4), "partial": (0.1, 40, 4), "termwise": (0.05, 150, 16),
-         "micro": (0.01, 250, 4), "batch": (0.01, 250, 4)}
+SMALL = {
+    "dpsgd": (0.1, 40, 4),
+    "partial": (0.1, 40, 4),
+    "termwise": (0.05, 150, 16),
+    "micro": (0.01, 250, 4),
+    "batch": (0.01, 250, 4),
+}
 
 
 def audit_small(engine: str, bug: str | None = None):
@@ -30,8 +35,8 @@ def test_an_honest_engine_stays_below_its_claim(engine: str) -> None:
     audit = audit_small(engine)
     assert audit.epsilon_paper == pytest.approx(1.0, rel=1e-6) and audit.epsilon_paper <= 1.0
     assert audit.epsilon_sound >= audit.epsilon_paper * (1 - 1e-9)
-    assert audit.result.lower <= audit.result.point <= audit.epsilon_paper   # even the central estimate
-    assert audit.result.max_certifiable > 2.5                                  # while it could show ε̂ > 2.5
+    assert audit.result.lower <= audit.result.point <= audit.epsilon_paper  # even the central estimate
+    assert audit.result.max_certifiable > 2.5  # while it could show ε̂ > 2.5
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -48,11 +48,20 @@ def make_engine(kind: str, model: Net, sigma: float, generator: torch.Generator 
     if kind == "dpsgd":
         return DPSGD(model, max_grad_norm=CLIP, expected_batch_size=BATCH, **common)
     if kind == "partial":
-        return DPSGD(model, max_grad_norm=CLIP, expected_batch_size=BATCH, private_params=model.head.parameters(),
-                     public_max_grad_norm=CLIP, public_uses_private_data=True, max_batch_size=BATCH, **common)
+        return DPSGD(
+            model,
+            max_grad_norm=CLIP,
+            expected_batch_size=BATCH,
+            private_params=model.head.parameters(),
+            public_max_grad_norm=CLIP,
+            public_uses_private_data=True,
+            max_batch_size=BATCH,
+            **common,
+        )
     if kind == "termwise":
-        return TermwiseDPSGD(model, sample_clip=CLIP, batch_clip=CLIP / 2, expected_batch_size=BATCH,
-                             num_groups=GROUPS, **common)
+        return TermwiseDPSGD(
+            model, sample_clip=CLIP, batch_clip=CLIP / 2, expected_batch_size=BATCH, num_groups=GROUPS, **common
+        )
     if kind == "micro":
         return MicroAggregation(model, max_grad_norm=CLIP, expected_batch_size=BATCH, **common)
     return BatchAggregation(model, max_grad_norm=CLIP, **common)
@@ -74,12 +83,24 @@ def step_inputs(kind: str, model: Net, x: Tensor, groups: Tensor) -> tuple[Tenso
 def _refuse(name: str) -> Callable[..., None]:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError(f"a step read tensor data on the host: {name}")
+
     return refuse
 
 
 HOST_READING = {  # Python entry points that read a tensor's data on the host
-    torch.Tensor: ["item", "tolist", "numpy", "cpu", "nonzero", "unique", "__bool__", "__float__", "__int__",
-                   "__index__", "__complex__"],
+    torch.Tensor: [
+        "item",
+        "tolist",
+        "numpy",
+        "cpu",
+        "nonzero",
+        "unique",
+        "__bool__",
+        "__float__",
+        "__int__",
+        "__index__",
+        "__complex__",
+    ],
     torch: ["equal", "nonzero", "unique", "masked_select", "allclose"],
 }
 
@@ -126,6 +147,7 @@ def test_the_host_read_check_catches_a_planted_read(monkeypatch: pytest.MonkeyPa
 
 
 # -- the released sum on each device ---------------------------------------------------------------------------
+
 
 def _device(name: str) -> torch.device:
     if name == "cuda" and not torch.cuda.is_available():
@@ -194,4 +216,4 @@ def test_noise_is_drawn_on_the_device_from_the_engines_generator(device_name: st
     noise, std = grads[0] - released(model), 2.0 * CLIP / BATCH
     torch.testing.assert_close(grads[0], grads[1], rtol=0, atol=1e-12)  # device kernels may sum in any order
     assert float((grads[0] - grads[2]).abs().max()) > std
-    assert float(noise.std()) == pytest.approx(std, rel=0.15)   # ~590 coordinates
+    assert float(noise.std()) == pytest.approx(std, rel=0.15)  # ~590 coordinates

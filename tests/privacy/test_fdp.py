@@ -36,7 +36,7 @@ def test_the_pld_curve_of_dp_sgd_is_at_least_its_rdp_eps_delta_curve():
     delta = 1e-5
     rdp_eps = Accounting((mechanism,), delta).epsilon
     pld_eps = fdp.pld_epsilon([mechanism], delta, 1e-3)
-    assert pld_eps <= rdp_eps                           # PLD is the tighter accountant
+    assert pld_eps <= rdp_eps  # PLD is the tighter accountant
     tight = fdp.pld_tradeoff([mechanism], ALPHA, 1e-3)
     assert (tight >= fdp.eps_delta_tradeoff(ALPHA, rdp_eps, delta) - 1e-9).all()
     assert (tight <= 1 - ALPHA + 1e-9).all()

@@ -8,19 +8,31 @@ from pathlib import Path
 
 import pytest
 
+from dpvae.methods.dp2vae.accounting import dp2vae_ledger
+from dpvae.methods.p3gm.accounting import P3GMSetting
+from dpvae.methods.privae.accounting import privae_ledger
 from dpvae.privacy.accounting import DEFAULT_ORDERS, epsilon
 from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, PrivacyBudgetExceeded, check_budget
 from support.dp_accounting_check import rederive
-from dpvae.methods.recipes import P3GMSetting, dp2vae_ledger, p3gm_ledger, privae_ledger
 
 CREDIT = P3GMSetting(n_train=9442, batch_size=100, epochs=15, sgd_sigma=2.1, pca_sigma=10.0)  # DP centring mean
 
 
 def test_ledger_json_is_rederivable_with_dp_accounting(tmp_path: Path) -> None:
-    path = p3gm_ledger(CREDIT, target_epsilon=1.0, notes="credit, exp.sh").write(tmp_path / "privacy.json")
+    path = CREDIT.ledger(target_epsilon=1.0, notes="credit, exp.sh").write(tmp_path / "privacy.json")
     data = json.loads(path.read_text())
-    for key in ("epsilon", "delta", "accountant", "conversion", "adjacency", "mechanisms", "headline", "paper",
-                "sound", "not_dp"):
+    for key in (
+        "epsilon",
+        "delta",
+        "accountant",
+        "conversion",
+        "adjacency",
+        "mechanisms",
+        "headline",
+        "paper",
+        "sound",
+        "not_dp",
+    ):
         assert key in data
     assert set(data["mechanisms"][0]) == {"name", "noise_multiplier", "sample_rate", "steps", "sensitivity", "sampling"}
     assert data["adjacency"] == "add/remove-one" and data["sound"]["adjacency"] == "replace-one"
@@ -48,13 +60,15 @@ def test_privae_ledgers_are_rederivable_with_dp_accounting(kappa: str) -> None:
     assert Ledger.from_dict(data) == ledger
     assert rederive(data["sound"]) == pytest.approx(data["sound"]["epsilon"], rel=1e-6)
     paper = data["paper"]  # Theorem 2: each half alone at δ/2, the ε added
-    halves = [rederive({**paper, "accountant": "rdp", "delta": paper["delta"] / 2, "mechanisms": [m]})
-              for m in paper["mechanisms"]]
+    halves = [
+        rederive({**paper, "accountant": "rdp", "delta": paper["delta"] / 2, "mechanisms": [m]})
+        for m in paper["mechanisms"]
+    ]
     assert paper["accountant"] == "rdp+rdp (sequential)" and sum(halves) == pytest.approx(paper["epsilon"], rel=1e-6)
 
 
 def test_not_dp_ledger_round_trips_and_says_so(tmp_path: Path) -> None:
-    ledger = p3gm_ledger(replace(CREDIT, centring="nonprivate"), target_epsilon=1.0)
+    ledger = replace(CREDIT, centring="nonprivate").ledger(target_epsilon=1.0)
     data = json.loads(ledger.write(tmp_path / "privacy.json").read_text())
     assert data["not_dp"].startswith("not DP: non-private centring mean") and "sound" not in data
     assert Ledger.read(tmp_path / "privacy.json") == ledger
@@ -66,7 +80,7 @@ def test_not_dp_ledger_round_trips_and_says_so(tmp_path: Path) -> None:
 
 
 def test_round_trip_through_dict_and_file(tmp_path: Path) -> None:
-    ledger = p3gm_ledger(CREDIT, target_epsilon=1.0, notes="note")
+    ledger = CREDIT.ledger(target_epsilon=1.0, notes="note")
     assert Ledger.from_dict(ledger.to_dict()) == ledger
     assert Ledger.read(ledger.write(tmp_path / "nested" / "privacy.json")) == ledger
     headline_only = Ledger(ledger.paper)
@@ -88,7 +102,7 @@ def test_accounting_computes_epsilon_and_rejects_a_tampered_one() -> None:
 
 
 def test_ledger_rejects_inconsistent_or_unknown_content() -> None:
-    ledger = p3gm_ledger(CREDIT)
+    ledger = CREDIT.ledger()
     stale = ledger.to_dict()
     stale["mechanisms"][2]["noise_multiplier"] = 3.0
     with pytest.raises(ValueError, match="does not match the recomputed"):
@@ -104,7 +118,7 @@ def test_ledger_rejects_inconsistent_or_unknown_content() -> None:
 
 def test_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "privacy.json"
-    first = p3gm_ledger(CREDIT, notes="first")
+    first = CREDIT.ledger(notes="first")
     first.write(path)
     before = path.read_text()
 
@@ -112,16 +126,16 @@ def test_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         raise OSError("disk full")
 
     monkeypatch.setattr(json, "dump", broken_dump)
-    monkeypatch.setattr(json, "dumps", broken_dump)   # dpvae.files.write_json serialises with dumps
+    monkeypatch.setattr(json, "dumps", broken_dump)  # dpvae.files.write_json serialises with dumps
     with pytest.raises(OSError, match="disk full"):
-        p3gm_ledger(CREDIT, notes="second").write(path)
+        CREDIT.ledger(notes="second").write(path)
     assert path.read_text() == before
     assert [p.name for p in tmp_path.iterdir()] == ["privacy.json"]
 
 
 def test_budget_guard() -> None:
     adult = P3GMSetting(n_train=43957, batch_size=200, epochs=5, sgd_sigma=1.4, pca_sigma=5.0, centring="nonprivate")
-    ledger = p3gm_ledger(adult)
+    ledger = adult.ledger()
     assert ledger.epsilon > 1.0  # Adult's exp.sh setting: 1.009, no tolerance
     with pytest.raises(PrivacyBudgetExceeded, match=r"accounted epsilon 1\.009.*target epsilon 1\b") as error:
         check_budget(ledger, 1.0)

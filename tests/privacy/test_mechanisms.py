@@ -16,10 +16,12 @@ from dpvae.privacy.mechanisms import (
     dp_em_diagonal_gmm,
     dp_kmeans,
     dp_pca,
+    em,
     gaussian_mechanism,
+    kmeans,
+    pca,
     random_fourier_features,
 )
-from dpvae.privacy.mechanisms import em, kmeans, pca
 
 SAMPLING_TOLERANCE = 0.05  # relative; every std below is estimated from >= 5,000 draws (error < 1.5 %)
 FLOAT_SLACK = 1e-9
@@ -56,9 +58,7 @@ def random_responsibilities(n: int, k: int, rng: np.random.Generator) -> np.ndar
     return r / r.sum(axis=1, keepdims=True)
 
 
-def well_separated_clusters(
-    n: int, centres: np.ndarray, spread: float, seed: int
-) -> tuple[np.ndarray, np.ndarray]:
+def well_separated_clusters(n: int, centres: np.ndarray, spread: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, len(centres), size=n)
     return centres[labels] + spread * rng.normal(size=(n, centres.shape[1])), labels
@@ -92,12 +92,14 @@ def test_gaussian_mechanism_is_deterministic_under_a_seed() -> None:
 
 @pytest.mark.parametrize(
     ("sensitivity", "noise_multiplier", "message"),
-    [(0.0, 1.0, "sensitivity"), (-1.0, 1.0, "sensitivity"), (1.0, -0.1, "noise_multiplier"),
-     (1.0, float("nan"), "noise_multiplier")],
+    [
+        (0.0, 1.0, "sensitivity"),
+        (-1.0, 1.0, "sensitivity"),
+        (1.0, -0.1, "noise_multiplier"),
+        (1.0, float("nan"), "noise_multiplier"),
+    ],
 )
-def test_gaussian_mechanism_rejects_bad_arguments(
-    sensitivity: float, noise_multiplier: float, message: str
-) -> None:
+def test_gaussian_mechanism_rejects_bad_arguments(sensitivity: float, noise_multiplier: float, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         gaussian_mechanism(np.zeros(3), sensitivity, noise_multiplier, np.random.default_rng(0))
 
@@ -206,18 +208,27 @@ def test_dp_pca_is_deterministic_caps_components_and_records_its_mechanism() -> 
     np.testing.assert_array_equal(first.components, again.components)
     assert first.components.shape == (5, 5)
     assert not np.allclose(first.eigenvalues, other.eigenvalues)
-    assert (first.mechanism.name, first.mechanism.noise_multiplier, first.mechanism.sensitivity) == (
-        "dp_pca", 3.0, 1.0)
+    assert (first.mechanism.name, first.mechanism.noise_multiplier, first.mechanism.sensitivity) == ("dp_pca", 3.0, 1.0)
 
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"n_components": 0}, "n_components"), ({"noise_multiplier": -1.0}, "noise_multiplier"),
-     ({"mean": "empirical"}, "mean"), ({"mean": np.zeros(3)}, "mean"), ({"x": np.zeros(4)}, "x")],
+    [
+        ({"n_components": 0}, "n_components"),
+        ({"noise_multiplier": -1.0}, "noise_multiplier"),
+        ({"mean": "empirical"}, "mean"),
+        ({"mean": np.zeros(3)}, "mean"),
+        ({"x": np.zeros(4)}, "x"),
+    ],
 )
 def test_dp_pca_rejects_bad_arguments(kwargs: dict, message: str) -> None:
-    arguments = {"x": np.zeros((4, 2)), "n_components": 1, "noise_multiplier": 1.0,
-                 "rng": np.random.default_rng(0), "mean": 0.0} | kwargs
+    arguments = {
+        "x": np.zeros((4, 2)),
+        "n_components": 1,
+        "noise_multiplier": 1.0,
+        "rng": np.random.default_rng(0),
+        "mean": 0.0,
+    } | kwargs
     with pytest.raises(ValueError, match=message):
         dp_pca(**arguments)
 
@@ -350,19 +361,32 @@ def test_dp_em_records_2k_plus_1_releases_per_accounted_m_step(k: int, t: int, d
     assert sum(record.steps for record in fit.mechanisms) == (t + int(initial)) * (2 * k + 1)
     assert all(record.noise_multiplier == 7.0 and record.sample_rate == 1.0 for record in fit.mechanisms)
     sensitivities = {record.name: record.sensitivity for record in fit.mechanisms}
-    assert sensitivities == {"dp_em.weights": 2.0, "dp_em.means": pytest.approx(2 * np.sqrt(d)),
-                             "dp_em.variances": pytest.approx(2 * np.sqrt(d))}
+    assert sensitivities == {
+        "dp_em.weights": 2.0,
+        "dp_em.means": pytest.approx(2 * np.sqrt(d)),
+        "dp_em.variances": pytest.approx(2 * np.sqrt(d)),
+    }
 
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"n_components": 0}, "n_components"), ({"n_iterations": 0}, "n_iterations"),
-     ({"noise_multiplier": -1.0}, "noise_multiplier"), ({"z": np.array([[np.nan, 1.0]])}, "z"),
-     ({"reg_covar": -1.0}, "reg_covar")],
+    [
+        ({"n_components": 0}, "n_components"),
+        ({"n_iterations": 0}, "n_iterations"),
+        ({"noise_multiplier": -1.0}, "noise_multiplier"),
+        ({"z": np.array([[np.nan, 1.0]])}, "z"),
+        ({"reg_covar": -1.0}, "reg_covar"),
+    ],
 )
 def test_dp_em_rejects_bad_arguments(kwargs: dict, message: str) -> None:
-    arguments = {"z": np.zeros((4, 2)), "n_components": 1, "n_iterations": 1, "noise_multiplier": 1.0,
-                 "rng": np.random.default_rng(0), "account_initial_step": True} | kwargs
+    arguments = {
+        "z": np.zeros((4, 2)),
+        "n_components": 1,
+        "n_iterations": 1,
+        "noise_multiplier": 1.0,
+        "rng": np.random.default_rng(0),
+        "account_initial_step": True,
+    } | kwargs
     with pytest.raises(ValueError, match=message):
         dp_em_diagonal_gmm(**arguments)
 
@@ -460,14 +484,25 @@ def test_dp_kmeans_is_deterministic_and_records_its_releases() -> None:
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"n_clusters": 0}, "n_clusters"), ({"n_iterations": 0}, "n_iterations"),
-     ({"rff_dimension": 0}, "dimension"), ({"bandwidth": 0.0}, "bandwidth"),
-     ({"count_noise_multiplier": -1.0}, "count_noise_multiplier"),
-     ({"sum_noise_multiplier": float("inf")}, "sum_noise_multiplier")],
+    [
+        ({"n_clusters": 0}, "n_clusters"),
+        ({"n_iterations": 0}, "n_iterations"),
+        ({"rff_dimension": 0}, "dimension"),
+        ({"bandwidth": 0.0}, "bandwidth"),
+        ({"count_noise_multiplier": -1.0}, "count_noise_multiplier"),
+        ({"sum_noise_multiplier": float("inf")}, "sum_noise_multiplier"),
+    ],
 )
 def test_dp_kmeans_rejects_bad_arguments(kwargs: dict, message: str) -> None:
-    arguments = {"x": np.zeros((4, 2)), "n_clusters": 2, "n_iterations": 1, "rff_dimension": 4,
-                 "bandwidth": 1.0, "count_noise_multiplier": 1.0, "sum_noise_multiplier": 1.0,
-                 "rng": np.random.default_rng(0)} | kwargs
+    arguments = {
+        "x": np.zeros((4, 2)),
+        "n_clusters": 2,
+        "n_iterations": 1,
+        "rff_dimension": 4,
+        "bandwidth": 1.0,
+        "count_noise_multiplier": 1.0,
+        "sum_noise_multiplier": 1.0,
+        "rng": np.random.default_rng(0),
+    } | kwargs
     with pytest.raises(ValueError, match=message):
         dp_kmeans(**arguments)

@@ -41,10 +41,21 @@ def test_every_private_method_is_audited(paper_config) -> None:
 
 def _audit(label: str, target: dict, prepared_from_mirror, tmp_path: Path, bug: bool) -> dict:
     root = prepared_from_mirror(target["dataset"]).parent.parent
-    spec = {"run_id": f"audit/{label}", "run": str(tmp_path / ("bug" if bug else "honest")), "dataset": target["dataset"],
-            "variant": label, "method": target["method"], "private": True, "params": target.get("params", {}),
-            "epsilon": 1.0, "delta": DELTA, "seed": 0, "device": "cpu", "data_root": str(root),
-            "audit": {"canaries": 1000}}
+    spec = {
+        "run_id": f"audit/{label}",
+        "run": str(tmp_path / ("bug" if bug else "honest")),
+        "dataset": target["dataset"],
+        "variant": label,
+        "method": target["method"],
+        "private": True,
+        "params": target.get("params", {}),
+        "epsilon": 1.0,
+        "delta": DELTA,
+        "seed": 0,
+        "device": "cpu",
+        "data_root": str(root),
+        "audit": {"canaries": 1000},
+    }
     torch.set_num_threads(1)
     with scaled_noise(0.1) if bug else contextlib.nullcontext():
         return train_audited(spec)
@@ -52,7 +63,8 @@ def _audit(label: str, target: dict, prepared_from_mirror, tmp_path: Path, bug: 
 
 @pytest.mark.parametrize("label", sorted(smoke_targets()))
 def test_an_honest_method_stays_below_its_claim_and_its_planted_bug_is_caught(
-        label: str, prepared_from_mirror, tmp_path: Path) -> None:
+    label: str, prepared_from_mirror, tmp_path: Path
+) -> None:
     target = smoke_targets()[label]
     honest = _audit(label, target, prepared_from_mirror, tmp_path, bug=False)
     buggy = _audit(label, target, prepared_from_mirror, tmp_path, bug=True)
@@ -64,8 +76,8 @@ def test_an_honest_method_stays_below_its_claim_and_its_planted_bug_is_caught(
 
 
 def _ryan_measure(bug: bool) -> dict:
-    from dpvae.baselines import match3
-    from dpvae.methods.ryan import calibrate, ryan_accounting
+    from dpvae.methods.marginals import match3
+    from dpvae.methods.marginals.accounting import calibrate, ryan_accounting
     from dpvae.privacy.ledger import Ledger
 
     rng = np.random.default_rng(0)
@@ -88,8 +100,9 @@ def test_outside_a_session_a_release_is_the_methods_own_noise() -> None:
     from dpvae.privacy import canaries
 
     clean = np.arange(6.0).reshape(2, 3)
-    noisy = canaries.release(clean, 2.0, lambda shape, std: std * np.random.default_rng(1).standard_normal(shape),
-                             sensitivity=1.0)
+    noisy = canaries.release(
+        clean, 2.0, lambda shape, std: std * np.random.default_rng(1).standard_normal(shape), sensitivity=1.0
+    )
     assert np.array_equal(noisy, clean + 2.0 * np.random.default_rng(1).standard_normal((2, 3)))
 
 
@@ -98,12 +111,26 @@ def test_the_analysis_writes_each_audited_run_beside_its_table(tmp_path: Path) -
     from dpvae.data.registry import prepare_dataset
 
     prepare_dataset("pinwheel", tmp_path / "data")
-    experiment = {"paper": "audit", "analysis": "method_audit", "datasets": ["pinwheel"], "params": {
-        "epsilon": 1, "canaries": 50, "exclude": ["skipped"],
-        "targets": {"dp-vae": {"method": "dp-vae", "dataset": "pinwheel", "params": {"epochs": 1}},
-                    "skipped": {"method": "ryan", "dataset": "pinwheel"}}}}
-    context = {"experiments": {"audit_methods": experiment}, "variants": {}, "data_root": str(tmp_path / "data"),
-               "delta": DELTA}
+    experiment = {
+        "paper": "audit",
+        "analysis": "method_audit",
+        "datasets": ["pinwheel"],
+        "params": {
+            "epsilon": 1,
+            "canaries": 50,
+            "exclude": ["skipped"],
+            "targets": {
+                "dp-vae": {"method": "dp-vae", "dataset": "pinwheel", "params": {"epochs": 1}},
+                "skipped": {"method": "ryan", "dataset": "pinwheel"},
+            },
+        },
+    }
+    context = {
+        "experiments": {"audit_methods": experiment},
+        "variants": {},
+        "data_root": str(tmp_path / "data"),
+        "delta": DELTA,
+    }
     out = tmp_path / "results" / "smoke" / "tables" / "audit_methods.csv"
     table = stages.analyze("audit_methods", context, out)
     run = tmp_path / "results" / "smoke" / "audit" / "dp-vae"
@@ -111,5 +138,13 @@ def test_the_analysis_writes_each_audited_run_beside_its_table(tmp_path: Path) -
     values = dict(zip(table["metric"], table["value"]))
     assert set(table["variant"]) == {"dp-vae"} and values["canaries"] == 50 and values["eps_claimed"] <= 1
     with pytest.raises(ValueError, match="unknown targets"):
-        stages.analyze("audit_methods", {**context, "experiments": {"audit_methods": {
-            **experiment, "params": {**experiment["params"], "exclude": ["nope"]}}}}, out)
+        stages.analyze(
+            "audit_methods",
+            {
+                **context,
+                "experiments": {
+                    "audit_methods": {**experiment, "params": {**experiment["params"], "exclude": ["nope"]}}
+                },
+            },
+            out,
+        )

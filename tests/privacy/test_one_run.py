@@ -30,7 +30,7 @@ def test_the_bound_holds_for_a_mechanism_of_known_epsilon(epsilon: float) -> Non
     probability ≤ 5 % each; the one-run bound is conservative enough that none does here)."""
     bounds = [one_run.epsilon_lower_bound(*randomized_response(epsilon, 2000, seed), DELTA) for seed in range(30)]
     assert max(bounds) <= epsilon
-    assert np.median(bounds) > 0.5 * epsilon   # and it is not vacuous: 2,000 canaries get within a factor 2
+    assert np.median(bounds) > 0.5 * epsilon  # and it is not vacuous: 2,000 canaries get within a factor 2
 
 
 def steinke_p_value(m: int, r: int, v: int, eps: float, delta: float) -> float:
@@ -38,7 +38,7 @@ def steinke_p_value(m: int, r: int, v: int, eps: float, delta: float) -> float:
     term: P[Bin(r, q) ≥ v] + 2mδ·max_i P[v > Bin(r, q) ≥ v − i]/i, q = e^ε/(1 + e^ε)."""
     pmf = stats.binom.pmf(np.arange(r + 1), r, 1 / (1 + math.exp(-eps)))
     beta = pmf[v:].sum()
-    alpha = max((pmf[v - i:v].sum() / i for i in range(1, v + 1)), default=0)
+    alpha = max((pmf[v - i : v].sum() / i for i in range(1, v + 1)), default=0)
     return min(1.0, beta + alpha * delta * 2 * m)
 
 
@@ -75,8 +75,8 @@ def test_several_score_functions_pay_a_union_bound() -> None:
     alone = one_run.audit({"rr": scores}, included, DELTA)
     both = one_run.audit({"rr": scores, "noise": noise}, included, DELTA)
     assert both.by_score["rr"]["lower"] == pytest.approx(one_run.epsilon_lower_bound(scores, included, DELTA, 0.975))
-    assert both.lower == both.by_score["rr"]["lower"] < alone.lower      # each score at level 1 - 0.05/2
-    assert alone.lower < alone.point <= alone.max_certifiable + 1        # the central estimate sits above
+    assert both.lower == both.by_score["rr"]["lower"] < alone.lower  # each score at level 1 - 0.05/2
+    assert alone.lower < alone.point <= alone.max_certifiable + 1  # the central estimate sits above
     assert both.canaries == 1000 and both.included == int(included.sum())
 
 

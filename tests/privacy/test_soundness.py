@@ -24,12 +24,13 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from dpvae.methods.recipes import P3GMSetting, dp2vae_ledger, p3gm_mechanisms, privae_ledger
+from dpvae.methods.dp2vae.accounting import dp2vae_ledger
+from dpvae.methods.p3gm.accounting import sound_record
+from dpvae.methods.privae.accounting import privae_ledger
 from dpvae.privacy.dpsgd import DPSGD, BatchAggregation, MicroAggregation, TermwiseDPSGD, Units
 from dpvae.privacy.dpsgd.analysis import clipped_sums, released_sum
 from dpvae.privacy.dpsgd.engine import _Engine
-from dpvae.privacy.mechanisms import dp_em_diagonal_gmm, dp_kmeans, dp_pca
-from dpvae.privacy.mechanisms import em, gaussian, kmeans, pca
+from dpvae.privacy.mechanisms import dp_em_diagonal_gmm, dp_kmeans, dp_pca, em, gaussian, kmeans, pca
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "dpvae"
 SLACK = 1e-9  # relative: float rounding only
@@ -37,6 +38,7 @@ TRIALS = 60
 
 
 # -- a model whose gradients grow with its input, so that every clip binds --------------------------------
+
 
 class Bilinear(nn.Module):
     """f(x) = w₂·(W₁x): no biases, so every sum of gradients flips with the sum of the inputs. The second
@@ -97,8 +99,9 @@ def make_engine(kind: str, model: nn.Module) -> _Engine:
     if kind == "dpsgd":
         return DPSGD(model, max_grad_norm=1.0, expected_batch_size=EXPECTED, **common)
     if kind == "termwise":
-        return TermwiseDPSGD(model, sample_clip=1.0, batch_clip=0.5, expected_batch_size=EXPECTED,
-                             num_groups=GROUPS, **common)
+        return TermwiseDPSGD(
+            model, sample_clip=1.0, batch_clip=0.5, expected_batch_size=EXPECTED, num_groups=GROUPS, **common
+        )
     if kind == "micro":
         return MicroAggregation(model, max_grad_norm=1.0, expected_batch_size=EXPECTED, **common)
     return BatchAggregation(model, max_grad_norm=1.0, **common)
@@ -156,6 +159,7 @@ def worst_changes(kind: str, seed: int, bug: str | None, monkeypatch: pytest.Mon
         x = records(rng, N)
         labels = torch.as_tensor(rng.integers(0, GROUPS, N))  # independent labels, kept by the other records
         for pair in removal_pairs(rng, N, RATE, 6):
+
             def inputs(batch: Tensor) -> tuple[Tensor, ...]:  # one forward pass per engine call
                 return step_inputs(kind, model, x[batch], labels[batch])
 
@@ -185,13 +189,18 @@ def test_engine_sound_sensitivity_holds_for_every_realised_batch(kind: str, monk
 
 # The paper's ledger per engine: which of its per-term sensitivities are bounds (True) and which are only the
 # paper's claim, exceeded by some neighbouring pair (False). Each is in the units of that term's clipped sum.
-PAPER_HOLDS = {"dpsgd": {"dpsgd": True}, "termwise": {"sample": True, "batch": False},
-               "micro": {"micro": False}, "batch": {"batch": False}}
+PAPER_HOLDS = {
+    "dpsgd": {"dpsgd": True},
+    "termwise": {"sample": True, "batch": False},
+    "micro": {"micro": False},
+    "batch": {"batch": False},
+}
 
 
 @pytest.mark.parametrize("kind", ENGINES)
-def test_engine_paper_sensitivity_where_a_bound_and_where_only_a_claim(kind: str,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_engine_paper_sensitivity_where_a_bound_and_where_only_a_claim(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     worst, engine = worst_changes(kind, 1, None, monkeypatch)
     stated = {m.name.split(".")[-1]: m.sensitivity for m in engine.mechanisms()}
     assert worst.terms is not None and set(stated) == set(PAPER_HOLDS[kind]) == set(worst.terms)
@@ -213,8 +222,15 @@ def test_termwise_tight_kappa_is_the_exact_worst_case() -> None:
     model = nn.Linear(2, 1, bias=False).double()
     model.weight.data.zero_()
     b, big_b, c1, c2 = 2, 4.0, 1.0, 0.5
-    engine = TermwiseDPSGD(model, sample_clip=c1, batch_clip=c2, expected_batch_size=big_b, num_groups=b,
-                           noise_multiplier=1.7, sample_rate=0.1)
+    engine = TermwiseDPSGD(
+        model,
+        sample_clip=c1,
+        batch_clip=c2,
+        expected_batch_size=big_b,
+        num_groups=b,
+        noise_multiplier=1.7,
+        sample_rate=0.1,
+    )
     x = torch.tensor([[-3.0, 0.0], [0.5, 2.0], [0.0, -1.0], [5.0, 0.0]], dtype=torch.double)  # record 3 joins group 0
     labels = torch.tensor([0, 1, 1, 0])
 
@@ -227,11 +243,13 @@ def test_termwise_tight_kappa_is_the_exact_worst_case() -> None:
     assert change == pytest.approx(c1 / big_b + 2 * c2 / b) == pytest.approx(sound.sensitivity)
     ledger = privae_ledger(1.7, 0.1, 1, 1e-5, c1, c2, big_b, b, kappa="tight")
     assert ledger.sound is not None and ledger.sound.mechanisms[0].noise_multiplier == pytest.approx(
-        sound.noise_multiplier)
+        sound.noise_multiplier
+    )
     assert sound.noise_multiplier == pytest.approx(1.7 * math.hypot(c1 / big_b, c2 / b) / (c1 / big_b + 2 * c2 / b))
 
 
 # -- partial-model DP: public parameters trained on private data between the steps -------------------------
+
 
 class EncoderDecoder(nn.Module):
     """Public encoders (one layer each, one per subset) and a private two-layer decoder: f_k(x) = w·(D·(E_k x))."""
@@ -251,16 +269,31 @@ class EncoderDecoder(nn.Module):
 
 
 def partial_engine(model: EncoderDecoder, batch: int) -> DPSGD:
-    return DPSGD(model, max_grad_norm=1.0, noise_multiplier=1.0, sample_rate=1.0, expected_batch_size=batch,
-                 private_params=model.decoder, public_uses_private_data=True, max_batch_size=batch,
-                 generator=torch.Generator().manual_seed(0))
+    return DPSGD(
+        model,
+        max_grad_norm=1.0,
+        noise_multiplier=1.0,
+        sample_rate=1.0,
+        expected_batch_size=batch,
+        private_params=model.decoder,
+        public_uses_private_data=True,
+        max_batch_size=batch,
+        generator=torch.Generator().manual_seed(0),
+    )
 
 
 Step = tuple[int, Tensor]  # (subset whose encoder is used, record indices of the batch)
 
 
-def run_pair(x: Tensor, x_other: Tensor, schedule: list[Step], bug: bool, monkeypatch: pytest.MonkeyPatch,
-             subsets: int = 1, pretrain: Callable[[EncoderDecoder, Tensor], None] | None = None) -> list[float]:
+def run_pair(
+    x: Tensor,
+    x_other: Tensor,
+    schedule: list[Step],
+    bug: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    subsets: int = 1,
+    pretrain: Callable[[EncoderDecoder, Tensor], None] | None = None,
+) -> list[float]:
     """Train on D and on its neighbour D' side by side: the decoder (released) is shared, each side's
     encoders are updated from its own data (non-privately). Returns each step's change of the clipped sum."""
     torch.manual_seed(3)
@@ -275,8 +308,13 @@ def run_pair(x: Tensor, x_other: Tensor, schedule: list[Step], bug: bool, monkey
             unclip_one_layer(monkeypatch, engine)
     changes = []
     for subset, batch in schedule:
-        models[1].load_state_dict({**models[1].state_dict(), "hidden.weight": models[0].hidden.weight.detach(),
-                                   "out.weight": models[0].out.weight.detach()})  # the released decoder
+        models[1].load_state_dict(
+            {
+                **models[1].state_dict(),
+                "hidden.weight": models[0].hidden.weight.detach(),
+                "out.weight": models[0].out.weight.detach(),
+            }
+        )  # the released decoder
         sums = [clipped_sums(e, m(data[batch], subset))["dpsgd"] for e, m, data in zip(engines, models, (x, x_other))]
         changes.append(float(torch.linalg.vector_norm(sums[0] - sums[1])))
         for engine, model, data in zip(engines, models, (x, x_other)):
@@ -288,7 +326,8 @@ def run_pair(x: Tensor, x_other: Tensor, schedule: list[Step], bug: bool, monkey
 
 
 def test_partial_model_sound_ledger_bounds_multi_step_runs_and_the_paper_claim_does_not(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Replace one record; fixed-size batches of 5 out of 12 over 3 steps. Once the record has updated the
     encoder, every later clipped gradient can move: the engine's sound bound (2C per unit, max_batch_size
     units, no amplification) holds, the per-example claim (2C under replace-one) does not."""
@@ -337,7 +376,7 @@ def test_dp2vae_sound_ledger_bounds_a_fixed_partition_run(monkeypatch: pytest.Mo
         for subset, encoder in enumerate(model.encoders):
             for _ in range(3):
                 model.zero_grad()
-                model(data[subset * size:(subset + 1) * size], subset).sum().backward()
+                model(data[subset * size : (subset + 1) * size], subset).sum().backward()
                 with torch.no_grad():
                     encoder.weight -= 0.05 * encoder.weight.grad
 
@@ -364,6 +403,7 @@ def test_dp2vae_sound_ledger_bounds_a_fixed_partition_run(monkeypatch: pytest.Mo
 
 # -- mechanisms: DP-PCA (with its centring mean), DP-EM, DP k-means --------------------------------------
 
+
 def rows_pairs(seed: int, trials: int = 200) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """(D, D minus a row, D with that row replaced): rows of any scale, outliers included."""
     rng = np.random.default_rng(seed)
@@ -385,7 +425,7 @@ def centred_moment(x: np.ndarray, centring: str, released_mean: np.ndarray) -> n
 @pytest.mark.parametrize("centring", ["dp", "nonprivate"])
 def test_dp_pca_with_its_centring_mean_respects_paper_and_sound_sensitivities(centring: str) -> None:
     """Paper (add/remove): DP mean R, PCA 1 (the records `dp_pca` emits); sound (replace-one): 2R and √2
-    (`p3gm_mechanisms(sound=True)`). The DP mean is released first, so XᵀX is compared at the same released
+    (`sound_record` of the same records). The DP mean is released first, so XᵀX is compared at the same released
     mean (adaptive composition). The code's own empirical mean (the planted bug) breaks the PCA bounds."""
     clip = 2.0
     worst = {"mean remove": 0.0, "mean replace": 0.0, "pca remove": 0.0, "pca replace": 0.0}
@@ -396,7 +436,7 @@ def test_dp_pca_with_its_centring_mean_respects_paper_and_sound_sensitivities(ce
         worst["mean remove"] = max(worst["mean remove"], np.linalg.norm(sums[0] - sums[1]) / paper_mean.sensitivity)
         a = [centred_moment(data, centring, fit.mean) for data in (x, removed, replaced)]
         worst["pca remove"] = max(worst["pca remove"], np.linalg.norm(a[0] - a[1]) / paper_pca.sensitivity)
-        sound_mean, sound_pca = p3gm_mechanisms(P3GMSetting(20, 1, 0, 0.0, 1.0, mean_clip=clip), sound=True)[:2]
+        sound_mean, sound_pca = (sound_record(r, 0, 1, fixed_batches=False) for r in fit.mechanisms)
         worst["mean replace"] = max(worst["mean replace"], np.linalg.norm(sums[0] - sums[2]) / sound_mean.sensitivity)
         worst["pca replace"] = max(worst["pca replace"], np.linalg.norm(a[0] - a[2]) / sound_pca.sensitivity)
     assert worst["mean remove"] <= 1 + SLACK and worst["mean replace"] <= 1 + SLACK
@@ -426,8 +466,11 @@ def test_dp_em_statistics_respect_the_recorded_sensitivities(bug: bool, monkeypa
         base = em.mixture_statistics(z[0], r[0])
         for other, other_resp in zip(z[1:], r[1:]):
             moved = em.mixture_statistics(other, other_resp)
-            changes = [np.linalg.norm(base[0] - moved[0]), *np.linalg.norm(base[1] - moved[1], axis=1),
-                       *np.linalg.norm(base[2] - moved[2], axis=1)]
+            changes = [
+                np.linalg.norm(base[0] - moved[0]),
+                *np.linalg.norm(base[1] - moved[1], axis=1),
+                *np.linalg.norm(base[2] - moved[2], axis=1),
+            ]
             bounds = [stated[0]] + [stated[1]] * k + [stated[2]] * k
             violated |= bool(any(c > s * (1 + SLACK) for c, s in zip(changes, bounds)))
     assert violated is bug
@@ -464,8 +507,11 @@ def test_dp_kmeans_statistics_respect_the_recorded_sensitivities(bug: bool, monk
 ANALYSIS_NAMES = {"clipped_sums", "released_sum", "_aggregate", "_clipped_sum", "pre_noise"}
 ANALYSIS_MODULE = "dpvae.privacy.dpsgd.analysis"
 ALLOWED = {  # the analysis interface itself, the engine's machinery, and the sensitivity analysis
-    "privacy/dpsgd/analysis.py", "privacy/dpsgd/engine.py", "privacy/dpsgd/opacus_reference.py",
-    "privacy/dpsgd/sensitivity.py", "analyses/privae_table1.py",
+    "privacy/dpsgd/analysis.py",
+    "privacy/dpsgd/engine.py",
+    "privacy/dpsgd/opacus_reference.py",
+    "privacy/dpsgd/sensitivity.py",
+    "analyses/privae_table1.py",
 }
 
 
@@ -475,8 +521,11 @@ def noiseless_references(source: str) -> list[str]:
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(ANALYSIS_MODULE):
             found.append(f"import from {node.module}")
-        elif isinstance(node, ast.ImportFrom) and node.module == "dpvae.privacy.dpsgd" and any(
-                alias.name == "analysis" for alias in node.names):
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module == "dpvae.privacy.dpsgd"
+            and any(alias.name == "analysis" for alias in node.names)
+        ):
             found.append("import of dpvae.privacy.dpsgd.analysis")
         elif isinstance(node, ast.Import) and any(a.name.startswith(ANALYSIS_MODULE) for a in node.names):
             found.append(f"import {ANALYSIS_MODULE}")
@@ -499,12 +548,15 @@ def test_no_training_path_reaches_the_noiseless_sums() -> None:
         assert public.isdisjoint(ANALYSIS_NAMES) and "step" in public
 
 
-@pytest.mark.parametrize("planted", [
-    "from dpvae.privacy.dpsgd.analysis import clipped_sums\nclipped_sums(engine, losses)",
-    "from dpvae.privacy.dpsgd import analysis\n",
-    "engine._aggregate(terms, [[1.0]], include_public=False)",
-    "engine.pre_noise(losses)",
-])
+@pytest.mark.parametrize(
+    "planted",
+    [
+        "from dpvae.privacy.dpsgd.analysis import clipped_sums\nclipped_sums(engine, losses)",
+        "from dpvae.privacy.dpsgd import analysis\n",
+        "engine._aggregate(terms, [[1.0]], include_public=False)",
+        "engine.pre_noise(losses)",
+    ],
+)
 def test_the_reachability_check_catches_a_planted_call(planted: str) -> None:
     assert noiseless_references(planted)
 

@@ -23,16 +23,31 @@ RUN = "results/smoke/runs/{dataset}/{variant}/eps{eps}/seed0"
 
 def _rows(experiment: str, dataset: str, variant: str, method: str, eps: float | None, sweep) -> list[dict]:
     rng = np.random.default_rng(abs(hash((experiment, dataset, variant))) % 2**32)
-    base = {"experiment": experiment, "dataset": dataset, "variant": variant, "method": method, "epsilon": eps,
-            "seed": 0, "sweep": sweep, "point": variant.split("=", 1)[1] if sweep else None}
-    rows = [{**base, "metric": "fid", "value": float(rng.uniform(50, 300))},
-            {**base, "metric": "fid_n_samples", "value": 8.0}, {**base, "metric": "fid_reference_n", "value": 16.0},
-            {**base, "metric": "sample_grid_shown", "value": 16.0}]
-    rows += [{**base, "metric": "accuracy", "classifier": c, "value": float(rng.uniform(0.1, 0.9))}
-             for c in ("lr", "mlp", "cnn")]
+    base = {
+        "experiment": experiment,
+        "dataset": dataset,
+        "variant": variant,
+        "method": method,
+        "epsilon": eps,
+        "seed": 0,
+        "sweep": sweep,
+        "point": variant.split("=", 1)[1] if sweep else None,
+    }
+    rows = [
+        {**base, "metric": "fid", "value": float(rng.uniform(50, 300))},
+        {**base, "metric": "fid_n_samples", "value": 8.0},
+        {**base, "metric": "fid_reference_n", "value": 16.0},
+        {**base, "metric": "sample_grid_shown", "value": 16.0},
+    ]
+    rows += [
+        {**base, "metric": "accuracy", "classifier": c, "value": float(rng.uniform(0.1, 0.9))}
+        for c in ("lr", "mlp", "cnn")
+    ]
     if eps is not None:
-        rows += [{**base, "metric": "epsilon_spent", "value": eps * 0.999},
-                 {**base, "metric": "epsilon_spent_sound", "value": eps * 1000.0}]
+        rows += [
+            {**base, "metric": "epsilon_spent", "value": eps * 0.999},
+            {**base, "metric": "epsilon_spent_sound", "value": eps * 1000.0},
+        ]
     if method == "gs-wgan":
         rows.append({**base, "metric": "epsilon_authors", "value": eps * 0.99})
     return rows
@@ -66,8 +81,13 @@ def built(smoke_config, tmp_path_factory):
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps({"metric": "sample_grid", "rows": []}))
             shape = (3, 32, 32) if "celeba" in artifact else (1, 28, 28)
-            np.savez(out.parent / "sample_grid.npz", x=np.random.default_rng(0).random((16, *shape), dtype=np.float32),
-                     y=np.repeat(np.arange(4), 4), rows=4, cols=4)
+            np.savez(
+                out.parent / "sample_grid.npz",
+                x=np.random.default_rng(0).random((16, *shape), dtype=np.float32),
+                y=np.repeat(np.arange(4), 4),
+                rows=4,
+                cols=4,
+            )
         spec_path = root / f"{item_id}.json"
         spec_path.write_text(json.dumps(spec))
         specs[item_id] = spec_path

@@ -18,9 +18,16 @@ VARIANTS = ["privbayes", "ryan", "dp-gm", "p3gm", "real"]
 def rows(dataset: str, experiment: str, variants=VARIANTS, epsilons=(1.0,), points=(None,), seeds=(0, 1)):
     out = []
     for variant, eps, point, seed in itertools.product(variants, epsilons, points, seeds):
-        base = {"experiment": experiment, "dataset": dataset, "variant": variant + (f"@ratio={point}" if point else ""),
-                "method": variant, "epsilon": None if variant == "real" else eps, "seed": seed,
-                "sweep": "ratio" if point else None, "point": point}
+        base = {
+            "experiment": experiment,
+            "dataset": dataset,
+            "variant": variant + (f"@ratio={point}" if point else ""),
+            "method": variant,
+            "epsilon": None if variant == "real" else eps,
+            "seed": seed,
+            "sweep": "ratio" if point else None,
+            "point": point,
+        }
         value = 0.7 + 0.01 * seed
         for metric in ("auroc", "auprc", "auprc_flipped"):
             out += [{**base, "metric": metric, "classifier": c, "value": value} for c in ("lr", "mean4")]
@@ -34,8 +41,13 @@ def rows(dataset: str, experiment: str, variants=VARIANTS, epsilons=(1.0,), poin
 
 def context(item: str, tables: dict, experiments: dict, tmp_path) -> RenderContext:
     key = f"p3gm/{item}"
-    return RenderContext(get_item(key), str(tmp_path / item), {k: tidy(v) for k, v in tables.items()}, [],
-                         {"experiments": experiments, "delta": 1e-5, "scale": "smoke", "variants": {}})
+    return RenderContext(
+        get_item(key),
+        str(tmp_path / item),
+        {k: tidy(v) for k, v in tables.items()},
+        [],
+        {"experiments": experiments, "delta": 1e-5, "scale": "smoke", "variants": {}},
+    )
 
 
 def test_table6_shows_ours_paper_standins_and_unreachable(tmp_path):
@@ -54,22 +66,33 @@ def test_table6_shows_ours_paper_standins_and_unreachable(tmp_path):
 
 def test_table8_has_prior_and_public_rows(tmp_path):
     experiments = {"p3gm_tabular": {"datasets": ["adult"], "variants": VARIANTS}}
-    load_renderers().get("p3gm/table8")(context("table8", {"p3gm_tabular": rows("adult", "p3gm_tabular")},
-                                                experiments, tmp_path))
+    load_renderers().get("p3gm/table8")(
+        context("table8", {"p3gm_tabular": rows("adult", "p3gm_tabular")}, experiments, tmp_path)
+    )
     out = pd.read_csv(tmp_path / "table8.csv")
     public = out[(out["dataset"] == "Adult") & (out["method"] == "P3GM (public reconstructions)")].iloc[0]
-    assert public["TVD (notebook)"] == pytest.approx(0.38665) and public["TVD, clipped bins (ours)"].startswith("0.3000")
+    assert public["TVD (notebook)"] == pytest.approx(0.38665) and public["TVD, clipped bins (ours)"].startswith(
+        "0.3000"
+    )
     prior = out[(out["dataset"] == "Adult") & (out["method"] == "P3GM")].iloc[0]
     assert prior["TVD (paper)"] == pytest.approx(0.3867)
 
 
-@pytest.mark.parametrize("item, experiment, datasets, kwargs", [
-    ("fig4", "p3gm_credit_eps", ["credit-standin"], {"variants": ["p3gm", "dp-gm", "privbayes"], "epsilons": (0.1, 1.0)}),
-    ("fig6", "p3gm_dimension", ["twogauss-d5", "twogauss-d20"], {"variants": ["p3gm", "dp-gm", "privbayes"]}),
-    ("fig8", "p3gm_allocation", ["credit", "adult"], {"variants": ["p3gm-allocation"], "points": ("0", "0.1")}),
-])
+@pytest.mark.parametrize(
+    "item, experiment, datasets, kwargs",
+    [
+        (
+            "fig4",
+            "p3gm_credit_eps",
+            ["credit-standin"],
+            {"variants": ["p3gm", "dp-gm", "privbayes"], "epsilons": (0.1, 1.0)},
+        ),
+        ("fig6", "p3gm_dimension", ["twogauss-d5", "twogauss-d20"], {"variants": ["p3gm", "dp-gm", "privbayes"]}),
+        ("fig8", "p3gm_allocation", ["credit", "adult"], {"variants": ["p3gm-allocation"], "points": ("0", "0.1")}),
+    ],
+)
 def test_figures_render(tmp_path, item, experiment, datasets, kwargs):
-    reachable = [d for d in datasets if d != "credit"]           # fig8: credit left out as unreachable
+    reachable = [d for d in datasets if d != "credit"]  # fig8: credit left out as unreachable
     tables = {experiment: [r for d in reachable for r in rows(d, experiment, **kwargs)]}
     experiments = {experiment: {"datasets": datasets, "variants": kwargs["variants"]}}
     load_renderers().get(f"p3gm/{item}")(context(item, tables, experiments, tmp_path))

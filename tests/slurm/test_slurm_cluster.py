@@ -20,8 +20,13 @@ import pytest
 from dpvae.paths import REPO_ROOT
 
 SCRIPT = REPO_ROOT / "workflow" / "profiles" / "slurm" / "local-cluster.sh"
-COMMAND = ["--workflow-profile", "workflow/profiles/slurm", "--configfile=tests/config/smoke.yaml",
-           "figures/p3gm/table3.pdf", "figures/p3gm/fig9.pdf"]
+COMMAND = [
+    "--workflow-profile",
+    "workflow/profiles/slurm",
+    "--configfile=tests/config/smoke.yaml",
+    "figures/p3gm/table3.pdf",
+    "figures/p3gm/fig9.pdf",
+]
 TARGETS = ("figures/p3gm/table3.pdf", "figures/p3gm/table3.csv", "figures/p3gm/table3.tex", "figures/p3gm/fig9.pdf")
 SLURM_RULES = {"fetch": 3, "prepare": 3}  # the rest (analyze, render_*) are localrules
 GENERATED = {".venv", ".git", "data", "results", "figures", "logs", ".snakemake", ".pytest_cache"}
@@ -31,6 +36,7 @@ def generated(directory: str, names: list[str]) -> set[str]:
     """What a fresh checkout does not have: the top level's generated directories, caches anywhere."""
     top = GENERATED if Path(directory) == REPO_ROOT else set()
     return {n for n in names if n in top or n == "__pycache__" or n.endswith(".egg-info")}
+
 
 pytestmark = pytest.mark.slurm
 
@@ -51,17 +57,27 @@ def cluster(request: pytest.FixtureRequest) -> None:
 
 def sacct_states(run_id: str) -> dict[str, str]:
     """{job id: state} of the jobs Snakemake submitted under this run id (its sbatch --job-name)."""
-    result = subprocess.run(["sacct", "-X", "-n", "-P", "-S", "now-1days", "--name", run_id,
-                             "-o", "JobID,State"], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        ["sacct", "-X", "-n", "-P", "-S", "now-1days", "--name", run_id, "-o", "JobID,State"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return {line.split("|")[0]: line.split("|")[1] for line in result.stdout.splitlines() if line}
 
 
 def test_hostname_job_is_completed_in_sacct(cluster: None) -> None:
-    job = subprocess.run(["sbatch", "--parsable", "--wait", "--output=/dev/null", "--wrap", "hostname"],
-                         capture_output=True, text=True, timeout=300, check=True).stdout.strip()
+    job = subprocess.run(
+        ["sbatch", "--parsable", "--wait", "--output=/dev/null", "--wrap", "hostname"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout.strip()
     for _ in range(60):
-        state = subprocess.run(["sacct", "-n", "-X", "-P", "-j", job, "-o", "State"], capture_output=True,
-                               text=True).stdout.strip()
+        state = subprocess.run(
+            ["sacct", "-n", "-X", "-P", "-j", job, "-o", "State"], capture_output=True, text=True
+        ).stdout.strip()
         if state == "COMPLETED":
             break
         time.sleep(1)
@@ -75,8 +91,14 @@ def test_the_slurm_profile_builds_the_smoke_items_with_every_job_completed(
     shutil.copytree(REPO_ROOT, checkout, ignore=generated)
     env = {**os.environ, "DPVAE_DATA_MIRROR": str(mirror)}
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "snakemake", *COMMAND], cwd=checkout, env=env,
-                            capture_output=True, text=True, timeout=3600)
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", *COMMAND],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
     wall = time.monotonic() - started
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-5000:]
@@ -109,9 +131,14 @@ def gpu_checkout(tmp_path: Path) -> Path:
 
     checkout = tmp_path / "dpvae"
     shutil.copytree(REPO_ROOT, checkout, ignore=generated)
-    shutil.copy2(REPO_ROOT / "tests" / "support" / "ckpt_method.py", checkout / "src" / "dpvae" / "methods" / "ckpt_test.py")
-    overlay = deep_update(yaml.safe_load((checkout / "tests" / "config" / "smoke.yaml").read_text()),
-                          yaml.safe_load(GPU_OVERLAY))
+    (checkout / "src" / "dpvae" / "methods" / "ckpt_test").mkdir()  # a method family: its own package
+    shutil.copy2(
+        REPO_ROOT / "tests" / "support" / "ckpt_method.py",
+        checkout / "src" / "dpvae" / "methods" / "ckpt_test" / "__init__.py",
+    )
+    overlay = deep_update(
+        yaml.safe_load((checkout / "tests" / "config" / "smoke.yaml").read_text()), yaml.safe_load(GPU_OVERLAY)
+    )
     (checkout / "overlay.yaml").write_text(yaml.safe_dump(overlay))
     return checkout
 
@@ -119,15 +146,27 @@ def gpu_checkout(tmp_path: Path) -> Path:
 def test_a_gpu_method_asks_slurm_for_a_gpu_unless_device_is_cpu(cluster: None, gpu_checkout: Path) -> None:
     """With `device: cpu` its train job runs without a GPU (none in sacct's TRES); otherwise it is submitted
     with --gpus=1 (which this GPU-less cluster refuses)."""
-    command = [sys.executable, "-m", "snakemake", "--workflow-profile", "workflow/profiles/slurm",
-               "--configfile=overlay.yaml", GPU_TRAIN]
-    on_cpu = subprocess.run([*command, "--config", "device=cpu"], cwd=gpu_checkout, capture_output=True, text=True,
-                            timeout=1800)
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--workflow-profile",
+        "workflow/profiles/slurm",
+        "--configfile=overlay.yaml",
+        GPU_TRAIN,
+    ]
+    on_cpu = subprocess.run(
+        [*command, "--config", "device=cpu"], cwd=gpu_checkout, capture_output=True, text=True, timeout=1800
+    )
     output = on_cpu.stdout + on_cpu.stderr
     assert on_cpu.returncode == 0, output[-5000:]
     train_job = re.search(r"submitted with SLURM jobid (\d+) \(log: \S+rule_train", output).group(1)
-    tres = subprocess.run(["sacct", "-X", "-n", "-P", "-j", train_job, "-o", "State,ReqTRES,AllocTRES"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    tres = subprocess.run(
+        ["sacct", "-X", "-n", "-P", "-j", train_job, "-o", "State,ReqTRES,AllocTRES"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     state, requested, allocated = tres.split("|")
     assert state == "COMPLETED" and "gpu" not in requested + allocated and "cpu=1," in requested, tres
     print(f"\nGPU method with device=cpu: SLURM job {train_job} {state}, TRES {requested}")

@@ -1,9 +1,9 @@
 """`ckpt-test`: a small DP-SGD MLP-VAE that checkpoints, for the fault and resume tests only.
 
 Not a paper method and not in the package: a test registers it in a subprocess (`run_cli`) or copies this
-file into a repository copy's `src/dpvae/methods/` (the registry imports every module there). It trains
-the same way the paper methods do — Poisson batches, the project's DP-SGD engine, a ledger from the
-engine's mechanisms, every random stream saved in `dpvae.methods.checkpoint.Checkpoint` — and logs the
+file into a repository copy as `src/dpvae/methods/ckpt_test/__init__.py` (the registry imports every family
+package there). It trains the same way the paper methods do — Poisson batches, the project's DP-SGD engine, a
+ledger from the engine's mechanisms, every random stream saved in `dpvae.methods.checkpoint.Checkpoint` — and logs the
 steps each process ran ("trained steps 17..40"), so that a test can tell a resumed run from a fresh one.
 `step_seconds` slows each step so that a test can kill the job mid-training.
 """
@@ -57,10 +57,19 @@ class CkptTest(Method):
         q = min(p.batch_size / n, 1.0)
         model = MLPVAE(d, p.latent_dim, p.hidden)
         opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-        gens = (ctx.torch_generator("batches", "cpu"), ctx.torch_generator("noise", "cpu"),
-                ctx.torch_generator("reparam", "cpu"))
-        engine = DPSGD(model, max_grad_norm=p.clip, noise_multiplier=p.noise_multiplier, sample_rate=q,
-                       expected_batch_size=q * n, generator=gens[1])
+        gens = (
+            ctx.torch_generator("batches", "cpu"),
+            ctx.torch_generator("noise", "cpu"),
+            ctx.torch_generator("reparam", "cpu"),
+        )
+        engine = DPSGD(
+            model,
+            max_grad_norm=p.clip,
+            noise_multiplier=p.noise_multiplier,
+            sample_rate=q,
+            expected_batch_size=q * n,
+            generator=gens[1],
+        )
         checkpoint, start = Checkpoint(ctx), 0
         if (state := checkpoint.load()) is not None:
             model.load_state_dict(state["model"])
@@ -68,15 +77,22 @@ class CkptTest(Method):
             restore_rng(state["rng"], *gens)
             start, engine.steps = state["step"], state["engine_steps"]
         for step in range(start, p.steps):
-            batch = x[poisson_sample(n, q, gens[0])]                                     # [B, d]
-            noise = torch.randn(len(batch), p.latent_dim, generator=gens[2])             # [B, d']
+            batch = x[poisson_sample(n, q, gens[0])]  # [B, d]
+            noise = torch.randn(len(batch), p.latent_dim, generator=gens[2])  # [B, d']
             opt.zero_grad(set_to_none=True)
             engine.step(model.loss(batch, noise))
             opt.step()
             time.sleep(p.step_seconds)
             if checkpoint.due(step) and step + 1 < p.steps:
-                checkpoint.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step + 1,
-                                 "rng": rng_state(*gens), "engine_steps": engine.steps})
+                checkpoint.save(
+                    {
+                        "model": model.state_dict(),
+                        "optimizer": opt.state_dict(),
+                        "step": step + 1,
+                        "rng": rng_state(*gens),
+                        "engine_steps": engine.steps,
+                    }
+                )
         engine.close()
         log.info("trained steps %d..%d", start + 1, p.steps)
         torch.save(model.state_dict(), ctx.model_dir / "model.pt")

@@ -64,8 +64,9 @@ def rederive(record: dict) -> float:
         if set(parts) != {"rdp"} or len(parts) != len(record["mechanisms"]):
             raise NotImplementedError(f"re-deriving accountant {record['accountant']!r} is not supported")
         share = record["delta"] / len(parts)
-        return sum(rederive({**record, "accountant": "rdp", "delta": share, "mechanisms": [m]})
-                   for m in record["mechanisms"])
+        return sum(
+            rederive({**record, "accountant": "rdp", "delta": share, "mechanisms": [m]}) for m in record["mechanisms"]
+        )
     orders = np.asarray(record["orders"], dtype=float)
     if record["accountant"] == "rdp-order-search":
         orders = np.asarray([record["order"]])
@@ -77,9 +78,12 @@ def rederive(record: dict) -> float:
     else:  # replace-one: q = 1 as Gaussians; q < 1 by the weak triangle inequality through D⁻
         full = [m for m in poisson if m["sample_rate"] == 1]
         sampled = [m for m in poisson if m["sample_rate"] < 1]
-        rdp = rdp + dp_accounting_curve(full, orders) + (orders - 0.5) / (orders - 1) * dp_accounting_curve(
-            sampled, 2 * orders
-        ) + dp_accounting_curve(sampled, 2 * orders - 1)
+        rdp = (
+            rdp
+            + dp_accounting_curve(full, orders)
+            + (orders - 0.5) / (orders - 1) * dp_accounting_curve(sampled, 2 * orders)
+            + dp_accounting_curve(sampled, 2 * orders - 1)
+        )
     log_delta = math.log(record["delta"])
     if record["conversion"] == "classic":
         eps = rdp - log_delta / (orders - 1)

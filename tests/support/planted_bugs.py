@@ -30,7 +30,9 @@ def scaled_noise(factor: float = 0.1) -> Iterator[None]:
             original = cls._terms
 
             def terms(self, *args, _original=original, **kwargs):
-                return [dataclasses.replace(t, noise_std=factor * t.noise_std) for t in _original(self, *args, **kwargs)]
+                return [
+                    dataclasses.replace(t, noise_std=factor * t.noise_std) for t in _original(self, *args, **kwargs)
+                ]
 
             stack.enter_context(mock.patch.object(cls, "_terms", terms))
         release = canaries.release

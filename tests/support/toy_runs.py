@@ -28,11 +28,30 @@ def write_toy_dataset(root: Path, name: str = "toy") -> Path:
 def toy_spec(root: Path, tmp_path: Path, method: str = "p3gm", private: bool = True, **params) -> dict:
     """A run spec on the toy dataset (2 epochs, B = 50, a 32-unit MLP), `params` overriding."""
     if method == "p3gm":
-        base = {"epochs": 2, "batch_size": 50, "pretrain_steps": 20, "em_iters": 3, "hidden": 32, "sigma_pca": 5.0,
-                "sigma_sgd": "auto"}
+        base = {
+            "epochs": 2,
+            "batch_size": 50,
+            "pretrain_steps": 20,
+            "em_iters": 3,
+            "hidden": 32,
+            "sigma_pca": 5.0,
+            "sigma_sgd": "auto",
+        }
     else:
         base = {"epochs": 2, "batch_size": 50, "hidden": 32, "latent_dim": 4}
-    return {"run_id": f"toy/{method}/eps1/seed0", "run": str(tmp_path / "run"), "scale": "test", "dataset": "toy",
-            "variant": method, "method": method, "private": private, "params": {**base, **params},
-            "epsilon": 1.0 if private else None, "delta": 1e-5, "epsilon_rel_tol": 0.0, "seed": 0, "device": "cpu",
-            "data_root": str(root)}
+    return {
+        "run_id": f"toy/{method}/eps1/seed0",
+        "run": str(tmp_path / "run"),
+        "scale": "test",
+        "dataset": "toy",
+        "variant": method,
+        "method": method,
+        "private": private,
+        "params": {**base, **params},
+        "epsilon": 1.0 if private else None,
+        "delta": 1e-5,
+        "epsilon_rel_tol": 0.0,
+        "seed": 0,
+        "device": "cpu",
+        "data_root": str(root),
+    }

@@ -24,11 +24,18 @@ def snakemake_env(mirror: Path | None) -> dict[str, str]:
     return {**os.environ, "DPVAE_DATA_MIRROR": str(mirror) if mirror else ""}
 
 
-def snakemake(*args: str, cwd: Path, mirror: Path | None = None, repo: Path = REPO_ROOT,
-              timeout: int = 1800) -> subprocess.CompletedProcess:
+def snakemake(
+    *args: str, cwd: Path, mirror: Path | None = None, repo: Path = REPO_ROOT, timeout: int = 1800
+) -> subprocess.CompletedProcess:
     """`snakemake ARGS` in `cwd` with the Snakefile of `repo`; output captured as text."""
-    return subprocess.run([*snakemake_command(repo, cwd), *args], capture_output=True, text=True,
-                          env=snakemake_env(mirror), cwd=cwd, timeout=timeout)
+    return subprocess.run(
+        [*snakemake_command(repo, cwd), *args],
+        capture_output=True,
+        text=True,
+        env=snakemake_env(mirror),
+        cwd=cwd,
+        timeout=timeout,
+    )
 
 
 def smoke(repo: Path = REPO_ROOT) -> str:
@@ -49,8 +56,12 @@ def copy_repository(destination: Path) -> Path:
 
 def files(root: Path, patterns: tuple[str, ...]) -> dict[str, bytes]:
     """relative path -> bytes of every file matching one of the glob `patterns` under `root`."""
-    return {str(p.relative_to(root)): p.read_bytes() for pattern in patterns for p in sorted(root.glob(pattern))
-            if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for pattern in patterns
+        for p in sorted(root.glob(pattern))
+        if p.is_file()
+    }
 
 
 def leftover_temporaries(root: Path) -> list[Path]:
@@ -63,4 +74,4 @@ def leftover_temporaries(root: Path) -> list[Path]:
 
 
 def _target(temporary: Path) -> str:
-    return temporary.name[1:temporary.name.index(".tmp.")]
+    return temporary.name[1 : temporary.name.index(".tmp.")]

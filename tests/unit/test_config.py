@@ -45,33 +45,72 @@ def test_defaults_are_filled_in():
     assert config["experiments"]["p3gm_table3"]["seeds"] == 1
 
 
-@pytest.mark.parametrize(("mutate", "expected"), [
-    (lambda c: c.update(colour="red"), "config key 'colour': unknown key"),
-    (lambda c: c["variants"]["p3gm"]["params"].update(epochz=3), "config key 'variants.p3gm.params.epochz': not a parameter of method 'p3gm'"),
-    (lambda c: c["variants"]["p3gm"]["params"].update(lr="fast"), "'variants.p3gm.params.lr': 'fast' is not of type float"),
-    (lambda c: c["experiments"]["p3gm_tabular"].update(epsilons=[0]), "'experiments.p3gm_tabular.epsilons[0]'"),
-    (lambda c: c["experiments"]["p3gm_tabular"].update(epsilons=[-1.0]), "'experiments.p3gm_tabular.epsilons[0]'"),
-    (lambda c: c.update(delta=1.0), "config key 'delta'"),
-    (lambda c: c.update(delta=0), "config key 'delta'"),
-    (lambda c: c["experiments"]["p3gm_tabular"]["datasets"].append("mnistt"),
-     "'experiments.p3gm_tabular.datasets[4]': unknown dataset_id 'mnistt'"),
-    (lambda c: c["experiments"]["p3gm_tabular"]["variants"].append("p3gmm"),
-     "'experiments.p3gm_tabular.variants[5]': unknown variant 'p3gmm'"),
-    (lambda c: c["variants"]["p3gm"].update(method="p4gm"), "'variants.p3gm.method': unknown method 'p4gm'"),
-    (lambda c: c["experiments"]["p3gm_tabular"].update(metrics=["auroc"]), "unknown metric 'auroc'"),
-    (lambda c: c["experiments"]["p3gm_tabular"].update(epsilons=[]), "'experiments.p3gm_tabular.epsilons': variant"),
-    (lambda c: c["experiments"]["p3gm_table3"].update(analysis="stats"), "unknown analysis 'stats'"),
-    (lambda c: c["variants"]["p3gm"]["per_epsilon"].update({"one": {}}), "variants.p3gm.per_epsilon.one"),
-    (lambda c: c["variants"]["privae"]["params"].update(discriminators=1000),
-     "config key 'variants.privae.params.discriminators': not a parameter of method 'privae'"),
-    (lambda c: c["variants"]["p3gm"]["per_dataset"]["adult"].update(sigma_sgd="lots"),
-     "config key 'variants.p3gm.per_dataset.adult.sigma_sgd': 'lots' is not of type float | 'auto'"),
-    (lambda c: c["experiments"]["p3gm_pca_dim"]["sweep"]["points"]["2"].update(pca_components=0),
-     "config key 'experiments.p3gm_pca_dim.sweep.points.2.pca_components': 0 is less than the minimum 1"),
-    (lambda c: c["evaluation"].update(fid={"n_sampels": 10}), "config key 'evaluation.fid.n_sampels': not a parameter of metric 'fid'"),
-    (lambda c: c["evaluation"].update(fdi={}), "config key 'evaluation.fdi': unknown metric 'fdi'; did you mean 'fid'?"),
-    (lambda c: c["experiments"]["p3gm_tabular"].update(paper="p4gm"), "config key 'experiments.p3gm_tabular.paper': unknown paper 'p4gm'"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (lambda c: c.update(colour="red"), "config key 'colour': unknown key"),
+        (
+            lambda c: c["variants"]["p3gm"]["params"].update(epochz=3),
+            "config key 'variants.p3gm.params.epochz': not a parameter of method 'p3gm'",
+        ),
+        (
+            lambda c: c["variants"]["p3gm"]["params"].update(lr="fast"),
+            "'variants.p3gm.params.lr': 'fast' is not of type float",
+        ),
+        (lambda c: c["experiments"]["p3gm_tabular"].update(epsilons=[0]), "'experiments.p3gm_tabular.epsilons[0]'"),
+        (lambda c: c["experiments"]["p3gm_tabular"].update(epsilons=[-1.0]), "'experiments.p3gm_tabular.epsilons[0]'"),
+        (lambda c: c.update(delta=1.0), "config key 'delta'"),
+        (lambda c: c.update(delta=0), "config key 'delta'"),
+        (
+            lambda c: c["experiments"]["p3gm_tabular"]["datasets"].append("mnistt"),
+            "'experiments.p3gm_tabular.datasets[4]': unknown dataset_id 'mnistt'",
+        ),
+        (
+            lambda c: c["experiments"]["p3gm_tabular"]["variants"].append("p3gmm"),
+            "'experiments.p3gm_tabular.variants[5]': unknown variant 'p3gmm'",
+        ),
+        (lambda c: c["variants"]["p3gm"].update(method="p4gm"), "'variants.p3gm.method': unknown method 'p4gm'"),
+        (lambda c: c["experiments"]["p3gm_tabular"].update(metrics=["auroc"]), "unknown metric 'auroc'"),
+        (
+            lambda c: c["experiments"]["p3gm_tabular"].update(epsilons=[]),
+            "'experiments.p3gm_tabular.epsilons': variant",
+        ),
+        (lambda c: c["experiments"]["p3gm_table3"].update(analysis="stats"), "unknown analysis 'stats'"),
+        (lambda c: c["variants"]["p3gm"]["per_epsilon"].update({"one": {}}), "variants.p3gm.per_epsilon.one"),
+        (
+            lambda c: c["variants"]["privae"]["params"].update(discriminators=1000),
+            "config key 'variants.privae.params.discriminators': not a parameter of method 'privae'",
+        ),
+        (
+            lambda c: c["variants"]["p3gm"]["per_dataset"]["adult"].update(sigma_sgd="lots"),
+            "config key 'variants.p3gm.per_dataset.adult.sigma_sgd': 'lots' is not of type float | 'auto'",
+        ),
+        (
+            lambda c: c["experiments"]["p3gm_pca_dim"]["sweep"]["points"]["2"].update(pca_components=0),
+            "config key 'experiments.p3gm_pca_dim.sweep.points.2.pca_components': 0 is less than the minimum 1",
+        ),
+        (
+            lambda c: c["evaluation"].update(fid={"n_sampels": 10}),
+            "config key 'evaluation.fid.n_sampels': not a parameter of metric 'fid'",
+        ),
+        (
+            lambda c: c["evaluation"].update(fdi={}),
+            "config key 'evaluation.fdi': unknown metric 'fdi'; did you mean 'fid'?",
+        ),
+        (
+            lambda c: c["experiments"]["p3gm_tabular"].update(paper="p4gm"),
+            "config key 'experiments.p3gm_tabular.paper': unknown paper 'p4gm'",
+        ),
+        (
+            lambda c: c["variants"]["real"].update(published_as={"p4gm": "original"}),
+            "config key 'variants.real.published_as.p4gm': unknown paper 'p4gm'",
+        ),
+        (
+            lambda c: c["variants"]["real"].update(published_as={"p3gm": "Original"}),
+            "'variants.real.published_as.p3gm'",
+        ),
+    ],
+)
 def test_bad_config_names_the_offending_key(mutate, expected):
     config = _raw()
     mutate(config)
@@ -80,10 +119,10 @@ def test_bad_config_names_the_offending_key(mutate, expected):
 
 def test_batch_larger_than_training_set_is_rejected():
     config = _raw()
-    config["variants"]["p3gm"]["per_dataset"]["adult"]["batch_size"] = 10 ** 6
+    config["variants"]["p3gm"]["per_dataset"]["adult"]["batch_size"] = 10**6
     assert "batch_size 1000000 is larger than" in _error(config)
     config = _raw()
-    config["variants"]["p3gm"]["params"]["max_train"] = 50   # smaller than credit's batch of 100
+    config["variants"]["p3gm"]["params"]["max_train"] = 50  # smaller than credit's batch of 100
     assert "'variants.p3gm' (experiment" in _error(config)
 
 

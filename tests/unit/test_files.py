@@ -85,8 +85,8 @@ def test_a_live_writers_temporary_is_kept(tmp_path):
     finally:
         sleeper.kill()
         sleeper.wait()
-    assert remove_stale_temporaries(target) == [live]          # its writer is gone now
-    assert other_host.exists()                                # another host's: cannot tell, left alone
+    assert remove_stale_temporaries(target) == [live]  # its writer is gone now
+    assert other_host.exists()  # another host's: cannot tell, left alone
 
 
 def test_a_directory_written_twice_at_once_ends_whole(tmp_path):
@@ -94,6 +94,6 @@ def test_a_directory_written_twice_at_once_ends_whole(tmp_path):
     target = tmp_path / "model"
     with atomic_directory(target) as first:
         (first / "weights").write_text("1")
-        with atomic_directory(target) as second:               # the other writer finishes in between
+        with atomic_directory(target) as second:  # the other writer finishes in between
             (second / "weights").write_text("1")
     assert [p.name for p in target.iterdir()] == ["weights"] and temporaries(target) == []

@@ -14,7 +14,7 @@ SCRIPT = REPO_ROOT / "workflow" / "campaigns" / "gpu_queue.py"
 def _queue():
     spec = importlib.util.spec_from_file_location("gpu_queue", SCRIPT)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module          # dataclasses look their module up
+    sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 

@@ -8,15 +8,17 @@ from dpvae.status import done_items, missing_parts
 
 EXPECTED = (
     ["privae/table1", "privae/fig1", "privae/fig2", "lvae/fig1", "lvae/fig2", "lvae/fig3"]
-    + [f"p3gm/table{i}" for i in range(1, 9)] + [f"p3gm/fig{i}" for i in range(1, 10)]
-    + ["dp2vae/table1", "dp2vae/table2"] + [f"dp2vae/fig{i}" for i in range(1, 10)]
+    + [f"p3gm/table{i}" for i in range(1, 9)]
+    + [f"p3gm/fig{i}" for i in range(1, 10)]
+    + ["dp2vae/table1", "dp2vae/table2"]
+    + [f"dp2vae/fig{i}" for i in range(1, 10)]
 )
 
 
 def test_all_34_items_are_known():
     papers = sorted(key for key, item in ITEMS.items() if item.paper in PAPERS)
     assert papers == sorted(EXPECTED) and len(papers) == 34
-    assert sorted(set(ITEMS) - set(papers)) == ["audit/dpsgd"]   # the project's own item (no paper)
+    assert sorted(set(ITEMS) - set(papers)) == ["audit/dpsgd"]  # the project's own item (no paper)
 
 
 def test_every_item_experiment_exists_in_both_configs(paper_config, smoke_config):
@@ -30,9 +32,9 @@ def test_every_item_experiment_exists_in_both_configs(paper_config, smoke_config
 def test_status_is_derived_from_registries(paper_config, monkeypatch):
     from dpvae.methods.registry import METHODS
 
-    assert {i.key for i in done_items(paper_config)} == set(ITEMS)          # every method and metric exists
+    assert {i.key for i in done_items(paper_config)} == set(ITEMS)  # every method and metric exists
     planned = type("Planned", (), {"name": "dp2vae", "implemented": False})()
-    monkeypatch.setitem(METHODS._entries, "dp2vae", planned)                # as if its module were missing
+    monkeypatch.setitem(METHODS._entries, "dp2vae", planned)  # as if its module were missing
     assert "method dp2vae" in missing_parts(ITEMS["dp2vae/table1"], paper_config)
     assert "dp2vae/table1" not in {i.key for i in done_items(paper_config)}
 
@@ -44,8 +46,8 @@ def test_items_with_id_gathers_across_papers():
 
 def test_readme_status_table_is_current(paper_config):
     """README.md's status block equals `python -m dpvae status` (update it with --update-readme)."""
-    from dpvae.status import readme_with_status
     from dpvae.paths import REPO_ROOT
+    from dpvae.status import readme_with_status
 
     readme = (REPO_ROOT / "README.md").read_text()
     assert readme == readme_with_status(readme, paper_config), "run: python -m dpvae status --update-readme README.md"

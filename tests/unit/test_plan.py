@@ -20,7 +20,7 @@ from dpvae.workflow import Plan
 
 TARGET = "figures/privae/fig2.pdf"
 SMOKE = REPO_ROOT / "tests" / "config" / "smoke.yaml"
-OVERLAY = "experiments:\n  privae_clustering: {seeds: 2}\n"    # two seeds: one built, one to run
+OVERLAY = "experiments:\n  privae_clustering: {seeds: 2}\n"  # two seeds: one built, one to run
 MEASURED_S = 720.0
 
 
@@ -39,8 +39,11 @@ def _fake_built_run(root: Path, plan: Plan, run) -> None:
     (run_dir / "benchmarks").mkdir()
     prepared.mkdir(parents=True)
     (run_dir / "privacy.json").write_text("{}")
-    (run_dir / "train.json").write_text(json.dumps({"spec": run_spec(plan.config, run), "seconds": MEASURED_S,
-                                                    "device": "cpu", "device_name": "cpu: test x2"}))
+    (run_dir / "train.json").write_text(
+        json.dumps(
+            {"spec": run_spec(plan.config, run), "seconds": MEASURED_S, "device": "cpu", "device_name": "cpu: test x2"}
+        )
+    )
     (run_dir / "benchmarks" / "train.tsv").write_text(f"s\th:m:s\tmax_rss\n{MEASURED_S}\t0:12:00\t100.0\n")
     for age, path in enumerate([prepared, run_dir / "model", run_dir / "privacy.json", run_dir / "train.json"]):
         os.utime(path, (1_700_000_000 + age, 1_700_000_000 + age))
@@ -55,7 +58,7 @@ def faked(tmp_path_factory) -> tuple[Path, list[str], Plan, object]:
     overlay.write_text(OVERLAY)
     plan = Plan(load_config([REPO_ROOT / "config.yaml", SMOKE, overlay]), REPO_ROOT)
     runs = plan.runs("privae_clustering", "pinwheel")
-    assert len(runs) == 4                                      # 2 variants x 1 epsilon x 2 seeds
+    assert len(runs) == 4  # 2 variants x 1 epsilon x 2 seeds
     built = next(r for r in runs if r.variant == "privae-pinwheel" and r.seed == 0)
     _fake_built_run(root, plan, built)
     return root, [f"--configfile={SMOKE}", f"--configfile={overlay}", f"--directory={root}"], plan, built
@@ -70,19 +73,20 @@ def test_plan_counts_built_jobs_and_takes_measured_estimates(faked):
     assert (train["jobs"], train["built"], train["to_run"]) == (4, 1, 3)
     assert (prepare["jobs"], prepare["built"]) == (1, 1)
     evaluate = rows[("evaluate", "pinwheel_scatter · pinwheel")]
-    assert (evaluate["jobs"], evaluate["built"]) == (4, 0)     # its metrics are not there: to run
+    assert (evaluate["jobs"], evaluate["built"]) == (4, 0)  # its metrics are not there: to run
     assert result["total"]["built"] == 2 and result["total"]["jobs"] == sum(r["jobs"] for r in result["rows"])
     assert result["per_target"][0]["jobs"] == result["total"]["jobs"]
 
     # seed 1 of the same variant (same settings) is measured on the benchmark's device; the KL variant is declared
     declared_min = plan.train_resources(built.dataset, "privae-kl-pinwheel", built.eps, 0).runtime
     for machine in (GPU_MACHINE, CPU_MACHINE):
-        assert train["estimate"][machine] == (f"measured: 1 run on cpu: test x2 (1 jobs); "
-                                              f"declared {declared_min} min (2 jobs)")
+        assert train["estimate"][machine] == (
+            f"measured: 1 run on cpu: test x2 (1 jobs); declared {declared_min} min (2 jobs)"
+        )
         assert train["sources"][machine] == {"measured": 1, "declared": 2, "none": 0}
     assert train[CPU_MACHINE]["hours"] == pytest.approx((MEASURED_S + 2 * declared_min * 60) / 3600, abs=1e-3)
-    assert train[GPU_MACHINE]["gpu_hours"] == 0               # PriVAE asks for no GPU, and ran on none
-    assert Path.cwd() != root                                  # Snakemake's working directory is given back
+    assert train[GPU_MACHINE]["gpu_hours"] == 0  # PriVAE asks for no GPU, and ran on none
+    assert Path.cwd() != root  # Snakemake's working directory is given back
 
 
 def test_cli_prints_the_table_and_markdown(faked, capsys):
@@ -95,11 +99,14 @@ def test_cli_prints_the_table_and_markdown(faked, capsys):
     assert code == 0 and markdown.splitlines()[2].startswith(f"| `{TARGET}` | ")
 
 
-@pytest.mark.parametrize("args, says", [
-    (["figures/privae/fgi2.pdf"], "no item 'fgi2' in paper 'privae'"),
-    (["results/nothing.txt"], "results/nothing.txt: no rule makes it"),
-    (["--configfile=missing.yaml", TARGET], "config file not found: missing.yaml"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["figures/privae/fgi2.pdf"], "no item 'fgi2' in paper 'privae'"),
+        (["results/nothing.txt"], "results/nothing.txt: no rule makes it"),
+        (["--configfile=missing.yaml", TARGET], "config file not found: missing.yaml"),
+    ],
+)
 def test_bad_input_is_one_error_line(args, says, tmp_path, capsys):
     code, out, err = _plan([f"--directory={tmp_path}", *args], capsys)
     assert code == 2 and out == ""
@@ -114,9 +121,15 @@ def test_bad_config_names_the_key(tmp_path, capsys):
 
 
 def test_estimate_preferences_and_descriptions():
-    assert [device_class(d) for d in ("cuda: NVIDIA H200", "cpu: x86_64 x2", "cpu: x86_64 x16", "")] == \
-        ["cuda", "cpu2", "cpu", ""]
+    assert [device_class(d) for d in ("cuda: NVIDIA H200", "cpu: x86_64 x2", "cpu: x86_64 x16", "")] == [
+        "cuda",
+        "cpu2",
+        "cpu",
+        "",
+    ]
     gpu = Estimate(100.0, "measured", True, ("cuda: NVIDIA H200",), frozenset({"a", "b"}))
     assert describe([gpu, gpu]) == "measured: 2 runs on cuda: NVIDIA H200"
-    assert describe([gpu, Estimate(600.0, "declared"), Estimate(None, "none")]) == \
-        "measured: 2 runs on cuda: NVIDIA H200 (1 jobs); declared 10 min (1 jobs); no runtime declared (1 jobs)"
+    assert (
+        describe([gpu, Estimate(600.0, "declared"), Estimate(None, "none")])
+        == "measured: 2 runs on cuda: NVIDIA H200 (1 jobs); declared 10 min (1 jobs); no runtime declared (1 jobs)"
+    )

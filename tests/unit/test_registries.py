@@ -31,6 +31,7 @@ def test_a_registry_refuses_duplicates_and_explains_unknown_names():
 
 def test_registering_a_second_method_with_a_taken_name_fails():
     with pytest.raises(ValueError, match="registered twice"):
+
         @register_method
         class Real(Method):  # noqa: F841 - the decorator is what is tested
             name, paper, private, description = "real", "test", False, "a duplicate"
@@ -63,13 +64,16 @@ def test_every_item_renderer_is_registered_in_its_papers_module():
 
 def test_validating_a_configuration_imports_no_heavy_library():
     """Snakemake parses the Snakefile (and validates) for every job on a cluster: keep it light."""
-    code = ("import sys; from dpvae.config import load_config; from dpvae.status import done_items; "
-            "c = load_config(['config.yaml']); done_items(c); "
-            "heavy = [m for m in ('torch', 'sklearn', 'jax', 'xgboost', 'torch_fidelity', 'DataSynthesizer', 'mbi') "
-            "if m in sys.modules]; print(','.join(heavy))")
+    code = (
+        "import sys; from dpvae.config import load_config; from dpvae.status import done_items; "
+        "c = load_config(['config.yaml']); done_items(c); "
+        "heavy = [m for m in ('torch', 'sklearn', 'jax', 'xgboost', 'torch_fidelity', 'DataSynthesizer', 'mbi') "
+        "if m in sys.modules]; print(','.join(heavy))"
+    )
     from dpvae.paths import REPO_ROOT
 
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}  # this checkout's package, not the venv's install
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, env=env,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, env=env, check=True
+    )
     assert out.stdout.strip() == "", f"imported at validation time: {out.stdout.strip()}"

@@ -8,7 +8,7 @@ from dpvae.runs import Run, experiment_runs, resolve_params, run_spec, split_var
 def test_privae_sparsity_expands_to_every_method_epsilon_and_seed(paper_config):
     runs = experiment_runs(paper_config, "privae_sparsity")
     private = [r for r in runs if r.eps != "inf"]
-    assert len(private) == 7 * 7 * 10       # (4 private variants + 3 with the sound kappa) x 7 epsilons x 10 seeds
+    assert len(private) == 7 * 7 * 10  # (4 private variants + 3 with the sound kappa) x 7 epsilons x 10 seeds
     assert {r.variant for r in runs if r.eps == "inf"} == {"vae-mmd", "vae-sparse"}
     assert len(runs) == len(set(runs)) == 7 * 7 * 10 + 2 * 10
 
@@ -90,9 +90,19 @@ def test_dp2vae_stage1_key_is_exactly_what_stage1_reads(paper_config):
 
     for unread in ({"iters": 5}, {"lr": 0.01}, {"noise_multiplier": 0.7}, {"pretrain_lr": 1e-4, "clip": 1}):
         assert stage1_with(**unread) == base["stage1"], unread
-    for read in ({"subsets": 500}, {"pretrain_iters": 10}, {"pretrain_lr": 1e-3}, {"batch_size": 16},
-                 {"clip": 0.5}, {"latent_dim": 4}, {"hidden_channels": [64, 32]}, {"decoder_norm": "none"},
-                 {"loss": "mse"}, {"chunk": 10}, {"max_train": 1000}):
+    for read in (
+        {"subsets": 500},
+        {"pretrain_iters": 10},
+        {"pretrain_lr": 1e-3},
+        {"batch_size": 16},
+        {"clip": 0.5},
+        {"latent_dim": 4},
+        {"hidden_channels": [64, 32]},
+        {"decoder_norm": "none"},
+        {"loss": "mse"},
+        {"chunk": 10},
+        {"max_train": 1000},
+    ):
         assert stage1_with(**read) not in (None, base["stage1"]), read
     assert stage1_with(pretrain_iters=0) is None and stage1_with(pretrain=False) is None
 
@@ -104,18 +114,25 @@ def test_dp2vae_items_plan_one_stage1_per_dataset_and_seed(paper_config):
     from dpvae.workflow import Plan
 
     plan = Plan(paper_config, REPO_ROOT)
-    experiments = [n for n, e in paper_config["experiments"].items()
-                   if e.get("paper") == "dp2vae" and "analysis" not in e]
-    runs = {r for n in experiments for d in paper_config["experiments"][n]["datasets"] for r in plan.runs(n, d)
-            if paper_config["variants"][r.base_variant]["method"] == "dp2vae"}
+    experiments = [
+        n for n, e in paper_config["experiments"].items() if e.get("paper") == "dp2vae" and "analysis" not in e
+    ]
+    runs = {
+        r
+        for n in experiments
+        for d in paper_config["experiments"][n]["datasets"]
+        for r in plan.runs(n, d)
+        if paper_config["variants"][r.base_variant]["method"] == "dp2vae"
+    }
     users = {path: set(used) & runs for path, used in plan.stage1_users().items() if set(used) & runs}
-    for path, used in users.items():      # results/paper/stage1/<dataset>/dp2vae/<key>/seed0
+    for path, used in users.items():  # results/paper/stage1/<dataset>/dp2vae/<key>/seed0
         assert {r.dataset for r in used} == {path.split("/")[3]} and path.endswith("/seed0")
     assert sorted(p.split("/")[3] for p in users) == ["celeba32", "fashion-mnist", "mnist"]
     (mnist,) = [used for path, used in users.items() if "/mnist/" in path]
     assert {(r.variant, r.eps) for r in mnist} == (
         {("dp2vae", e) for e in ("10", "1", "0.2")}
-        | {(f"dp2vae@lr={p}", "10") for p in paper_config["experiments"]["dp2vae_lr"]["sweep"]["points"]})
+        | {(f"dp2vae@lr={p}", "10") for p in paper_config["experiments"]["dp2vae_lr"]["sweep"]["points"]}
+    )
     assert all(r.variant != "dp2vae-nopretrain" for used in users.values() for r in used)
     assert len(runs) == 15 and sum(len(u) for u in users.values()) == 14
     spec = plan.stage1_spec("mnist", "dp2vae", next(p for p in users if "/mnist/" in p).split("/")[-2], 0)

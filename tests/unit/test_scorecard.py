@@ -24,31 +24,66 @@ def test_every_published_cell_is_listed_and_none_is_reproduced_without_reproduct
     card = scorecard(reproductions_dir=tmp_path)
     assert len(card) == len(load_published())
     assert set(card["verdict"]) == {"not reproduced", "cited (not run)"}
-    assert (card.loc[card["verdict"] == "cited (not run)", "method"].isin(
-        ["dp-cgan", "g-pate", "datalens", "gs-wgan", "dp-sinkhorn-m1", "dp-sinkhorn-m3", "pate-gan"])).all()
+    assert (
+        card.loc[card["verdict"] == "cited (not run)", "method"].isin(
+            ["dp-cgan", "g-pate", "datalens", "gs-wgan", "dp-sinkhorn-m1", "dp-sinkhorn-m3", "pate-gan"]
+        )
+    ).all()
 
 
 def test_verdicts_follow_the_stated_tolerances(tmp_path):
-    common = {"paper": "p3gm", "item": "table7", "dataset": "mnist", "metric": "accuracy", "classifier": "cnn",
-              "scale": "paper"}
-    _write(tmp_path, "p3gm", [
-        {**common, "method": "p3gm", "epsilon": 1, "seed": 0, "value": 0.78},     # paper 0.7940
-        {**common, "method": "p3gm", "epsilon": 1, "seed": 1, "value": 0.80},
-        {**common, "method": "vae", "seed": 0, "value": 0.80},                   # paper 0.8571: 0.057 off
-    ])
-    _write(tmp_path, "dp2vae", [{"paper": "dp2vae", "item": "table1", "dataset": "mnist", "method": "dp2vae",
-                                  "epsilon": 10, "metric": "fid", "seed": 0, "value": 75.0, "scale": "paper"}])
+    common = {
+        "paper": "p3gm",
+        "item": "table7",
+        "dataset": "mnist",
+        "metric": "accuracy",
+        "classifier": "cnn",
+        "scale": "paper",
+    }
+    _write(
+        tmp_path,
+        "p3gm",
+        [
+            {**common, "method": "p3gm", "epsilon": 1, "seed": 0, "value": 0.78},  # paper 0.7940
+            {**common, "method": "p3gm", "epsilon": 1, "seed": 1, "value": 0.80},
+            {**common, "method": "vae", "seed": 0, "value": 0.80},  # paper 0.8571: 0.057 off
+        ],
+    )
+    _write(
+        tmp_path,
+        "dp2vae",
+        [
+            {
+                "paper": "dp2vae",
+                "item": "table1",
+                "dataset": "mnist",
+                "method": "dp2vae",
+                "epsilon": 10,
+                "metric": "fid",
+                "seed": 0,
+                "value": 75.0,
+                "scale": "paper",
+            }
+        ],
+    )
     card = scorecard(reproductions_dir=tmp_path)
     p3gm = card[(card["item"] == "table7") & (card["dataset"] == "mnist") & (card["source"] == "paper")]
     ours = p3gm.set_index("method")
     assert ours.loc["p3gm", "verdict"] == "within tolerance" and ours.loc["p3gm", "n"] == 2
-    assert ours.loc["p3gm", "ours_mean"] == pytest.approx(0.79) and ours.loc["p3gm", "ours_sd"] == pytest.approx(0.01414, rel=1e-3)
+    assert ours.loc["p3gm", "ours_mean"] == pytest.approx(0.79) and ours.loc["p3gm", "ours_sd"] == pytest.approx(
+        0.01414, rel=1e-3
+    )
     assert ours.loc["vae", "verdict"] == "outside tolerance"
     assert ours.loc["dp-gm", "verdict"] == "not reproduced"
-    fid = card[(card["paper"] == "dp2vae") & (card["item"] == "table1") & (card["method"] == "dp2vae")
-               & (card["dataset"] == "mnist") & (card["metric"] == "fid")]
-    assert fid["verdict"].item() == "within tolerance"          # 75.0 vs 67.6: +10.9 % < 15 %
-    assert item_summary(card)["p3gm/table7"] == "2/12 within tolerance"   # paper + reference-code cells
+    fid = card[
+        (card["paper"] == "dp2vae")
+        & (card["item"] == "table1")
+        & (card["method"] == "dp2vae")
+        & (card["dataset"] == "mnist")
+        & (card["metric"] == "fid")
+    ]
+    assert fid["verdict"].item() == "within tolerance"  # 75.0 vs 67.6: +10.9 % < 15 %
+    assert item_summary(card)["p3gm/table7"] == "2/12 within tolerance"  # paper + reference-code cells
 
 
 def test_record_writes_paper_scale_rows_with_provenance(tmp_path):
@@ -58,22 +93,47 @@ def test_record_writes_paper_scale_rows_with_provenance(tmp_path):
     (run / "train.json").write_text(json.dumps({"device_name": "cpu: x86_64 x2", "commit": "abc", "seconds": 91.5}))
     table = results / "tables" / "p3gm_images" / "mnist-p3gm.csv"
     table.parent.mkdir(parents=True)
-    pd.DataFrame([{"experiment": "p3gm_images", "dataset": "mnist-p3gm", "variant": "p3gm", "method": "p3gm",
-                   "epsilon": 1.0, "seed": 0, "metric": "accuracy", "classifier": "cnn", "value": 0.79},
-                  {"experiment": "p3gm_images", "dataset": "mnist-p3gm", "variant": "p3gm", "method": "p3gm",
-                   "epsilon": 1.0, "seed": 0, "metric": "epsilon_spent", "value": 0.98}]).to_csv(table, index=False)
+    pd.DataFrame(
+        [
+            {
+                "experiment": "p3gm_images",
+                "dataset": "mnist-p3gm",
+                "variant": "p3gm",
+                "method": "p3gm",
+                "epsilon": 1.0,
+                "seed": 0,
+                "metric": "accuracy",
+                "classifier": "cnn",
+                "value": 0.79,
+            },
+            {
+                "experiment": "p3gm_images",
+                "dataset": "mnist-p3gm",
+                "variant": "p3gm",
+                "method": "p3gm",
+                "epsilon": 1.0,
+                "seed": 0,
+                "metric": "epsilon_spent",
+                "value": 0.98,
+            },
+        ]
+    ).to_csv(table, index=False)
     (written,) = record([table], command="python -m dpvae record t.csv", out_dir=tmp_path / "reproductions")
     rows = pd.read_csv(written)
     assert set(rows["item"]) == {"table7", "fig2"} and (rows["dataset"] == "mnist").all()
     assert (rows["metric"] == "accuracy").all() and (rows["device"] == "cpu: x86_64 x2").all()
     assert (rows["wall_s"] == 91.5).all() and (rows["commit"] == "abc").all() and (rows["scale"] == "paper").all()
-    record([table], command="again", out_dir=tmp_path / "reproductions")              # same key + seed: replaced
+    record([table], command="again", out_dir=tmp_path / "reproductions")  # same key + seed: replaced
     assert len(pd.read_csv(written)) == len(rows)
-    cells = recorded("p3gm", "table7", tmp_path / "reproductions")          # a renderer's "ours (paper scale)"
+    cells = recorded("p3gm", "table7", tmp_path / "reproductions")  # a renderer's "ours (paper scale)"
     assert cells[["dataset", "method", "mean", "n"]].values.tolist() == [["mnist", "p3gm", 0.79, 1]]
     card = scorecard(paper="p3gm", reproductions_dir=tmp_path / "reproductions")
-    cell = card[(card["item"] == "table7") & (card["method"] == "p3gm") & (card["dataset"] == "mnist")
-                & (card["source"] == "paper")]
+    cell = card[
+        (card["item"] == "table7")
+        & (card["method"] == "p3gm")
+        & (card["dataset"] == "mnist")
+        & (card["source"] == "paper")
+    ]
     assert cell["verdict"].item() == "within tolerance"
 
 
@@ -86,24 +146,41 @@ def test_record_refuses_smoke_scale_tables(tmp_path):
 
 
 def test_published_keys_translate_our_ids():
-    row = pd.Series({"dataset": "mnist-p3gm", "variant": "p3gm-pca-sweep@d_p=10", "epsilon": 1.0,
-                     "metric": "accuracy", "classifier": "cnn"})
-    assert published_key("p3gm", "fig5", row) == {"paper": "p3gm", "item": "fig5", "dataset": "mnist",
-                                                  "method": "p3gm", "epsilon": 1.0, "metric": "accuracy",
-                                                  "classifier": "cnn", "setting": "d_p=10"}
-    ablation = pd.Series({"dataset": "mnist", "variant": "dp2vae-nopretrain", "epsilon": 10.0, "metric": "fid",
-                          "classifier": None})
+    row = pd.Series(
+        {
+            "dataset": "mnist-p3gm",
+            "variant": "p3gm-pca-sweep@d_p=10",
+            "epsilon": 1.0,
+            "metric": "accuracy",
+            "classifier": "cnn",
+        }
+    )
+    assert published_key("p3gm", "fig5", row) == {
+        "paper": "p3gm",
+        "item": "fig5",
+        "dataset": "mnist",
+        "method": "p3gm",
+        "epsilon": 1.0,
+        "metric": "accuracy",
+        "classifier": "cnn",
+        "setting": "d_p=10",
+    }
+    ablation = pd.Series(
+        {"dataset": "mnist", "variant": "dp2vae-nopretrain", "epsilon": 10.0, "metric": "fid", "classifier": None}
+    )
     assert published_key("dp2vae", "fig5", ablation)["setting"] == "pretrain=false"
     assert published_key("dp2vae", "table1", ablation)["method"] == "dp2vae"
 
 
 def test_adult_auprc_with_the_other_class_positive_is_keyed_as_the_codes_reading():
-    row = pd.Series({"dataset": "adult", "variant": "p3gm", "epsilon": 1.0, "metric": "auprc_flipped",
-                     "classifier": "mean4"})
+    row = pd.Series(
+        {"dataset": "adult", "variant": "p3gm", "epsilon": 1.0, "metric": "auprc_flipped", "classifier": "mean4"}
+    )
     key = published_key("p3gm", "table6", row)
     assert (key["metric"], key["setting"]) == ("auprc", "positive=le50K")
-    tvd = pd.Series({"dataset": "adult", "variant": "p3gm", "epsilon": 1.0, "metric": "tvd2_public_notebook",
-                     "classifier": None})
+    tvd = pd.Series(
+        {"dataset": "adult", "variant": "p3gm", "epsilon": 1.0, "metric": "tvd2_public_notebook", "classifier": None}
+    )
     key = published_key("p3gm", "table8", tvd)
     assert (key["metric"], key["setting"]) == ("tvd2", "reading=notebook")
 
@@ -113,38 +190,81 @@ def test_a_learning_curve_is_recorded_one_key_per_step_and_thinned_to_max_steps(
     run = results / "runs" / "mnist-p3gm" / "p3gm-efficiency" / "eps1" / "seed0"
     run.mkdir(parents=True)
     (run / "train.json").write_text(json.dumps({"device_name": "cpu", "commit": "abc", "seconds": 1.0}))
-    base = {"experiment": "p3gm_efficiency", "dataset": "mnist-p3gm", "variant": "p3gm-efficiency",
-            "method": "p3gm", "epsilon": 1.0, "seed": 0}
+    base = {
+        "experiment": "p3gm_efficiency",
+        "dataset": "mnist-p3gm",
+        "variant": "p3gm-efficiency",
+        "method": "p3gm",
+        "epsilon": 1.0,
+        "seed": 0,
+    }
     losses = [{**base, "metric": "recon_loss", "step": s, "value": 1.0 / s} for s in range(1, 2101)]
-    accuracy = [{**base, "metric": "accuracy", "classifier": "cnn", "step": e, "value": 0.5 + e / 100} for e in range(1, 11)]
+    accuracy = [
+        {**base, "metric": "accuracy", "classifier": "cnn", "step": e, "value": 0.5 + e / 100} for e in range(1, 11)
+    ]
     table = results / "tables" / "p3gm_efficiency" / "mnist-p3gm.csv"
     table.parent.mkdir(parents=True)
     pd.DataFrame(losses + accuracy).to_csv(table, index=False)
     (written,) = record([table], command="x", out_dir=tmp_path / "reproductions")
     rows = pd.read_csv(written, keep_default_na=False)
     loss = rows[rows["metric"] == "recon_loss"]
-    assert len(loss) == 100 and {"step=1", "step=2100"} <= set(loss["setting"])      # evenly thinned, ends kept
+    assert len(loss) == 100 and {"step=1", "step=2100"} <= set(loss["setting"])  # evenly thinned, ends kept
     curve = rows[rows["metric"] == "accuracy"].sort_values("value")
-    assert curve["setting"].tolist() == [f"step={e}" for e in range(1, 11)]          # every epoch its own key
+    assert curve["setting"].tolist() == [f"step={e}" for e in range(1, 11)]  # every epoch its own key
     assert curve["value"].tolist() == pytest.approx([0.5 + e / 100 for e in range(1, 11)])
 
 
 def test_items_that_publish_no_number_list_ours_without_a_verdict(tmp_path):
-    pinwheel = {"paper": "privae", "item": "fig2", "dataset": "pinwheel", "method": "privae-kl", "epsilon": 10,
-                "metric": "pinwheel_recon_error", "scale": "paper", "device": "cpu"}
-    curve = {"paper": "p3gm", "item": "fig7", "dataset": "mnist", "method": "p3gm", "epsilon": 1,
-             "metric": "recon_loss", "seed": 0, "scale": "paper"}
+    pinwheel = {
+        "paper": "privae",
+        "item": "fig2",
+        "dataset": "pinwheel",
+        "method": "privae-kl",
+        "epsilon": 10,
+        "metric": "pinwheel_recon_error",
+        "scale": "paper",
+        "device": "cpu",
+    }
+    curve = {
+        "paper": "p3gm",
+        "item": "fig7",
+        "dataset": "mnist",
+        "method": "p3gm",
+        "epsilon": 1,
+        "metric": "recon_loss",
+        "seed": 0,
+        "scale": "paper",
+    }
     _write(tmp_path, "privae", [{**pinwheel, "seed": 0, "value": 0.4}, {**pinwheel, "seed": 1, "value": 0.6}])
-    _write(tmp_path, "p3gm", [{**curve, "setting": "step=1", "value": 46.0}, {**curve, "setting": "step=2100", "value": 20.0},
-                              {"paper": "p3gm", "item": "table7", "dataset": "mnist", "method": "p3gm", "epsilon": 1,
-                               "metric": "accuracy", "classifier": "cnn", "seed": 0, "value": 0.79, "scale": "paper"}])
+    _write(
+        tmp_path,
+        "p3gm",
+        [
+            {**curve, "setting": "step=1", "value": 46.0},
+            {**curve, "setting": "step=2100", "value": 20.0},
+            {
+                "paper": "p3gm",
+                "item": "table7",
+                "dataset": "mnist",
+                "method": "p3gm",
+                "epsilon": 1,
+                "metric": "accuracy",
+                "classifier": "cnn",
+                "seed": 0,
+                "value": 0.79,
+                "scale": "paper",
+            },
+        ],
+    )
     card = scorecard(reproductions_dir=tmp_path)
     (fig2,) = card[(card["paper"] == "privae") & (card["item"] == "fig2")].itertuples()
     assert fig2.verdict == "no published number" and fig2.n == 2 and pd.isna(fig2.paper_value)
     assert fig2.ours_mean == pytest.approx(0.5) and fig2.ours_sd == pytest.approx(0.1414, rel=1e-3)
     curve_rows = card[(card["paper"] == "p3gm") & (card["item"] == "fig7")]
-    assert curve_rows[["setting", "ours_mean"]].values.tolist() == [["step=2100", 20.0]]   # a series: its last step
+    assert curve_rows[["setting", "ours_mean"]].values.tolist() == [["step=2100", 20.0]]  # a series: its last step
     summary = item_summary(card)
     assert summary["privae/fig2"] == "no published numbers; 1 cell recorded"
-    assert summary["p3gm/table7"] == "2/12 within tolerance"   # items with published cells as before (paper + code cells)
+    assert (
+        summary["p3gm/table7"] == "2/12 within tolerance"
+    )  # items with published cells as before (paper + code cells)
     assert (card[card["item"] == "table7"]["verdict"] != "no published number").all()

@@ -34,7 +34,7 @@ def test_train_and_sample_a_nonprivate_method(pinwheel_spec):
     assert not temporaries(run / "model")
     assert meta["spec_sha256"] and meta["commit"] and meta["seed"] == 0
     with np.load(stages.sample(run, None)) as samples:
-        assert samples["x"].shape == (100, 2) and samples["y"].shape == (100,)   # max_train subsample
+        assert samples["x"].shape == (100, 2) and samples["y"].shape == (100,)  # max_train subsample
 
 
 def test_the_training_subsample_is_seeded(pinwheel_spec):
@@ -44,7 +44,6 @@ def test_the_training_subsample_is_seeded(pinwheel_spec):
     again = np.load(stages.sample(pinwheel_spec["run"], 10))["x"]
     other = np.load(stages.sample(pinwheel_spec["run"] + "-1", 10))["x"]
     assert np.array_equal(first, again) and not np.array_equal(first, other)
-
 
 
 def test_train_json_names_the_commit_that_started_training(pinwheel_spec, monkeypatch):
@@ -61,6 +60,7 @@ def test_train_json_names_the_commit_that_started_training(pinwheel_spec, monkey
     monkeypatch.setattr(method, "train", train_while_the_checkout_moves_on)
     stages.train(pinwheel_spec)
     assert json.loads((Path(pinwheel_spec["run"]) / "train.json").read_text())["commit"] == "abc-started"
+
 
 class _Crasher:
     """A method that writes part of its model, then fails."""
@@ -100,8 +100,8 @@ class _Overspender:
 
 
 def test_a_run_past_its_target_epsilon_is_refused(pinwheel_spec, monkeypatch):
-    from dpvae.methods.registry import METHODS
     from dpvae.errors import PrivacyBudgetExceeded
+    from dpvae.methods.registry import METHODS
 
     monkeypatch.setitem(METHODS._entries, "overspender", _Overspender())
     spec = {**pinwheel_spec, "method": "overspender", "private": True, "epsilon": 1.0}

@@ -19,8 +19,11 @@ SRC = str(REPO_ROOT / "src")
 
 
 def _start(path: Path, code: str) -> subprocess.Popen:
-    worker = subprocess.Popen([sys.executable, "-c", code, str(path), str(os.getpid())],
-                              env={**os.environ, "PYTHONPATH": SRC}, stderr=subprocess.PIPE)
+    worker = subprocess.Popen(
+        [sys.executable, "-c", code, str(path), str(os.getpid())],
+        env={**os.environ, "PYTHONPATH": SRC},
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 300
     while not path.exists():
         assert worker.poll() is None, worker.stderr.read().decode()
@@ -47,16 +50,23 @@ def _dpvae(*args: str, cwd: Path, worker: Path | None = None) -> tuple[subproces
     if worker is not None:
         env["DPVAE_WORKER"] = str(worker)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    result = subprocess.run(["bash", "-c", 'exec "$@" 3>"$CHANNEL"', "_", sys.executable, "-m", "dpvae", *args],
-                            env=env, capture_output=True, text=True, cwd=cwd)
+    result = subprocess.run(
+        ["bash", "-c", 'exec "$@" 3>"$CHANNEL"', "_", sys.executable, "-m", "dpvae", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     result.channel = Path(env["CHANNEL"]).read_text()
     return result, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def test_a_job_in_the_worker_prints_what_it_prints_alone_without_the_imports(worker, tmp_path):
-    alone, alone_cpu = _dpvae("methods", cwd=tmp_path)
-    warm, warm_cpu = _dpvae("methods", worker=worker, cwd=tmp_path)
+    # `status` imports the configuration and every registry (listing the methods alone is light by now)
+    config = str(REPO_ROOT / "config.yaml")
+    alone, alone_cpu = _dpvae("status", config, cwd=tmp_path)
+    warm, warm_cpu = _dpvae("status", config, worker=worker, cwd=tmp_path)
     assert alone.returncode == warm.returncode == 0
     assert warm.stdout == alone.stdout and "privae" in warm.stdout
     # the client only starts Python and forwards its files; the imports happened once, in the worker
@@ -69,7 +79,7 @@ def test_a_failing_job_in_the_worker_fails_the_same_way(worker, tmp_path):
         warm, _ = _dpvae("methods", "nosuch", worker=worker, cwd=tmp_path)
         assert alone.returncode == warm.returncode == 2
         assert warm.stderr == alone.stderr and "unknown method 'nosuch'" in warm.stderr
-        assert warm.channel == alone.channel == alone.stderr       # the rules' fd 3 reaches the terminal
+        assert warm.channel == alone.channel == alone.stderr  # the rules' fd 3 reaches the terminal
 
 
 def test_the_job_works_in_the_clients_directory(worker, tmp_path):
@@ -89,19 +99,22 @@ def test_a_cancelled_job_is_killed_with_its_process_group(tmp_path):
     path = tmp_path / "socket"
     marker = tmp_path / "child.pid"
     # a worker whose jobs write their pid and sleep (no preload: this is about the process handling)
-    code = ("import os, sys, time, dpvae.cli as cli\n"
-            f"cli.main = lambda argv: (open({str(marker)!r}, 'w').write(str(os.getpid())), time.sleep(120))\n"
-            "from dpvae.worker import serve; serve(sys.argv[1], int(sys.argv[2]), warm=False)")
+    code = (
+        "import os, sys, time, dpvae.cli as cli\n"
+        f"cli.main = lambda argv: (open({str(marker)!r}, 'w').write(str(os.getpid())), time.sleep(120))\n"
+        "from dpvae.worker import serve; serve(sys.argv[1], int(sys.argv[2]), warm=False)"
+    )
     process = _start(path, code)
     try:
-        client = subprocess.Popen([sys.executable, "-m", "dpvae", "methods"],
-                                  env={**os.environ, "PYTHONPATH": SRC, "DPVAE_WORKER": str(path)})
+        client = subprocess.Popen(
+            [sys.executable, "-m", "dpvae", "methods"], env={**os.environ, "PYTHONPATH": SRC, "DPVAE_WORKER": str(path)}
+        )
         deadline = time.monotonic() + 60
         while not marker.exists() or not marker.read_text():
             assert time.monotonic() < deadline and client.poll() is None
             time.sleep(0.1)
         child = int(marker.read_text())
-        client.send_signal(signal.SIGTERM)          # Snakemake cancelling the job
+        client.send_signal(signal.SIGTERM)  # Snakemake cancelling the job
         client.wait(timeout=10)
         deadline = time.monotonic() + 10
         while _alive(child):

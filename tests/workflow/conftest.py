@@ -18,8 +18,18 @@ def smoke_build(tmp_path_factory, mirror) -> Path:
     """Every buildable item, figures/table2.pdf and the scorecard at smoke scale, built once in a repo copy."""
     repo = copy_repository(tmp_path_factory.mktemp("smoke"))
     # one thread per job: smoke jobs are dominated by starting Python, so two at a time beat one with two threads
-    result = snakemake("--cores", "2", "--max-threads", "1", smoke(repo), "all", "figures/table2.pdf",
-                       cwd=repo, mirror=mirror, repo=repo)
+    result = snakemake(
+        "--cores",
+        "2",
+        "--max-threads",
+        "1",
+        smoke(repo),
+        "all",
+        "figures/table2.pdf",
+        cwd=repo,
+        mirror=mirror,
+        repo=repo,
+    )
     assert result.returncode == 0, result.stderr[-5000:]
     _SNAPSHOTS[repo] = files(repo, BUILT_TABLES)
     return repo

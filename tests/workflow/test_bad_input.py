@@ -15,28 +15,47 @@ from dpvae.paths import REPO_ROOT
 from support.workflow_runs import snakemake
 
 pytestmark = pytest.mark.workflow
-TARGET = "figures/p3gm/table4.pdf"      # read from the configuration alone: cheap if a probe wrongly passed
+TARGET = "figures/p3gm/table4.pdf"  # read from the configuration alone: cheap if a probe wrongly passed
 
 #: probe id -> (overlay file content, what the message must name)
 CONFIG_PROBES = {
     "unknown top-level key": ("epsilon_typo: 1\n", "config key 'epsilon_typo': unknown key"),
     "unknown nested key": ("data:\n  rooot: x\n", "config key 'data.rooot': unknown key"),
     "string for a number": ("delta: small\n", "config key 'delta': 'small' is not of type 'number'"),
-    "epsilon 0": ("experiments:\n  p3gm_tabular: {epsilons: [0]}\n", "config key 'experiments.p3gm_tabular.epsilons[0]': 0"),
-    "epsilon -1": ("experiments:\n  p3gm_tabular: {epsilons: [-1]}\n", "config key 'experiments.p3gm_tabular.epsilons[0]': -1"),
+    "epsilon 0": (
+        "experiments:\n  p3gm_tabular: {epsilons: [0]}\n",
+        "config key 'experiments.p3gm_tabular.epsilons[0]': 0",
+    ),
+    "epsilon -1": (
+        "experiments:\n  p3gm_tabular: {epsilons: [-1]}\n",
+        "config key 'experiments.p3gm_tabular.epsilons[0]': -1",
+    ),
     "delta 0": ("delta: 0\n", "config key 'delta': 0 is less than or equal to the minimum of 0"),
     "delta 1.5": ("delta: 1.5\n", "config key 'delta': 1.5 is greater than or equal to the maximum of 1"),
-    "negative seeds": ("experiments:\n  p3gm_tabular: {seeds: -1}\n", "config key 'experiments.p3gm_tabular.seeds': -1"),
-    "negative repeats": ("evaluation:\n  image_classifiers: {repeats: -1}\n",
-                         "config key 'evaluation.image_classifiers.repeats': -1"),
-    "batch larger than the training set": ("variants:\n  privae: {params: {batch_size: 1000000}}\n",
-                                           "batch_size 1000000 is larger than the 60000 training records"),
-    "unknown dataset": ("experiments:\n  p3gm_tabular: {datasets: [adultt]}\n",
-                        "config key 'experiments.p3gm_tabular.datasets[0]': unknown dataset_id 'adultt'"),
-    "unknown method": ("variants:\n  p3gm: {method: p3gmm}\n",
-                       "config key 'variants.p3gm.method': unknown method 'p3gmm'; did you mean 'p3gm'?"),
-    "unknown metric": ("experiments:\n  p3gm_tabular: {metrics: [tabular_clasifiers]}\n",
-                       "unknown metric 'tabular_clasifiers'; did you mean 'tabular_classifiers'?"),
+    "negative seeds": (
+        "experiments:\n  p3gm_tabular: {seeds: -1}\n",
+        "config key 'experiments.p3gm_tabular.seeds': -1",
+    ),
+    "negative repeats": (
+        "evaluation:\n  image_classifiers: {repeats: -1}\n",
+        "config key 'evaluation.image_classifiers.repeats': -1",
+    ),
+    "batch larger than the training set": (
+        "variants:\n  privae: {params: {batch_size: 1000000}}\n",
+        "batch_size 1000000 is larger than the 60000 training records",
+    ),
+    "unknown dataset": (
+        "experiments:\n  p3gm_tabular: {datasets: [adultt]}\n",
+        "config key 'experiments.p3gm_tabular.datasets[0]': unknown dataset_id 'adultt'",
+    ),
+    "unknown method": (
+        "variants:\n  p3gm: {method: p3gmm}\n",
+        "config key 'variants.p3gm.method': unknown method 'p3gmm'; did you mean 'p3gm'?",
+    ),
+    "unknown metric": (
+        "experiments:\n  p3gm_tabular: {metrics: [tabular_clasifiers]}\n",
+        "unknown metric 'tabular_clasifiers'; did you mean 'tabular_classifiers'?",
+    ),
 }
 
 #: probe id -> (file content or None for no file, what dpvae's message must name besides the file)
@@ -50,8 +69,13 @@ FILE_PROBES = {
 
 def check_config(*files: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
-    return subprocess.run([sys.executable, "-m", "dpvae", "check-config", str(REPO_ROOT / "config.yaml"),
-                           *map(str, files)], capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "dpvae", "check-config", str(REPO_ROOT / "config.yaml"), *map(str, files)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
 
 
 def assert_no_job_ran(workdir: Path, result: subprocess.CompletedProcess) -> None:
@@ -72,7 +96,7 @@ def test_a_bad_configuration_is_named_before_any_job(tmp_path, overlay, culprit)
     work.mkdir()
     result = snakemake("--cores", "1", f"--configfile={bad}", TARGET, cwd=work)
     assert_no_job_ran(work, result)
-    assert f"dpvae: error: invalid configuration:\n  - " in result.stderr and culprit in result.stderr, result.stderr
+    assert "dpvae: error: invalid configuration:\n  - " in result.stderr and culprit in result.stderr, result.stderr
     assert "Traceback" not in result.stderr and 'File "' not in result.stderr, "the message alone, no traceback"
 
 
@@ -94,7 +118,7 @@ def test_an_unreadable_config_file_is_named_by_check_config(tmp_path, content, p
     path = _config_file(tmp_path, content)
     checked = check_config(path)
     assert checked.returncode == 2, checked.stderr
-    assert checked.stderr.startswith(f"dpvae: error: ") and str(path) in checked.stderr and problem in checked.stderr
+    assert checked.stderr.startswith("dpvae: error: ") and str(path) in checked.stderr and problem in checked.stderr
     assert "Traceback" not in checked.stderr
 
 
@@ -102,15 +126,17 @@ def test_an_unreadable_config_file_is_named_by_check_config(tmp_path, content, p
 def test_an_unreadable_config_file_stops_snakemake_before_any_job(tmp_path, content, problem):
     work = tmp_path / "work"
     work.mkdir()
-    assert_no_job_ran(work, snakemake("--cores", "1", f"--configfile={_config_file(tmp_path, content)}", TARGET,
-                                      cwd=work))
+    assert_no_job_ran(
+        work, snakemake("--cores", "1", f"--configfile={_config_file(tmp_path, content)}", TARGET, cwd=work)
+    )
 
 
 SNAKEMAKE_READS_CONFIGFILES = (
     "Snakemake 9.27 reads --configfile files itself, before the Snakefile (snakemake/settings/types.py "
     "ConfigSettings, snakemake/common/configfile.py): a missing or binary file ends in its traceback, an "
     "empty or malformed one in a message without the file's name; no workflow code runs first. "
-    "`python -m dpvae check-config config.yaml FILE` names the file and the problem (README)")
+    "`python -m dpvae check-config config.yaml FILE` names the file and the problem (README)"
+)
 
 
 @pytest.mark.xfail(strict=True, reason=SNAKEMAKE_READS_CONFIGFILES)
@@ -122,11 +148,17 @@ def test_snakemake_names_an_unreadable_config_file_without_a_traceback(tmp_path,
     assert result.returncode != 0 and path.name in output and "Traceback" not in output, output[-3000:]
 
 
-@pytest.mark.parametrize(("target", "message"), [
-    ("figures/p3gm/tabel3.pdf", "no item 'tabel3' in paper 'p3gm'; did you mean 'table3'?; its items are: table1,"),
-    ("figures/p3gx/table3.pdf", "no paper 'p3gx'; did you mean 'p3gm'?; the papers are: privae, lvae, p3gm, dp2vae"),
-    ("figures/tabel3.pdf", "no item 'tabel3' in any paper; did you mean 'table3'?"),
-])
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("figures/p3gm/tabel3.pdf", "no item 'tabel3' in paper 'p3gm'; did you mean 'table3'?; its items are: table1,"),
+        (
+            "figures/p3gx/table3.pdf",
+            "no paper 'p3gx'; did you mean 'p3gm'?; the papers are: privae, lvae, p3gm, dp2vae",
+        ),
+        ("figures/tabel3.pdf", "no item 'tabel3' in any paper; did you mean 'table3'?"),
+    ],
+)
 def test_an_unknown_item_or_paper_is_named_before_any_job(tmp_path, target, message):
     result = snakemake("--cores", "1", target, cwd=tmp_path)
     assert_no_job_ran(tmp_path, result)

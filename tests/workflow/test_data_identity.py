@@ -39,8 +39,9 @@ def test_toggling_the_mirror_plans_no_job_after_a_build(tmp_path: Path, mirror: 
     assert planned_jobs(snakemake("-n", TARGET, cwd=work, mirror=mirror)) == "", "nothing changed"
     assert planned_jobs(snakemake("-n", TARGET, cwd=work, mirror=None)) == "", "mirror switched off"
     assert planned_jobs(snakemake("-n", TARGET, cwd=work, mirror=elsewhere)) == "", "another mirror"
-    assert planned_jobs(snakemake("-n", f"--configfile={in_config}", TARGET, cwd=work, mirror=None)) == "", \
+    assert planned_jobs(snakemake("-n", f"--configfile={in_config}", TARGET, cwd=work, mirror=None)) == "", (
         "the mirror set by the config key data.mirror"
+    )
     # the check can fail: a job whose input really changed is planned
     marker = work / "data" / "raw" / "adult" / "SHA256SUMS"
     marker.write_text(marker.read_text() + "\n")

@@ -10,14 +10,16 @@ import pytest
 
 from support.workflow_runs import files, smoke, snakemake
 
-TARGETS = ("figures/privae/table1.pdf", "figures/p3gm/table3.pdf")   # the smoke build asks in the other order
+TARGETS = ("figures/privae/table1.pdf", "figures/p3gm/table3.pdf")  # the smoke build asks in the other order
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 
 def test_a_fresh_build_gives_the_smoke_builds_bytes(tmp_path: Path, mirror: Path, smoke_build_tables) -> None:
     result = snakemake("--cores", "1", smoke(), *TARGETS, cwd=tmp_path, mirror=mirror)
     assert result.returncode == 0, result.stderr[-5000:]
-    built = files(tmp_path, ("figures/**/*.csv", "results/**/*.csv", "data/prepared/*/*.npz", "data/prepared/*/meta.json"))
+    built = files(
+        tmp_path, ("figures/**/*.csv", "results/**/*.csv", "data/prepared/*/*.npz", "data/prepared/*/meta.json")
+    )
     assert {"figures/p3gm/table3.csv", "figures/privae/table1.csv"} <= set(built)
     assert any(name.startswith("results/") for name in built), "the intermediate tidy tables are compared too"
     assert any(name.startswith("data/prepared/") for name in built), "and the prepared data"

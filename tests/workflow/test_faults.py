@@ -1,10 +1,10 @@
-"""Faults and resume through Snakemake, as a user meets them: `kill -9` of the whole run (its process group)
-while a prepare job writes and while a train job writes, then `kill -9` of Snakemake alone while the train
-job runs. After each, the same command again (after Snakemake's own `--unlock`; `rerun-incomplete` comes
-from the default profile, which the command does not name: Snakemake finds it) carries on: what a killed job wrote is absent or complete, never half; no job that
-Snakemake reported finished is redone; the train job resumes from its checkpoint; the end result has the
-bytes of an uninterrupted run and no temporary file is left. A train job that overspends its budget fails
-with the one-line message in its log and on the terminal.
+"""Faults and resume through Snakemake, as a user meets them: `kill -9` of the whole run (its process group) while a
+prepare job writes and while a train job writes, then `kill -9` of Snakemake alone while the train job runs. After
+each, the same command again (after Snakemake's own `--unlock`; `rerun-incomplete` comes from the default profile,
+which the command does not name: Snakemake finds it) carries on: what a killed job wrote is absent or complete,
+never half; no job that Snakemake reported finished is redone; the train job resumes from its checkpoint; the end
+result has the bytes of an uninterrupted run and no temporary file is left. A train job that overspends its budget
+fails with the one-line message in its log and on the terminal.
 
 The target is one run of `ckpt-test` (tests/support/ckpt_method.py, a small checkpointing DP-SGD method,
 copied into a repository copy) on MNIST as P3GM prepares it: fetch -> prepare -> train -> sample.
@@ -28,7 +28,13 @@ from dpvae.files import temporaries
 from dpvae.paths import REPO_ROOT
 from dpvae.schema import deep_update
 from support.workflow_runs import (
-    copy_repository, files, leftover_temporaries, snakemake, snakemake_command, snakemake_env)
+    copy_repository,
+    files,
+    leftover_temporaries,
+    snakemake,
+    snakemake_command,
+    snakemake_env,
+)
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 RUN = "results/smoke/runs/mnist-p3gm/ckpt-test/eps10/seed0"
@@ -48,16 +54,27 @@ experiments:
     metrics: []
 """
 #: compared with the uninterrupted build (train.json holds timings: its spec is compared instead)
-OUTPUTS = ("data/raw/mnist/*", "data/prepared/mnist-p3gm/*", f"{RUN}/model/*", f"{RUN}/privacy.json",
-           f"{RUN}/samples.npz")
+OUTPUTS = (
+    "data/raw/mnist/*",
+    "data/prepared/mnist-p3gm/*",
+    f"{RUN}/model/*",
+    f"{RUN}/privacy.json",
+    f"{RUN}/samples.npz",
+)
 
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory) -> Path:
     """A repository copy with the test method registered and an overlay (smoke + the faults experiment)."""
     repo = copy_repository(tmp_path_factory.mktemp("faults-repo"))
-    shutil.copy2(REPO_ROOT / "tests" / "support" / "ckpt_method.py", repo / "src" / "dpvae" / "methods" / "ckpt_test.py")
-    overlay = deep_update(yaml.safe_load((repo / "tests" / "config" / "smoke.yaml").read_text()), yaml.safe_load(FAULTS))
+    (repo / "src" / "dpvae" / "methods" / "ckpt_test").mkdir()  # a method family: its own package
+    shutil.copy2(
+        REPO_ROOT / "tests" / "support" / "ckpt_method.py",
+        repo / "src" / "dpvae" / "methods" / "ckpt_test" / "__init__.py",
+    )
+    overlay = deep_update(
+        yaml.safe_load((repo / "tests" / "config" / "smoke.yaml").read_text()), yaml.safe_load(FAULTS)
+    )
     (repo / "overlay.yaml").write_text(yaml.safe_dump(overlay))
     return repo
 
@@ -71,8 +88,14 @@ def start(repo: Path, work: Path, mirror: Path, log: Path) -> subprocess.Popen:
     """The user's command in the background, in its own process group (as a terminal would start it)."""
     env = {**snakemake_env(mirror), "DPVAE_CHECKPOINT_EVERY_STEPS": "5"}
     with open(log, "w") as stream:
-        return subprocess.Popen([*snakemake_command(repo, work), *args(repo)], cwd=work, env=env, stdout=stream,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            [*snakemake_command(repo, work), *args(repo)],
+            cwd=work,
+            env=env,
+            stdout=stream,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def wait_for(condition: Callable[[], object], process: subprocess.Popen, log: Path, timeout: float = 600) -> None:
@@ -151,7 +174,7 @@ def test_killed_runs_resume_to_the_bytes_of_an_uninterrupted_run(repo, uninterru
     train_log = work / "logs" / RUN / "train.log"
     wait_for(lambda: train_log.exists() and "resuming from checkpoint" in train_log.read_text(), third, log)
     assert re.search(r"resuming from checkpoint \S+ at step [1-9]\d*", train_log.read_text()), train_log.read_text()
-    third.send_signal(signal.SIGKILL)                 # the train job goes on, orphaned
+    third.send_signal(signal.SIGKILL)  # the train job goes on, orphaned
     third.wait()
     assert "Using workflow specific profile" in log.read_text(), "the command ran without the default profile"
 
@@ -160,7 +183,7 @@ def test_killed_runs_resume_to_the_bytes_of_an_uninterrupted_run(repo, uninterru
     result = snakemake(*args(repo), cwd=work, mirror=mirror, repo=repo)
     assert result.returncode == 0, result.stderr[-5000:]
     deadline = time.monotonic() + 600
-    while group_alive(third.pid):                     # the orphan's output would land later: wait for it
+    while group_alive(third.pid):  # the orphan's output would land later: wait for it
         assert time.monotonic() < deadline
         time.sleep(0.1)
 
@@ -177,8 +200,10 @@ def test_killed_runs_resume_to_the_bytes_of_an_uninterrupted_run(repo, uninterru
 def test_a_train_job_past_its_budget_fails_with_the_message(repo, uninterrupted, mirror):
     result = snakemake(*args(repo, OVERSPENT), cwd=uninterrupted, mirror=mirror, repo=repo)
     assert result.returncode != 0
-    message = re.compile(r"dpvae: error: privacy budget exceeded for this run: accounted epsilon [0-9.]+ > target "
-                         r"epsilon 0\.01( \(relative tolerance [0-9.]+\))?; raise the noise or lower the steps")
+    message = re.compile(
+        r"dpvae: error: privacy budget exceeded for this run: accounted epsilon [0-9.]+ > target "
+        r"epsilon 0\.01( \(relative tolerance [0-9.]+\))?; raise the noise or lower the steps"
+    )
     assert message.search(result.stderr), "the message reaches the terminal"
     assert "Error in rule train" in result.stderr
     log = uninterrupted / "logs" / Path(OVERSPENT).parent / "train.log"

@@ -38,7 +38,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 QUEUE = Path(__file__).with_name("gpu-queue.yaml")
-LIMIT = 15 * 2**20                   # one file back from the device: at most 16 MiB
+LIMIT = 15 * 2**20  # one file back from the device: at most 16 MiB
 KEEP = ("privacy.json", "train.json", "audit.json", "metrics", "benchmarks")
 
 
@@ -57,8 +57,12 @@ class Entry:
     blocked: str | None = None
 
     def runs(self) -> list[Path]:
-        return [Path("results/paper/runs") / self.dataset / v / f"eps{e}" / f"seed{s}"
-                for v in self.variants for e in self.epsilons for s in self.seeds]
+        return [
+            Path("results/paper/runs") / self.dataset / v / f"eps{e}" / f"seed{s}"
+            for v in self.variants
+            for e in self.epsilons
+            for s in self.seeds
+        ]
 
     def targets(self) -> list[str]:
         return [str(run / "metrics" / f"{m}.json") for run in self.runs() for m in self.metrics]
@@ -84,9 +88,21 @@ def load_queue(path: Path = QUEUE) -> list[Entry]:
     entries = []
     for raw in yaml.safe_load(path.read_text())["entries"]:
         runs = raw["runs"]
-        entries.append(Entry(raw["name"], raw["paper"], raw["overlay"], runs["dataset"], tuple(runs["variants"]),
-                             tuple(str(e) for e in runs["epsilons"]), tuple(runs["seeds"]), tuple(raw["metrics"]),
-                             raw["recorded_as"], float(raw["minutes"]), raw.get("blocked")))
+        entries.append(
+            Entry(
+                raw["name"],
+                raw["paper"],
+                raw["overlay"],
+                runs["dataset"],
+                tuple(runs["variants"]),
+                tuple(str(e) for e in runs["epsilons"]),
+                tuple(runs["seeds"]),
+                tuple(raw["metrics"]),
+                raw["recorded_as"],
+                float(raw["minutes"]),
+                raw.get("blocked"),
+            )
+        )
     return entries
 
 
@@ -106,7 +122,9 @@ def pack(entry: Entry, out: Path) -> str:
                     if (ROOT / run / name).exists():
                         tar.add(ROOT / run / name, arcname=str(run / name))
         if archive.stat().st_size <= LIMIT:
-            return f"{archive.name}: {archive.stat().st_size / 2**20:.1f} MiB{'' if with_models else ', without models'}"
+            return (
+                f"{archive.name}: {archive.stat().st_size / 2**20:.1f} MiB{'' if with_models else ', without models'}"
+            )
     return f"{archive.name}: {archive.stat().st_size / 2**20:.1f} MiB, OVER the limit of one file back"
 
 
@@ -144,8 +162,10 @@ def unpack(out: Path, entries: list[Entry]) -> None:
         entry = by_name.get(archive.name.removesuffix(".tar.gz"))
         print(f"{archive.name}: unpacked")
         if entry:
-            print(f"  then: snakemake --configfile={entry.overlay} <the experiment's tables of {entry.variants}> and "
-                  f"python -m dpvae record <those tables> --command \"gpu_queue.py run ({entry.name})\"")
+            print(
+                f"  then: snakemake --configfile={entry.overlay} <the experiment's tables of {entry.variants}> and "
+                f'python -m dpvae record <those tables> --command "gpu_queue.py run ({entry.name})"'
+            )
 
 
 def main(argv: list[str] | None = None) -> int:

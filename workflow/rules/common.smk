@@ -44,6 +44,7 @@ def checked(fn):
 
     return wrapped
 
+
 DATA = config["data"]["root"]
 RESULTS = results_dir(config["scale"])
 MIRROR = data_mirror(config["data"]["mirror"])
@@ -104,6 +105,7 @@ def _metric(w):
     from dpvae.eval.registry import METRICS
 
     return METRICS.get(w.metric)
+
 
 @checked
 def _render_inputs(w):

@@ -21,15 +21,17 @@ rule fetch:
         f"{DATA}/raw/{{source}}/SHA256SUMS",
     log:
         "logs/fetch/{source}.log",
+    conda:
+        ENV
     params:
         dpvae=DPVAE,
         root=lambda w, output: Path(output[0]).parents[2],  # <root>/raw/<source>/SHA256SUMS
         unverified=lambda w: "--allow-unverified" if w.source in config["data"]["allow_unverified"] else "",
-    conda:
-        ENV
     shell:
-        ("{params.dpvae} fetch --source {wildcards.source} --root {params.root} "
-         '${{DPVAE_DATA_MIRROR:+--mirror "$DPVAE_DATA_MIRROR"}} {params.unverified} > {log} 2>&1')
+        (
+            "{params.dpvae} fetch --source {wildcards.source} --root {params.root} "
+            '${{DPVAE_DATA_MIRROR:+--mirror "$DPVAE_DATA_MIRROR"}} {params.unverified} > {log} 2>&1'
+        )
 
 
 rule prepare:
@@ -39,11 +41,11 @@ rule prepare:
         directory(f"{DATA}/prepared/{{dataset}}"),
     log:
         "logs/prepare/{dataset}.log",
+    conda:
+        ENV
     params:
         dpvae=DPVAE,
         root=lambda w, output: Path(output[0]).parents[1],  # <root>/prepared/<dataset>
         seed=config["data"]["split_seed"],
-    conda:
-        ENV
     shell:
         "{params.dpvae} prepare --dataset {wildcards.dataset} --root {params.root} --seed {params.seed} > {log} 2>&1"

@@ -10,18 +10,18 @@ rule evaluate:
         f"logs/{RUN}/evaluate-{{metric}}.log",
     benchmark:
         f"{RUN}/benchmarks/evaluate-{{metric}}.tsv"
-    params:
-        dpvae=DPVAE,
-        run=lambda w, input: Path(input.train).parent,
-        options=lambda w: json.dumps(PLAN.metric_options(w.metric), sort_keys=True),
-        reference=lambda w, input: f"--reference {input.reference}" if "reference" in input.keys() else "",
+    conda:
+        ENV
     threads: lambda w: _metric(w).threads
     resources:
         mem_mb=lambda w: _metric(w).mem_mb,
         runtime=lambda w: _metric(w).runtime,
         gpu=lambda w: gpus(_metric(w).gpu),
-    conda:
-        ENV
+    params:
+        dpvae=DPVAE,
+        run=lambda w, input: Path(input.train).parent,
+        options=lambda w: json.dumps(PLAN.metric_options(w.metric), sort_keys=True),
+        reference=lambda w, input: f"--reference {input.reference}" if "reference" in input.keys() else "",
     shell:
         "OMP_NUM_THREADS={threads} {params.dpvae} evaluate --run {params.run} --metric {wildcards.metric} "
         "--options {params.options:q} {params.reference} --out {output} > {log} 2>&1"
@@ -36,16 +36,16 @@ rule reference:
         f"logs/{RESULTS}/references/{{dataset}}/{{metric}}.log",
     benchmark:
         f"{RESULTS}/references/{{dataset}}/{{metric}}.benchmark.tsv"
-    params:
-        dpvae=DPVAE,
-        options=lambda w: json.dumps(PLAN.reference_options(w.metric), sort_keys=True),
+    conda:
+        ENV
     threads: 2
     resources:
         mem_mb=lambda w: _metric(w).mem_mb,
         runtime=lambda w: _metric(w).runtime,
         gpu=lambda w: gpus(_metric(w).gpu),
-    conda:
-        ENV
+    params:
+        dpvae=DPVAE,
+        options=lambda w: json.dumps(PLAN.reference_options(w.metric), sort_keys=True),
     shell:
         "OMP_NUM_THREADS={threads} {params.dpvae} reference --data {input.data} --metric {wildcards.metric} "
         "--options {params.options:q} --out {output} > {log} 2>&1"
@@ -56,11 +56,11 @@ rule aggregate_spec:
         f"{RESULTS}/tables/{{experiment}}/{{dataset}}/{{variant}}.runs.json",
     log:
         f"logs/{RESULTS}/aggregate/{{experiment}}/{{dataset}}/{{variant}}.spec.log",
+    conda:
+        ENV
     params:
         spec=lambda w: PLAN.aggregate_spec(w.experiment, w.dataset, w.variant),
         src=SRC,
-    conda:
-        ENV
     script:
         "../scripts/write_spec.py"
 
@@ -73,10 +73,10 @@ rule aggregate:
         f"{RESULTS}/tables/{{experiment}}/{{dataset}}/{{variant}}.csv",
     log:
         f"logs/{RESULTS}/aggregate/{{experiment}}/{{dataset}}/{{variant}}.log",
-    params:
-        dpvae=DPVAE,
     conda:
         ENV
+    params:
+        dpvae=DPVAE,
     shell:
         "{params.dpvae} aggregate --spec {input.spec} --out {output} > {log} 2>&1"
 
@@ -88,10 +88,10 @@ rule combine:
         f"{RESULTS}/tables/{{experiment}}/{{dataset}}.csv",
     log:
         f"logs/{RESULTS}/combine/{{experiment}}/{{dataset}}.log",
-    params:
-        dpvae=DPVAE,
     conda:
         ENV
+    params:
+        dpvae=DPVAE,
     shell:
         "{params.dpvae} combine {input} --out {output} > {log} 2>&1"
 
@@ -103,11 +103,11 @@ rule analyze:
         f"{RESULTS}/tables/{{experiment}}.csv",
     log:
         f"logs/{RESULTS}/analyze/{{experiment}}.log",
+    conda:
+        ENV
     params:
         dpvae=DPVAE,
         context=lambda w: json.dumps(PLAN.analysis_context(w.experiment), sort_keys=True),
-    conda:
-        ENV
     shell:
         "{params.dpvae} analyze --experiment {wildcards.experiment} --context {params.context:q} "
         "--out {output} > {log} 2>&1"

@@ -8,11 +8,11 @@ rule item_spec:
         f"{RESULTS}/items/{{paper}}/{{item}}.json",
     log:
         "logs/render/{paper}/{item}.spec.log",
+    conda:
+        ENV
     params:
         spec=lambda w: PLAN.item_spec(w.paper, w.item),
         src=SRC,
-    conda:
-        ENV
     script:
         "../scripts/write_spec.py"
 
@@ -20,8 +20,10 @@ rule item_spec:
 _CAPTION = "../report/item.rst"
 # Anything under figures/ that is not an item, a gathered item id or the scorecard.
 _SECTIONS = "|".join(SECTIONS)
-UNKNOWN_TARGET = (rf"(?!({_SECTIONS})/({ITEM_ID_PATTERN})\.(pdf|png|csv|tex)$)"
-                  rf"(?!({ITEM_ID_PATTERN})\.pdf$)(?!scorecard\.(pdf|csv)$).+")
+UNKNOWN_TARGET = (
+    rf"(?!({_SECTIONS})/({ITEM_ID_PATTERN})\.(pdf|png|csv|tex)$)"
+    rf"(?!({ITEM_ID_PATTERN})\.pdf$)(?!scorecard\.(pdf|csv)$).+"
+)
 # Figures whose tidy data is an output beside them (the audit item): pdf, png and csv.
 FIGURE_CSV_ITEMS = "|".join(sorted({i.id for i in ITEMS.values() if i.kind == "figure" and "csv" in i.outputs}))
 
@@ -30,18 +32,28 @@ rule render_table:
     input:
         unpack(_render_inputs),
     output:
-        pdf=report("figures/{paper}/{item}.pdf", caption=_CAPTION, category="{paper}", labels={"item": "{item}", "output": "pdf"}),
-        csv=report("figures/{paper}/{item}.csv", caption=_CAPTION, category="{paper}", labels={"item": "{item}", "output": "csv"}),
+        pdf=report(
+            "figures/{paper}/{item}.pdf",
+            caption=_CAPTION,
+            category="{paper}",
+            labels={"item": "{item}", "output": "pdf"},
+        ),
+        csv=report(
+            "figures/{paper}/{item}.csv",
+            caption=_CAPTION,
+            category="{paper}",
+            labels={"item": "{item}", "output": "csv"},
+        ),
         tex="figures/{paper}/{item}.tex",
     log:
         "logs/render/{paper}/{item}.log",
     wildcard_constraints:
         item=r"table\d+",
+    conda:
+        ENV
     params:
         dpvae=DPVAE,
         caption=lambda w: PLAN.caption(w.paper, w.item),
-    conda:
-        ENV
     shell:
         "{params.dpvae} render --spec {input.spec} > {log} 2>&1"
 
@@ -50,17 +62,27 @@ rule render_figure:
     input:
         unpack(_render_inputs),
     output:
-        pdf=report("figures/{paper}/{item}.pdf", caption=_CAPTION, category="{paper}", labels={"item": "{item}", "output": "pdf"}),
-        png=report("figures/{paper}/{item}.png", caption=_CAPTION, category="{paper}", labels={"item": "{item}", "output": "png"}),
+        pdf=report(
+            "figures/{paper}/{item}.pdf",
+            caption=_CAPTION,
+            category="{paper}",
+            labels={"item": "{item}", "output": "pdf"},
+        ),
+        png=report(
+            "figures/{paper}/{item}.png",
+            caption=_CAPTION,
+            category="{paper}",
+            labels={"item": "{item}", "output": "png"},
+        ),
     log:
         "logs/render/{paper}/{item}.log",
     wildcard_constraints:
         item=r"fig\d+",
+    conda:
+        ENV
     params:
         dpvae=DPVAE,
         caption=lambda w: PLAN.caption(w.paper, w.item),
-    conda:
-        ENV
     shell:
         "{params.dpvae} render --spec {input.spec} > {log} 2>&1"
 
@@ -69,28 +91,43 @@ rule render_figure_csv:
     input:
         unpack(_render_inputs),
     output:
-        pdf=report("figures/{paper}/{item}.pdf", caption=_CAPTION, category="{paper}", labels={"item": "{item}", "output": "pdf"}),
-        png=report("figures/{paper}/{item}.png", caption=_CAPTION, category="{paper}", labels={"item": "{item}", "output": "png"}),
-        csv=report("figures/{paper}/{item}.csv", caption=_CAPTION, category="{paper}", labels={"item": "{item}", "output": "csv"}),
+        pdf=report(
+            "figures/{paper}/{item}.pdf",
+            caption=_CAPTION,
+            category="{paper}",
+            labels={"item": "{item}", "output": "pdf"},
+        ),
+        png=report(
+            "figures/{paper}/{item}.png",
+            caption=_CAPTION,
+            category="{paper}",
+            labels={"item": "{item}", "output": "png"},
+        ),
+        csv=report(
+            "figures/{paper}/{item}.csv",
+            caption=_CAPTION,
+            category="{paper}",
+            labels={"item": "{item}", "output": "csv"},
+        ),
     log:
         "logs/render/{paper}/{item}.log",
     wildcard_constraints:
         item=FIGURE_CSV_ITEMS,
+    conda:
+        ENV
     params:
         dpvae=DPVAE,
         caption=lambda w: PLAN.caption(w.paper, w.item),
-    conda:
-        ENV
     shell:
         "{params.dpvae} render --spec {input.spec} > {log} 2>&1"
 
 
 rule unknown_target:
+    input:
+        checked(lambda w: PLAN.check_buildable(f"figures/{w.path}", dryrun=workflow.dryrun) or []),
     # Matches only what no other rule makes under figures/: explains what the valid targets are.
     output:
         "figures/{path}",
-    input:
-        checked(lambda w: PLAN.check_buildable(f"figures/{w.path}", dryrun=workflow.dryrun) or []),
     log:
         "logs/unknown_target/{path}.log",
     wildcard_constraints:
@@ -111,12 +148,12 @@ rule gather:
         "figures/{item}.pdf",
     log:
         "logs/gather/{item}.log",
+    conda:
+        ENV
     params:
         dpvae=DPVAE,
         pdfs=lambda w, input: " ".join(f"--pdf {p}" for p in input),
         pending=lambda w: json.dumps(PLAN.gather_pending(w.item)),
-    conda:
-        ENV
     shell:
         "{params.dpvae} gather --item {wildcards.item} {params.pdfs} --pending {params.pending:q} "
         "--out {output} > {log} 2>&1"
@@ -132,9 +169,9 @@ rule scorecard:
         csv=report("figures/scorecard.csv", caption="../report/scorecard.rst", category="scorecard"),
     log:
         "logs/render/scorecard.log",
-    params:
-        dpvae=DPVAE,
     conda:
         ENV
+    params:
+        dpvae=DPVAE,
     shell:
         "{params.dpvae} scorecard --out {output.pdf} > {log} 2>&1"

@@ -17,16 +17,16 @@ rule stage1:
         f"logs/{STAGE1}/stage1.log",
     benchmark:
         f"{STAGE1}/benchmarks/stage1.tsv"
-    params:
-        dpvae=DPVAE,
-        spec=_stage1_spec,
+    conda:
+        ENV
     threads: lambda w: _stage1_resources(w).threads
     resources:
         mem_mb=lambda w: _stage1_resources(w).mem_mb,
         runtime=lambda w: _stage1_resources(w).runtime,
         gpu=lambda w: gpus(_stage1_resources(w).gpu),
-    conda:
-        ENV
+    params:
+        dpvae=DPVAE,
+        spec=_stage1_spec,
     shell:
         "OMP_NUM_THREADS={threads} {params.dpvae} stage1 --spec {params.spec:q} > {log} 2>&1"
 
@@ -43,16 +43,16 @@ rule train:
         f"logs/{RUN}/train.log",
     benchmark:
         f"{RUN}/benchmarks/train.tsv"
-    params:
-        dpvae=DPVAE,
-        spec=_spec,
+    conda:
+        ENV
     threads: lambda w: _resources(w).threads
     resources:
         mem_mb=lambda w: _resources(w).mem_mb,
         runtime=lambda w: _resources(w).runtime,
         gpu=lambda w: gpus(_resources(w).gpu),
-    conda:
-        ENV
+    params:
+        dpvae=DPVAE,
+        spec=_spec,
     shell:
         "OMP_NUM_THREADS={threads} {params.dpvae} train --spec {params.spec:q} > {log} 2>&1"
 
@@ -68,16 +68,16 @@ rule sample:
         f"logs/{RUN}/sample.log",
     benchmark:
         f"{RUN}/benchmarks/sample.tsv"
-    params:
-        dpvae=DPVAE,
-        run=lambda w, output: Path(output[0]).parent,
-        n=lambda w: config["evaluation"]["n_samples"] or "",
+    conda:
+        ENV
     threads: 2
     resources:
         mem_mb=8000,
         runtime=60,
-    conda:
-        ENV
+    params:
+        dpvae=DPVAE,
+        run=lambda w, output: Path(output[0]).parent,
+        n=lambda w: config["evaluation"]["n_samples"] or "",
     shell:
         "OMP_NUM_THREADS={threads} {params.dpvae} sample --run {params.run} "
         "$( [ -n '{params.n}' ] && echo --n {params.n} ) > {log} 2>&1"

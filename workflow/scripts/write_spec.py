@@ -8,8 +8,9 @@ import json
 import os
 import sys
 
-sys.path.insert(0, snakemake.params.src)  # noqa: F821  (the checkout's package, as the shell rules use)
+sys.path.insert(0, snakemake.params.src)  # the checkout's package, as the shell rules use
 from dpvae.files import write_json, write_text  # noqa: E402
 
-write_json(snakemake.output[0], snakemake.params.spec)  # noqa: F821
-write_text(snakemake.log[0], f"wrote {snakemake.output[0]} ({len(json.dumps(snakemake.params.spec))} bytes, pid {os.getpid()})\n")  # noqa: F821
+spec = snakemake.params.spec
+write_json(snakemake.output[0], spec)
+write_text(snakemake.log[0], f"wrote {snakemake.output[0]} ({len(json.dumps(spec))} bytes, pid {os.getpid()})\n")

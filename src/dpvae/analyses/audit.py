@@ -30,24 +30,52 @@ def dpsgd_audit(name: str, experiment: dict, context: dict) -> pd.DataFrame:
     rows = []
     for engine, setting in params["engines"].items():
         for epsilon in params["epsilons"]:
-            audit = run_audit(AuditSetting(
-                engine, float(epsilon), setting["sample_rate"], setting["steps"], canaries=params["canaries"],
-                records=params["records"], delta=context["delta"], groups=setting.get("groups", 4),
-                confidence=params.get("confidence", 0.95), seed=params.get("seed", 0)))
-            base = {"experiment": name, "variant": f"engine:{engine}", "method": engine, "epsilon": epsilon,
-                    "seed": params.get("seed", 0)}
-            values = {"eps_lower": audit.result.lower, "eps_point": audit.result.point,
-                      "eps_max_certifiable": audit.result.max_certifiable, "eps_claimed": audit.epsilon_paper,
-                      "eps_sound": audit.epsilon_sound, "noise_multiplier": audit.noise_multiplier,
-                      "canaries": params["canaries"], "audit_seconds": audit.seconds}
+            audit = run_audit(
+                AuditSetting(
+                    engine,
+                    float(epsilon),
+                    setting["sample_rate"],
+                    setting["steps"],
+                    canaries=params["canaries"],
+                    records=params["records"],
+                    delta=context["delta"],
+                    groups=setting.get("groups", 4),
+                    confidence=params.get("confidence", 0.95),
+                    seed=params.get("seed", 0),
+                )
+            )
+            base = {
+                "experiment": name,
+                "variant": f"engine:{engine}",
+                "method": engine,
+                "epsilon": epsilon,
+                "seed": params.get("seed", 0),
+            }
+            values = {
+                "eps_lower": audit.result.lower,
+                "eps_point": audit.result.point,
+                "eps_max_certifiable": audit.result.max_certifiable,
+                "eps_claimed": audit.epsilon_paper,
+                "eps_sound": audit.epsilon_sound,
+                "noise_multiplier": audit.noise_multiplier,
+                "canaries": params["canaries"],
+                "audit_seconds": audit.seconds,
+            }
             rows += [{**base, "metric": metric, "value": value} for metric, value in values.items()]
     return tidy(rows)
 
 
 #: The values an audited run's audit.json gives its row (metric -> key; `noise_multiplier` from the engine).
-AUDIT_ROWS = {"eps_lower": "lower", "eps_point": "point", "eps_max_certifiable": "max_certifiable",
-              "eps_claimed": "epsilon_claimed", "engine_eps_paper": "engine_epsilon_paper",
-              "engine_eps_sound": "engine_epsilon_sound", "canaries": "canaries", "audit_seconds": "seconds"}
+AUDIT_ROWS = {
+    "eps_lower": "lower",
+    "eps_point": "point",
+    "eps_max_certifiable": "max_certifiable",
+    "eps_claimed": "epsilon_claimed",
+    "engine_eps_paper": "engine_epsilon_paper",
+    "engine_eps_sound": "engine_epsilon_sound",
+    "canaries": "canaries",
+    "audit_seconds": "seconds",
+}
 
 
 def audit_rows(record: dict) -> list[dict]:
@@ -68,8 +96,7 @@ def train_audited(spec: dict) -> dict:
     import torch
 
     from dpvae.files import write_json
-    from dpvae.methods.base import RunContext
-    from dpvae.methods.registry import get_method
+    from dpvae.methods.registry import get_method, run_context
     from dpvae.privacy.canaries import AUDIT_FILE, CanarySession
     from dpvae.privacy.ledger import check_budget
 
@@ -77,8 +104,7 @@ def train_audited(spec: dict) -> dict:
     if not method.private:
         raise ValueError(f"method '{method.name}' is not private: nothing to audit")
     run = Path(spec["run"])
-    params = method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params", name=method.name)
-    ctx = RunContext(spec, run, params, {"model_dir": run / "model"})
+    ctx = run_context(spec, model_dir=run / "model")
     (run / "model").mkdir(parents=True, exist_ok=True)
     seed = ctx.seed_for("global")
     random.seed(seed)
@@ -114,16 +140,35 @@ def method_audit(name: str, experiment: dict, context: dict) -> pd.DataFrame:
         if label in params.get("exclude", []):
             continue
         if target["dataset"] not in experiment["datasets"]:
-            raise ValueError(f"experiments.{name}.params.targets.{label}.dataset: '{target['dataset']}' is not "
-                             f"in the experiment's datasets {experiment['datasets']} (they are its prepared inputs)")
+            raise ValueError(
+                f"experiments.{name}.params.targets.{label}.dataset: '{target['dataset']}' is not "
+                f"in the experiment's datasets {experiment['datasets']} (they are its prepared inputs)"
+            )
         seed = params.get("seed", 0)
-        spec = {"run_id": f"audit/{label}", "run": str(runs / label), "scale": context.get("scale", ""),
-                "dataset": target["dataset"], "variant": label, "method": target["method"], "private": True,
-                "params": target.get("params", {}), "epsilon": float(params["epsilon"]), "delta": context["delta"],
-                "seed": seed, "device": "cpu", "data_root": context["data_root"],
-                "audit": {"canaries": params["canaries"], "confidence": params.get("confidence", 0.95)}}
+        spec = {
+            "run_id": f"audit/{label}",
+            "run": str(runs / label),
+            "scale": context.get("scale", ""),
+            "dataset": target["dataset"],
+            "variant": label,
+            "method": target["method"],
+            "private": True,
+            "params": target.get("params", {}),
+            "epsilon": float(params["epsilon"]),
+            "delta": context["delta"],
+            "seed": seed,
+            "device": "cpu",
+            "data_root": context["data_root"],
+            "audit": {"canaries": params["canaries"], "confidence": params.get("confidence", 0.95)},
+        }
         record = train_audited(spec)
-        base = {"experiment": name, "dataset": target["dataset"], "variant": label, "method": target["method"],
-                "epsilon": params["epsilon"], "seed": seed}
+        base = {
+            "experiment": name,
+            "dataset": target["dataset"],
+            "variant": label,
+            "method": target["method"],
+            "epsilon": params["epsilon"],
+            "seed": seed,
+        }
         rows += [{**base, **row} for row in audit_rows(record)]
     return tidy(rows)

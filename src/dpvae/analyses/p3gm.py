@@ -16,13 +16,21 @@ def dataset_statistics(name: str, experiment: dict, context: dict) -> pd.DataFra
     from dpvae.data.stats import dataset_statistics as statistics
     from dpvae.data.store import load_prepared
 
-    names = {"N": "n_records", "n_train": "n_train", "n_test": "n_test", "n_features": "n_features",
-             "n_classes": "n_classes", "pct_positive": "pct_positive"}   # -> the published metric names
+    names = {
+        "N": "n_records",
+        "n_train": "n_train",
+        "n_test": "n_test",
+        "n_features": "n_features",
+        "n_classes": "n_classes",
+        "pct_positive": "pct_positive",
+    }  # -> the published metric names
     rows = []
     for dataset in experiment["datasets"]:
         stats = statistics(load_prepared(Path(context["data_root"]) / "prepared" / dataset))
-        rows += [{"experiment": name, "dataset": dataset, "variant": "real", "metric": names[k], "value": stats[k]}
-                 for k in names]   # variant "real": the papers' "original" (the recorded key)
+        rows += [
+            {"experiment": name, "dataset": dataset, "variant": "real", "metric": names[k], "value": stats[k]}
+            for k in names
+        ]  # variant "real": the papers' "original" (the recorded key)
     return tidy(rows)
 
 
@@ -36,8 +44,17 @@ def p3gm_hyperparameters(name: str, experiment: dict, context: dict) -> pd.DataF
     rows = []
     for dataset in params["datasets"]:
         resolved = resolve_params(context, params["variant"], dataset, "1")
-        rows += [{"experiment": name, "dataset": dataset, "variant": params["variant"], "epsilon": 1.0, "metric": metric,
-                  "value": resolved.get(key)} for metric, key in columns.items()]   # Table IV: the (1, 1e-5) runs' settings
+        rows += [
+            {
+                "experiment": name,
+                "dataset": dataset,
+                "variant": params["variant"],
+                "epsilon": 1.0,
+                "metric": metric,
+                "value": resolved.get(key),
+            }
+            for metric, key in columns.items()
+        ]  # Table IV: the (1, 1e-5) runs' settings
     return tidy(rows)
 
 
@@ -47,20 +64,29 @@ def p3gm_composition(name: str, experiment: dict, context: dict) -> pd.DataFrame
     under Theorem 4's RDP composition (classic conversion as the [computed] reference values, and the
     improved one the reference code uses) and under the baseline (Gaussian-bound PCA + zCDP EM +
     moments-accountant SGD, delta split in thirds, epsilons summed)."""
-    from dpvae.methods.recipes import P3GMSetting, p3gm_composition_comparison
+    from dpvae.methods.p3gm.accounting import P3GMSetting, p3gm_composition_comparison
 
     params = experiment["params"]
     rows = []
     for k in params["em_components"]:
         for sigma in params["sigma_sgd"]:
-            setting = P3GMSetting(n_train=params["n_train"], batch_size=params["batch_size"],
-                                  epochs=params["epochs"], sgd_sigma=sigma, pca_sigma=params["sigma_pca"],
-                                  em_sigma=params["sigma_em"], em_iters=params["em_iters"], n_components=k,
-                                  delta=context["delta"])
+            setting = P3GMSetting(
+                n_train=params["n_train"],
+                batch_size=params["batch_size"],
+                epochs=params["epochs"],
+                sgd_sigma=sigma,
+                pca_sigma=params["sigma_pca"],
+                em_sigma=params["sigma_em"],
+                em_iters=params["em_iters"],
+                n_components=k,
+                delta=context["delta"],
+            )
             classic = p3gm_composition_comparison(setting, conversion="classic")
             improved = p3gm_composition_comparison(setting, conversion="improved")
             base = {"experiment": name, "variant": f"K={k}", "sweep": "sigma_s", "point": sigma, "metric": "epsilon"}
-            rows += [{**base, "method": "rdp-classic", "value": classic.proposed.epsilon},
-                     {**base, "method": "rdp-improved", "value": improved.proposed.epsilon},
-                     {**base, "method": "baseline", "value": classic.baseline.epsilon}]
+            rows += [
+                {**base, "method": "rdp-classic", "value": classic.proposed.epsilon},
+                {**base, "method": "rdp-improved", "value": improved.proposed.epsilon},
+                {**base, "method": "baseline", "value": classic.baseline.epsilon},
+            ]
     return tidy(rows)

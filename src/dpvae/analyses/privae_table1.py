@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 import torch
 
+from dpvae.methods.privae.accounting import KAPPAS, PRIVAE_ORDERS, privae_kappa, privae_ledger
 from dpvae.models.conv_vae import ConvVAE
 from dpvae.models.losses import sample_sparse_prior
-from dpvae.methods.recipes.privae import KAPPAS, PRIVAE_ORDERS, privae_kappa, privae_ledger
 from dpvae.privacy.accounting import calibrate_noise
 from dpvae.privacy.dpsgd import BatchAggregation, MicroAggregation, NoiseProfile, TermwiseDPSGD
 from dpvae.privacy.dpsgd.analysis import clipped_sums, measured_sensitivity
@@ -29,16 +29,16 @@ from dpvae.privacy.ledger import Accounting, Mechanism
 
 @dataclass(frozen=True)
 class Table1Setting:
-    batch_size: int          # B
-    groups: int              # b
-    clip_sample: float       # C1
-    clip_batch: float        # C2
-    clip: float              # C of the aggregation baselines
+    batch_size: int  # B
+    groups: int  # b
+    clip_sample: float  # C1
+    clip_batch: float  # C2
+    clip: float  # C of the aggregation baselines
     epsilon: float
     delta: float
     n_train: int
     epochs: float
-    probes: int              # records removed / replaced when measuring
+    probes: int  # records removed / replaced when measuring
 
     @property
     def sample_rate(self) -> float:
@@ -72,16 +72,21 @@ def epsilon_rows(setting: Table1Setting, sigma: float, profiles: dict[str, Noise
     rows: dict[str, dict] = {}
     for method in ("micro agg.", "batch agg."):
         profile = profiles[method]
-        rows[method] = {"epsilon_paper": _epsilon(sigma, setting),
-                        "epsilon_sound": _epsilon(sigma * profile.sensitivity / profile.sound_sensitivity, setting)}
+        rows[method] = {
+            "epsilon_paper": _epsilon(sigma, setting),
+            "epsilon_sound": _epsilon(sigma * profile.sensitivity / profile.sound_sensitivity, setting),
+        }
     termwise: dict[str, float] = {}
     shape = (setting.clip_sample, setting.clip_batch, setting.batch_size, setting.groups)
     for option in KAPPAS:
         kappa = privae_kappa(setting.delta, *shape, option)  # type: ignore[arg-type]
         ledger = privae_ledger(kappa * sigma, setting.sample_rate, setting.steps, setting.delta, *shape, option)
         assert ledger.sound is not None
-        termwise |= {f"kappa_{option}": kappa, f"epsilon_paper_kappa_{option}": ledger.paper.epsilon,
-                     f"epsilon_sound_kappa_{option}": ledger.sound.epsilon}
+        termwise |= {
+            f"kappa_{option}": kappa,
+            f"epsilon_paper_kappa_{option}": ledger.paper.epsilon,
+            f"epsilon_sound_kappa_{option}": ledger.sound.epsilon,
+        }
     rows["term-wise"] = termwise
     return rows
 
@@ -90,24 +95,32 @@ def privae_table1_rows(setting: Table1Setting, images: np.ndarray, seed: int = 0
     """Tidy rows (method, metric, value) of Table 1 for `setting`; `images` = B + probes real records."""
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
-    sigma = calibrate_noise(setting.epsilon, setting.delta, setting.sample_rate, setting.steps, "classic",
-                            PRIVAE_ORDERS)
-    kappa = privae_kappa(setting.delta, setting.clip_sample, setting.clip_batch, setting.batch_size, setting.groups,
-                         "paper")
+    sigma = calibrate_noise(
+        setting.epsilon, setting.delta, setting.sample_rate, setting.steps, "classic", PRIVAE_ORDERS
+    )
+    kappa = privae_kappa(
+        setting.delta, setting.clip_sample, setting.clip_batch, setting.batch_size, setting.groups, "paper"
+    )
     big_b, b = setting.batch_size, setting.groups
     common = {"sample_rate": setting.sample_rate, "noise_multiplier": sigma}
     base = ConvVAE(norm="group").double()
-    models = {method: copy.deepcopy(base) for method in FORMULAS}   # one copy per engine: hooks stay separate
+    models = {method: copy.deepcopy(base) for method in FORMULAS}  # one copy per engine: hooks stay separate
     engines = {
-        "micro agg.": MicroAggregation(models["micro agg."], max_grad_norm=setting.clip, expected_batch_size=big_b,
-                                       **common),
+        "micro agg.": MicroAggregation(
+            models["micro agg."], max_grad_norm=setting.clip, expected_batch_size=big_b, **common
+        ),
         "batch agg.": BatchAggregation(models["batch agg."], max_grad_norm=setting.clip, **common),
-        "term-wise": TermwiseDPSGD(models["term-wise"], sample_clip=setting.clip_sample, batch_clip=setting.clip_batch,
-                                   expected_batch_size=big_b, num_groups=b,
-                                   **{**common, "noise_multiplier": kappa * sigma}),
+        "term-wise": TermwiseDPSGD(
+            models["term-wise"],
+            sample_clip=setting.clip_sample,
+            batch_clip=setting.clip_batch,
+            expected_batch_size=big_b,
+            num_groups=b,
+            **{**common, "noise_multiplier": kappa * sigma},
+        ),
     }
     x = torch.as_tensor(images[:big_b], dtype=torch.float64)
-    spare = torch.as_tensor(images[big_b:big_b + setting.probes], dtype=torch.float64)
+    spare = torch.as_tensor(images[big_b : big_b + setting.probes], dtype=torch.float64)
     latent = base.mu_head.out_channels
     noise = torch.randn(big_b, 1, latent, generator=generator, dtype=torch.float64)
     prior = sample_sparse_prior((big_b, latent), 0.8, generator=generator).double()
@@ -116,7 +129,7 @@ def privae_table1_rows(setting: Table1Setting, images: np.ndarray, seed: int = 0
     def terms(method, x, noise, prior, labels, num_groups):
         return models[method].loss_terms(x, noise, prior, labels, num_groups, beta=1.0, alpha=100.0)
 
-    def micro(x, noise, prior, labels):      # unit i: φ(x_i) + ψ(whole batch)
+    def micro(x, noise, prior, labels):  # unit i: φ(x_i) + ψ(whole batch)
         phi, psi = terms("micro agg.", x, noise, prior, torch.zeros_like(labels), 1)
         return clipped_sums(engines["micro agg."], phi, psi[0])
 
@@ -124,12 +137,15 @@ def privae_table1_rows(setting: Table1Setting, images: np.ndarray, seed: int = 0
         phi, psi = terms("batch agg.", x, noise, prior, torch.zeros_like(labels), 1)
         return clipped_sums(engines["batch agg."], phi.mean() + psi[0])
 
-    def termwise(x, noise, prior, labels):    # φ per example, ψ per sub-group
+    def termwise(x, noise, prior, labels):  # φ per example, ψ per sub-group
         return clipped_sums(engines["term-wise"], *terms("term-wise", x, noise, prior, labels, b), labels)
 
     pre_noise = {"micro agg.": micro, "batch agg.": whole_batch, "term-wise": termwise}
-    analytic = {"micro agg.": big_b * setting.clip, "batch agg.": setting.clip,
-                "term-wise": setting.clip_sample + setting.clip_batch}
+    analytic = {
+        "micro agg.": big_b * setting.clip,
+        "batch agg.": setting.clip,
+        "term-wise": setting.clip_sample + setting.clip_batch,
+    }
     profiles = {method: engine.noise_profile() for method, engine in engines.items()}
     epsilons = epsilon_rows(setting, sigma, profiles)
     rows = []
@@ -138,14 +154,24 @@ def privae_table1_rows(setting: Table1Setting, images: np.ndarray, seed: int = 0
         batch = (x, noise, prior, labels)
         records = range(setting.probes)
         removed = measured_sensitivity(pre_noise[method], batch, records=records)
-        replaced = max(measured_sensitivity(pre_noise[method], batch, records=[k],
-                                            replacement=(spare[k], noise[k], prior[k], labels[k]))
-                       for k in records)
-        values = {"sensitivity": analytic[method], "sensitivity_engine": profile.sensitivity,
-                  "sensitivity_sound": profile.sound_sensitivity, "sensitivity_measured_remove": removed,
-                  "sensitivity_measured_replace": replaced, "noise_scale": profile.table_noise_scale,
-                  "noise_std": profile.noise_std, "sigma": sigma, "kappa": kappa if method == "term-wise" else 1.0,
-                  **epsilons[method]}
+        replaced = max(
+            measured_sensitivity(
+                pre_noise[method], batch, records=[k], replacement=(spare[k], noise[k], prior[k], labels[k])
+            )
+            for k in records
+        )
+        values = {
+            "sensitivity": analytic[method],
+            "sensitivity_engine": profile.sensitivity,
+            "sensitivity_sound": profile.sound_sensitivity,
+            "sensitivity_measured_remove": removed,
+            "sensitivity_measured_replace": replaced,
+            "noise_scale": profile.table_noise_scale,
+            "noise_std": profile.noise_std,
+            "sigma": sigma,
+            "kappa": kappa if method == "term-wise" else 1.0,
+            **epsilons[method],
+        }
         rows += [{"method": method, "metric": k, "value": float(v)} for k, v in values.items()]
         engine.close()
     return rows
@@ -161,10 +187,18 @@ def privae_table1(name: str, experiment: dict, context: dict) -> pd.DataFrame:
     params = experiment["params"]
     (dataset,) = experiment["datasets"]
     prepared = load_prepared(Path(context["data_root"]) / "prepared" / dataset)
-    setting = Table1Setting(batch_size=params["batch_size"], groups=params["groups"],
-                            clip_sample=params["clip_sample"], clip_batch=params["clip_batch"], clip=params["clip"],
-                            epsilon=params["epsilon"], delta=context["delta"], n_train=len(prepared.train),
-                            epochs=params["epochs"], probes=params["probes"])
+    setting = Table1Setting(
+        batch_size=params["batch_size"],
+        groups=params["groups"],
+        clip_sample=params["clip_sample"],
+        clip_batch=params["clip_batch"],
+        clip=params["clip"],
+        epsilon=params["epsilon"],
+        delta=context["delta"],
+        n_train=len(prepared.train),
+        epochs=params["epochs"],
+        probes=params["probes"],
+    )
     images = prepared.train.x[: setting.batch_size + setting.probes]
     rows = privae_table1_rows(setting, images)
     return tidy([{"experiment": name, "dataset": dataset, "epsilon": setting.epsilon, **row} for row in rows])

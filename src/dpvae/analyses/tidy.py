@@ -6,8 +6,20 @@ from typing import Any
 
 import pandas as pd
 
-TIDY_COLUMNS = ["experiment", "dataset", "variant", "method", "epsilon", "seed", "sweep", "point",
-                "metric", "classifier", "step", "value"]
+TIDY_COLUMNS = [
+    "experiment",
+    "dataset",
+    "variant",
+    "method",
+    "epsilon",
+    "seed",
+    "sweep",
+    "point",
+    "metric",
+    "classifier",
+    "step",
+    "value",
+]
 
 
 def tidy(rows: list[dict[str, Any]]) -> pd.DataFrame:

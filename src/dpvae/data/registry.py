@@ -91,11 +91,13 @@ def _specs() -> dict[str, DatasetSpec]:
         ),
         DatasetSpec(
             "adult", "Adult as P3GM's code: adult.data + adult.test, '?' kept as a category (48,842 rows)", "adult",
-            adult, partial(tabular.build_adult, drop_missing=False), HOLDOUT, "label-encode, min-max [0,1]", n_train=43957,
+            adult, partial(tabular.build_adult, drop_missing=False), HOLDOUT, "label-encode, min-max [0,1]",
+            n_train=43957,
         ),
         DatasetSpec(
             "adult-dropna", "Adult as P3GM's paper text: rows with '?' dropped (45,222 rows)", "adult",
-            adult, partial(tabular.build_adult, drop_missing=True), HOLDOUT, "label-encode, min-max [0,1]", n_train=40699,
+            adult, partial(tabular.build_adult, drop_missing=True), HOLDOUT, "label-encode, min-max [0,1]",
+            n_train=40699,
         ),
         DatasetSpec(
             "credit", "Kaggle Credit as P3GM's code: all 492 frauds + 10,000 seeded normal rows (10,492)", "credit",
@@ -103,7 +105,8 @@ def _specs() -> dict[str, DatasetSpec]:
         ),
         DatasetSpec(
             "credit-full", "Kaggle Credit as P3GM's paper text: all 284,807 rows", "credit",
-            credit, partial(tabular.build_credit, n_normal=None), HOLDOUT, "drop Time; min-max V1..V28, Amount", n_train=256326,
+            credit, partial(tabular.build_credit, n_normal=None), HOLDOUT, "drop Time; min-max V1..V28, Amount",
+            n_train=256326,
         ),
         DatasetSpec(
             "isolet", "UCI ISOLET: isolet1+2+3+4 + isolet5 (7,797 rows), y = vowel", "isolet",
@@ -138,9 +141,14 @@ def _standin_spec(real_id: str) -> DatasetSpec:
     schema = standins.SCHEMAS[real_id]
     n_train = schema.n_records - -(-schema.n_records // 10)
     return DatasetSpec(
-        standins.standin_id(real_id), f"STAND-IN (generated, not real data) with the schema of {schema.real_description}",
-        None, (), partial(standins.build_standin, real_id=real_id), HOLDOUT,
-        f"generated, min-max to {list(schema.value_range)}", n_train=n_train,
+        standins.standin_id(real_id),
+        f"STAND-IN (generated, not real data) with the schema of {schema.real_description}",
+        None,
+        (),
+        partial(standins.build_standin, real_id=real_id),
+        HOLDOUT,
+        f"generated, min-max to {list(schema.value_range)}",
+        n_train=n_train,
     )
 
 
@@ -209,8 +217,9 @@ def source_files(source: str) -> tuple[RemoteFile, ...]:
 
 def sources_without_checksums() -> list[str]:
     """Raw sources with a file that has no published checksum (fetched only with data.allow_unverified)."""
-    return sorted({s.source for s in DATASETS.values()
-                   if s.source and any(f.published_checksum is None for f in s.files)})
+    return sorted(
+        {s.source for s in DATASETS.values() if s.source and any(f.published_checksum is None for f in s.files)}
+    )
 
 
 def unverified_source_problem(source: str, root: str | Path, allowed: list[str] | tuple[str, ...]) -> str | None:
@@ -222,19 +231,25 @@ def unverified_source_problem(source: str, root: str | Path, allowed: list[str] 
     if not missing:
         return None
     wanted = sorted({*allowed, *sources_without_checksums()})
-    return (f"raw source '{source}' ({', '.join(missing)}) has no published checksum, so its download cannot be "
-            f"verified. To accept it (its sha256 is recorded on first download and checked after), list it in "
-            f"the config key data.allow_unverified: {allow_unverified_hint(wanted)}")
+    return (
+        f"raw source '{source}' ({', '.join(missing)}) has no published checksum, so its download cannot be "
+        f"verified. To accept it (its sha256 is recorded on first download and checked after), list it in "
+        f"the config key data.allow_unverified: {allow_unverified_hint(wanted)}"
+    )
 
 
-def fetch_source(source: str, root: str | Path, mirror: str | Path | None = None, *,
-                 allow_unverified: bool = False) -> Path:
+def fetch_source(
+    source: str, root: str | Path, mirror: str | Path | None = None, *, allow_unverified: bool = False
+) -> Path:
     """Fetch and verify a source's raw files, then write ``<root>/raw/<source>/SHA256SUMS`` (the workflow's
     marker that the source is complete, in ``sha256sum`` format); return the marker's path."""
     raw_dir = Path(root) / "raw" / source
-    observed = fetch(source_files(source), raw_dir, mirror=mirror, source_name=source,
-                     allow_unverified=allow_unverified)
-    return write_text(raw_dir / "SHA256SUMS", "".join(f"{digest}  {name}\n" for name, digest in sorted(observed.items())))
+    observed = fetch(
+        source_files(source), raw_dir, mirror=mirror, source_name=source, allow_unverified=allow_unverified
+    )
+    return write_text(
+        raw_dir / "SHA256SUMS", "".join(f"{digest}  {name}\n" for name, digest in sorted(observed.items()))
+    )
 
 
 def prepare_dataset(dataset_id: str, root: str | Path, seed: int = 0) -> Path:

@@ -125,8 +125,10 @@ def unverifiable(files: Iterable[RemoteFile], raw_dir: str | Path) -> list[str]:
 def allow_unverified_hint(sources: Iterable[str]) -> str:
     """How a user lists `sources` in the config key data.allow_unverified (command line or config file)."""
     listed = ", ".join(sorted(set(sources)))
-    return (f"add --config 'data={{allow_unverified: [{listed}]}}' after the targets, or put "
-            f"`data: {{allow_unverified: [{listed}]}}` in a --configfile")
+    return (
+        f"add --config 'data={{allow_unverified: [{listed}]}}' after the targets, or put "
+        f"`data: {{allow_unverified: [{listed}]}}` in a --configfile"
+    )
 
 
 def verify_local(files: Iterable[RemoteFile], raw_dir: str | Path) -> dict[str, str]:
@@ -141,7 +143,8 @@ def verify_local(files: Iterable[RemoteFile], raw_dir: str | Path) -> dict[str, 
         if expected is None:
             raise DataError(
                 f"{path} has no published checksum and no recorded one ({_sidecar(path)}); "
-                f"fetch it again with the config key data.allow_unverified listing '{raw_dir.name}' to record its sha256"
+                f"fetch it again with the config key data.allow_unverified listing '{raw_dir.name}' "
+                "to record its sha256"
             )
         try:
             observed[remote.filename] = _verify(path, remote, expected, label=str(path)).sha256
@@ -151,9 +154,11 @@ def verify_local(files: Iterable[RemoteFile], raw_dir: str | Path) -> dict[str, 
 
 
 def _refetch_hint(raw_dir: Path) -> str:
-    return (f"delete {raw_dir / 'SHA256SUMS'} and run the same command again: the fetch step replaces a missing "
-            f"or corrupted raw file with a verified copy (or run `python -m dpvae fetch --source {raw_dir.name} "
-            f"--root {raw_dir.parent.parent}`)")
+    return (
+        f"delete {raw_dir / 'SHA256SUMS'} and run the same command again: the fetch step replaces a missing "
+        f"or corrupted raw file with a verified copy (or run `python -m dpvae fetch --source {raw_dir.name} "
+        f"--root {raw_dir.parent.parent}`)"
+    )
 
 
 def _fetch_one(
@@ -186,8 +191,10 @@ def _fetch_one(
             with open(mirrored, "rb") as stream:
                 digests = _land(stream, destination, remote, expected, label=f"mirror file {mirrored}")
         except DataError as error:
-            raise DataError(f"{error}; the mirror copy is truncated or corrupted: replace it with a good copy, "
-                            "or remove it (or unset the mirror) to download the file") from None
+            raise DataError(
+                f"{error}; the mirror copy is truncated or corrupted: replace it with a good copy, "
+                "or remove it (or unset the mirror) to download the file"
+            ) from None
     else:
         if mirrored is not None:
             log.warning("%s is not in the mirror (looked for %s); downloading it", remote.filename, mirrored)
@@ -195,8 +202,13 @@ def _fetch_one(
     return digests.sha256 if expected is not None else _record(destination, digests.sha256)
 
 
-def _download(remote: RemoteFile, destination: Path, expected: tuple[str, str] | None, timeout: float,
-              mirrored: Path | None = None) -> Digests:
+def _download(
+    remote: RemoteFile,
+    destination: Path,
+    expected: tuple[str, str] | None,
+    timeout: float,
+    mirrored: Path | None = None,
+) -> Digests:
     not_mirrored = "" if mirrored is None else f" (not in the mirror either: no {mirrored})"
     if not remote.urls:
         raise DataError(f"missing raw file {destination}: it has no download URL and no mirror copy{not_mirrored}")
@@ -210,9 +222,12 @@ def _download(remote: RemoteFile, destination: Path, expected: tuple[str, str] |
         except (urllib.error.URLError, OSError, DataError) as error:
             failures.append(f"  {url}: {error}")
     place = f"{mirrored} (the mirror) or {destination}" if mirrored is not None else str(destination)
-    raise DataError(f"could not obtain a verified {destination}{not_mirrored}; tried:\n" + "\n".join(failures)
-                    + f"\nwithout network access, put a copy of {remote.filename} at {place} and run the same "
-                    "command again (it is verified before use)")
+    raise DataError(
+        f"could not obtain a verified {destination}{not_mirrored}; tried:\n"
+        + "\n".join(failures)
+        + f"\nwithout network access, put a copy of {remote.filename} at {place} and run the same "
+        "command again (it is verified before use)"
+    )
 
 
 def _land(
@@ -278,4 +293,3 @@ def _copy_and_hash(stream: BinaryIO, sink: BinaryIO | None) -> Digests:
         if sink is not None:
             sink.write(chunk)
     return Digests(sha256=sha256.hexdigest(), md5=md5.hexdigest(), size=size)
-

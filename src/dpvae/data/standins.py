@@ -42,12 +42,33 @@ class StandinSchema:
 
 
 SCHEMAS: dict[str, StandinSchema] = {
-    "credit": StandinSchema("credit", 3000, 29, 0.047, (0.0, 1.0), ("normal", "fraud"),
-                            "Kaggle Credit as P3GM's code (V1..V28 + Amount, min-max [0, 1], 4.7 % fraud)"),
-    "isolet": StandinSchema("isolet", 2000, 617, 0.192, (-1.0, 1.0), ("consonant", "vowel"),
-                            "UCI ISOLET (617 features in [-1, 1], 19.2 % vowels)"),
-    "esr": StandinSchema("esr", 2000, 178, 0.20, (0.0, 1.0), ("non-seizure (y 2..5)", "seizure (y 1)"),
-                         "UCI ESR (X1..X178 min-max [0, 1], 20 % seizure)"),
+    "credit": StandinSchema(
+        "credit",
+        3000,
+        29,
+        0.047,
+        (0.0, 1.0),
+        ("normal", "fraud"),
+        "Kaggle Credit as P3GM's code (V1..V28 + Amount, min-max [0, 1], 4.7 % fraud)",
+    ),
+    "isolet": StandinSchema(
+        "isolet",
+        2000,
+        617,
+        0.192,
+        (-1.0, 1.0),
+        ("consonant", "vowel"),
+        "UCI ISOLET (617 features in [-1, 1], 19.2 % vowels)",
+    ),
+    "esr": StandinSchema(
+        "esr",
+        2000,
+        178,
+        0.20,
+        (0.0, 1.0),
+        ("non-seizure (y 2..5)", "seizure (y 1)"),
+        "UCI ESR (X1..X178 min-max [0, 1], 20 % seizure)",
+    ),
 }
 
 
@@ -60,8 +81,9 @@ def standin_id(real_id: str) -> str:
     return real_id + STANDIN_SUFFIX
 
 
-def generate(schema: StandinSchema, rng: np.random.Generator, latent_dim: int = 8,
-             separation: float = 1.0, noise: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+def generate(
+    schema: StandinSchema, rng: np.random.Generator, latent_dim: int = 8, separation: float = 1.0, noise: float = 0.5
+) -> tuple[np.ndarray, np.ndarray]:
     """(x float64 [N, d] in the schema's range, y int64 [N]) with exactly round(rate·N) positives."""
     n, d = schema.n_records, schema.n_features
     y = np.zeros(n, dtype=np.int64)
@@ -84,8 +106,10 @@ def build_standin(raw_dir: Path | None, seed: int, *, real_id: str) -> Prepared:
     rng = np.random.default_rng(np.random.SeedSequence([seed, len(real_id), schema.n_features]).spawn(1)[0])
     x, y = generate(schema, rng)
     train, test, split_meta = holdout_split(x.astype(np.float32), y, seed=seed)
-    columns = [{"name": f"f{i + 1}", "kind": "continuous", "min": float(lo), "max": float(hi)}
-               for i, (lo, hi) in enumerate(zip(x.min(axis=0), x.max(axis=0)))]
+    columns = [
+        {"name": f"f{i + 1}", "kind": "continuous", "min": float(lo), "max": float(hi)}
+        for i, (lo, hi) in enumerate(zip(x.min(axis=0), x.max(axis=0)))
+    ]
     meta = {
         "label_names": list(schema.label_names),
         "positive_class": 1,
@@ -93,10 +117,16 @@ def build_standin(raw_dir: Path | None, seed: int, *, real_id: str) -> Prepared:
         "columns": columns,
         "scaling": f"generated, min-max scaled to {list(schema.value_range)} on the whole set",
         "standin_of": real_id,
-        "notes": (f"STAND-IN DATA: generated with the schema of {schema.real_description}; not the real dataset, "
-                  "which cannot be downloaded on this machine"),
-        "options": {"n_records": schema.n_records, "n_features": schema.n_features,
-                    "positive_rate": schema.positive_rate, "generator": "tanh(linear(z ± shift) + noise)"},
+        "notes": (
+            f"STAND-IN DATA: generated with the schema of {schema.real_description}; not the real dataset, "
+            "which cannot be downloaded on this machine"
+        ),
+        "options": {
+            "n_records": schema.n_records,
+            "n_features": schema.n_features,
+            "positive_rate": schema.positive_rate,
+            "generator": "tanh(linear(z ± shift) + noise)",
+        },
     }
     return Prepared(train, test, meta)
 
@@ -109,13 +139,15 @@ STANDIN_TRAIN, STANDIN_TEST, SIZE = 2000, 500, 32
 def _faces(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
     y = rng.integers(0, 2, n).astype(np.int64)
     grid = np.stack(np.meshgrid(np.linspace(-1, 1, SIZE), np.linspace(-1, 1, SIZE), indexing="ij"))  # [2, H, W]
-    base = rng.uniform(0.2, 0.8, (n, 3, 1, 1)) + 0.15 * np.where(y == 1, 1.0, -1.0)[:, None, None, None] \
-        * np.array([1.0, 0.0, -1.0])[None, :, None, None]
+    base = (
+        rng.uniform(0.2, 0.8, (n, 3, 1, 1))
+        + 0.15 * np.where(y == 1, 1.0, -1.0)[:, None, None, None] * np.array([1.0, 0.0, -1.0])[None, :, None, None]
+    )
     x = np.broadcast_to(base, (n, 3, SIZE, SIZE)).copy()
     for _ in range(3):
         centre = rng.uniform(-0.6, 0.6, (n, 2, 1, 1))
         width = rng.uniform(0.15, 0.4, (n, 1, 1))
-        blob = np.exp(-((grid[None] - centre) ** 2).sum(1) / (2 * width**2))          # [n, H, W]
+        blob = np.exp(-((grid[None] - centre) ** 2).sum(1) / (2 * width**2))  # [n, H, W]
         x += rng.uniform(-0.4, 0.4, (n, 3, 1, 1)) * blob[:, None]
     return np.clip(x, 0, 1).astype(np.float32), y
 
@@ -129,7 +161,6 @@ def build_celeba_standin(raw_dir: Path | None, seed: int) -> Prepared:
         "split": {"rule": "independent draws: train first, then test, from numpy default_rng(seed)", "seed": seed},
         "label_names": ["female (stand-in)", "male (stand-in)"],
         "positive_class": 1,
-        "options": {"n_train": STANDIN_TRAIN, "n_test": STANDIN_TEST, "image_size": SIZE,
-                    "stand_in_for": "celeba32"},
+        "options": {"n_train": STANDIN_TRAIN, "n_test": STANDIN_TEST, "image_size": SIZE, "stand_in_for": "celeba32"},
     }
     return Prepared(train, test, meta)

@@ -60,7 +60,7 @@ class Prepared:
     test: Split
     meta: dict[str, Any]
 
-    def subset_train(self, rows: np.ndarray) -> "Prepared":
+    def subset_train(self, rows: np.ndarray) -> Prepared:
         """The same dataset with only the given training rows (e.g. a seeded smoke-scale subsample)."""
         meta = {**self.meta, "train_subset": {"n": int(len(rows)), "of": len(self.train)}}
         return Prepared(Split(self.train.x[rows], self.train.y[rows]), self.test, meta)
@@ -147,16 +147,19 @@ def load_prepared(path: str | Path) -> Prepared:
         if expected is None and meta.get("format_version", 1) >= 2:
             raise DataError(f"{meta_path} records no sha256 of {file.name}; {_rebuild_hint(path)}")
         if expected is not None and (actual := _sha256(file)) != expected:
-            raise DataError(f"{file} is corrupted: sha256 expected {expected} (meta.json), actual {actual}; "
-                            f"{_rebuild_hint(path)}")
+            raise DataError(
+                f"{file} is corrupted: sha256 expected {expected} (meta.json), actual {actual}; {_rebuild_hint(path)}"
+            )
         try:
             with np.load(file, allow_pickle=False) as arrays:
                 split = Split(decode_x(arrays, file), arrays["y"])
         except (KeyError, ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as error:
             raise DataError(f"{file} is not a valid split ({error}); {_rebuild_hint(path)}") from None
         if list(split.x.shape) != meta["shapes"][name]:
-            raise DataError(f"{file} has x shape {list(split.x.shape)}, meta.json says {meta['shapes'][name]}; "
-                            f"{_rebuild_hint(path)}")
+            raise DataError(
+                f"{file} has x shape {list(split.x.shape)}, meta.json says {meta['shapes'][name]}; "
+                f"{_rebuild_hint(path)}"
+            )
         splits[name] = split
     return Prepared(train=splits["train"], test=splits["test"], meta=meta)
 
@@ -207,8 +210,10 @@ def _sha256(path: Path) -> str:
 
 
 def _rebuild_hint(path: Path) -> str:
-    return (f"delete {path} and run the same command again: Snakemake prepares it anew from the verified raw "
-            f"files (or run `python -m dpvae prepare --dataset {path.name} --root {path.parent.parent}`)")
+    return (
+        f"delete {path} and run the same command again: Snakemake prepares it anew from the verified raw "
+        f"files (or run `python -m dpvae prepare --dataset {path.name} --root {path.parent.parent}`)"
+    )
 
 
 def _json_default(value: Any) -> Any:

@@ -30,8 +30,8 @@ class EvalContext:
     """What a metric gets: the run (spec, typed method params, data), its options and input paths."""
 
     run: RunContext
-    options: Any                             # the metric's MetricOptions instance
-    out_dir: Path                            # where artifacts (images, arrays) go, beside the metric's JSON
+    options: Any  # the metric's MetricOptions instance
+    out_dir: Path  # where artifacts (images, arrays) go, beside the metric's JSON
     reference_path: Path | None = None
 
     @cached_property
@@ -56,7 +56,7 @@ class EvalContext:
 
 Rows = list[dict[str, Any]]
 MetricFn = Callable[[EvalContext], Rows]
-ReferenceFn = Callable[[Path, Any, str], dict[str, np.ndarray]]   # (prepared dataset dir, options, device) -> arrays
+ReferenceFn = Callable[[Path, Any, str], dict[str, np.ndarray]]  # (prepared dataset dir, options, device) -> arrays
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,7 @@ class Metric:
 
     def __call__(self, ctx: EvalContext) -> Rows:
         if self.fn is None:
-            raise NotBuiltError(f"metric '{self.name}' ({self.description}) is not implemented yet; "
-                                "see README.md's status table")
+            raise NotBuiltError(
+                f"metric '{self.name}' ({self.description}) is not implemented yet; see README.md's status table"
+            )
         return self.fn(ctx)

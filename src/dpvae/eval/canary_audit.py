@@ -14,22 +14,37 @@ from dpvae.errors import DataError
 from dpvae.eval.base import EvalContext, Rows
 from dpvae.eval.registry import register_metric
 
-ROWS = {"eps_lower": "lower", "eps_point": "point", "eps_max_certifiable": "max_certifiable",
-        "eps_claimed": "epsilon_claimed", "engine_eps_paper": "engine_epsilon_paper",
-        "engine_eps_sound": "engine_epsilon_sound", "canaries": "canaries", "audit_seconds": "seconds"}
+ROWS = {
+    "eps_lower": "lower",
+    "eps_point": "point",
+    "eps_max_certifiable": "max_certifiable",
+    "eps_claimed": "epsilon_claimed",
+    "engine_eps_paper": "engine_epsilon_paper",
+    "engine_eps_sound": "engine_epsilon_sound",
+    "canaries": "canaries",
+    "audit_seconds": "seconds",
+}
 
 
-@register_metric("canary_audit", needs=("model",), threads=1, mem_mb=1000, runtime=5,
-                 description="one-run canary audit: empirical epsilon lower bound beside the claimed epsilon")
+@register_metric(
+    "canary_audit",
+    needs=("model",),
+    threads=1,
+    mem_mb=1000,
+    runtime=5,
+    description="one-run canary audit: empirical epsilon lower bound beside the claimed epsilon",
+)
 def canary_audit(ctx: EvalContext) -> Rows:
     from dpvae.privacy.canaries import AUDIT_FILE
 
     path = ctx.run.run_dir / AUDIT_FILE
     if not path.is_file():
-        raise DataError(f"{path}: missing; the run's variant '{ctx.run.spec['variant']}' needs "
-                        "`audit: {canaries: N}` so that its training carries canaries (docs/audit.md)")
+        raise DataError(
+            f"{path}: missing; the run's variant '{ctx.run.spec['variant']}' needs "
+            "`audit: {canaries: N}` so that its training carries canaries (docs/audit.md)"
+        )
     record = json.loads(path.read_text())
     rows = [{"metric": metric, "value": record[key]} for metric, key in ROWS.items() if key in record]
-    if "engine" in record:   # a DP-SGD engine carried the canaries (else a noisy release: no engine claims)
+    if "engine" in record:  # a DP-SGD engine carried the canaries (else a noisy release: no engine claims)
         rows.append({"metric": "noise_multiplier", "value": record["engine"]["noise_multiplier"]})
     return rows

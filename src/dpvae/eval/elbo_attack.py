@@ -26,14 +26,17 @@ class ELBOAttackOptions(AttackOptions):
     elbo_samples: int = param(16, "posterior draws averaged in each record's ELBO", minimum=1)
 
 
-@register_metric("elbo_attack", needs=("model", "data"), options=ELBOAttackOptions,
-                 description="white-box membership inference on the per-record ELBO: trade-off curve, AUC, "
-                             "TPR at low FPR, empirical epsilon lower bounds")
+@register_metric(
+    "elbo_attack",
+    needs=("model", "data"),
+    options=ELBOAttackOptions,
+    description="white-box membership inference on the per-record ELBO: trade-off curve, AUC, "
+    "TPR at low FPR, empirical epsilon lower bounds",
+)
 def elbo_attack(ctx: EvalContext) -> Rows:
     method = whitebox(ctx, "elbo")
     chosen = targets(ctx)
     members = method.elbo(ctx.run, ctx.data.train.x[chosen.members], ctx.options.elbo_samples, "elbo-members")
-    nonmembers = method.elbo(ctx.run, ctx.data.test.x[chosen.nonmembers], ctx.options.elbo_samples,
-                             "elbo-nonmembers")
+    nonmembers = method.elbo(ctx.run, ctx.data.test.x[chosen.nonmembers], ctx.options.elbo_samples, "elbo-nonmembers")
     rows = attack_rows(ctx, NAME, members, nonmembers)
     return rows + [{"metric": f"{NAME}_mean_gap", "value": float(np.mean(members) - np.mean(nonmembers))}]

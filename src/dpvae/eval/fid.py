@@ -58,9 +58,11 @@ def weights_path(data_root: Path | None = None) -> Path:
         if path.is_file():
             _check_sha256(path)
             return path
-    raise DataError(f"FID needs the Inception weights {WEIGHTS_NAME} (sha256 {WEIGHTS_SHA256}): set "
-                    f"{WEIGHTS_ENV} or DPVAE_DATA_MIRROR (<mirror>/inception/), or place it in "
-                    f"<data root>/raw/inception/; looked at: {', '.join(filter(None, candidates)) or 'nothing'}")
+    raise DataError(
+        f"FID needs the Inception weights {WEIGHTS_NAME} (sha256 {WEIGHTS_SHA256}): set "
+        f"{WEIGHTS_ENV} or DPVAE_DATA_MIRROR (<mirror>/inception/), or place it in "
+        f"<data root>/raw/inception/; looked at: {', '.join(filter(None, candidates)) or 'nothing'}"
+    )
 
 
 _CHECKED: set[Path] = set()
@@ -93,14 +95,17 @@ def statistics(x: np.ndarray, batch_size: int, weights: Path, device: str = "cpu
     from torch_fidelity.feature_extractor_inceptionv3 import FeatureExtractorInceptionV3
 
     device = torch.device(device)
-    extractor = FeatureExtractorInceptionV3("inception-v3-compat", ["2048"],
-                                            feature_extractor_weights_path=str(weights)).eval().to(device)
-    on_cpu = device.type == "cpu"    # NumPy's float64 sums there: the CPU's statistics stay bit for bit
+    extractor = (
+        FeatureExtractorInceptionV3("inception-v3-compat", ["2048"], feature_extractor_weights_path=str(weights))
+        .eval()
+        .to(device)
+    )
+    on_cpu = device.type == "cpu"  # NumPy's float64 sums there: the CPU's statistics stay bit for bit
     total = np.zeros(2048) if on_cpu else torch.zeros(2048, dtype=torch.float64, device=device)
     outer = np.zeros((2048, 2048)) if on_cpu else torch.zeros((2048, 2048), dtype=torch.float64, device=device)
     with torch.no_grad():
         for start in range(0, len(x), batch_size):
-            images = torch.from_numpy(to_uint8_rgb(x[start:start + batch_size])).to(device)
+            images = torch.from_numpy(to_uint8_rgb(x[start : start + batch_size])).to(device)
             (features,) = extractor(images)
             f = features.double().numpy() if on_cpu else features.double()
             total += f.sum(0)
@@ -125,9 +130,16 @@ def build_reference(prepared_dir: Path, options: FIDOptions, device: str = "cpu"
     return {**stats, "split": np.asarray(options.reference)}
 
 
-@register_metric("fid", needs=("samples", "reference"), options=FIDOptions, reference=build_reference,
-                 reference_keys=("reference", "reference_n", "batch_size"), gpu=True, runtime=240,
-                 description="Frechet Inception Distance to real images (torch-fidelity, offline InceptionV3)")
+@register_metric(
+    "fid",
+    needs=("samples", "reference"),
+    options=FIDOptions,
+    reference=build_reference,
+    reference_keys=("reference", "reference_n", "batch_size"),
+    gpu=True,
+    runtime=240,
+    description="Frechet Inception Distance to real images (torch-fidelity, offline InceptionV3)",
+)
 def fid(ctx: EvalContext) -> Rows:
     from torch_fidelity.metric_fid import fid_statistics_to_metric
 
@@ -137,6 +149,8 @@ def fid(ctx: EvalContext) -> Rows:
     real = ctx.reference()
     generated = statistics(x, ctx.options.batch_size, weights_path(Path(ctx.run.spec["data_root"])), ctx.run.device)
     value = fid_statistics_to_metric(generated, {"mu": real["mu"], "sigma": real["sigma"]}, verbose=False)
-    return [{"metric": "fid", "value": float(value["frechet_inception_distance"])},
-            {"metric": "fid_n_samples", "value": float(len(x))},
-            {"metric": "fid_reference_n", "value": float(real["n"])}]
+    return [
+        {"metric": "fid", "value": float(value["frechet_inception_distance"])},
+        {"metric": "fid_n_samples", "value": float(len(x))},
+        {"metric": "fid_reference_n", "value": float(real["n"])},
+    ]

@@ -34,8 +34,12 @@ def frechet_distance(a: np.ndarray, b: np.ndarray) -> float:
     return float(((mu_a - mu_b) ** 2).sum() + np.trace(cov_a + cov_b - 2 * np.real(root)))
 
 
-@register_metric("frechet_pca", needs=("samples", "data"), options=FrechetPCAOptions,
-                 description="Frechet distance between real test and generated images in the real images' PCA space")
+@register_metric(
+    "frechet_pca",
+    needs=("samples", "data"),
+    options=FrechetPCAOptions,
+    description="Frechet distance between real test and generated images in the real images' PCA space",
+)
 def frechet_pca(ctx: EvalContext) -> Rows:
     from sklearn.decomposition import PCA
 
@@ -44,5 +48,7 @@ def frechet_pca(ctx: EvalContext) -> Rows:
     pca = PCA(n_components=min(ctx.options.components, *real.shape), random_state=0).fit(real)
     real_f, fake_f = pca.transform(real), pca.transform(fake)
     half = len(real_f) // 2
-    return [{"metric": "frechet_pca", "value": frechet_distance(real_f, fake_f)},
-            {"metric": "frechet_pca_real", "value": frechet_distance(real_f[:half], real_f[half:])}]
+    return [
+        {"metric": "frechet_pca", "value": frechet_distance(real_f, fake_f)},
+        {"metric": "frechet_pca_real", "value": frechet_distance(real_f[:half], real_f[half:])},
+    ]

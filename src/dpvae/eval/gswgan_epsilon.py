@@ -13,14 +13,20 @@ from dpvae.eval.base import EvalContext, Rows
 from dpvae.eval.registry import register_metric
 
 
-@register_metric("gswgan_epsilon", needs=("model",), runtime=5, threads=1, mem_mb=1000,
-                 description="GS-WGAN's epsilon the authors' way (autodp: q = 1/K, iterations x batch-size "
-                             "compositions), recomputed from the trained run")
+@register_metric(
+    "gswgan_epsilon",
+    needs=("model",),
+    runtime=5,
+    threads=1,
+    mem_mb=1000,
+    description="GS-WGAN's epsilon the authors' way (autodp: q = 1/K, iterations x batch-size "
+    "compositions), recomputed from the trained run",
+)
 def gswgan_epsilon(ctx: EvalContext) -> Rows:
-    from dpvae.methods.impl.gs_wgan import authors_epsilon
+    from dpvae.methods.gs_wgan.accounting import authors_epsilon
 
     meta = json.loads((ctx.model_dir / "model.json").read_text())
-    value = authors_epsilon(meta["noise_multiplier"], meta["discriminators"], meta["iters"], meta["batch_size"],
-                            meta["delta"])
-    return [{"metric": "epsilon_authors", "value": value},
-            {"metric": "gswgan_iters", "value": float(meta["iters"])}]
+    value = authors_epsilon(
+        meta["noise_multiplier"], meta["discriminators"], meta["iters"], meta["batch_size"], meta["delta"]
+    )
+    return [{"metric": "epsilon_authors", "value": value}, {"metric": "gswgan_iters", "value": float(meta["iters"])}]

@@ -32,8 +32,12 @@ def hoyer_sparsity_of(means: np.ndarray) -> float:
     return float((np.sqrt(d) - ratio.mean()) / (np.sqrt(d) - 1))
 
 
-@register_metric("hoyer_sparsity", needs=("model", "data"), options=HoyerOptions,
-                 description="Hoyer sparsity of standardised posterior means on the test set")
+@register_metric(
+    "hoyer_sparsity",
+    needs=("model", "data"),
+    options=HoyerOptions,
+    description="Hoyer sparsity of standardised posterior means on the test set",
+)
 def hoyer_sparsity(ctx: EvalContext) -> Rows:
     x, _ = test_images(ctx, ctx.options.max_test)
     means, _ = posterior(load_model(ctx), x)

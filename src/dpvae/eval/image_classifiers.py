@@ -34,13 +34,24 @@ class ImageClassifierOptions(MetricOptions):
     batch_size: int = param(512, "classifier batch size", minimum=1)
     max_epochs: int = param(300, "maximum classifier epochs", minimum=1)
     patience: int = param(10, "early-stopping patience on the synthetic validation split", minimum=1)
-    val_fraction: float = param(0.1, "share of the synthetic set held out for early stopping", exclusive_minimum=0, maximum=0.9)
+    val_fraction: float = param(
+        0.1, "share of the synthetic set held out for early stopping", exclusive_minimum=0, maximum=0.9
+    )
     classifiers: list[Classifier] = param(["lr", "mlp", "cnn"], "classifiers to train")
     max_test: int | None = param(None, "evaluate on the first n real test images (null = all)", minimum=1)
 
 
-def _torch_accuracy(kind: str, x: np.ndarray, y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray,
-                    classes: int, options: ImageClassifierOptions, seed: int, device: str = "cpu") -> float:
+def _torch_accuracy(
+    kind: str,
+    x: np.ndarray,
+    y: np.ndarray,
+    test_x: np.ndarray,
+    test_y: np.ndarray,
+    classes: int,
+    options: ImageClassifierOptions,
+    seed: int,
+    device: str = "cpu",
+) -> float:
     """Train one MLP/CNN on `device` with early stopping on a seeded validation split; accuracy on
     (test_x, test_y). Random streams: see the module docstring."""
     import torch
@@ -60,8 +71,10 @@ def _torch_accuracy(kind: str, x: np.ndarray, y: np.ndarray, test_x: np.ndarray,
     def accuracy(inputs: torch.Tensor, labels: torch.Tensor) -> float:
         model.eval()
         with torch.no_grad():
-            hits = sum(int((model(inputs[s:s + 2048]).argmax(1) == labels[s:s + 2048]).sum())
-                       for s in range(0, len(labels), 2048))
+            hits = sum(
+                int((model(inputs[s : s + 2048]).argmax(1) == labels[s : s + 2048]).sum())
+                for s in range(0, len(labels), 2048)
+            )
         return hits / len(labels)
 
     best, best_state, waited = -1.0, copy.deepcopy(model.state_dict()), 0
@@ -89,16 +102,21 @@ def _lr_accuracy(x: np.ndarray, y: np.ndarray, test_x: np.ndarray, test_y: np.nd
     from sklearn.linear_model import LogisticRegression
 
     if len(np.unique(y)) < 2:
-        return float(np.mean(test_y == y[0]))   # one class only: LR cannot be fitted, it predicts that class
+        return float(np.mean(test_y == y[0]))  # one class only: LR cannot be fitted, it predicts that class
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)   # defaults (max_iter=100), as the paper states
+        warnings.simplefilter("ignore", ConvergenceWarning)  # defaults (max_iter=100), as the paper states
         model = LogisticRegression(random_state=seed).fit(x.reshape(len(x), -1), y)
     return float(model.score(test_x.reshape(len(test_x), -1), test_y))
 
 
-@register_metric("image_classifiers", needs=("samples", "data"), options=ImageClassifierOptions, gpu=True,
-                 runtime=240, description="DP2-VAE's LR / MLP / CNN trained on synthetic images, accuracy on "
-                                          "real test images")
+@register_metric(
+    "image_classifiers",
+    needs=("samples", "data"),
+    options=ImageClassifierOptions,
+    gpu=True,
+    runtime=240,
+    description="DP2-VAE's LR / MLP / CNN trained on synthetic images, accuracy on real test images",
+)
 def image_classifiers(ctx: EvalContext) -> Rows:
     x = np.ascontiguousarray(ctx.samples["x"], dtype=np.float32)
     y = np.asarray(ctx.samples["y"], dtype=np.int64)
@@ -107,16 +125,36 @@ def image_classifiers(ctx: EvalContext) -> Rows:
     classes = int(max(y.max(), ctx.data.train.y.max(), test.y.max())) + 1
     rows = []
     for kind in ctx.options.classifiers:
-        if kind == "lr":   # deterministic (lbfgs): one fit stands for every repeat
+        if kind == "lr":  # deterministic (lbfgs): one fit stands for every repeat
             scores = [_lr_accuracy(x, y, test_x, test_y, ctx.run.seed_for("image_classifiers/lr"))]
         else:
-            scores = [_torch_accuracy(kind, x, y, test_x, test_y, classes, ctx.options,
-                                      ctx.run.seed_for(f"image_classifiers/{kind}/{repeat}"), ctx.run.device)
-                      for repeat in range(ctx.options.repeats)]
-        rows += [{"metric": "accuracy", "classifier": kind, "value": float(np.mean(scores))},
-                 {"metric": "accuracy_std", "classifier": kind, "value": float(np.std(scores))}]
+            scores = [
+                _torch_accuracy(
+                    kind,
+                    x,
+                    y,
+                    test_x,
+                    test_y,
+                    classes,
+                    ctx.options,
+                    ctx.run.seed_for(f"image_classifiers/{kind}/{repeat}"),
+                    ctx.run.device,
+                )
+                for repeat in range(ctx.options.repeats)
+            ]
+        rows += [
+            {"metric": "accuracy", "classifier": kind, "value": float(np.mean(scores))},
+            {"metric": "accuracy_std", "classifier": kind, "value": float(np.std(scores))},
+        ]
     # the protocol actually run (the item states it): synthetic training images, real test images
     o = ctx.options
-    return rows + [{"metric": f"classifier_{name}", "value": float(value)} for name, value in (
-        ("n_train", len(y)), ("n_test", len(test_y)), ("repeats", o.repeats), ("max_epochs", o.max_epochs),
-        ("patience", o.patience))]
+    return rows + [
+        {"metric": f"classifier_{name}", "value": float(value)}
+        for name, value in (
+            ("n_train", len(y)),
+            ("n_test", len(test_y)),
+            ("repeats", o.repeats),
+            ("max_epochs", o.max_epochs),
+            ("patience", o.patience),
+        )
+    ]

@@ -41,8 +41,14 @@ def iwae_bound(model, x, k: int, generator, chunk: int = CHUNK):
     return torch.logsumexp(torch.cat(parts, 1), 1) - math.log(k)
 
 
-@register_metric("iwae_loglik", needs=("model", "data"), options=IWAEOptions, runtime=240, gpu=True,
-                 description="importance-weighted test log-likelihood")
+@register_metric(
+    "iwae_loglik",
+    needs=("model", "data"),
+    options=IWAEOptions,
+    runtime=240,
+    gpu=True,
+    description="importance-weighted test log-likelihood",
+)
 def iwae_loglik(ctx: EvalContext) -> Rows:
     import torch
 
@@ -53,7 +59,9 @@ def iwae_loglik(ctx: EvalContext) -> Rows:
     total = 0.0
     per_batch = max(1, ctx.options.batch_size)
     for start in range(0, len(x), per_batch):
-        total += float(iwae_bound(model, records[start:start + per_batch], ctx.options.k, generator).sum())
-    return [{"metric": "iwae_loglik", "value": total / len(x)},
-            {"metric": "iwae_test_records", "value": float(len(x))},
-            {"metric": "iwae_k", "value": float(ctx.options.k)}]
+        total += float(iwae_bound(model, records[start : start + per_batch], ctx.options.k, generator).sum())
+    return [
+        {"metric": "iwae_loglik", "value": total / len(x)},
+        {"metric": "iwae_test_records", "value": float(len(x))},
+        {"metric": "iwae_k", "value": float(ctx.options.k)},
+    ]

@@ -14,7 +14,7 @@ from dpvae.eval.base import EvalContext
 
 def load_model(ctx: EvalContext) -> Any:
     """The run's trained `LatentVAE` (eval mode) on the run's device."""
-    from dpvae.models.latent_vae import load_vae
+    from dpvae.models.vae_files import load_vae
 
     return load_vae(ctx.model_dir)[0].to(ctx.run.device)
 
@@ -39,7 +39,7 @@ def posterior(model: Any, x: np.ndarray, batch_size: int = 500) -> tuple[np.ndar
     means, stds = [], []
     with torch.no_grad():
         for start in range(0, len(x), batch_size):
-            mu, std = model.encode(torch.as_tensor(x[start:start + batch_size]).to(device))
+            mu, std = model.encode(torch.as_tensor(x[start : start + batch_size]).to(device))
             means.append(mu)
             stds.append(std)
     return torch.cat(means).cpu().numpy(), torch.cat(stds).cpu().numpy()

@@ -25,8 +25,12 @@ class LatentMMDOptions(MetricOptions):
     max_test: int | None = param(None, "use the first n test records (null = all)", minimum=2)
 
 
-@register_metric("latent_mmd", needs=("model", "data"), options=LatentMMDOptions,
-                 description="dimension-wise Cauchy MMD between aggregate posterior and prior samples")
+@register_metric(
+    "latent_mmd",
+    needs=("model", "data"),
+    options=LatentMMDOptions,
+    description="dimension-wise Cauchy MMD between aggregate posterior and prior samples",
+)
 def latent_mmd(ctx: EvalContext) -> Rows:
     import torch
 
@@ -43,7 +47,7 @@ def latent_mmd(ctx: EvalContext) -> Rows:
     values = []
     with torch.no_grad():
         for start in range(0, len(x) - size + 1, size):
-            mu, std = model.encode(records[start:start + size])
+            mu, std = model.encode(records[start : start + size])
             z = mu + std * torch.randn(mu.shape, generator=generator).to(device)
             prior = model.sample_prior(size, generator).to(device)
             values.append(float(mmd_dim(z, prior, units)[0]))

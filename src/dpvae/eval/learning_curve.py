@@ -21,10 +21,16 @@ from dpvae.params import MetricOptions, param
 
 @dataclass(frozen=True)
 class LearningCurveOptions(MetricOptions):
-    n_samples: int | None = param(None, "synthetic records per epoch (null = the training-set size, as the code)", minimum=1)
-    utility: Literal["auto", "none"] = param("auto", "per-epoch utility: CNN accuracy for images, 4-classifier AUROC for tabular; none = losses only")
+    n_samples: int | None = param(
+        None, "synthetic records per epoch (null = the training-set size, as the code)", minimum=1
+    )
+    utility: Literal["auto", "none"] = param(
+        "auto", "per-epoch utility: CNN accuracy for images, 4-classifier AUROC for tabular; none = losses only"
+    )
     cnn_max_epochs: int = param(20, "CNN epochs at most (images)", minimum=1)
-    cnn_early_stopping: Literal["synthetic", "test"] = param("synthetic", "CNN early stopping on held-out synthetic data, or on the real test set (the reference)")
+    cnn_early_stopping: Literal["synthetic", "test"] = param(
+        "synthetic", "CNN early stopping on held-out synthetic data, or on the real test set (the reference)"
+    )
     adult_positive: Literal[">50K", "<=50K"] = param(">50K", "Adult's positive class (tabular)")
     max_test: int | None = param(None, "score on the first n real test records (null = all)", minimum=1)
 
@@ -39,8 +45,9 @@ def epoch_utility(samples: dict[str, np.ndarray], ctx: EvalContext, epoch: int) 
     if is_image(ctx.data.train.x):
         from dpvae.eval.p3gm_cnn import P3GMCNNOptions, cnn_rows
 
-        cnn = P3GMCNNOptions(max_epochs=options.cnn_max_epochs, early_stopping=options.cnn_early_stopping,
-                             max_test=options.max_test)
+        cnn = P3GMCNNOptions(
+            max_epochs=options.cnn_max_epochs, early_stopping=options.cnn_early_stopping, max_test=options.max_test
+        )
         rows = cnn_rows(samples["x"], samples["y"], ctx, cnn, stream=f"learning-curve-cnn-{epoch}")
     else:
         from dpvae.eval.tabular_classifiers import classifier_rows, positive_labels
@@ -48,14 +55,24 @@ def epoch_utility(samples: dict[str, np.ndarray], ctx: EvalContext, epoch: int) 
         names = ctx.data.meta.get("label_names")
         test = ctx.data.test
         keep = slice(None) if options.max_test is None else slice(options.max_test)
-        rows = classifier_rows(samples["x"], positive_labels(samples["y"], names, options.adult_positive),
-                               test.x[keep], positive_labels(test.y[keep], names, options.adult_positive),
-                               ctx.run.seed_for(f"learning-curve-classifiers-{epoch}"))
+        rows = classifier_rows(
+            samples["x"],
+            positive_labels(samples["y"], names, options.adult_positive),
+            test.x[keep],
+            positive_labels(test.y[keep], names, options.adult_positive),
+            ctx.run.seed_for(f"learning-curve-classifiers-{epoch}"),
+        )
     return [{**row, "step": epoch} for row in rows]
 
 
-@register_metric("learning_curve", needs=("model", "data"), options=LearningCurveOptions, runtime=240, gpu=True,
-                 description="reconstruction loss per iteration and utility per epoch (P3GM Fig. 7)")
+@register_metric(
+    "learning_curve",
+    needs=("model", "data"),
+    options=LearningCurveOptions,
+    runtime=240,
+    gpu=True,
+    description="reconstruction loss per iteration and utility per epoch (P3GM Fig. 7)",
+)
 def learning_curve(ctx: EvalContext) -> Rows:
     from dpvae.methods.registry import get_method
 
@@ -68,8 +85,9 @@ def learning_curve(ctx: EvalContext) -> Rows:
         return rows
     epochs = method.snapshot_count(ctx.run)
     if epochs == 0:
-        raise ValueError(f"run {ctx.run.spec['run_id']} kept no per-epoch decoders; train it with "
-                         "record_every_epoch: true")
+        raise ValueError(
+            f"run {ctx.run.spec['run_id']} kept no per-epoch decoders; train it with record_every_epoch: true"
+        )
     for index in range(epochs):
         samples = method.sample_snapshot(ctx.run, index, ctx.options.n_samples)
         rows += epoch_utility(samples, ctx, index + 1)

@@ -20,10 +20,14 @@ BINNINGS: tuple[str, ...] = ("clipped", "notebook")
 @dataclass(frozen=True)
 class Marginals2WayOptions(MetricOptions):
     edges: int = param(5, "linearly spaced bin edges per column on the real training data's [min, max]", minimum=2)
-    binning: Binning = param("clipped", "clipped: edges-1 intervals, out-of-range values clipped; notebook: "
-                                        "show.ipynb's digitize(x, edges) - 1 with the -1 wrap")
+    binning: Binning = param(
+        "clipped",
+        "clipped: edges-1 intervals, out-of-range values clipped; notebook: "
+        "show.ipynb's digitize(x, edges) - 1 with the -1 wrap",
+    )
     label_columns: Literal["onehot", "single", "none"] = param(
-        "onehot", "how the label enters the columns: one-hot (P3GM's data layout), one integer column, or not at all")
+        "onehot", "how the label enters the columns: one-hot (P3GM's data layout), one integer column, or not at all"
+    )
 
 
 def n_label_classes(ctx: Any) -> int:
@@ -31,9 +35,9 @@ def n_label_classes(ctx: Any) -> int:
     return len(names) if names else int(max(ctx.data.train.y.max(), ctx.data.test.y.max())) + 1
 
 
-
-def bin_codes(values: np.ndarray, low: np.ndarray, high: np.ndarray, edges: int = 5,
-              binning: Binning = "clipped") -> tuple[np.ndarray, int]:
+def bin_codes(
+    values: np.ndarray, low: np.ndarray, high: np.ndarray, edges: int = 5, binning: Binning = "clipped"
+) -> tuple[np.ndarray, int]:
     """Cell index of every value [N, d] per column, and the number of cells per column.
 
     `low`/`high` [d] are the reference (real training) data's column minima and maxima. A constant
@@ -45,11 +49,11 @@ def bin_codes(values: np.ndarray, low: np.ndarray, high: np.ndarray, edges: int 
         raise ValueError(f"edges must be >= 2, got {edges}")
     values = np.asarray(values, dtype=np.float64)
     fractions = np.linspace(0.0, 1.0, edges)
-    grid = low[None, :] + fractions[:, None] * (high - low)[None, :]      # [edges, d]
+    grid = low[None, :] + fractions[:, None] * (high - low)[None, :]  # [edges, d]
     # digitize per column: number of edges <= value (right=False), minus one
-    codes = (values[:, None, :] >= grid[None, :, :]).sum(axis=1) - 1       # [N, d] in -1..edges-1
+    codes = (values[:, None, :] >= grid[None, :, :]).sum(axis=1) - 1  # [N, d] in -1..edges-1
     if binning == "notebook":
-        return np.where(codes < 0, edges - 1, codes), edges                # -1 wraps to the last cell
+        return np.where(codes < 0, edges - 1, codes), edges  # -1 wraps to the last cell
     return np.clip(codes, 0, edges - 2), edges - 1
 
 

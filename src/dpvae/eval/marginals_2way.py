@@ -20,19 +20,33 @@ P3GM reconstruction variant (`marginals_2way_public`) reuses.
 from __future__ import annotations
 
 from dpvae.eval.base import EvalContext, Rows
+
 # defined there (no registry import) so that any metric module can import them; re-exported here
-from dpvae.eval.marginals import (BINNINGS, Binning, Marginals2WayOptions, bin_codes, data_matrix,  # noqa: F401
-                                  n_label_classes, tvd_2way)
+from dpvae.eval.marginals import (  # noqa: F401
+    BINNINGS,
+    Binning,
+    Marginals2WayOptions,
+    bin_codes,
+    data_matrix,
+    n_label_classes,
+    tvd_2way,
+)
 from dpvae.eval.registry import register_metric
 
 
-@register_metric("marginals_2way", needs=("samples", "data"), options=Marginals2WayOptions,
-                 description="average total-variation distance of all 2-way marginals (5 bins), synthetic vs real train")
+@register_metric(
+    "marginals_2way",
+    needs=("samples", "data"),
+    options=Marginals2WayOptions,
+    description="average total-variation distance of all 2-way marginals (5 bins), synthetic vs real train",
+)
 def marginals_2way(ctx: EvalContext) -> Rows:
     """`tvd2` with the configured binning, and the value under each binning (`tvd2_clipped`, `tvd2_notebook`)."""
     options, classes = ctx.options, n_label_classes(ctx)
     real = data_matrix(ctx.data.train.x, ctx.data.train.y, classes, options.label_columns)
     synthetic = data_matrix(ctx.samples["x"], ctx.samples["y"], classes, options.label_columns)
     values = {b: tvd_2way(real, synthetic, options.edges, b) for b in BINNINGS}
-    return [{"metric": "tvd2", "value": values[options.binning]},
-            *({"metric": f"tvd2_{b}", "value": v} for b, v in values.items())]
+    return [
+        {"metric": "tvd2", "value": values[options.binning]},
+        *({"metric": f"tvd2_{b}", "value": v} for b, v in values.items()),
+    ]

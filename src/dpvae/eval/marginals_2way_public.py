@@ -14,9 +14,13 @@ from dpvae.eval.marginals_2way import BINNINGS, Marginals2WayOptions, data_matri
 from dpvae.eval.registry import register_metric
 
 
-@register_metric("marginals_2way_public", needs=("model", "data"), options=Marginals2WayOptions,
-                 description="2-way marginal TVD of decoder(encoder mean) of the real test records vs real train "
-                             "(P3GM Table VIII as computed)")
+@register_metric(
+    "marginals_2way_public",
+    needs=("model", "data"),
+    options=Marginals2WayOptions,
+    description="2-way marginal TVD of decoder(encoder mean) of the real test records vs real train "
+    "(P3GM Table VIII as computed)",
+)
 def marginals_2way_public(ctx: EvalContext) -> Rows:
     from dpvae.methods.registry import get_method
 
@@ -28,5 +32,7 @@ def marginals_2way_public(ctx: EvalContext) -> Rows:
     real = data_matrix(ctx.data.train.x, ctx.data.train.y, classes, options.label_columns)
     reconstructed = data_matrix(public["x"], public["y"], classes, options.label_columns)
     values = {b: tvd_2way(real, reconstructed, options.edges, b) for b in BINNINGS}
-    return [{"metric": "tvd2_public", "value": values[options.binning]},
-            *({"metric": f"tvd2_public_{b}", "value": v} for b, v in values.items())]
+    return [
+        {"metric": "tvd2_public", "value": values[options.binning]},
+        *({"metric": f"tvd2_public_{b}", "value": v} for b, v in values.items()),
+    ]

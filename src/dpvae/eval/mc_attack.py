@@ -31,11 +31,15 @@ NAME = "mia_mc"
 class MCAttackOptions(AttackOptions):
     n_synthetic: int = param(100000, "generated samples the attack counts neighbours in", minimum=1)
     distance: Literal["euclidean", "pca"] = param("euclidean", "distance between images")
-    pca_components: int = param(40, "principal components of the 'pca' distance (fitted on the synthetic data)", minimum=1)
+    pca_components: int = param(
+        40, "principal components of the 'pca' distance (fitted on the synthetic data)", minimum=1
+    )
     radius: Literal["median"] = param("median", "neighbourhood radius heuristic")
 
 
-def mc_scores(targets_x: np.ndarray, synthetic: np.ndarray, device: str = "cpu") -> tuple[np.ndarray, float, np.ndarray]:
+def mc_scores(
+    targets_x: np.ndarray, synthetic: np.ndarray, device: str = "cpu"
+) -> tuple[np.ndarray, float, np.ndarray]:
     """Hilprecht's MC scores of flattened targets [T, D] against synthetic records [S, D]: (scores, radius,
     nearest-synthetic distances), radius by the median heuristic; distances on `device`."""
     nearest = nearest_distances(targets_x, synthetic, device=device)
@@ -43,16 +47,22 @@ def mc_scores(targets_x: np.ndarray, synthetic: np.ndarray, device: str = "cpu")
     return count_within(targets_x, synthetic, radius, device=device) / len(synthetic), radius, nearest
 
 
-@register_metric("mc_attack", needs=("model", "data"), options=MCAttackOptions, runtime=60, gpu=True,
-                 description="Monte-Carlo membership inference (Hilprecht et al. 2019): trade-off curve, AUC, "
-                             "TPR at low FPR, empirical epsilon lower bounds")
+@register_metric(
+    "mc_attack",
+    needs=("model", "data"),
+    options=MCAttackOptions,
+    runtime=60,
+    gpu=True,
+    description="Monte-Carlo membership inference (Hilprecht et al. 2019): trade-off curve, AUC, "
+    "TPR at low FPR, empirical epsilon lower bounds",
+)
 def mc_attack(ctx: EvalContext) -> Rows:
     from dpvae.methods.registry import get_method
 
     options: MCAttackOptions = ctx.options
     chosen = targets(ctx)
     drawn = get_method(ctx.run.spec["method"]).sample(ctx.run, options.n_synthetic)["x"]
-    synthetic = drawn.reshape(len(drawn), -1)                       # float32; chunks go to float64
+    synthetic = drawn.reshape(len(drawn), -1)  # float32; chunks go to float64
     members = ctx.data.train.x[chosen.members].reshape(len(chosen.members), -1)
     nonmembers = ctx.data.test.x[chosen.nonmembers].reshape(len(chosen.nonmembers), -1)
     queries = np.concatenate([members, nonmembers]).astype(np.float64)
@@ -63,7 +73,16 @@ def mc_attack(ctx: EvalContext) -> Rows:
         synthetic, queries = pca.transform(synthetic), pca.transform(queries)
     scores, radius, nearest = mc_scores(queries, synthetic, ctx.run.device)
     k = len(members)
-    rows = attack_rows(ctx, NAME, scores[:k], scores[k:], nearest_members=nearest[:k],
-                       nearest_nonmembers=nearest[k:], radius=np.float64(radius))
-    return rows + [{"metric": f"{NAME}_radius", "value": radius},
-                   {"metric": f"{NAME}_zero_score_share", "value": float(np.mean(scores == 0))}]
+    rows = attack_rows(
+        ctx,
+        NAME,
+        scores[:k],
+        scores[k:],
+        nearest_members=nearest[:k],
+        nearest_nonmembers=nearest[k:],
+        radius=np.float64(radius),
+    )
+    return rows + [
+        {"metric": f"{NAME}_radius", "value": radius},
+        {"metric": f"{NAME}_zero_score_share", "value": float(np.mean(scores == 0))},
+    ]

@@ -30,9 +30,14 @@ class AttackOptions(MetricOptions):
     n_members: int = param(1000, "attacked members drawn from the training set", minimum=1)
     n_nonmembers: int = param(1000, "attacked non-members drawn from the test set", minimum=1)
     outlier: Literal["random", "include", "exclude"] = param(
-        "random", "the planted outlier among the members: only if drawn (the paper), always, or never")
-    confidence: float = param(0.95, "confidence of the Clopper-Pearson bounds behind the epsilon lower bounds",
-                              exclusive_minimum=0, maximum=0.999999)
+        "random", "the planted outlier among the members: only if drawn (the paper), always, or never"
+    )
+    confidence: float = param(
+        0.95,
+        "confidence of the Clopper-Pearson bounds behind the epsilon lower bounds",
+        exclusive_minimum=0,
+        maximum=0.999999,
+    )
 
 
 @dataclass(frozen=True)
@@ -41,7 +46,7 @@ class Targets:
 
     members: np.ndarray
     nonmembers: np.ndarray
-    outlier: int | None             # training row of the planted outlier, if the dataset has one
+    outlier: int | None  # training row of the planted outlier, if the dataset has one
 
 
 def outlier_row(data: Any) -> int | None:
@@ -56,8 +61,10 @@ def targets(ctx: EvalContext) -> Targets:
     n_train, n_test = len(data.train.y), len(data.test.y)
     outlier = outlier_row(data)
     if options.n_members > n_train or options.n_nonmembers > n_test:
-        raise ValueError(f"evaluation options ask for {options.n_members} members / {options.n_nonmembers} "
-                         f"non-members but the run has {n_train} training / {n_test} test records")
+        raise ValueError(
+            f"evaluation options ask for {options.n_members} members / {options.n_nonmembers} "
+            f"non-members but the run has {n_train} training / {n_test} test records"
+        )
     seed = [int(ctx.run.spec["seed"]), zlib.crc32(f"{ctx.run.spec['dataset']}|mia-targets".encode())]
     rng = np.random.default_rng(seed)
     pool = np.arange(n_train)
@@ -77,13 +84,16 @@ def whitebox(ctx: EvalContext, capability: str) -> Any:
 
     method = get_method(ctx.run.spec["method"])
     if not callable(getattr(method, capability, None)):
-        raise NotBuiltError(f"method '{method.name}' offers no '{capability}(ctx, x, ...)'; the white-box "
-                            "metrics need it (see dpvae.methods.lvae for an example)")
+        raise NotBuiltError(
+            f"method '{method.name}' offers no '{capability}(ctx, x, ...)'; the white-box "
+            "metrics need it (see dpvae.methods.lvae for an example)"
+        )
     return method
 
 
-def attack_rows(ctx: EvalContext, name: str, scores_in: np.ndarray, scores_out: np.ndarray,
-                **extra_arrays: np.ndarray) -> Rows:
+def attack_rows(
+    ctx: EvalContext, name: str, scores_in: np.ndarray, scores_out: np.ndarray, **extra_arrays: np.ndarray
+) -> Rows:
     """The summary rows of one attack and its `<name>.npz` artifact (curve + scores)."""
     from dpvae.privacy import audit
 
@@ -91,8 +101,12 @@ def attack_rows(ctx: EvalContext, name: str, scores_in: np.ndarray, scores_out: 
     stats = audit.summary(scores_in, scores_out, ctx.run.spec["delta"], ctx.options.confidence, rng)
     curve = audit.tradeoff_curve(scores_in, scores_out)
     path = ctx.out_dir / f"{name}.npz"
-    atomic_write(path, lambda tmp: np.savez_compressed(
-        tmp, alpha=curve.alpha, beta=curve.beta, members=scores_in, nonmembers=scores_out, **extra_arrays))
+    atomic_write(
+        path,
+        lambda tmp: np.savez_compressed(
+            tmp, alpha=curve.alpha, beta=curve.beta, members=scores_in, nonmembers=scores_out, **extra_arrays
+        ),
+    )
     return [{"metric": f"{name}_{key}", "value": float(value)} for key, value in stats.items()]
 
 
@@ -102,8 +116,9 @@ def nearest_distances(queries: np.ndarray, pool: np.ndarray, chunk: int = 2048, 
     return np.sqrt(np.maximum(_reduce_sq_distances(queries, pool, chunk, "min", device=device), 0))
 
 
-def _reduce_sq_distances(queries: np.ndarray, pool: np.ndarray, chunk: int, how: str,
-                         radius_sq: float = 0.0, device: str = "cpu") -> np.ndarray:
+def _reduce_sq_distances(
+    queries: np.ndarray, pool: np.ndarray, chunk: int, how: str, radius_sq: float = 0.0, device: str = "cpu"
+) -> np.ndarray:
     """Per query: the min squared distance to the pool, or the count of pool rows within sqrt(radius_sq).
 
     float64 throughout: NumPy on the CPU, torch on another device (`_reduce_on_device`, the same formula, equal
@@ -111,11 +126,11 @@ def _reduce_sq_distances(queries: np.ndarray, pool: np.ndarray, chunk: int, how:
     if not str(device).startswith("cpu"):
         return _reduce_on_device(queries, pool, chunk, how, radius_sq, device)
     q = np.ascontiguousarray(queries, dtype=np.float64)
-    q_sq = (q ** 2).sum(1)
+    q_sq = (q**2).sum(1)
     out = np.full(len(q), np.inf) if how == "min" else np.zeros(len(q), dtype=np.int64)
     for start in range(0, len(pool), chunk):
-        block = np.ascontiguousarray(pool[start:start + chunk], dtype=np.float64)
-        d = q_sq[:, None] + (block ** 2).sum(1)[None, :] - 2 * (q @ block.T)   # [Q, chunk], float64
+        block = np.ascontiguousarray(pool[start : start + chunk], dtype=np.float64)
+        d = q_sq[:, None] + (block**2).sum(1)[None, :] - 2 * (q @ block.T)  # [Q, chunk], float64
         if how == "min":
             out = np.minimum(out, d.min(1))
         else:
@@ -123,24 +138,29 @@ def _reduce_sq_distances(queries: np.ndarray, pool: np.ndarray, chunk: int, how:
     return out
 
 
-def _reduce_on_device(queries: np.ndarray, pool: np.ndarray, chunk: int, how: str, radius_sq: float,
-                      device: str) -> np.ndarray:
+def _reduce_on_device(
+    queries: np.ndarray, pool: np.ndarray, chunk: int, how: str, radius_sq: float, device: str
+) -> np.ndarray:
     """`_reduce_sq_distances` in torch float64 on `device`: the pool is copied there once, one result back."""
     import torch
 
     q = torch.as_tensor(np.ascontiguousarray(queries), device=device).double()
     rows = torch.as_tensor(np.ascontiguousarray(pool), device=device)
-    q_sq = (q ** 2).sum(1)
-    out = (torch.full((len(q),), torch.inf, dtype=torch.float64, device=device) if how == "min"
-           else torch.zeros(len(q), dtype=torch.int64, device=device))
+    q_sq = (q**2).sum(1)
+    out = (
+        torch.full((len(q),), torch.inf, dtype=torch.float64, device=device)
+        if how == "min"
+        else torch.zeros(len(q), dtype=torch.int64, device=device)
+    )
     for start in range(0, len(rows), chunk):
-        block = rows[start:start + chunk].double()
-        d = q_sq[:, None] + (block ** 2).sum(1)[None, :] - 2 * (q @ block.T)   # [Q, chunk], float64
+        block = rows[start : start + chunk].double()
+        d = q_sq[:, None] + (block**2).sum(1)[None, :] - 2 * (q @ block.T)  # [Q, chunk], float64
         out = torch.minimum(out, d.min(1).values) if how == "min" else out + (d <= radius_sq).sum(1)
     return out.cpu().numpy()
 
 
-def count_within(queries: np.ndarray, pool: np.ndarray, radius: float, chunk: int = 2048,
-                 device: str = "cpu") -> np.ndarray:
+def count_within(
+    queries: np.ndarray, pool: np.ndarray, radius: float, chunk: int = 2048, device: str = "cpu"
+) -> np.ndarray:
     """Number of pool rows within Euclidean distance `radius` of each query ([Q]), on `device`."""
-    return _reduce_sq_distances(queries, pool, chunk, "count", radius ** 2, device)
+    return _reduce_sq_distances(queries, pool, chunk, "count", radius**2, device)

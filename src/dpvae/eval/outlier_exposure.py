@@ -35,9 +35,14 @@ class OutlierOptions(MetricOptions):
     n_reference: int = param(500, "ordinary training records giving the typical distances", minimum=1)
 
 
-@register_metric("outlier_exposure", needs=("samples", "model", "data"), options=OutlierOptions, runtime=30,
-                 description="distance from the planted outlier to its reconstruction and to the nearest generated "
-                             "record, against the same distances of typical training records")
+@register_metric(
+    "outlier_exposure",
+    needs=("samples", "model", "data"),
+    options=OutlierOptions,
+    runtime=30,
+    description="distance from the planted outlier to its reconstruction and to the nearest generated "
+    "record, against the same distances of typical training records",
+)
 def outlier_exposure(ctx: EvalContext) -> Rows:
     from dpvae.methods.registry import get_method
 
@@ -52,26 +57,36 @@ def outlier_exposure(ctx: EvalContext) -> Rows:
     reference = np.sort(rng.choice(ordinary, size=min(options.n_reference, len(ordinary)), replace=False))
     drawn = ctx.samples["x"]
     synthetic = drawn.reshape(len(drawn), -1)
-    outlier = flat[row:row + 1]
-    to_outlier = np.concatenate([np.sqrt(((chunk.astype(np.float64) - outlier) ** 2).sum(1))
-                                 for chunk in np.array_split(synthetic, max(1, len(synthetic) // 8192))])
+    outlier = flat[row : row + 1]
+    to_outlier = np.concatenate(
+        [
+            np.sqrt(((chunk.astype(np.float64) - outlier) ** 2).sum(1))
+            for chunk in np.array_split(synthetic, max(1, len(synthetic) // 8192))
+        ]
+    )
     best = int(np.argmin(to_outlier))
     typical = float(np.median(nearest_distances(flat[reference], synthetic, device=ctx.run.device)))
-    rows = [{"metric": "outlier_nn_synthetic_distance", "value": float(to_outlier[best])},
-            {"metric": "typical_nn_synthetic_distance", "value": typical},
-            {"metric": "outlier_generated", "value": float(to_outlier[best] <= typical)},
-            {"metric": "outlier_nn_synthetic_white_share", "value": float((synthetic[best] > 0.5).mean())},
-            {"metric": "outlier_nn_real_distance",
-             "value": float(nearest_distances(outlier, flat[ordinary], device=ctx.run.device)[0])}]
+    rows = [
+        {"metric": "outlier_nn_synthetic_distance", "value": float(to_outlier[best])},
+        {"metric": "typical_nn_synthetic_distance", "value": typical},
+        {"metric": "outlier_generated", "value": float(to_outlier[best] <= typical)},
+        {"metric": "outlier_nn_synthetic_white_share", "value": float((synthetic[best] > 0.5).mean())},
+        {
+            "metric": "outlier_nn_real_distance",
+            "value": float(nearest_distances(outlier, flat[ordinary], device=ctx.run.device)[0]),
+        },
+    ]
     arrays = {"outlier": train.x[row], "nearest_synthetic": drawn[best]}
     if callable(getattr(method, "reconstruct", None)):
         rebuilt = method.reconstruct(ctx.run, train.x[np.r_[row, reference]]).reshape(len(reference) + 1, -1)
         distances = np.sqrt(((rebuilt.astype(np.float64) - flat[np.r_[row, reference]]) ** 2).sum(1))
         typical_recon = float(np.median(distances[1:]))
-        rows += [{"metric": "outlier_recon_distance", "value": float(distances[0])},
-                 {"metric": "typical_recon_distance", "value": typical_recon},
-                 {"metric": "outlier_reconstructed", "value": float(distances[0] <= typical_recon)},
-                 {"metric": "outlier_recon_white_share", "value": float((rebuilt[0] > 0.5).mean())}]
+        rows += [
+            {"metric": "outlier_recon_distance", "value": float(distances[0])},
+            {"metric": "typical_recon_distance", "value": typical_recon},
+            {"metric": "outlier_reconstructed", "value": float(distances[0] <= typical_recon)},
+            {"metric": "outlier_recon_white_share", "value": float((rebuilt[0] > 0.5).mean())},
+        ]
         arrays["reconstruction"] = rebuilt[0].reshape(train.x.shape[1:])
     atomic_write(ctx.out_dir / ARTIFACT, lambda tmp: np.savez_compressed(tmp, **arrays))
     return rows

@@ -47,9 +47,12 @@ def clustered_share(components: np.ndarray, classes: np.ndarray, num_components:
     return float(counts[rows, cols].sum() / len(classes))
 
 
-@register_metric("pinwheel_scatter", needs=("model", "data"), options=PinwheelScatterOptions,
-                 description="reconstructions and latents of the pinwheel data (artifact), clustered share and "
-                             "reconstruction error")
+@register_metric(
+    "pinwheel_scatter",
+    needs=("model", "data"),
+    options=PinwheelScatterOptions,
+    description="reconstructions and latents of the pinwheel data (artifact), clustered share and reconstruction error",
+)
 def pinwheel_scatter(ctx: EvalContext) -> Rows:
     import torch
 
@@ -57,8 +60,9 @@ def pinwheel_scatter(ctx: EvalContext) -> Rows:
 
     model = load_model(ctx)
     if not hasattr(model, "nearest_component"):
-        raise ConfigError("pinwheel_scatter needs the pinwheel VAE (mixture prior); this run trained "
-                          f"{type(model).__name__}")
+        raise ConfigError(
+            f"pinwheel_scatter needs the pinwheel VAE (mixture prior); this run trained {type(model).__name__}"
+        )
     if ctx.options.split == "test":
         x, y = test_images(ctx)
     else:
@@ -70,8 +74,14 @@ def pinwheel_scatter(ctx: EvalContext) -> Rows:
         sample = mu + std * torch.randn(mu.shape, generator=generator).to(device)
         recon = model.reconstruction(sample)
         components = model.nearest_component(mu).cpu().numpy()
-    arrays = {"x": x, "y": y, "recon": recon.cpu().numpy(), "latent_mean": mu.cpu().numpy(),
-              "latent_sample": sample.cpu().numpy(), "prior_means": model.prior_means.cpu().numpy()}
+    arrays = {
+        "x": x,
+        "y": y,
+        "recon": recon.cpu().numpy(),
+        "latent_mean": mu.cpu().numpy(),
+        "latent_sample": sample.cpu().numpy(),
+        "prior_means": model.prior_means.cpu().numpy(),
+    }
     atomic_write(ctx.out_dir / ARTIFACT, lambda tmp: np.savez_compressed(tmp, **arrays))
     error = float(np.square(arrays["recon"] - x).sum(1).mean())
     share = clustered_share(components, y, len(arrays["prior_means"]))

@@ -4,7 +4,7 @@ For a private run (a ledger in `privacy.json`): the f-DP curve f_{ε,δ} of its 
 curve of its actual mechanisms from dp-accounting's privacy-loss distributions (and the ε at δ that
 accountant gives), and the Gaussian-DP curve of the CLT μ for single Poisson-subsampled Gaussian ledgers.
 For a non-private run with an analytic claim (`model/privacy_claim.json`, LVAE): the claim's numbers as
-rows named `claimed_*` and its f_{ε,δ} curve — a claim, not a guarantee (see dpvae.methods.lvae_claim).
+rows named `claimed_*` and its f_{ε,δ} curve — a claim, not a guarantee (see dpvae.methods.lvae.accounting).
 A run with neither gives no rows. Curves go to `privacy_tradeoff.npz` beside the JSON.
 """
 
@@ -29,11 +29,15 @@ class TradeoffOptions(MetricOptions):
     pld_discretization: float = param(1e-3, "privacy-loss discretisation of dp-accounting's PLD", exclusive_minimum=0)
 
 
-@register_metric("privacy_tradeoff", needs=("model",), options=TradeoffOptions,
-                 description="trade-off curves implied by the run's ledger (f-DP of (eps, delta), PLD, GDP-CLT) "
-                             "or by its analytic claim")
+@register_metric(
+    "privacy_tradeoff",
+    needs=("model",),
+    options=TradeoffOptions,
+    description="trade-off curves implied by the run's ledger (f-DP of (eps, delta), PLD, GDP-CLT) "
+    "or by its analytic claim",
+)
 def privacy_tradeoff(ctx: EvalContext) -> Rows:
-    from dpvae.methods.lvae_claim import CLAIM_FILE
+    from dpvae.methods.lvae.accounting import CLAIM_FILE
     from dpvae.privacy import fdp
     from dpvae.privacy.ledger import Ledger
 
@@ -50,8 +54,12 @@ def privacy_tradeoff(ctx: EvalContext) -> Rows:
             raise ValueError(f"{ctx.run.ledger_path}: PLD curves are computed for add/remove-one ledgers only")
         arrays["eps_delta"] = fdp.eps_delta_tradeoff(alpha, ledger.epsilon, ledger.delta)
         arrays["pld"] = fdp.pld_tradeoff(mechanisms, alpha, ctx.options.pld_discretization)
-        rows.append({"metric": "pld_epsilon",
-                     "value": fdp.pld_epsilon(mechanisms, ledger.delta, ctx.options.pld_discretization)})
+        rows.append(
+            {
+                "metric": "pld_epsilon",
+                "value": fdp.pld_epsilon(mechanisms, ledger.delta, ctx.options.pld_discretization),
+            }
+        )
         if len(mechanisms) == 1:
             m = mechanisms[0]
             mu = fdp.clt_mu(m.sample_rate, m.steps, m.noise_multiplier)
@@ -62,12 +70,16 @@ def privacy_tradeoff(ctx: EvalContext) -> Rows:
         claim = json.loads(claim_path.read_text())
         arrays["claimed_eps_delta"] = fdp.eps_delta_tradeoff(alpha, claim["claimed_epsilon"], claim["delta"])
         arrays["claimed_epsilon"] = np.float64(claim["claimed_epsilon"])
-        rows += [{"metric": "claimed_epsilon", "value": claim["claimed_epsilon"]},
-                 {"metric": "claimed_epsilon_on_manifold", "value": claim["claimed_epsilon_on_manifold"]},
-                 {"metric": "claimed_lipschitz", "value": claim["lipschitz"]}]
+        rows += [
+            {"metric": "claimed_epsilon", "value": claim["claimed_epsilon"]},
+            {"metric": "claimed_epsilon_on_manifold", "value": claim["claimed_epsilon_on_manifold"]},
+            {"metric": "claimed_lipschitz", "value": claim["lipschitz"]},
+        ]
         measured = claim.get("measured_lipschitz") or {}
         if measured.get("max") is not None:
-            rows += [{"metric": "measured_lipschitz_max", "value": measured["max"]},
-                     {"metric": "measured_lipschitz_median", "value": measured["median"]}]
+            rows += [
+                {"metric": "measured_lipschitz_max", "value": measured["max"]},
+                {"metric": "measured_lipschitz_median", "value": measured["median"]},
+            ]
     atomic_write(ctx.out_dir / ARTIFACT, lambda tmp: np.savez_compressed(tmp, **arrays))
     return rows

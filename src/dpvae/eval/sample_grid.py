@@ -35,12 +35,20 @@ def grid_indices(y: np.ndarray, rows: int, cols: int) -> np.ndarray:
     return np.asarray(chosen, dtype=np.int64)
 
 
-@register_metric("sample_grid", needs=("samples",), options=SampleGridOptions,
-                 description="a grid of generated samples (artifact for qualitative figures)")
+@register_metric(
+    "sample_grid",
+    needs=("samples",),
+    options=SampleGridOptions,
+    description="a grid of generated samples (artifact for qualitative figures)",
+)
 def sample_grid(ctx: EvalContext) -> Rows:
     x, y = ctx.samples["x"], ctx.samples.get("y", np.zeros(len(ctx.samples["x"]), dtype=np.int64))
     keep = grid_indices(np.asarray(y), ctx.options.rows, ctx.options.cols)
     path = ctx.out_dir / ARTIFACT
-    atomic_write(path, lambda tmp: np.savez_compressed(tmp, x=x[keep], y=np.asarray(y)[keep],
-                                                       rows=ctx.options.rows, cols=ctx.options.cols))
+    atomic_write(
+        path,
+        lambda tmp: np.savez_compressed(
+            tmp, x=x[keep], y=np.asarray(y)[keep], rows=ctx.options.rows, cols=ctx.options.cols
+        ),
+    )
     return [{"metric": "sample_grid_shown", "value": float(len(keep))}]

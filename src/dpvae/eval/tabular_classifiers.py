@@ -8,8 +8,9 @@ max_features='sqrt', max_depth=8, min_samples_leaf=50, min_samples_split=200); a
 the regressor's output, per classifier and averaged over the four ("mean4", Tables VI, Figs 4, 6-8).
 
 Adult's positive class: the code scores the arg-min of the one-hot label, i.e. "<=50K" (PAPERS.md A-G2);
-the `adult_positive` option picks it, and Adult also gets `auprc_flipped` (the other class positive). A synthetic set with one class only cannot train a classifier: its
-score is that of a constant predictor (AUROC 0.5, AUPRC the test prevalence) and a `single_class` row says so.
+the `adult_positive` option picks it, and Adult also gets `auprc_flipped` (the other class positive). A synthetic
+set with one class only cannot train a classifier: its score is that of a constant predictor (AUROC 0.5, AUPRC the
+test prevalence) and a `single_class` row says so.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ ADULT_LABELS = ["<=50K", ">50K"]
 
 @dataclass(frozen=True)
 class TabularClassifierOptions(MetricOptions):
-    adult_positive: Literal[">50K", "<=50K"] = param(">50K", "positive class of Adult (paper text vs the reference code's arg-min)")
+    adult_positive: Literal[">50K", "<=50K"] = param(
+        ">50K", "positive class of Adult (paper text vs the reference code's arg-min)"
+    )
 
 
 def make_classifier(name: str, seed: int):
@@ -43,8 +46,9 @@ def make_classifier(name: str, seed: int):
     if name == "ab":
         return AdaBoostClassifier(random_state=seed)
     if name == "gbm":
-        return GradientBoostingClassifier(max_features="sqrt", max_depth=8, min_samples_leaf=50,
-                                          min_samples_split=200, random_state=seed)
+        return GradientBoostingClassifier(
+            max_features="sqrt", max_depth=8, min_samples_leaf=50, min_samples_split=200, random_state=seed
+        )
     if name == "xgb":
         return XGBRegressor(n_jobs=1, subsample=0.5, random_state=seed)
     raise ValueError(f"unknown classifier {name!r}; known: {', '.join(CLASSIFIERS)}")
@@ -65,8 +69,9 @@ def scores(name: str, x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarr
     return model.predict(x_test) if name == "xgb" else model.predict_proba(x_test)[:, 1]
 
 
-def classifier_rows(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray,
-                    seed: int, flipped: bool = False) -> Rows:
+def classifier_rows(
+    x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray, seed: int, flipped: bool = False
+) -> Rows:
     """AUROC and AUPRC per classifier and their mean over the four ('mean4').
 
     `flipped` adds `auprc_flipped`: the AUPRC with the other class as positive, scored by 1 − score (what
@@ -83,26 +88,49 @@ def classifier_rows(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray
     single = len(np.unique(y_train)) < 2
     for name in CLASSIFIERS:
         score = np.zeros(len(y_test)) if single else scores(name, x_train, y_train, x_test, seed)
-        rows += [{"metric": "auroc", "classifier": name, "value": float(roc_auc_score(y_test, score))},
-                 {"metric": "auprc", "classifier": name, "value": float(average_precision_score(y_test, score))}]
+        rows += [
+            {"metric": "auroc", "classifier": name, "value": float(roc_auc_score(y_test, score))},
+            {"metric": "auprc", "classifier": name, "value": float(average_precision_score(y_test, score))},
+        ]
         if flipped:
-            rows.append({"metric": "auprc_flipped", "classifier": name,
-                         "value": float(average_precision_score(1 - y_test, 1 - score))})
+            rows.append(
+                {
+                    "metric": "auprc_flipped",
+                    "classifier": name,
+                    "value": float(average_precision_score(1 - y_test, 1 - score)),
+                }
+            )
     for metric in ("auroc", "auprc", *(("auprc_flipped",) if flipped else ())):
-        rows.append({"metric": metric, "classifier": "mean4",
-                     "value": float(np.mean([r["value"] for r in rows if r["metric"] == metric]))})
+        rows.append(
+            {
+                "metric": metric,
+                "classifier": "mean4",
+                "value": float(np.mean([r["value"] for r in rows if r["metric"] == metric])),
+            }
+        )
     if single:
         rows.append({"metric": "single_class", "value": float(np.unique(y_train)[0]) if len(y_train) else -1.0})
     return rows
 
 
-@register_metric("tabular_classifiers", needs=("samples", "data"), options=TabularClassifierOptions,
-                 description="P3GM's LR / AdaBoost / GBM / XGBoost trained on synthetic, AUROC and AUPRC on real test",
-                 threads=1, runtime=30)
+@register_metric(
+    "tabular_classifiers",
+    needs=("samples", "data"),
+    options=TabularClassifierOptions,
+    description="P3GM's LR / AdaBoost / GBM / XGBoost trained on synthetic, AUROC and AUPRC on real test",
+    threads=1,
+    runtime=30,
+)
 def tabular_classifiers(ctx: EvalContext) -> Rows:
     names = ctx.data.meta.get("label_names")
     positive = ctx.options.adult_positive
     y_train = positive_labels(ctx.samples["y"], names, positive)
     y_test = positive_labels(ctx.data.test.y, names, positive)
-    return classifier_rows(ctx.samples["x"], y_train, ctx.data.test.x, y_test, ctx.run.seed_for("classifiers"),
-                           flipped=names == ADULT_LABELS)
+    return classifier_rows(
+        ctx.samples["x"],
+        y_train,
+        ctx.data.test.x,
+        y_test,
+        ctx.run.seed_for("classifiers"),
+        flipped=names == ADULT_LABELS,
+    )

@@ -1,8 +1,9 @@
 """The contract every generative method implements, and the context a run gives it.
 
-A method lives in `methods/<name>.py`: a `MethodParams` subclass (its typed parameters) and a `Method`
-subclass registered with `@register_method`. Heavy libraries (torch, scikit-learn, jax, ...) are imported
-inside `train`/`sample` or from a model module, so that validating a configuration stays fast (a test checks).
+A method lives in its family's package `methods/<family>/`: `__init__.py` holds a `MethodParams` subclass (its
+typed parameters) and a `Method` subclass registered with `@register_method`; the heavy part (torch,
+scikit-learn, jax, ...) is `train.py`, imported inside `train`/`sample`, so that validating a configuration stays
+fast (a test checks); `accounting.py` holds the family's paper and sound ledgers.
 
 A method may have a shared non-private first stage (DP²-VAE's pre-trained encoders): `stage1_params` names
 what it depends on, and runs whose stage-1 parameters, dataset and seed agree share one stage-1 job
@@ -37,8 +38,8 @@ class Resources:
 
     threads: int = 2
     mem_mb: int = 4000
-    runtime: int = 60        # minutes of wall time on the CPU reference machine
-    gpu: bool = False        # asks the cluster for a GPU (runs on CPU when none is there)
+    runtime: int = 60  # minutes of wall time on the CPU reference machine
+    gpu: bool = False  # asks the cluster for a GPU (runs on CPU when none is there)
 
 
 @dataclass
@@ -47,8 +48,9 @@ class RunContext:
 
     spec: dict
     run_dir: Path
-    params: Any = None                       # the method's MethodParams instance
+    params: Any = None  # the method's MethodParams instance
     extra: dict = field(default_factory=dict)
+    method: Method | None = None  # the run's method (its shared first stage needs it)
 
     @property
     def model_dir(self) -> Path:
@@ -103,10 +105,10 @@ class RunContext:
 
         Its named random streams and its training subsample are drawn for the stage-1 identity, not for
         the run, so that every run sharing the stage sees the same data (`data` is the stage's)."""
-        if self.params is None or "method" not in self.spec or self.spec.get("kind") == STAGE1_KIND:
+        if self.method is None or self.params is None or self.spec.get("kind") == STAGE1_KIND:
             return None
-        spec = stage1_spec(self.spec, self.params)
-        return None if spec is None else stage1_context(spec)
+        spec = stage1_spec(self.spec, self.params, self.method)
+        return None if spec is None else stage1_context(spec, self.method)
 
     @cached_property
     def data(self) -> Any:
@@ -174,6 +176,13 @@ class Method(ABC):
     def train(self, ctx: RunContext) -> Ledger | None:
         """Fit the model, write it under ctx.model_dir, return the privacy ledger (None if non-private)."""
 
+    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
+        """A private run's ledger computed again from its spec, its parameters and what its written ledger
+        (`recorded`, the run's privacy.json) holds of the data (rates, steps, sizes): noise calibration and
+        accounting rerun, no training. Every private method implements it; the contract test and
+        `benchmarks/recompute_ledgers.py` compare it with the written ledger, bit for bit."""
+        raise NotImplementedError(f"method '{self.name}' cannot recompute a run's ledger")
+
     @abstractmethod
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
         """Draw `n` synthetic records (None = the method's natural size) as arrays 'x' and 'y'.
@@ -189,34 +198,38 @@ class Method(ABC):
 STAGE1_KIND = "stage1"
 
 
-def stage1_spec(spec: dict, params: MethodParams) -> dict | None:
-    """The spec of the shared first stage that run `spec` (with parsed `params`) needs, or None.
+def stage1_spec(spec: dict, params: MethodParams, method: Method) -> dict | None:
+    """The spec of the shared first stage that run `spec` (with parsed `params`, of `method`) needs, or None.
 
     Its identity `<dataset>/<method>/<key>/seed<seed>`: key = the first 12 hex digits of the sha256 of the
     method's `stage1_params` (what the stage depends on, nothing else), so runs that differ only in what
     it does not read (epsilon, sigma, stage-2 settings) share it. Its directory is the run spec's `stage1`
     if it names one (set by `dpvae.runs.run_spec`), else results/<scale>/stage1/<identity>.
     """
-    from dpvae.methods.registry import get_method
-
-    keyed = get_method(spec["method"]).stage1_params(params)
+    keyed = method.stage1_params(params)
     if keyed is None:
         return None
     key = sha256_json({"method": spec["method"], "params": keyed})[:12]
     identity = stage1_id(spec["dataset"], spec["method"], key, spec["seed"])
-    return {"kind": STAGE1_KIND, "run_id": f"{STAGE1_KIND}/{identity}",
-            "run": spec.get("stage1") or stage1_dir(spec.get("scale", ""), identity), "key": key,
-            "scale": spec.get("scale", ""), "dataset": spec["dataset"], "method": spec["method"], "params": keyed,
-            "seed": spec["seed"], "device": spec.get("device", "auto"), "data_root": spec["data_root"]}
+    return {
+        "kind": STAGE1_KIND,
+        "run_id": f"{STAGE1_KIND}/{identity}",
+        "run": spec.get("stage1") or stage1_dir(spec.get("scale", ""), identity),
+        "key": key,
+        "scale": spec.get("scale", ""),
+        "dataset": spec["dataset"],
+        "method": spec["method"],
+        "params": keyed,
+        "seed": spec["seed"],
+        "device": spec.get("device", "auto"),
+        "data_root": spec["data_root"],
+    }
 
 
-def stage1_context(spec: dict, **extra: Any) -> RunContext:
+def stage1_context(spec: dict, method: Method, **extra: Any) -> RunContext:
     """The context of a stage-1 spec: its parameters are the keyed ones, every other one at its default."""
-    from dpvae.methods.registry import get_method
-
-    method = get_method(spec["method"])
     params = method.Params.parse(spec["params"], key=f"{spec['run_id']}.params", name=method.name)
-    return RunContext(spec, Path(spec["run"]), params, extra)
+    return RunContext(spec, Path(spec["run"]), params, extra, method)
 
 
 class PlannedMethod(Method):
@@ -224,14 +237,22 @@ class PlannedMethod(Method):
 
     implemented = False
 
-    def __init__(self, name: str, paper: str, private: bool, description: str,
-                 params: type[MethodParams] = MethodParams, resources: Resources = Resources()) -> None:
+    def __init__(
+        self,
+        name: str,
+        paper: str,
+        private: bool,
+        description: str,
+        params: type[MethodParams] = MethodParams,
+        resources: Resources = Resources(),
+    ) -> None:
         self.name, self.paper, self.private, self.description = name, paper, private, description
         self.Params, self.RESOURCES = params, resources
 
     def _refuse(self) -> None:
-        raise NotBuiltError(f"method '{self.name}' ({self.description}) is not implemented yet; "
-                            f"see README.md's status table")
+        raise NotBuiltError(
+            f"method '{self.name}' ({self.description}) is not implemented yet; see README.md's status table"
+        )
 
     def train(self, ctx: RunContext) -> Ledger | None:
         self._refuse()

@@ -1,7 +1,8 @@
-"""Methods the experiments name whose modules do not exist yet: their typed parameters and resources.
+"""Methods the experiments name whose packages do not exist yet: their typed parameters and resources.
 
-Implementing one = writing `methods/<name>.py` (move its Params class there, register the Method) and
-deleting its entry here; a test refuses a name that is both planned and registered. Every method is implemented.
+Implementing one = writing its family's package `methods/<family>/` (move its Params class there, register the
+Method) and deleting its entry here; a test refuses a name that is both planned and registered. Every method is
+implemented.
 """
 
 from __future__ import annotations

@@ -1,17 +1,20 @@
 """The method registry: every method any experiment names, implemented or planned.
 
-A method registers itself in its own module (`methods/<name>.py`) with `@register_method`; importing this
-module imports every such module. A planned method (`methods/planned.py`) keeps its runs in the DAG, so
-every figure and table stays a target, and fails plainly if a job actually runs it.
+A method registers itself in its family's package (`methods/<family>/__init__.py`) with `@register_method`;
+importing this module imports every such package (each sub-package of `dpvae.methods` is a family). A planned
+method (`methods/planned.py`) keeps its runs in the DAG, so every figure and table stays a target, and fails
+plainly if a job actually runs it.
 """
 
 from __future__ import annotations
 
-from dpvae.methods.base import Method
+from pathlib import Path
+from typing import Any
+
+from dpvae.methods.base import Method, RunContext
 from dpvae.registry import Registry, discover
 
 METHODS: Registry[Method] = Registry("method")
-_NOT_METHODS = ("base", "registry", "planned", "checkpoint")
 
 
 def register_method(cls: type[Method]) -> type[Method]:
@@ -27,10 +30,17 @@ def get_method(name: str) -> Method:
     return METHODS.get(name)
 
 
+def run_context(spec: dict, **extra: Any) -> RunContext:
+    """The context of one run: its spec, its method and typed parameters (checked) and its directory."""
+    method = get_method(spec["method"])
+    params = method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params", name=method.name)
+    return RunContext(spec, Path(spec["run"]), params, extra, method)
+
+
 def _load() -> None:
     from dpvae.methods.planned import PLANNED
 
-    discover("dpvae.methods", skip=_NOT_METHODS)
+    discover("dpvae.methods", packages=True)
     for method in PLANNED:
         if method.name not in METHODS:
             METHODS.add(method.name, method)

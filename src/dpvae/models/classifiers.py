@@ -21,6 +21,12 @@ def cnn(shape: tuple[int, ...], classes: int) -> nn.Module:
     channels, height, width = shape
     flat = 64 * math.ceil(height / 4) * math.ceil(width / 4)
     return nn.Sequential(
-        nn.Conv2d(channels, 32, 3, 2, 1), nn.Dropout(0.5), nn.ReLU(),
-        nn.Conv2d(32, 64, 3, 2, 1), nn.Dropout(0.5), nn.ReLU(),
-        nn.Flatten(), nn.Linear(flat, classes))
+        nn.Conv2d(channels, 32, 3, 2, 1),
+        nn.Dropout(0.5),
+        nn.ReLU(),
+        nn.Conv2d(32, 64, 3, 2, 1),
+        nn.Dropout(0.5),
+        nn.ReLU(),
+        nn.Flatten(),
+        nn.Linear(flat, classes),
+    )

@@ -63,7 +63,7 @@ class CVAEEncoder(nn.Module):
         self.fc_var = nn.Linear(flat, latent_dim)
 
     def forward(self, x: Tensor, onehot: Tensor) -> tuple[Tensor, Tensor]:
-        label = self.embed_class(onehot).view(-1, 1, *self.shape[1:])       # [B, 1, H, W]
+        label = self.embed_class(onehot).view(-1, 1, *self.shape[1:])  # [B, 1, H, W]
         h = self.convs(torch.cat([self.embed_data(x), label], dim=1)).flatten(1)
         return self.fc_mu(h), self.fc_var(h)
 
@@ -71,8 +71,9 @@ class CVAEEncoder(nn.Module):
 class CVAEDecoder(nn.Module):
     """latents [N, D], labels one-hot [N, K] -> pixel means in (0, 1) [N, C, H, W] (the released part)."""
 
-    def __init__(self, shape: tuple[int, int, int], num_classes: int, latent_dim: int, hidden: list[int],
-                 norm: Norm = "group") -> None:
+    def __init__(
+        self, shape: tuple[int, int, int], num_classes: int, latent_dim: int, hidden: list[int], norm: Norm = "group"
+    ) -> None:
         super().__init__()
         channels, height, width = shape
         reverse = list(reversed(hidden))
@@ -84,8 +85,11 @@ class CVAEDecoder(nn.Module):
         self.deconvs = nn.Sequential(*layers)
         last = reverse[-1]
         self.final = nn.Sequential(
-            nn.ConvTranspose2d(last, last, 3, 2, 1, output_padding=1), _norm(norm, last), nn.LeakyReLU(),
-            nn.Conv2d(last, channels, 3, padding=1))
+            nn.ConvTranspose2d(last, last, 3, 2, 1, output_padding=1),
+            _norm(norm, last),
+            nn.LeakyReLU(),
+            nn.Conv2d(last, channels, 3, padding=1),
+        )
 
     def logits(self, z: Tensor, onehot: Tensor) -> Tensor:
         h = self.decoder_input(torch.cat([z, onehot], dim=1)).view(-1, *self.bottom)
@@ -98,8 +102,15 @@ class CVAEDecoder(nn.Module):
 class CVAE(nn.Module):
     """Encoder + decoder; `loss(x, onehot, noise)` gives one negative ELBO per example [B]."""
 
-    def __init__(self, shape: tuple[int, int, int], num_classes: int, latent_dim: int, hidden: list[int],
-                 decoder_norm: Norm = "group", loss: Loss = "bce") -> None:
+    def __init__(
+        self,
+        shape: tuple[int, int, int],
+        num_classes: int,
+        latent_dim: int,
+        hidden: list[int],
+        decoder_norm: Norm = "group",
+        loss: Loss = "bce",
+    ) -> None:
         super().__init__()
         if not hidden:
             raise ValueError("hidden must list at least one channel count")
@@ -129,15 +140,15 @@ def stacked_loss(model: CVAE, params: dict[str, Tensor], x: Tensor, onehot: Tens
 
     k, b = x.shape[:2]
     enc, dec = model.encoder, model.decoder
-    label = linear(params, "encoder.embed_class", onehot).reshape(k, b, 1, *enc.shape[1:])   # [K, B, 1, H, W]
+    label = linear(params, "encoder.embed_class", onehot).reshape(k, b, 1, *enc.shape[1:])  # [K, B, 1, H, W]
     data = from_groups(grouped(enc.embed_data, params, "encoder.embed_data", to_groups(x), k), k)
     h = grouped_sequential(enc.convs, params, "encoder.convs", to_groups(torch.cat([data, label], 2)), k)
-    h = from_groups(h, k).flatten(2)                                                          # [K, B, F]
-    mu, logvar = linear(params, "encoder.fc_mu", h), linear(params, "encoder.fc_var", h)      # [K, B, D]
+    h = from_groups(h, k).flatten(2)  # [K, B, F]
+    mu, logvar = linear(params, "encoder.fc_mu", h), linear(params, "encoder.fc_var", h)  # [K, B, D]
     z = mu + noise * (0.5 * logvar).exp()
     h = linear(params, "decoder.decoder_input", torch.cat([z, onehot], 2)).reshape(k, b, *dec.bottom)
     h = grouped_sequential(dec.deconvs, params, "decoder.deconvs", to_groups(h), k)
-    logits = from_groups(grouped_sequential(dec.final, params, "decoder.final", h, k), k)     # [K, B, C, H, W]
+    logits = from_groups(grouped_sequential(dec.final, params, "decoder.final", h, k), k)  # [K, B, C, H, W]
     if model.loss_kind == "bce":
         reconstruction = F.binary_cross_entropy_with_logits(logits, x, reduction="none").flatten(2).sum(2)
     else:

@@ -27,12 +27,12 @@ IMAGE = (1, 28, 28)
 def _conv_params(k: int, c_in: int, c_out: int, size: int) -> tuple[Tensor, Tensor]:
     """K independent default-initialised (PyTorch's Conv2d init) weights [K, out, in, s, s] and biases [K, out]."""
     layers = [nn.Conv2d(c_in, c_out, size) for _ in range(k)]
-    return torch.stack([l.weight.detach() for l in layers]), torch.stack([l.bias.detach() for l in layers])
+    return torch.stack([m.weight.detach() for m in layers]), torch.stack([m.bias.detach() for m in layers])
 
 
 def _linear_params(k: int, c_in: int, c_out: int) -> tuple[Tensor, Tensor]:
     layers = [nn.Linear(c_in, c_out) for _ in range(k)]
-    return torch.stack([l.weight.detach() for l in layers]), torch.stack([l.bias.detach() for l in layers])
+    return torch.stack([m.weight.detach() for m in layers]), torch.stack([m.bias.detach() for m in layers])
 
 
 def _sn_names(params: Stacked) -> list[str]:
@@ -84,7 +84,7 @@ def spectral(params: Stacked, u: Stacked, name: str, update: bool) -> Tensor:
         else:
             new_u = vec
             v = F.normalize(torch.bmm(matrix.transpose(1, 2), new_u[:, :, None])[..., 0], dim=1, eps=1e-10)
-    sigma = (new_u[:, :, None] * torch.bmm(matrix, v[:, :, None])).sum((1, 2))        # [K]
+    sigma = (new_u[:, :, None] * torch.bmm(matrix, v[:, :, None])).sum((1, 2))  # [K]
     return w / sigma.view(-1, *([1] * (w.dim() - 1)))
 
 
@@ -102,7 +102,9 @@ def _pixel_norm(x: Tensor) -> Tensor:
 
 def _upsample(x: Tensor) -> Tensor:
     k = x.shape[0]
-    return F.interpolate(x.flatten(0, 1), scale_factor=2).reshape(k, x.shape[1], x.shape[2], *[2 * s for s in x.shape[3:]])
+    return F.interpolate(x.flatten(0, 1), scale_factor=2).reshape(
+        k, x.shape[1], x.shape[2], *[2 * s for s in x.shape[3:]]
+    )
 
 
 def generator(params: Stacked, u: Stacked, z: Tensor, y: Tensor, update: bool = True) -> Tensor:
@@ -110,7 +112,9 @@ def generator(params: Stacked, u: Stacked, z: Tensor, y: Tensor, update: bool = 
     k, b = y.shape
     classes = params["fc.weight"].shape[2] - z.shape[2]
     w = spectral(params, u, "fc", update)
-    h = torch.baddbmm(params["fc.bias"].unsqueeze(1), torch.cat([z, F.one_hot(y, classes).float()], 2), w.transpose(1, 2))
+    h = torch.baddbmm(
+        params["fc.bias"].unsqueeze(1), torch.cat([z, F.one_hot(y, classes).float()], 2), w.transpose(1, 2)
+    )
     c = params["block0.conv1.weight"].shape[1]
     h = _pixel_norm(h.reshape(k, b, c, 4, 4).relu())
     for block in range(3):
@@ -119,7 +123,7 @@ def generator(params: Stacked, u: Stacked, z: Tensor, y: Tensor, update: bool = 
         r = _conv(params, u, f"{name}.conv1", _upsample(_pixel_norm(h)), update, padding=1)
         r = _conv(params, u, f"{name}.conv2", _pixel_norm(r).relu(), update, padding=1)
         h = r + _conv(params, u, f"{name}.conv_sc", x_up, update)
-    out = torch.sigmoid(_conv(params, u, "out", h, update))                           # [K, B, 1, 30, 30]
+    out = torch.sigmoid(_conv(params, u, "out", h, update))  # [K, B, 1, 30, 30]
     return out[..., :-2, :-2]
 
 
@@ -128,10 +132,10 @@ def discriminator(params: Stacked, u: Stacked, x: Tensor, y: Tensor, update: boo
     h = x
     for i in range(3):
         h = _conv(params, u, f"conv{i}", h, update, stride=2, padding=2).relu()
-    h = h.flatten(2)                                                                  # [K, B, 4md·16]
+    h = h.flatten(2)  # [K, B, 4md·16]
     w = spectral(params, u, "linear", update)
     out = torch.baddbmm(params["linear.bias"].unsqueeze(1), h, w.transpose(1, 2))[..., 0]
-    embed = spectral(params, u, "embed", update)                                      # [K, classes, F]
+    embed = spectral(params, u, "embed", update)  # [K, classes, F]
     projection = torch.gather(embed, 1, y[..., None].expand(-1, -1, embed.shape[2]))
     return out + (projection * h).sum(2)
 
@@ -140,8 +144,9 @@ def bernoulli_latent(shape: tuple[int, ...], generator_: torch.Generator, device
     return (torch.rand(shape, generator=generator_, device=device) < 0.5).float()
 
 
-def gradient_penalty(params: Stacked, u: Stacked, real: Tensor, fake: Tensor, y: Tensor, weight: float,
-                     generator_: torch.Generator) -> Tensor:
+def gradient_penalty(
+    params: Stacked, u: Stacked, real: Tensor, fake: Tensor, y: Tensor, weight: float, generator_: torch.Generator
+) -> Tensor:
     """WGAN-GP per model [K]: weight · mean_b (‖∇_x D(x̂_b)‖ − 1)², x̂ on the real-fake segment."""
     alpha = torch.rand(*real.shape[:2], 1, 1, 1, generator=generator_, device=real.device)
     mixed = (alpha * real + (1 - alpha) * fake).requires_grad_(True)

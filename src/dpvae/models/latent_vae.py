@@ -7,19 +7,16 @@ per-example likelihood p(x|z); subclasses (`ConvVAE`, `PinwheelVAE`) define thos
     φ(x_i) = −(1/L) Σ_l [log p(x_i|z_il) − β (log q(z_il|x_i) − log p(z_il))]    z_il ~ q(z|x_i)
     ψ(s_j) = α · D(q(z), p(z)) on sub-group s_j: dimension-wise MMD (MMD_DIM) or KL(p(z)‖q(z)) (KLD_INC)
 
-Models are saved as `model.pt` (state dict) + `model.json` (class and constructor arguments).
+Models are saved and loaded by `models/vae_files.py`.
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any, Literal
 
 import torch
 from torch import Tensor, nn
 
-from dpvae.files import atomic_write, write_json
 from dpvae.models.losses import kld_inc, mmd_dim, normal_log_prob
 from dpvae.privacy.dpsgd.units import Units
 
@@ -71,9 +68,17 @@ class LatentVAE(nn.Module):
         log_q = normal_log_prob(z, mu[:, None], std[:, None]).sum(-1)
         return self.prior_log_prob(z) + log_px - log_q
 
-    def loss_terms(self, x: Tensor, noise: Tensor, prior_samples: Tensor | None = None,
-                   groups: Tensor | None = None, num_groups: int = 1, beta: float = 1.0, alpha: float = 0.0,
-                   divergence: Divergence = "mmd_dim") -> tuple[Tensor, Tensor]:
+    def loss_terms(
+        self,
+        x: Tensor,
+        noise: Tensor,
+        prior_samples: Tensor | None = None,
+        groups: Tensor | None = None,
+        num_groups: int = 1,
+        beta: float = 1.0,
+        alpha: float = 0.0,
+        divergence: Divergence = "mmd_dim",
+    ) -> tuple[Tensor, Tensor]:
         """φ per example [B] and ψ per sub-group [num_groups] (zeros when `alpha` = 0 or no divergence).
 
         `noise [B, L, D]` drives the reparameterisation (L Monte-Carlo samples, decoded example-major);
@@ -83,7 +88,7 @@ class LatentVAE(nn.Module):
         if divergence not in DIVERGENCES:
             raise ValueError(f"divergence must be one of {DIVERGENCES}, got {divergence!r}")
         mu, std = self.encode(x)
-        z = mu[:, None] + std[:, None] * noise                                      # [B, L, D]
+        z = mu[:, None] + std[:, None] * noise  # [B, L, D]
         repeated = x[:, None].expand(x.shape[0], z.shape[1], *x.shape[1:]).flatten(0, 1)
         log_px = self.log_likelihood(repeated, z.flatten(0, 1)).reshape(z.shape[:2])  # [B, L]
         kld = normal_log_prob(z, mu[:, None], std[:, None]).sum(-1) - self.prior_log_prob(z)
@@ -96,42 +101,3 @@ class LatentVAE(nn.Module):
         if divergence == "mmd_dim":
             return phi, alpha * mmd_dim(z[:, 0], prior_samples, units)
         return phi, alpha * kld_inc(mu, std, prior_samples, units, self.prior_log_prob)
-
-
-# -- saving and loading ------------------------------------------------------------------------------
-
-MODEL_FILE, CONFIG_FILE = "model.pt", "model.json"
-
-
-def save_vae(model: LatentVAE, directory: str | Path, extra: dict[str, Any] | None = None) -> None:
-    """`model.pt` (state dict, CPU) and `model.json` (class, constructor arguments, `extra`) into `directory`."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    atomic_write(directory / MODEL_FILE, lambda tmp: torch.save(state, tmp))
-    meta = {"class": type(model).__name__, "config": model.config, **(extra or {})}
-    write_json(directory / CONFIG_FILE, meta)
-
-
-def model_classes() -> dict[str, type[LatentVAE]]:
-    from dpvae.models.conv_vae import ConvVAE
-    from dpvae.models.pinwheel_vae import PinwheelVAE
-
-    return {"ConvVAE": ConvVAE, "PinwheelVAE": PinwheelVAE}
-
-
-def load_vae(directory: str | Path) -> tuple[LatentVAE, dict[str, Any]]:
-    """The saved model (CPU, eval mode, float32) and its `model.json`."""
-    from dpvae.errors import DataError
-
-    directory = Path(directory)
-    meta_path = directory / CONFIG_FILE
-    if not meta_path.is_file():
-        raise DataError(f"{meta_path}: missing; this run's model was not saved by a PriVAE method")
-    meta = json.loads(meta_path.read_text())
-    classes = model_classes()
-    if meta.get("class") not in classes:
-        raise DataError(f"{meta_path}: unknown model class {meta.get('class')!r} (known: {', '.join(classes)})")
-    model = classes[meta["class"]](**meta["config"])
-    model.load_state_dict(torch.load(directory / MODEL_FILE, map_location="cpu", weights_only=True))
-    return model.eval(), meta

@@ -30,8 +30,9 @@ def laplace_nll(x: Tensor, loc: Tensor, scale: float = 0.1) -> Tensor:
     return ((x - loc).abs() / scale + math.log(2 * scale)).flatten(1).sum(1)
 
 
-def sparse_prior_log_prob(z: Tensor, spike_weight: float, spike_std: float = SPIKE_STD,
-                          slab_std: float = 1.0) -> Tensor:
+def sparse_prior_log_prob(
+    z: Tensor, spike_weight: float, spike_std: float = SPIKE_STD, slab_std: float = 1.0
+) -> Tensor:
     """Elementwise log[γ N(z; 0, spike_std²) + (1−γ) N(z; 0, slab_std²)] (spike-and-slab sparse prior)."""
     if not 0 <= spike_weight < 1:
         raise ValueError(f"spike_weight must be in [0, 1), got {spike_weight}")
@@ -42,8 +43,13 @@ def sparse_prior_log_prob(z: Tensor, spike_weight: float, spike_std: float = SPI
     return torch.logaddexp(spike + math.log(spike_weight), slab + math.log1p(-spike_weight))
 
 
-def sample_sparse_prior(shape: Sequence[int], spike_weight: float, spike_std: float = SPIKE_STD,
-                        slab_std: float = 1.0, generator: torch.Generator | None = None) -> Tensor:
+def sample_sparse_prior(
+    shape: Sequence[int],
+    spike_weight: float,
+    spike_std: float = SPIKE_STD,
+    slab_std: float = 1.0,
+    generator: torch.Generator | None = None,
+) -> Tensor:
     """Draws from the spike-and-slab prior of `sparse_prior_log_prob`, on `generator`'s device."""
     where = generator.device if generator is not None else torch.device("cpu")
     spike = torch.rand(shape, generator=generator, device=where) < spike_weight
@@ -93,8 +99,9 @@ def mmd_dim(posterior: Tensor, prior: Tensor, units: Units, scales: Sequence[flo
     dimensions and scales. Units with fewer than two members get 0.
     """
     if posterior.shape != prior.shape or posterior.dim() != 2:
-        raise ValueError(f"posterior and prior must both be [B, D], got {tuple(posterior.shape)} "
-                         f"and {tuple(prior.shape)}")
+        raise ValueError(
+            f"posterior and prior must both be [B, D], got {tuple(posterior.shape)} and {tuple(prior.shape)}"
+        )
     constants = tuple(2.0 * s for s in scales)
     q, mask = pad_by_unit(posterior, units)
     p, _ = pad_by_unit(prior, units)
@@ -132,7 +139,7 @@ def mixture_kl(mu: Tensor, logvar: Tensor, prior: MixturePrior | None = None) ->
 
 def gaussian_mixture_log_prob(z: Tensor, means: Tensor, std: float) -> Tensor:
     """log Σ_k (1/K) N(z; means_k, std² I), summed over the last dimension of z [..., D]; means [K, D]."""
-    per_component = normal_log_prob(z[..., None, :], means, std).sum(-1)       # [..., K]
+    per_component = normal_log_prob(z[..., None, :], means, std).sum(-1)  # [..., K]
     return torch.logsumexp(per_component, dim=-1) - math.log(means.shape[0])
 
 
@@ -155,16 +162,17 @@ def kld_inc(mu: Tensor, std: Tensor, prior: Tensor, units: Units, prior_log_prob
     posterior). `prior_log_prob` maps [..., D] to log p summed over D. Empty units get 0.
     """
     if not (mu.shape == std.shape == prior.shape and mu.dim() == 2):
-        raise ValueError(f"mu, std and prior must all be [B, D], got {tuple(mu.shape)}, {tuple(std.shape)} "
-                         f"and {tuple(prior.shape)}")
-    z, mask = pad_by_unit(prior, units)                                         # [U, m, D], [U, m]
+        raise ValueError(
+            f"mu, std and prior must all be [B, D], got {tuple(mu.shape)}, {tuple(std.shape)} and {tuple(prior.shape)}"
+        )
+    z, mask = pad_by_unit(prior, units)  # [U, m, D], [U, m]
     loc, _ = pad_by_unit(mu, units)
-    scale = pad_by_unit(std, units)[0] + (~mask)[..., None].to(std.dtype)        # padding: std 1
-    log_q = normal_log_prob(z[:, :, None], loc[:, None], scale[:, None]).sum(-1)   # [U, m (draws), m (members)]
+    scale = pad_by_unit(std, units)[0] + (~mask)[..., None].to(std.dtype)  # padding: std 1
+    log_q = normal_log_prob(z[:, :, None], loc[:, None], scale[:, None]).sum(-1)  # [U, m (draws), m (members)]
     floor = torch.finfo(log_q.dtype).min / 4
     log_q = log_q.masked_fill(~mask[:, None, :], floor)
     n = mask.sum(1).to(mu.dtype)
     safe_n = n.clamp_min(1)
-    log_agg = torch.logsumexp(log_q, dim=2) - safe_n.log()[:, None]              # [U, m]
+    log_agg = torch.logsumexp(log_q, dim=2) - safe_n.log()[:, None]  # [U, m]
     gap = torch.where(mask, prior_log_prob(z) - log_agg, torch.zeros_like(log_agg))
     return gap.sum(1) / safe_n

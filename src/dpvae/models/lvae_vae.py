@@ -35,8 +35,9 @@ class OperatorNormalised(nn.Module):
     deterministic and the released decoder is exactly the one trained.
     """
 
-    def __init__(self, layer: nn.Linear | nn.ConvTranspose2d, in_shape: tuple[int, ...], scale: float,
-                 power_iterations: int = 1) -> None:
+    def __init__(
+        self, layer: nn.Linear | nn.ConvTranspose2d, in_shape: tuple[int, ...], scale: float, power_iterations: int = 1
+    ) -> None:
         super().__init__()
         self.layer, self.scale, self.power_iterations = layer, float(scale), int(power_iterations)
         v = torch.randn(1, *in_shape)
@@ -90,19 +91,40 @@ class LVAEConvVAE(nn.Module):
             raise ValueError(f"lipschitz must be > 0, got {lipschitz}")
         d = self.latent_dim = int(latent_dim)
         self.encoder = nn.Sequential(
-            nn.Conv2d(1, 32, 3, 2, 1), nn.ReLU(), nn.Conv2d(32, 64, 3, 2, 1), nn.ReLU(),
-            nn.Conv2d(64, 128, 3, 2, 1), nn.ReLU(), nn.Conv2d(128, 32, 3, 2, 1), nn.ReLU(),
-            nn.Flatten(), nn.Linear(128, 100), nn.ReLU(), nn.Linear(100, 2 * d))
+            nn.Conv2d(1, 32, 3, 2, 1),
+            nn.ReLU(),
+            nn.Conv2d(32, 64, 3, 2, 1),
+            nn.ReLU(),
+            nn.Conv2d(64, 128, 3, 2, 1),
+            nn.ReLU(),
+            nn.Conv2d(128, 32, 3, 2, 1),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(128, 100),
+            nn.ReLU(),
+            nn.Linear(100, 2 * d),
+        )
         layers: list[tuple[nn.Module, tuple[int, ...]]] = [
-            (nn.Linear(d, 100), (d,)), (nn.Linear(100, 7 * 7 * 32), (100,)),
+            (nn.Linear(d, 100), (d,)),
+            (nn.Linear(100, 7 * 7 * 32), (100,)),
             (nn.ConvTranspose2d(32, 64, 3, 2, 1, output_padding=1), (32, 7, 7)),
             (nn.ConvTranspose2d(64, 128, 3, 2, 1, output_padding=1), (64, 14, 14)),
-            (nn.ConvTranspose2d(128, 1, 3, 1, 1), (128, 28, 28))]
+            (nn.ConvTranspose2d(128, 1, 3, 1, 1), (128, 28, 28)),
+        ]
         scale = lipschitz ** (1 / self.DECODER_LAYERS)
         wrapped = [OperatorNormalised(m, shape, scale) if spectral_norm else m for m, shape in layers]
         self.decoder = nn.Sequential(
-            wrapped[0], nn.ReLU(), wrapped[1], nn.ReLU(), nn.Unflatten(1, (32, 7, 7)),
-            wrapped[2], nn.ReLU(), wrapped[3], nn.ReLU(), wrapped[4])
+            wrapped[0],
+            nn.ReLU(),
+            wrapped[1],
+            nn.ReLU(),
+            nn.Unflatten(1, (32, 7, 7)),
+            wrapped[2],
+            nn.ReLU(),
+            wrapped[3],
+            nn.ReLU(),
+            wrapped[4],
+        )
 
     def encode(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """Posterior mean and log-variance, each [B, d], of images [B, 1, 28, 28]."""
@@ -133,8 +155,7 @@ class LVAEConvVAE(nn.Module):
         return -(rec / samples) - kl
 
 
-def decoder_jacobian_norms(decoder: nn.Module, z: Tensor, kind: str = "spectral",
-                           create_graph: bool = False) -> Tensor:
+def decoder_jacobian_norms(decoder: nn.Module, z: Tensor, kind: str = "spectral", create_graph: bool = False) -> Tensor:
     """‖∂decoder/∂z‖ at each probe z [P, d] -> [P]: the spectral (l2 operator) or Frobenius norm.
 
     The Jacobian [P, 784, d] comes from d forward-mode products (torch.func.jacfwd); the spectral norm is
@@ -148,12 +169,12 @@ def decoder_jacobian_norms(decoder: nn.Module, z: Tensor, kind: str = "spectral"
 
     context = torch.enable_grad() if create_graph else torch.no_grad()
     with context:
-        jac = vmap(jacfwd(single))(z)                                   # [P, 784, d]
+        jac = vmap(jacfwd(single))(z)  # [P, 784, d]
         if kind == "frobenius":
             return jac.flatten(1).norm(dim=1)
         if kind != "spectral":
             raise ValueError(f"kind must be 'spectral' or 'frobenius', got {kind!r}")
-        gram = jac.transpose(1, 2) @ jac                                # [P, d, d]
+        gram = jac.transpose(1, 2) @ jac  # [P, d, d]
         return torch.linalg.eigvalsh(gram)[:, -1].clamp_min(0).add(1e-12).sqrt()
 
 

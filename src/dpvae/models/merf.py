@@ -37,21 +37,36 @@ def embedding(x: Tensor, onehot: Tensor, w: Tensor, reduce: str = "mean") -> Ten
 
 
 class MERFGenerator(nn.Module):
-    def __init__(self, shape: tuple[int, int, int], num_classes: int, code_dim: int = 5, hidden: int = 200,
-                 channels: list[int] = (16, 8), kernel_size: int = 5) -> None:
+    def __init__(
+        self,
+        shape: tuple[int, int, int],
+        num_classes: int,
+        code_dim: int = 5,
+        hidden: int = 200,
+        channels: list[int] = (16, 8),
+        kernel_size: int = 5,
+    ) -> None:
         super().__init__()
         image_channels, height, width = shape
         ups = len(channels)
         if height % 2**ups or width % 2**ups:
-            raise ValueError(f"image size {height}x{width} is not divisible by 2**{ups} (one upsampling per channel count)")
+            raise ValueError(
+                f"image size {height}x{width} is not divisible by 2**{ups} (one upsampling per channel count)"
+            )
         self.code_dim, self.num_classes = code_dim, num_classes
         self.start = (channels[0], height // 2**ups, width // 2**ups)
         self.fc = nn.Sequential(
-            nn.Linear(code_dim + num_classes, hidden), nn.BatchNorm1d(hidden), nn.ReLU(),
-            nn.Linear(hidden, math.prod(self.start)), nn.BatchNorm1d(math.prod(self.start)), nn.ReLU())
+            nn.Linear(code_dim + num_classes, hidden),
+            nn.BatchNorm1d(hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, math.prod(self.start)),
+            nn.BatchNorm1d(math.prod(self.start)),
+            nn.ReLU(),
+        )
         outs = list(channels[1:]) + [image_channels]
-        self.convs = nn.ModuleList(nn.Conv2d(c_in, c_out, kernel_size, padding=(kernel_size - 1) // 2)
-                                   for c_in, c_out in zip(channels, outs))
+        self.convs = nn.ModuleList(
+            nn.Conv2d(c_in, c_out, kernel_size, padding=(kernel_size - 1) // 2) for c_in, c_out in zip(channels, outs)
+        )
         self.upsample = nn.UpsamplingBilinear2d(scale_factor=2)
 
     def forward(self, z: Tensor, onehot: Tensor) -> Tensor:

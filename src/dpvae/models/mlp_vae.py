@@ -1,9 +1,9 @@
 """P3GM's MLP VAE (tkgsn/P3GM `src/vae.py` layout; PAPERS.md §3.1).
 
-    encoder  fc1 Linear(d, 1000) + ReLU -> fc2 Linear(1000, d') = μ   (or a frozen PCA projection: P3GM)
-                                        -> fc22 Linear(1000, d') = log σ²
-    decoder  fc3 Linear(d', 1000) + ReLU -> fc4 Linear(1000, d), no output activation
-    loss_i   Σ_features (decoder(z_i) − x_i)² + KL(q(z|x_i) ‖ prior), one reparameterised z_i
+encoder  fc1 Linear(d, 1000) + ReLU -> fc2 Linear(1000, d') = μ   (or a frozen PCA projection: P3GM)
+                                    -> fc22 Linear(1000, d') = log σ²
+decoder  fc3 Linear(d', 1000) + ReLU -> fc4 Linear(1000, d), no output activation
+loss_i   Σ_features (decoder(z_i) − x_i)² + KL(q(z|x_i) ‖ prior), one reparameterised z_i
 """
 
 from __future__ import annotations
@@ -18,8 +18,14 @@ from dpvae.models.losses import MixturePrior, mixture_kl
 class MLPVAE(nn.Module):
     """`pca_components [d, d']` and `pca_mean [d]` make μ(x) = (x − mean)·W a frozen projection (P3GM)."""
 
-    def __init__(self, data_dim: int, latent_dim: int, hidden_dim: int = 1000,
-                 pca_components: Tensor | None = None, pca_mean: Tensor | None = None) -> None:
+    def __init__(
+        self,
+        data_dim: int,
+        latent_dim: int,
+        hidden_dim: int = 1000,
+        pca_components: Tensor | None = None,
+        pca_mean: Tensor | None = None,
+    ) -> None:
         super().__init__()
         for name, value in (("data_dim", data_dim), ("latent_dim", latent_dim), ("hidden_dim", hidden_dim)):
             if int(value) != value or value < 1:
@@ -31,7 +37,9 @@ class MLPVAE(nn.Module):
             self.fc2 = nn.Linear(hidden_dim, latent_dim)
         else:
             if tuple(pca_components.shape) != (data_dim, latent_dim):
-                raise ValueError(f"pca_components must be [{data_dim}, {latent_dim}], got {tuple(pca_components.shape)}")
+                raise ValueError(
+                    f"pca_components must be [{data_dim}, {latent_dim}], got {tuple(pca_components.shape)}"
+                )
             mean = torch.zeros(data_dim) if pca_mean is None else pca_mean
             if tuple(mean.shape) != (data_dim,):
                 raise ValueError(f"pca_mean must be [{data_dim}], got {tuple(mean.shape)}")

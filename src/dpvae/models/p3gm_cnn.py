@@ -39,30 +39,41 @@ class P3GMCNN(nn.Module):
             nn.init.zeros_(layer.bias)
 
     def forward(self, x: Tensor) -> Tensor:
-        h = F.max_pool2d(self.conv(x.view(-1, 1, self.side, self.side)), 2)   # [B, 28, 13, 13]
-        return self.fc2(self.drop(F.relu(self.fc1(h.flatten(1)))))          # [B, classes]
+        h = F.max_pool2d(self.conv(x.view(-1, 1, self.side, self.side)), 2)  # [B, 28, 13, 13]
+        return self.fc2(self.drop(F.relu(self.fc1(h.flatten(1)))))  # [B, classes]
 
 
 @dataclass(frozen=True)
 class CNNResult:
-    accuracy: float                 # the reported real-test accuracy
-    epochs: int                     # epochs trained
-    best_epoch: int                 # the epoch whose model is reported (1-based)
-    test_curve: list[float]         # real-test accuracy after every epoch
-    val_curve: list[float]          # held-out synthetic accuracy after every epoch ("synthetic" only)
+    accuracy: float  # the reported real-test accuracy
+    epochs: int  # epochs trained
+    best_epoch: int  # the epoch whose model is reported (1-based)
+    test_curve: list[float]  # real-test accuracy after every epoch
+    val_curve: list[float]  # held-out synthetic accuracy after every epoch ("synthetic" only)
 
 
 @torch.no_grad()
 def accuracy(model: nn.Module, x: Tensor, y: Tensor, batch: int = 2048) -> float:
     model.eval()
-    hits = sum(int((model(x[i:i + batch]).argmax(1) == y[i:i + batch]).sum()) for i in range(0, len(x), batch))
+    hits = sum(int((model(x[i : i + batch]).argmax(1) == y[i : i + batch]).sum()) for i in range(0, len(x), batch))
     return hits / max(len(x), 1)
 
 
-def train_and_score(x: np.ndarray, y: np.ndarray, x_test: np.ndarray, y_test: np.ndarray, *,
-                    generator: torch.Generator, early_stopping: str = "synthetic", max_epochs: int = 20,
-                    patience: int = 1, val_fraction: float = 0.1, batch_size: int = 32, classes: int = 10,
-                    device: str = "cpu") -> CNNResult:
+def train_and_score(
+    x: np.ndarray,
+    y: np.ndarray,
+    x_test: np.ndarray,
+    y_test: np.ndarray,
+    *,
+    generator: torch.Generator,
+    early_stopping: str = "synthetic",
+    max_epochs: int = 20,
+    patience: int = 1,
+    val_fraction: float = 0.1,
+    batch_size: int = 32,
+    classes: int = 10,
+    device: str = "cpu",
+) -> CNNResult:
     """Train P3GM's CNN on (x, y) (any shape [N, 784] or [N, 1, 28, 28]) on `device` and score it on the real
     test set."""
     if early_stopping not in ("synthetic", "test"):
@@ -87,7 +98,7 @@ def train_and_score(x: np.ndarray, y: np.ndarray, x_test: np.ndarray, y_test: np
         model.train()
         order = torch.randperm(len(xs), generator=generator).to(device)
         for start in range(0, len(xs), batch_size):
-            rows = order[start:start + batch_size]
+            rows = order[start : start + batch_size]
             loss = F.cross_entropy(model(xs[rows]), ys[rows])
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -96,7 +107,7 @@ def train_and_score(x: np.ndarray, y: np.ndarray, x_test: np.ndarray, y_test: np
         watched = test_curve[-1] if xv is None else accuracy(model, xv, yv)
         if xv is not None:
             val_curve.append(watched)
-        if watched >= best:   # the reference stops only at a strict decrease
+        if watched >= best:  # the reference stops only at a strict decrease
             best, best_epoch, waited = watched, epoch, 0
         else:
             waited += 1

@@ -18,19 +18,20 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-Stacked = dict[str, Tensor]   # parameter name -> [K, *shape]
+Stacked = dict[str, Tensor]  # parameter name -> [K, *shape]
 
 
 def stack(models: Sequence[nn.Module]) -> Stacked:
     """The parameters of `models` (same architecture), each stacked to [K, *shape], as leaf tensors."""
     names = [n for n, _ in models[0].named_parameters()]
-    return {n: torch.stack([dict(m.named_parameters())[n].detach() for m in models]).requires_grad_(True)
-            for n in names}
+    return {
+        n: torch.stack([dict(m.named_parameters())[n].detach() for m in models]).requires_grad_(True) for n in names
+    }
 
 
 def unstack(params: Stacked, index: int, prefix: str = "") -> dict[str, Tensor]:
     """Model `index`'s parameters (names starting with `prefix`, which is removed) as a state dict."""
-    return {k[len(prefix):]: v[index].detach().clone() for k, v in params.items() if k.startswith(prefix)}
+    return {k[len(prefix) :]: v[index].detach().clone() for k, v in params.items() if k.startswith(prefix)}
 
 
 def to_groups(x: Tensor) -> Tensor:
@@ -55,11 +56,26 @@ def grouped(module: nn.Module, params: Stacked, name: str, x: Tensor, k: int) ->
     w, b = params.get(f"{name}.weight"), params.get(f"{name}.bias")
     flat_b = None if b is None else b.reshape(-1)
     if isinstance(module, nn.Conv2d):
-        return F.conv2d(x, w.reshape(-1, *w.shape[2:]), flat_b, module.stride, module.padding, module.dilation,
-                        groups=k * module.groups)
+        return F.conv2d(
+            x,
+            w.reshape(-1, *w.shape[2:]),
+            flat_b,
+            module.stride,
+            module.padding,
+            module.dilation,
+            groups=k * module.groups,
+        )
     if isinstance(module, nn.ConvTranspose2d):
-        return F.conv_transpose2d(x, w.reshape(-1, *w.shape[2:]), flat_b, module.stride, module.padding,
-                                  module.output_padding, groups=k * module.groups, dilation=module.dilation)
+        return F.conv_transpose2d(
+            x,
+            w.reshape(-1, *w.shape[2:]),
+            flat_b,
+            module.stride,
+            module.padding,
+            module.output_padding,
+            groups=k * module.groups,
+            dilation=module.dilation,
+        )
     if isinstance(module, nn.GroupNorm):
         return F.group_norm(x, k * module.num_groups, None if w is None else w.reshape(-1), flat_b, module.eps)
     if isinstance(module, (nn.LeakyReLU, nn.ReLU, nn.Identity, nn.Sigmoid, nn.Tanh)):
@@ -95,8 +111,9 @@ class StackedAdam:
     trained at a time (DP²-VAE's stage 2 updates the drawn subset's encoder only).
     """
 
-    def __init__(self, params: Stacked, lr: float, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8) -> None:
+    def __init__(
+        self, params: Stacked, lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8
+    ) -> None:
         self.params, self.lr, self.betas, self.eps = params, lr, betas, eps
         count = next(iter(params.values())).shape[0]
         self.m = {k: torch.zeros_like(v, requires_grad=False) for k, v in params.items()}
@@ -113,8 +130,8 @@ class StackedAdam:
             self.t[rows] += 1
             t, select = self.t[rows], rows
         dtype = next(iter(self.params.values())).dtype
-        step_size = (self.lr / (1 - b1 ** t)).to(dtype)
-        root_bc2 = torch.sqrt(1 - b2 ** t).to(dtype)
+        step_size = (self.lr / (1 - b1**t)).to(dtype)
+        root_bc2 = torch.sqrt(1 - b2**t).to(dtype)
         for name, p in self.params.items():
             shape = (-1, *([1] * (p.dim() - 1)))
             g = grads[name]

@@ -126,9 +126,7 @@ def subsampled_gaussian_rdp(
     return np.maximum(curve, 0.0)
 
 
-def replace_one_rdp(
-    noise_multiplier: float, sample_rate: float, steps: int, orders: Sequence[float]
-) -> np.ndarray:
+def replace_one_rdp(noise_multiplier: float, sample_rate: float, steps: int, orders: Sequence[float]) -> np.ndarray:
     """A sound RDP bound under replace-one adjacency (D and D' differ in one record's value).
 
     * q = 1: the Gaussian mechanism, `noise_multiplier` taken relative to the replace-one sensitivity,
@@ -151,9 +149,7 @@ def replace_one_rdp(
     return (alphas - 0.5) / (alphas - 1) * removal + addition
 
 
-def fixed_partition_rdp(
-    noise_multiplier: float, sample_rate: float, steps: int, orders: Sequence[float]
-) -> np.ndarray:
+def fixed_partition_rdp(noise_multiplier: float, sample_rate: float, steps: int, orders: Sequence[float]) -> np.ndarray:
     """RDP of `steps` Gaussian mechanisms, each applied to one of 1/q fixed disjoint subsets drawn uniformly.
 
     The record lies in one subset; a step draws it with probability q, and then the released statistic
@@ -358,7 +354,8 @@ def parse_accountant(accountant: str, n_mechanisms: int) -> tuple[PartAccountant
         return None
     if not accountant.endswith(_SEQUENTIAL_SUFFIX):
         raise ValueError(
-            f"accountant must be 'rdp', 'rdp-order-search', '{PURE_ACCOUNTANT}' or '<part>+…{_SEQUENTIAL_SUFFIX}', got {accountant!r}"
+            f"accountant must be 'rdp', 'rdp-order-search', '{PURE_ACCOUNTANT}' or '<part>+…{_SEQUENTIAL_SUFFIX}', "
+            f"got {accountant!r}"
         )
     parts = tuple(accountant[: -len(_SEQUENTIAL_SUFFIX)].split("+"))
     for part in parts:
@@ -384,9 +381,7 @@ def _part_epsilon(
     if adjacency != "add/remove-one" and mechanism.sample_rate < 1:
         raise ValueError(f"{mechanism.name}: accountant part {part!r} supports replace-one only for q = 1")
     if part == "moments":
-        return moments_accountant_epsilon(
-            mechanism.noise_multiplier, mechanism.sample_rate, mechanism.steps, delta
-        )[0]
+        return moments_accountant_epsilon(mechanism.noise_multiplier, mechanism.sample_rate, mechanism.steps, delta)[0]
     if mechanism.sample_rate != 1:
         raise ValueError(f"{mechanism.name}: accountant part {part!r} needs sample_rate 1")
     if mechanism.steps == 0:
@@ -436,14 +431,20 @@ def solve_noise_multiplier(
     target_epsilon: float,
     bracket: tuple[float, float] = (2.0**-8, 2.0**16),
     rtol: float = 1e-10,
+    floor: float | None = None,
 ) -> float:
     """The smallest σ (to `rtol`) with epsilon_of_sigma(σ) <= target, by Brent's method in log σ, rounded up.
 
-    ε must decrease in σ. The root is rounded up until ε(σ) <= target holds exactly, so a run calibrated
-    with it never overspends (no tolerance). Raises ValueError if the target cannot be reached inside
-    `bracket`: too small for the largest σ (e.g. the classic conversion never goes below
-    log(1/δ)/(α_max − 1)) or too large for the smallest.
+    The one noise calibration every method uses. ε must decrease in σ. The root is rounded up until
+    ε(σ) <= target holds exactly, so a run calibrated with it never overspends (no tolerance). `floor`: the
+    smallest σ wanted (a configured one), returned as it is when it meets the target, else the search's lower
+    end. Raises ValueError if the target cannot be reached inside `bracket`: too small for the largest σ (e.g.
+    the classic conversion never goes below log(1/δ)/(α_max − 1)) or too large for the smallest.
     """
+    if floor is not None:
+        if epsilon_of_sigma(floor) <= target_epsilon:
+            return floor
+        bracket = (max(floor, bracket[0]), bracket[1])
     if not (target_epsilon > 0 and math.isfinite(target_epsilon)):
         raise ValueError(f"target_epsilon must be a finite number > 0, got {target_epsilon}")
     low, high = math.log(bracket[0]), math.log(bracket[1])
@@ -471,6 +472,18 @@ def solve_noise_multiplier(
     return math.exp(log_sigma)
 
 
+def round_up_noise(epsilon_of_sigma: Callable[[float], float], sigma: float, target_epsilon: float) -> float:
+    """`sigma`, raised by relative steps of 1e-12, 2e-12, 4e-12, ... until epsilon_of_sigma(σ) <= target: for a σ
+    derived from a calibrated one (PriVAE's κσ), whose own ε may round above the target."""
+    step = 1e-12
+    while epsilon_of_sigma(sigma) > target_epsilon:
+        sigma *= 1 + step
+        step *= 2
+        if step > 1:
+            raise RuntimeError(f"could not round sigma={sigma} below the target epsilon {target_epsilon}")
+    return sigma
+
+
 def calibrate_noise(
     target_epsilon: float,
     delta: float,
@@ -495,4 +508,3 @@ def calibrate_noise(
         return rdp_to_dp(orders, curve(sigma, sample_rate, steps, orders), delta, conversion)[0]
 
     return solve_noise_multiplier(eps_of, target_epsilon)
-

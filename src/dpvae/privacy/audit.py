@@ -97,8 +97,14 @@ def epsilon_from_errors(alpha: np.ndarray | float, beta: np.ndarray | float, del
     return np.maximum(eps, 0.0)
 
 
-def epsilon_lower_bound(false_positives: np.ndarray | int, negatives: int, false_negatives: np.ndarray | int,
-                        positives: int, delta: float, confidence: float = 0.95) -> np.ndarray:
+def epsilon_lower_bound(
+    false_positives: np.ndarray | int,
+    negatives: int,
+    false_negatives: np.ndarray | int,
+    positives: int,
+    delta: float,
+    confidence: float = 0.95,
+) -> np.ndarray:
     """Lower confidence bound on ε from counts at one (or each) threshold: Clopper–Pearson upper bounds on
     α = FP/negatives and β = FN/positives, each at level 1 − (1 − confidence)/2."""
     level = 1 - (1 - confidence) / 2
@@ -130,8 +136,13 @@ def _counts(members: np.ndarray, nonmembers: np.ndarray, thresholds: np.ndarray)
     return fp, fn
 
 
-def empirical_epsilon(members: np.ndarray, nonmembers: np.ndarray, delta: float, confidence: float = 0.95,
-                      rng: np.random.Generator | None = None) -> EpsilonEstimate:
+def empirical_epsilon(
+    members: np.ndarray,
+    nonmembers: np.ndarray,
+    delta: float,
+    confidence: float = 0.95,
+    rng: np.random.Generator | None = None,
+) -> EpsilonEstimate:
     """The ε lower bounds an attack's scores imply at δ (see `EpsilonEstimate`); `rng` splits the halves."""
     members, nonmembers = _scores(members, nonmembers)
     thresholds = np.unique(np.r_[members, nonmembers, np.inf])
@@ -141,8 +152,8 @@ def empirical_epsilon(members: np.ndarray, nonmembers: np.ndarray, delta: float,
     heldout = 0.0
     if len(members) >= 2 and len(nonmembers) >= 2:
         pm, pn = rng.permutation(len(members)), rng.permutation(len(nonmembers))
-        sel_m, ev_m = members[pm[: len(pm) // 2]], members[pm[len(pm) // 2:]]
-        sel_n, ev_n = nonmembers[pn[: len(pn) // 2]], nonmembers[pn[len(pn) // 2:]]
+        sel_m, ev_m = members[pm[: len(pm) // 2]], members[pm[len(pm) // 2 :]]
+        sel_n, ev_n = nonmembers[pn[: len(pn) // 2]], nonmembers[pn[len(pn) // 2 :]]
         fp_s, fn_s = _counts(sel_m, sel_n, thresholds)
         chosen = epsilon_lower_bound(fp_s, len(sel_n), fn_s, len(sel_m), delta, confidence)
         best = thresholds[int(np.argmax(chosen))]
@@ -151,11 +162,20 @@ def empirical_epsilon(members: np.ndarray, nonmembers: np.ndarray, delta: float,
     return EpsilonEstimate(float(lower), heldout, float(delta), float(confidence))
 
 
-def summary(members: np.ndarray, nonmembers: np.ndarray, delta: float, confidence: float = 0.95,
-            rng: np.random.Generator | None = None) -> dict[str, float]:
+def summary(
+    members: np.ndarray,
+    nonmembers: np.ndarray,
+    delta: float,
+    confidence: float = 0.95,
+    rng: np.random.Generator | None = None,
+) -> dict[str, float]:
     """AUC, TPR at 1 % and 0.1 % FPR and the ε estimates of one attack, as plain floats."""
     curve = tradeoff_curve(members, nonmembers)
     eps = empirical_epsilon(members, nonmembers, delta, confidence, rng)
-    return {"auc": auc(members, nonmembers), "tpr_at_1pct_fpr": tpr_at_fpr(curve, 0.01),
-            "tpr_at_0.1pct_fpr": tpr_at_fpr(curve, 0.001), "eps_lower_max": eps.lower_max,
-            "eps_lower_heldout": eps.heldout}
+    return {
+        "auc": auc(members, nonmembers),
+        "tpr_at_1pct_fpr": tpr_at_fpr(curve, 0.01),
+        "tpr_at_0.1pct_fpr": tpr_at_fpr(curve, 0.001),
+        "eps_lower_max": eps.lower_max,
+        "eps_lower_heldout": eps.heldout,
+    }

@@ -5,11 +5,11 @@
         ledger = method.train(ctx)          # the method's own training entry point, unchanged
     record = session.record(ledger, delta)  # -> <run>/audit.json
 
-While a session is active, the first DP-SGD engine to release a step (`dpvae.privacy.dpsgd`, any kind;
-an engine built only to calibrate σ never steps) carries the canaries; a method opts in simply by training with an engine. The engine appends one private layer
-of its own, w ∈ R^m, never part of the model or its optimizer. Canary i is a record whose loss is
-s·w_i: its gradient is the Dirac vector s·e_i (s = 100C, so clipping binds and it enters as exactly C·e_i),
-and it is zero on the model, as the model's records are zero on w. Each step, every included canary
+While a session is active, the first DP-SGD engine to release a step (`dpvae.privacy.dpsgd`, any kind; an engine
+built only to calibrate σ never steps) carries the canaries; a method opts in simply by training with an engine. The
+engine appends one private layer of its own, w ∈ R^m, never part of the model or its optimizer. Canary i is a record
+whose loss is s·w_i: its gradient is the Dirac vector s·e_i (s = 100C, so clipping binds and it enters as exactly
+C·e_i), and it is zero on the model, as the model's records are zero on w. Each step, every included canary
 (each with probability ½, fixed for the run) joins the batch independently with the engine's sample
 rate, as a record of the per-example kind the engine accounts for (`canary_parts`): clipped at the
 engine's per-record clip and weighted like one record (standard DP-SGD: C/B with B the expected batch
@@ -41,7 +41,6 @@ import contextlib
 import contextvars
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -53,9 +52,9 @@ from dpvae.privacy.one_run import ScoreAccumulator, audit
 if TYPE_CHECKING:
     from dpvae.privacy.ledger import Ledger
 
-CANARY_SCALE = 100.0   # a canary's gradient norm, in units of the clip it is clipped at
-AUDIT_FILE = "audit.json"   # an audited run's record, beside its ledger (privacy.json)
-LAYER_NAME = "<canaries>"   # the engine's name for the canary layer (error messages)
+CANARY_SCALE = 100.0  # a canary's gradient norm, in units of the clip it is clipped at
+AUDIT_FILE = "audit.json"  # an audited run's record, beside its ledger (privacy.json)
+LAYER_NAME = "<canaries>"  # the engine's name for the canary layer (error messages)
 TERM_NAME = "canary"
 _ACTIVE: contextvars.ContextVar[CanarySession | None] = contextvars.ContextVar("canary_session", default=None)
 
@@ -143,45 +142,61 @@ class CanarySession:
         if self.releases is not None and (self.slot is None or self.slot.engine is None):
             return self._release_record(ledger, delta)
         if self.slot is None or self.slot.engine is None:
-            raise RuntimeError("no DP-SGD engine released a step and no noisy release (`canaries.release`) was "
-                               "made during the audited run: this audit cannot cover the method")
+            raise RuntimeError(
+                "no DP-SGD engine released a step and no noisy release (`canaries.release`) was "
+                "made during the audited run: this audit cannot cover the method"
+            )
         engine, scores = self.slot.engine, self.slot.scores
         if scores.steps != engine.steps:
-            raise RuntimeError(f"the canaries saw {scores.steps} of the engine's {engine.steps} steps (a run "
-                               "resumed from a checkpoint?): audit it in one uninterrupted run")
+            raise RuntimeError(
+                f"the canaries saw {scores.steps} of the engine's {engine.steps} steps (a run "
+                "resumed from a checkpoint?): audit it in one uninterrupted run"
+            )
         result = audit(scores.scores(), self.included, delta, self.confidence)
         claims = {}
         for kind in ("paper", "sound"):
             mechanisms = [m for m in engine.mechanisms(sound=kind == "sound") if m.steps > 0]
             claims[f"engine_epsilon_{kind}"] = Accounting(tuple(mechanisms), delta).epsilon if mechanisms else 0.0
         return {
-            "epsilon_claimed": ledger.epsilon, "headline": ledger.headline,
+            "epsilon_claimed": ledger.epsilon,
+            "headline": ledger.headline,
             "ledger_epsilon_paper": ledger.paper.epsilon,
             "ledger_epsilon_sound": None if ledger.sound is None else ledger.sound.epsilon,
             **claims,
-            "engine": {"kind": engine.kind, "noise_multiplier": engine.noise_multiplier,
-                       "sample_rate": engine.sample_rate, "steps": engine.steps,
-                       "canary_terms": [{"clip": c, "weight": w} for c, w in canary_parts(engine)],
-                       "engines_in_run": self.engines},
+            "engine": {
+                "kind": engine.kind,
+                "noise_multiplier": engine.noise_multiplier,
+                "sample_rate": engine.sample_rate,
+                "steps": engine.steps,
+                "canary_terms": [{"clip": c, "weight": w} for c, w in canary_parts(engine)],
+                "engines_in_run": self.engines,
+            },
             **result.to_dict(),
             "inclusion": self.included.astype(int).tolist(),
             "scores": {name: s.tolist() for name, s in scores.scores().items()},
             "seconds": round(time.time() - self.started, 3),
         }
 
-
     def _ledger_claims(self, ledger: Ledger) -> dict:
-        return {"epsilon_claimed": ledger.epsilon, "headline": ledger.headline,
-                "ledger_epsilon_paper": ledger.paper.epsilon,
-                "ledger_epsilon_sound": None if ledger.sound is None else ledger.sound.epsilon}
+        return {
+            "epsilon_claimed": ledger.epsilon,
+            "headline": ledger.headline,
+            "ledger_epsilon_paper": ledger.paper.epsilon,
+            "ledger_epsilon_sound": None if ledger.sound is None else ledger.sound.epsilon,
+        }
 
     def _release_record(self, ledger: Ledger, delta: float) -> dict:
         slot = self.releases
         result = audit(slot.scores.scores(), self.included, delta, self.confidence)
         return {
             **self._ledger_claims(ledger),
-            "release": {"kind": "release", "name": slot.name, "releases": slot.scores.steps,
-                        "sensitivity": slot.sensitivity, "sample_rate": slot.sample_rate},
+            "release": {
+                "kind": "release",
+                "name": slot.name,
+                "releases": slot.scores.steps,
+                "sensitivity": slot.sensitivity,
+                "sample_rate": slot.sample_rate,
+            },
             **result.to_dict(),
             "inclusion": self.included.astype(int).tolist(),
             "scores": {name: s.tolist() for name, s in slot.scores.scores().items()},
@@ -207,8 +222,15 @@ class ReleaseSlot:
         return np.where(drawn & self.session.included, float(sensitivity), 0.0)
 
 
-def release(clean: Any, std: float, draw: Callable[[tuple[int, ...], float], Any], *, sensitivity: float,
-            sample_rate: float = 1.0, name: str = "release") -> Any:
+def release(
+    clean: Any,
+    std: float,
+    draw: Callable[[tuple[int, ...], float], Any],
+    *,
+    sensitivity: float,
+    sample_rate: float = 1.0,
+    name: str = "release",
+) -> Any:
     """`clean + draw(clean.shape, std)`: one noisy release of a mechanism that is not a DP-SGD step (numpy
     array or torch tensor; `draw(shape, std)` is the method's own noise, e.g. Gaussian or Laplace of that
     scale). Outside a canary session exactly that. In an audited run whose canaries no DP-SGD engine has
@@ -221,7 +243,7 @@ def release(clean: Any, std: float, draw: Callable[[tuple[int, ...], float], Any
         return clean + draw(tuple(clean.shape), std)
     if session.releases is None:
         session.releases = ReleaseSlot(session, name, sensitivity, sample_rate)
-    if session.releases.name != name:   # one mechanism per run carries the canaries
+    if session.releases.name != name:  # one mechanism per run carries the canaries
         return clean + draw(tuple(clean.shape), std)
     shifts = session.releases.shifts(sensitivity, sample_rate)
     if isinstance(clean, Tensor):
@@ -229,10 +251,10 @@ def release(clean: Any, std: float, draw: Callable[[tuple[int, ...], float], Any
     else:
         extended = np.concatenate([np.asarray(clean, dtype=np.float64).reshape(-1), shifts])
     noisy = extended + draw(tuple(extended.shape), std)
-    observed = noisy[-session.count:]
+    observed = noisy[-session.count :]
     observed = observed.detach().double().cpu().numpy() if isinstance(observed, Tensor) else np.asarray(observed)
     session.releases.scores.observe(observed / sensitivity)
-    return noisy[:-session.count].reshape(clean.shape)
+    return noisy[: -session.count].reshape(clean.shape)
 
 
 def attach(engine: Any, device: torch.device, dtype: torch.dtype) -> CanarySlot | None:

@@ -1,11 +1,11 @@
 """The engine-level one-run audit: Dirac canaries through a small model, for every DP-SGD engine.
 
 The model's per-record loss is linear, f(x) = ⟨w₁, x₁⟩ + ⟨w₂, x₂⟩ (two private layers, no bias; for the
-partial-model engine a third, public layer reads a public block of the record), so a record's gradient
-*is* the record. Canary i is the record s·e_{j(i)} (s = 100C: clipping binds, and a layer left out of the clipping shows), a Dirac vector on its own
-coordinate j(i), half of them in each private layer; the ordinary records are Gaussian on coordinates
-of their own (norm ≈ 2C). Each canary is in the data with probability ½; every step Poisson-samples
-the records and the included canaries at the engine's rate q and feeds the engine what its kind takes:
+partial-model engine a third, public layer reads a public block of the record), so a record's gradient *is* the
+record. Canary i is the record s·e_{j(i)} (s = 100C: clipping binds, and a layer left out of the clipping shows), a
+Dirac vector on its own coordinate j(i), half of them in each private layer; the ordinary records are Gaussian on
+coordinates of their own (norm ≈ 2C). Each canary is in the data with probability ½; every step Poisson-samples the
+records and the included canaries at the engine's rate q and feeds the engine what its kind takes:
 
 * standard DP-SGD and partial-model: per-record losses f(x_i);
 * term-wise: φ_i = f(x_i) and ψ_j = Σ_{i∈s_j} f(x_i) over b random sub-groups (C2 = C1/2);
@@ -74,9 +74,14 @@ class EngineAudit:
     seconds: float
 
     def to_dict(self) -> dict:
-        return {"setting": asdict(self.setting), "noise_multiplier": self.noise_multiplier,
-                "epsilon_paper": self.epsilon_paper, "epsilon_sound": self.epsilon_sound,
-                "result": self.result.to_dict(), "seconds": self.seconds}
+        return {
+            "setting": asdict(self.setting),
+            "noise_multiplier": self.noise_multiplier,
+            "epsilon_paper": self.epsilon_paper,
+            "epsilon_sound": self.epsilon_sound,
+            "result": self.result.to_dict(),
+            "seconds": self.seconds,
+        }
 
 
 class RecordGradientModel(nn.Module):
@@ -88,11 +93,11 @@ class RecordGradientModel(nn.Module):
         self.first, self.second = nn.Linear(first, 1, bias=False), nn.Linear(second, 1, bias=False)
         self.public = nn.Linear(public, 1, bias=False) if public else None
 
-    def forward(self, x: Tensor) -> Tensor:                      # x [B, d₁ + d₂ (+ d_public)] -> [B]
+    def forward(self, x: Tensor) -> Tensor:  # x [B, d₁ + d₂ (+ d_public)] -> [B]
         d1, d2, _ = self.dims
-        out = self.first(x[:, :d1]) + self.second(x[:, d1:d1 + d2])
+        out = self.first(x[:, :d1]) + self.second(x[:, d1 : d1 + d2])
         if self.public is not None:
-            out = out + self.public(x[:, d1 + d2:])
+            out = out + self.public(x[:, d1 + d2 :])
         return out.squeeze(1)
 
     def private_grad(self) -> Tensor:
@@ -104,29 +109,30 @@ class Population:
     """Every record of the audited run: the ordinary records, the canaries (rows), where each canary's
     Dirac sits, and which canaries are in the data."""
 
-    records: Tensor            # [n, D]
-    canaries: Tensor           # [m, D]
-    coordinates: np.ndarray    # [m] the private coordinate of each canary
-    included: np.ndarray       # [m] bool
+    records: Tensor  # [n, D]
+    canaries: Tensor  # [m, D]
+    coordinates: np.ndarray  # [m] the private coordinate of each canary
+    included: np.ndarray  # [m] bool
 
 
 def population(setting: AuditSetting, model: RecordGradientModel, rng: np.random.Generator) -> Population:
     d1, d2, public = model.dims
     m, half = setting.canaries, setting.canaries // 2
-    coordinates = np.r_[np.arange(half), d1 + np.arange(m - half)]          # half in each private layer
+    coordinates = np.r_[np.arange(half), d1 + np.arange(m - half)]  # half in each private layer
     data = np.setdiff1d(np.arange(d1 + d2), coordinates)
     records = np.zeros((setting.records, d1 + d2 + public))
     records[:, data] = rng.normal(size=(setting.records, len(data))) * 2 * setting.clip / np.sqrt(len(data))
     if public:
-        records[:, d1 + d2:] = rng.normal(size=(setting.records, public))
+        records[:, d1 + d2 :] = rng.normal(size=(setting.records, public))
     canaries = np.zeros((m, d1 + d2 + public))
     canaries[np.arange(m), coordinates] = CANARY_SCALE * setting.clip
     included = rng.random(m) < 0.5
     return Population(torch.as_tensor(records), torch.as_tensor(canaries), coordinates, included)
 
 
-def build_engine(setting: AuditSetting, model: RecordGradientModel, noise_multiplier: float,
-                 generator: torch.Generator):
+def build_engine(
+    setting: AuditSetting, model: RecordGradientModel, noise_multiplier: float, generator: torch.Generator
+):
     """The engine of `setting.engine` over `model` (expected batch: q times the records and half the canaries)."""
     from dpvae.privacy.dpsgd import DPSGD, BatchAggregation, MicroAggregation, TermwiseDPSGD
 
@@ -136,12 +142,19 @@ def build_engine(setting: AuditSetting, model: RecordGradientModel, noise_multip
     if setting.engine == "dpsgd":
         return DPSGD(model, max_grad_norm=c, expected_batch_size=expected, **common)
     if setting.engine == "partial":
-        return DPSGD(model, max_grad_norm=c, expected_batch_size=expected, **common,
-                     private_params=[model.first.weight, model.second.weight], public_uses_private_data=True,
-                     max_batch_size=setting.records + setting.canaries)
+        return DPSGD(
+            model,
+            max_grad_norm=c,
+            expected_batch_size=expected,
+            **common,
+            private_params=[model.first.weight, model.second.weight],
+            public_uses_private_data=True,
+            max_batch_size=setting.records + setting.canaries,
+        )
     if setting.engine == "termwise":
-        return TermwiseDPSGD(model, sample_clip=c, batch_clip=c / 2, expected_batch_size=expected,
-                             num_groups=setting.groups, **common)
+        return TermwiseDPSGD(
+            model, sample_clip=c, batch_clip=c / 2, expected_batch_size=expected, num_groups=setting.groups, **common
+        )
     if setting.engine == "micro":
         return MicroAggregation(model, max_grad_norm=c, expected_batch_size=expected, **common)
     return BatchAggregation(model, max_grad_norm=c, **common)
@@ -191,8 +204,11 @@ def run_audit(setting: AuditSetting) -> EngineAudit:
     torch.manual_seed(setting.seed)
     rng = np.random.default_rng([setting.seed, 7])
     half = setting.canaries // 2
-    model = RecordGradientModel(half + DATA_DIM // 2, setting.canaries - half + DATA_DIM - DATA_DIM // 2,
-                                PUBLIC_DIM if setting.engine == "partial" else 0).double()
+    model = RecordGradientModel(
+        half + DATA_DIM // 2,
+        setting.canaries - half + DATA_DIM - DATA_DIM // 2,
+        PUBLIC_DIM if setting.engine == "partial" else 0,
+    ).double()
     for p in model.parameters():
         nn.init.zeros_(p)
     people = population(setting, model, rng)
@@ -214,6 +230,11 @@ def run_audit(setting: AuditSetting) -> EngineAudit:
         optimizer.step()
     engine.close()
     result = audit(scores.scores(), people.included, setting.delta, setting.confidence)
-    return EngineAudit(setting, sigma, engine_epsilon(engine, setting.steps, setting.delta, sound=False),
-                       engine_epsilon(engine, setting.steps, setting.delta, sound=True), result,
-                       round(time.time() - started, 3))
+    return EngineAudit(
+        setting,
+        sigma,
+        engine_epsilon(engine, setting.steps, setting.delta, sound=False),
+        engine_epsilon(engine, setting.steps, setting.delta, sound=True),
+        result,
+        round(time.time() - started, 3),
+    )

@@ -23,8 +23,13 @@ import numpy as np
 def eps_delta_tradeoff(alpha: np.ndarray, epsilon: float, delta: float) -> np.ndarray:
     """f_{ε,δ}(α)."""
     alpha = np.asarray(alpha, dtype=np.float64)
-    return np.maximum.reduce([np.zeros_like(alpha), 1 - delta - math.exp(min(epsilon, 700)) * alpha,
-                              math.exp(-epsilon) * (1 - delta - alpha)])
+    return np.maximum.reduce(
+        [
+            np.zeros_like(alpha),
+            1 - delta - math.exp(min(epsilon, 700)) * alpha,
+            math.exp(-epsilon) * (1 - delta - alpha),
+        ]
+    )
 
 
 def gaussian_tradeoff(alpha: np.ndarray, mu: float) -> np.ndarray:
@@ -39,7 +44,7 @@ def clt_mu(sample_rate: float, steps: int, noise_multiplier: float) -> float:
     """μ-GDP of `steps` Poisson-subsampled Gaussian steps by the CLT: q √(T (e^{1/σ²} − 1))."""
     if noise_multiplier <= 0:
         return math.inf
-    return sample_rate * math.sqrt(steps * math.expm1(1 / noise_multiplier ** 2))
+    return sample_rate * math.sqrt(steps * math.expm1(1 / noise_multiplier**2))
 
 
 def _pld(mechanisms: Sequence[Any], discretization: float) -> Any:
@@ -50,8 +55,9 @@ def _pld(mechanisms: Sequence[Any], discretization: float) -> Any:
     for m in mechanisms:
         if m.steps == 0:
             continue
-        one = pld_lib.from_gaussian_mechanism(m.noise_multiplier, sampling_prob=m.sample_rate,
-                                              value_discretization_interval=discretization)
+        one = pld_lib.from_gaussian_mechanism(
+            m.noise_multiplier, sampling_prob=m.sample_rate, value_discretization_interval=discretization
+        )
         one = one.self_compose(int(m.steps))
         composed = one if composed is None else composed.compose(one)
     return composed
@@ -63,8 +69,13 @@ def pld_epsilon(mechanisms: Sequence[Any], delta: float, discretization: float =
     return 0.0 if pld is None else float(pld.get_epsilon_for_delta(delta))
 
 
-def pld_tradeoff(mechanisms: Sequence[Any], alpha: np.ndarray, discretization: float = 1e-3,
-                 max_epsilon: float = 20.0, grid: int = 400) -> np.ndarray:
+def pld_tradeoff(
+    mechanisms: Sequence[Any],
+    alpha: np.ndarray,
+    discretization: float = 1e-3,
+    max_epsilon: float = 20.0,
+    grid: int = 400,
+) -> np.ndarray:
     """sup over ε of f_{ε,δ(ε)}(α), δ(ε) from the composed PLD (add/remove-one; `Mechanism`s of a ledger)."""
     alpha = np.asarray(alpha, dtype=np.float64)
     pld = _pld(mechanisms, discretization)

@@ -241,8 +241,14 @@ class Ledger:
         else:
             paper, sound = top, None
         target = data.get("target_epsilon")
-        ledger = cls(paper, sound, None if target is None else float(target), str(data.get("notes", "")),
-                     headline, data.get("not_dp"))
+        ledger = cls(
+            paper,
+            sound,
+            None if target is None else float(target),
+            str(data.get("notes", "")),
+            headline,
+            data.get("not_dp"),
+        )
         if top != ledger.headline_accounting:
             raise ValueError(f"the top-level (headline) accounting differs from the '{headline}' sub-object")
         return ledger
@@ -255,6 +261,47 @@ class Ledger:
     def read(cls, path: str | os.PathLike) -> Ledger:
         with open(path) as stream:
             return cls.from_dict(json.load(stream))
+
+
+def recorded_mechanisms(ledger: Mapping, accounting: Headline = "paper") -> tuple[Mechanism, ...]:
+    """The mechanisms a written ledger (`Ledger.to_dict`, a run's privacy.json) records for its paper or sound
+    accounting, without recomputing any ε (what a method's `recompute_ledger` reads back)."""
+    data = ledger[accounting] if accounting in ledger else ledger
+    if accounting == "sound" and "sound" not in ledger:
+        raise ValueError("the ledger has no sound accounting")
+    return tuple(Mechanism.from_dict(m) for m in data["mechanisms"])
+
+
+def replace_one_record(record: Mechanism, fixed_batches: bool = False) -> Mechanism:
+    """A DP-SGD record under replace-one adjacency. Poisson batches: as it is (the accountant's replace-one
+    curve, Mironov 2017 Prop. 11). Fixed batches drawn with replacement (P3GM's code): each step draws one of
+    1/q fixed subsets (`accounting.fixed_partition_rdp`) and replacing a record moves the clipped sum by 2C."""
+    if not fixed_batches:
+        return record
+    return Mechanism(
+        record.name,
+        record.noise_multiplier / 2,
+        record.sample_rate,
+        record.steps,
+        2 * record.sensitivity,
+        sampling="fixed-partition",
+    )
+
+
+def dpsgd_ledger(
+    record: Mechanism, delta: float, target: float | None, notes: str, fixed_batches: bool = False
+) -> Ledger:
+    """A DP-SGD engine's record under add/remove-one RDP with the improved conversion (paper, the headline) and
+    under replace-one (sound: a replaced record moves the clipped sum by up to 2C)."""
+    paper = Accounting((record,), delta, adjacency="add/remove-one", accountant="rdp", conversion="improved")
+    sound = Accounting(
+        (replace_one_record(record, fixed_batches),),
+        delta,
+        adjacency="replace-one",
+        accountant="rdp",
+        conversion="improved",
+    )
+    return Ledger(paper, sound, target, notes)
 
 
 def check_budget(

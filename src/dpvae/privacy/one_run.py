@@ -30,8 +30,10 @@ def _check(scores: np.ndarray, included: np.ndarray) -> tuple[np.ndarray, np.nda
     scores = np.asarray(scores, dtype=np.float64)
     included = np.asarray(included)
     if scores.ndim != 1 or included.shape != scores.shape or included.dtype != bool:
-        raise ValueError(f"need 1-d scores and a boolean inclusion mask of the same length, got {scores.shape} "
-                         f"and {included.shape} ({included.dtype})")
+        raise ValueError(
+            f"need 1-d scores and a boolean inclusion mask of the same length, got {scores.shape} "
+            f"and {included.shape} ({included.dtype})"
+        )
     if not np.isfinite(scores).all():
         raise ValueError("canary scores must be finite")
     if included.all() or not included.any():
@@ -80,21 +82,33 @@ class OneRunAudit:
         return asdict(self)
 
 
-def audit(scores: Mapping[str, np.ndarray], included: np.ndarray, delta: float,
-          confidence: float = 0.95) -> OneRunAudit:
+def audit(
+    scores: Mapping[str, np.ndarray], included: np.ndarray, delta: float, confidence: float = 0.95
+) -> OneRunAudit:
     """ε̂ from one or more score functions of the same canaries (union bound over them)."""
     if not scores:
         raise ValueError("need at least one score function")
     k = len(scores)
     level = 1 - (1 - confidence) / k
     point_level = 1 - (1 - POINT_CONFIDENCE) / k
-    by_score = {name: {"lower": epsilon_lower_bound(s, included, delta, level),
-                       "point": epsilon_lower_bound(s, included, delta, point_level)} for name, s in scores.items()}
+    by_score = {
+        name: {
+            "lower": epsilon_lower_bound(s, included, delta, level),
+            "point": epsilon_lower_bound(s, included, delta, point_level),
+        }
+        for name, s in scores.items()
+    }
     included = np.asarray(included, dtype=bool)
     return OneRunAudit(
-        lower=max(v["lower"] for v in by_score.values()), point=max(v["point"] for v in by_score.values()),
-        max_certifiable=max_certifiable(included, delta, confidence, k), by_score=by_score,
-        canaries=int(len(included)), included=int(included.sum()), delta=float(delta), confidence=float(confidence))
+        lower=max(v["lower"] for v in by_score.values()),
+        point=max(v["point"] for v in by_score.values()),
+        max_certifiable=max_certifiable(included, delta, confidence, k),
+        by_score=by_score,
+        canaries=int(len(included)),
+        included=int(included.sum()),
+        delta=float(delta),
+        confidence=float(confidence),
+    )
 
 
 class ScoreAccumulator:

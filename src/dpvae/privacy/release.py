@@ -44,8 +44,9 @@ def release_noise_std(parts: Sequence[ReleasePart]) -> float:
     return math.sqrt(sum(part.noise_std**2 for part in parts))
 
 
-def combined_mechanism(name: str, parts: Sequence[ReleasePart], sample_rate: float, steps: int,
-                       sampling: Sampling = "poisson") -> Mechanism:
+def combined_mechanism(
+    name: str, parts: Sequence[ReleasePart], sample_rate: float, steps: int, sampling: Sampling = "poisson"
+) -> Mechanism:
     """The released sum of `parts` as one Gaussian mechanism: multiplier = noise std / sensitivity."""
     if not parts:
         raise ValueError("parts must hold at least one term")

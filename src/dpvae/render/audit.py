@@ -16,10 +16,25 @@ from dpvae.files import atomic_write
 from dpvae.render.base import RenderContext, register_renderer
 from dpvae.render.output import apply_style, pyplot, save_figure
 
-METRICS = ("eps_lower", "eps_point", "eps_max_certifiable", "eps_claimed", "eps_sound", "engine_eps_paper",
-           "engine_eps_sound", "noise_multiplier", "canaries", "audit_seconds")
-ENGINE_LABELS = {"dpsgd": "standard DP-SGD", "partial": "partial-model", "termwise": "term-wise",
-                 "micro": "micro aggregation", "batch": "batch aggregation"}
+METRICS = (
+    "eps_lower",
+    "eps_point",
+    "eps_max_certifiable",
+    "eps_claimed",
+    "eps_sound",
+    "engine_eps_paper",
+    "engine_eps_sound",
+    "noise_multiplier",
+    "canaries",
+    "audit_seconds",
+)
+ENGINE_LABELS = {
+    "dpsgd": "standard DP-SGD",
+    "partial": "partial-model",
+    "termwise": "term-wise",
+    "micro": "micro aggregation",
+    "batch": "batch aggregation",
+}
 
 
 def audit_points(tables: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -31,8 +46,10 @@ def audit_points(tables: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.Data
     wide = rows.fillna({"dataset": ""}).pivot_table(index=keys, columns="metric", values="value").reset_index()
     engines = wide["variant"].str.startswith("engine:")
     wide["kind"] = engines.map({True: "engine", False: "method"})
-    wide["label"] = [ENGINE_LABELS.get(m, m) if e else f"{v} ({d})"
-                     for e, m, v, d in zip(engines, wide["method"], wide["variant"], wide["dataset"])]
+    wide["label"] = [
+        ENGINE_LABELS.get(m, m) if e else f"{v} ({d})"
+        for e, m, v, d in zip(engines, wide["method"], wide["variant"], wide["dataset"])
+    ]
     return rows, wide
 
 
@@ -45,10 +62,12 @@ def _panel(ax, points: pd.DataFrame, title: str, top: float, legend: bool) -> No
     ax.scatter(points["eps_lower"], y, color="C0", s=28, zorder=3, label="ε̂ (95 % lower bound)")
     ax.scatter(points["eps_point"], y, facecolors="white", edgecolors="C0", s=28, zorder=3, label="ε̂ (central)")
     ax.scatter(points["eps_claimed"], y, color="C3", marker="x", s=36, zorder=4, label="claimed ε (ledger)")
-    ax.scatter(points["eps_max_certifiable"], y, color="0.5", marker="|", s=60, zorder=2,
-               label="most the canaries can show")
-    ax.set_yticks(y, [f"{label}  (ε = {eps:.3g})" for label, eps in zip(points["label"], points["eps_claimed"])],
-                  fontsize=7)
+    ax.scatter(
+        points["eps_max_certifiable"], y, color="0.5", marker="|", s=60, zorder=2, label="most the canaries can show"
+    )
+    ax.set_yticks(
+        y, [f"{label}  (ε = {eps:.3g})" for label, eps in zip(points["label"], points["eps_claimed"])], fontsize=7
+    )
     ax.set(xlim=(0, top), title=title)
     ax.set_title(title, fontsize=9)
     if legend:
@@ -61,18 +80,29 @@ def audit_dpsgd(ctx: RenderContext) -> None:
     apply_style()
     panels = [(kind, wide[wide["kind"] == kind]) for kind in ("engine", "method") if (wide["kind"] == kind).any()]
     heights = [max(len(points), 2) for _, points in panels] or [2]
-    fig, axes = pyplot().subplots(len(heights), 1, figsize=(6.5, 1.2 + 0.28 * sum(heights) + 0.6 * len(heights)),
-                                  squeeze=False, gridspec_kw={"height_ratios": heights}, sharex=True)
-    titles = {"engine": "DP-SGD engines (small model, canaries through the model's clipping)",
-              "method": "private methods (own training entry point, canaries on their engine or noisy release)"}
+    fig, axes = pyplot().subplots(
+        len(heights),
+        1,
+        figsize=(6.5, 1.2 + 0.28 * sum(heights) + 0.6 * len(heights)),
+        squeeze=False,
+        gridspec_kw={"height_ratios": heights},
+        sharex=True,
+    )
+    titles = {
+        "engine": "DP-SGD engines (small model, canaries through the model's clipping)",
+        "method": "private methods (own training entry point, canaries on their engine or noisy release)",
+    }
     top = 1.1 * max([wide[c].max() for c in ("eps_claimed", "eps_max_certifiable", "eps_point")] + [1.0])
     for i, (ax, (kind, points)) in enumerate(zip(axes[:, 0], panels)):
         _panel(ax, points, titles[kind], top, legend=i == 0)
-    axes[-1, 0].set_xlabel("ε at δ = %g" % ctx.config.get("delta"))
-    excluded = (ctx.config.get("experiments", {}).get("audit_methods", {}).get("params", {}).get("exclude") or [])
+    axes[-1, 0].set_xlabel(f"ε at δ = {ctx.config.get('delta'):g}")
+    excluded = ctx.config.get("experiments", {}).get("audit_methods", {}).get("params", {}).get("exclude") or []
     if excluded:
         fig.text(0.01, 0.005, f"left out at this scale: {', '.join(excluded)} (docs/audit.md)", fontsize=6)
-    fig.suptitle("One-run canary audit (Steinke et al. 2023): ε̂ never above the claim = no evidence against it "
-                 "(a lower bound, not a proof)", fontsize=8)
+    fig.suptitle(
+        "One-run canary audit (Steinke et al. 2023): ε̂ never above the claim = no evidence against it "
+        "(a lower bound, not a proof)",
+        fontsize=8,
+    )
     save_figure(fig, ctx.prefix)
     atomic_write(f"{ctx.prefix}.csv", lambda tmp: rows.to_csv(tmp, index=False, float_format="%.6g"))

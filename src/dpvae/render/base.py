@@ -16,7 +16,7 @@ from dpvae.items import Item
 from dpvae.registry import Registry, discover
 from dpvae.render.output import PAPER_LABEL
 from dpvae.render.published import load_published
-from dpvae.reproductions import published_dataset, recorded
+from dpvae.reproductions import published_dataset, published_method, recorded
 
 Renderer = Callable[["RenderContext"], None]
 RENDERERS: Registry[Renderer] = Registry("renderer")
@@ -35,15 +35,23 @@ def register_renderer(key: str) -> Callable[[Renderer], Renderer]:
 @dataclass
 class RenderContext:
     item: Item
-    prefix: str                                   # figures/<paper>/<item>
-    tables: dict[str, pd.DataFrame] = field(default_factory=dict)   # experiment -> tidy table
+    prefix: str  # figures/<paper>/<item>
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)  # experiment -> tidy table
     artifacts: list[str] = field(default_factory=list)
-    config: dict = field(default_factory=dict)    # the experiments and variants the item uses
+    config: dict = field(default_factory=dict)  # the experiments and variants the item uses
 
     def published(self) -> pd.DataFrame:
         """The paper's numbers for this item (shown only as a column or marker labelled "paper")."""
         frame = load_published(self.item.paper)
         return frame[frame["item"] == self.item.id]
+
+    def published_method(self, variant: str) -> str:
+        """The method id this item's paper publishes our `variant` under (the variant's `published_as`)."""
+        return published_method(self.item.paper, variant, self.config.get("variants"))
+
+    def published_methods(self) -> list[str]:
+        """The methods this item's published numbers show, in the published file's order (the paper's)."""
+        return list(dict.fromkeys(self.published()["method"]))
 
     def recorded(self) -> pd.DataFrame:
         """This item's recorded paper-scale reproductions (mean, sd, n per published key): the "ours (paper
@@ -56,8 +64,9 @@ def paper_dataset(dataset: str) -> str:
     return published_dataset(dataset)[0]
 
 
-def side_by_side(reproduced: pd.DataFrame, published: pd.DataFrame, metrics: dict[str, str],
-                  index: str = "dataset") -> pd.DataFrame:
+def side_by_side(
+    reproduced: pd.DataFrame, published: pd.DataFrame, metrics: dict[str, str], index: str = "dataset"
+) -> pd.DataFrame:
     """One row per `index` value; for each metric a reproduced column and a 'paper' column."""
     published = published.assign(key=published[index])
     table = pd.DataFrame({index: list(dict.fromkeys(reproduced[index]))})
@@ -70,9 +79,7 @@ def side_by_side(reproduced: pd.DataFrame, published: pd.DataFrame, metrics: dic
     return table
 
 
-
-
 def load_renderers() -> Registry[Renderer]:
     """Import every `render/<paper>.py` so that its renderers are registered; return the registry."""
-    discover("dpvae.render", skip=("base", "output", "published", "schematic", "gather", "items"))
+    discover("dpvae.render")
     return RENDERERS

@@ -93,12 +93,20 @@ def _accented(char: str, source: str) -> str:
             base = rf"\{_ACCENTS[mark]}{{{base}}}"
         return base
     name = unicodedata.name(char, "unnamed")
-    raise ValueError(f"no LaTeX form for {char!r} (U+{ord(char):04X} {name}) in {source!r}; "
-                     "add it to dpvae.render.latex.UNICODE")
+    raise ValueError(
+        f"no LaTeX form for {char!r} (U+{ord(char):04X} {name}) in {source!r}; add it to dpvae.render.latex.UNICODE"
+    )
 
 
-def table_tex(table: pd.DataFrame, title: str, notes: Sequence[str] = (), *, latex_cells: bool = False,
-              fmt=str, na_rep: str = "--") -> str:
+def table_tex(
+    table: pd.DataFrame,
+    title: str,
+    notes: Sequence[str] = (),
+    *,
+    latex_cells: bool = False,
+    fmt=str,
+    na_rep: str = "--",
+) -> str:
     """A booktabs ``table`` float: caption = title, one row per record, the notes below the rule.
 
     Cells and headers are plain text (escaped) unless ``latex_cells`` (they are LaTeX already; only their
@@ -125,8 +133,12 @@ def table_tex(table: pd.DataFrame, title: str, notes: Sequence[str] = (), *, lat
         r"\end{tabular}",
     ]
     if notes:
-        lines += [r"\par\smallskip", r"\begin{minipage}{\linewidth}\footnotesize",
-                  *(escape(note) + r"\par" for note in notes), r"\end{minipage}"]
+        lines += [
+            r"\par\smallskip",
+            r"\begin{minipage}{\linewidth}\footnotesize",
+            *(escape(note) + r"\par" for note in notes),
+            r"\end{minipage}",
+        ]
     lines.append(r"\end{table}")
     text = "\n".join(lines) + "\n"
     assert text.isascii(), "table_tex must write 7-bit ASCII"
@@ -136,6 +148,9 @@ def table_tex(table: pd.DataFrame, title: str, notes: Sequence[str] = (), *, lat
 def standalone_document(fragments: Sequence[str]) -> str:
     """A minimal pdflatex document holding the given table fragments (LaTeX source): a preview, and the
     check that they compile."""
-    preamble = [r"\documentclass{article}", r"\usepackage[margin=1cm,landscape]{geometry}",
-                *(rf"\usepackage{{{p}}}" for p in PACKAGES)]
+    preamble = [
+        r"\documentclass{article}",
+        r"\usepackage[margin=1cm,landscape]{geometry}",
+        *(rf"\usepackage{{{p}}}" for p in PACKAGES),
+    ]
     return "\n".join([*preamble, r"\begin{document}", *fragments, r"\end{document}", ""])

@@ -19,8 +19,10 @@ import pandas as pd
 from dpvae.render.base import RenderContext, register_renderer
 from dpvae.render.output import save_figure
 
-ATTACKS = {"mia_mc": ("Monte-Carlo attack (Hilprecht et al.)", "#0072B2"),
-           "mia_elbo": ("white-box ELBO attack", "#D55E00")}
+ATTACKS = {
+    "mia_mc": ("Monte-Carlo attack (Hilprecht et al.)", "#0072B2"),
+    "mia_elbo": ("white-box ELBO attack", "#D55E00"),
+}
 YELLOW = "#F0C20C"
 
 
@@ -69,52 +71,97 @@ def _tradeoff_panel(ax, ctx: RenderContext, table: pd.DataFrame, variants: list[
             curves = _artifacts(ctx, variant, f"{attack}.npz")
             for i, path in enumerate(curves.values()):
                 with np.load(path) as curve:
-                    ax.plot(curve["alpha"], curve["beta"], color=color, lw=1.2, alpha=0.8, ls=styles[v_index % 2],
-                            label=(f"{label}{suffix}: AUC {_fmt(_stat(table, variant, f'{attack}_auc'))}, "
-                                   f"TPR@1%FPR {_fmt(_stat(table, variant, f'{attack}_tpr_at_1pct_fpr'))}")
-                            if i == 0 else None)
+                    ax.plot(
+                        curve["alpha"],
+                        curve["beta"],
+                        color=color,
+                        lw=1.2,
+                        alpha=0.8,
+                        ls=styles[v_index % 2],
+                        label=(
+                            f"{label}{suffix}: AUC {_fmt(_stat(table, variant, f'{attack}_auc'))}, "
+                            f"TPR@1%FPR {_fmt(_stat(table, variant, f'{attack}_tpr_at_1pct_fpr'))}"
+                        )
+                        if i == 0
+                        else None,
+                    )
     if kind == "dpsgd" and variants:
         guarantee = _artifacts(ctx, variants[0], "privacy_tradeoff.npz")
         if guarantee:
             with np.load(next(iter(guarantee.values()))) as g:
                 eps, delta = float(g["epsilon"]), float(g["delta"])
-                ax.plot(g["alpha"], g["eps_delta"], color="#009E73", lw=2,
-                        label=f"f-DP bound of the ledger's (ε, δ) = ({eps:.3g}, {delta:.0e})")
-                ax.plot(g["alpha"], g["pld"], color="#006B4F", lw=1.5, ls="--",
-                        label="tight bound of the actual mechanism (PLD)")
+                ax.plot(
+                    g["alpha"],
+                    g["eps_delta"],
+                    color="#009E73",
+                    lw=2,
+                    label=f"f-DP bound of the ledger's (ε, δ) = ({eps:.3g}, {delta:.0e})",
+                )
+                ax.plot(
+                    g["alpha"],
+                    g["pld"],
+                    color="#006B4F",
+                    lw=1.5,
+                    ls="--",
+                    label="tight bound of the actual mechanism (PLD)",
+                )
                 if "gdp_clt" in g:
                     mu = _stat(table, variants[0], "gdp_mu_clt")[0]
-                    ax.plot(g["alpha"], g["gdp_clt"], color="#56B4E9", lw=1.2, ls="-.",
-                            label=f"Gaussian DP, CLT μ = {mu:.3f} (approximation)")
+                    ax.plot(
+                        g["alpha"],
+                        g["gdp_clt"],
+                        color="#56B4E9",
+                        lw=1.2,
+                        ls="-.",
+                        label=f"Gaussian DP, CLT μ = {mu:.3f} (approximation)",
+                    )
     if kind == "lipschitz" and variants:
         claim = _artifacts(ctx, variants[0], "privacy_tradeoff.npz")
         if claim:
             with np.load(next(iter(claim.values()))) as c:
                 if "claimed_eps_delta" in c:
-                    ax.plot(c["alpha"], c["claimed_eps_delta"], color="#CC79A7", lw=2,
-                            label=f"paper's analytic claim ε = 2C = {float(c['claimed_epsilon']):.0f} "
-                                  "(a claim, not a guarantee)")
-    ax.set(xlim=(0, 1), ylim=(0, 1), aspect="equal", xlabel="type-I error α (non-member flagged)",
-           ylabel="type-II error β (member missed)")
+                    ax.plot(
+                        c["alpha"],
+                        c["claimed_eps_delta"],
+                        color="#CC79A7",
+                        lw=2,
+                        label=f"paper's analytic claim ε = 2C = {float(c['claimed_epsilon']):.0f} "
+                        "(a claim, not a guarantee)",
+                    )
+    ax.set(
+        xlim=(0, 1),
+        ylim=(0, 1),
+        aspect="equal",
+        xlabel="type-I error α (non-member flagged)",
+        ylabel="type-II error β (member missed)",
+    )
     ax.legend(fontsize=5.5, loc="lower left")
 
 
 def _facts(table: pd.DataFrame, variant: str, kind: str) -> str:
-    lines = [f"ε lower bound (95% CP, held-out threshold): MC {_fmt(_stat(table, variant, 'mia_mc_eps_lower_heldout'), 2)}, "
-             f"ELBO {_fmt(_stat(table, variant, 'mia_elbo_eps_lower_heldout'), 2)}",
-             f"outlier: recon. dist. {_fmt(_stat(table, variant, 'outlier_recon_distance'), 1)} "
-             f"(typical {_fmt(_stat(table, variant, 'typical_recon_distance'), 1)}), nearest sample "
-             f"{_fmt(_stat(table, variant, 'outlier_nn_synthetic_distance'), 1)} "
-             f"(typical {_fmt(_stat(table, variant, 'typical_nn_synthetic_distance'), 1)})"]
-    lines.append(f"sample quality: Fréchet distance in PCA-50 space {_fmt(_stat(table, variant, 'frechet_pca'), 1)} "
-                 f"(real vs real {_fmt(_stat(table, variant, 'frechet_pca_real'), 1)})")
+    lines = [
+        f"ε lower bound (95% CP, held-out threshold): MC {_fmt(_stat(table, variant, 'mia_mc_eps_lower_heldout'), 2)}, "
+        f"ELBO {_fmt(_stat(table, variant, 'mia_elbo_eps_lower_heldout'), 2)}",
+        f"outlier: recon. dist. {_fmt(_stat(table, variant, 'outlier_recon_distance'), 1)} "
+        f"(typical {_fmt(_stat(table, variant, 'typical_recon_distance'), 1)}), nearest sample "
+        f"{_fmt(_stat(table, variant, 'outlier_nn_synthetic_distance'), 1)} "
+        f"(typical {_fmt(_stat(table, variant, 'typical_nn_synthetic_distance'), 1)})",
+    ]
+    lines.append(
+        f"sample quality: Fréchet distance in PCA-50 space {_fmt(_stat(table, variant, 'frechet_pca'), 1)} "
+        f"(real vs real {_fmt(_stat(table, variant, 'frechet_pca_real'), 1)})"
+    )
     if kind == "dpsgd":
-        lines.append(f"ledger ε: paper (headline, add/remove-one RDP) {_fmt(_stat(table, variant, 'epsilon_spent'), 3)}, "
-                     f"sound (replace-one) {_fmt(_stat(table, variant, 'epsilon_spent_sound'), 3)}; "
-                     f"PLD ε {_fmt(_stat(table, variant, 'pld_epsilon'), 3)}")
+        lines.append(
+            f"ledger ε: paper (headline, add/remove-one RDP) {_fmt(_stat(table, variant, 'epsilon_spent'), 3)}, "
+            f"sound (replace-one) {_fmt(_stat(table, variant, 'epsilon_spent_sound'), 3)}; "
+            f"PLD ε {_fmt(_stat(table, variant, 'pld_epsilon'), 3)}"
+        )
     if kind == "lipschitz":
-        lines.append(f"L = {_fmt(_stat(table, variant, 'claimed_lipschitz'), 1)}; measured max ‖J‖ "
-                     f"{_fmt(_stat(table, variant, 'measured_lipschitz_max'), 1)}")
+        lines.append(
+            f"L = {_fmt(_stat(table, variant, 'claimed_lipschitz'), 1)}; measured max ‖J‖ "
+            f"{_fmt(_stat(table, variant, 'measured_lipschitz_max'), 1)}"
+        )
     return "\n".join(lines)
 
 
@@ -123,8 +170,11 @@ def _training(ctx: RenderContext, variants: list[str]) -> str:
     parts = []
     for variant in variants:
         params = ctx.config["variants"][variant].get("params", {})
-        parts.append(f"{params.get('epochs', '?'):g} epoch(s) at B = {params.get('batch_size', '?')}"
-                     if isinstance(params.get("epochs"), (int, float)) else "epochs ?")
+        parts.append(
+            f"{params.get('epochs', '?'):g} epoch(s) at B = {params.get('batch_size', '?')}"
+            if isinstance(params.get("epochs"), (int, float))
+            else "epochs ?"
+        )
     return ", ".join(dict.fromkeys(parts)) or "no variant"
 
 
@@ -145,9 +195,11 @@ def _samples_panel(fig, spec, ctx: RenderContext, variant: str) -> None:
     strip = inner[1].subgridspec(1, 3, wspace=0.15)
     if outliers:
         with np.load(next(iter(outliers.values()))) as o:
-            shown = [("white outlier", o["outlier"]),
-                     ("its reconstruction", o["reconstruction"] if "reconstruction" in o else None),
-                     ("nearest sample", o["nearest_synthetic"])]
+            shown = [
+                ("white outlier", o["outlier"]),
+                ("its reconstruction", o["reconstruction"] if "reconstruction" in o else None),
+                ("nearest sample", o["nearest_synthetic"]),
+            ]
         for i, (title, image) in enumerate(shown):
             a = fig.add_subplot(strip[i])
             a.set_xticks([]), a.set_yticks([])
@@ -164,19 +216,32 @@ def _figure(ctx: RenderContext, kind: str, title: str) -> None:
     apply_style()
     plt = pyplot()
     frames = [f for f in ctx.tables.values() if len(f)]
-    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["variant", "metric", "value", "seed"])
+    table = (
+        pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["variant", "metric", "value", "seed"])
+    )
     variants = _variants(ctx, kind)
     fig = plt.figure(figsize=(9.5, 5.2))
     outer = fig.add_gridspec(1, 2, width_ratios=[1.15, 1], wspace=0.12)
     ax = fig.add_subplot(outer[0])
     _tradeoff_panel(ax, ctx, table, variants, kind)
     if variants:
-        ax.text(0.99, 0.99, _facts(table, variants[0], kind), transform=ax.transAxes, ha="right", va="top",
-                fontsize=5.5, bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "0.8"})
+        ax.text(
+            0.99,
+            0.99,
+            _facts(table, variants[0], kind),
+            transform=ax.transAxes,
+            ha="right",
+            va="top",
+            fontsize=5.5,
+            bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "0.8"},
+        )
         _samples_panel(fig, outer[1], ctx, variants[0])
     seeds = sorted({int(s) for s in table["seed"].dropna()}) if "seed" in table else []
-    fig.suptitle(f"{title} ({', '.join(variants)}; {len(seeds)} seed(s); {_training(ctx, variants)}; "
-                 "paper: curves only, no numbers)", fontsize=9)
+    fig.suptitle(
+        f"{title} ({', '.join(variants)}; {len(seeds)} seed(s); {_training(ctx, variants)}; "
+        "paper: curves only, no numbers)",
+        fontsize=9,
+    )
     save_figure(fig, ctx.prefix)
 
 

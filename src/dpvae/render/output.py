@@ -58,8 +58,10 @@ class Stamp:
         return f"{self.scale} scale: not the paper's setting (a check that the pipeline runs, not a reproduction)"
 
     def metadata(self, ext: str) -> dict[str, str]:
-        text = (f"scale={self.scale}; commit={self.commit}; config_sha256={self.config_sha256}; "
-                f"seeds={','.join(map(str, self.seeds)) or '-'}")
+        text = (
+            f"scale={self.scale}; commit={self.commit}; config_sha256={self.config_sha256}; "
+            f"seeds={','.join(map(str, self.seeds)) or '-'}"
+        )
         return {"Subject": text} if ext == "pdf" else {"Description": text}
 
 
@@ -86,13 +88,11 @@ def save_figure(fig: Figure, prefix: str | Path) -> None:
     if stamp.label:
         fig.text(0.5, -0.02, stamp.label, ha="center", va="top", fontsize=7, color="#b00020", style="italic")
     for ext in ("pdf", "png"):
-        atomic_write(f"{prefix}.{ext}",
-                     lambda tmp, ext=ext: fig.savefig(tmp, format=ext, metadata=stamp.metadata(ext)))
+        atomic_write(f"{prefix}.{ext}", lambda tmp, ext=ext: fig.savefig(tmp, format=ext, metadata=stamp.metadata(ext)))
     pyplot().close(fig)
 
 
-def save_table(table: pd.DataFrame, prefix: str | Path, title: str, notes: list[str] = (),
-               escape: bool = True) -> None:
+def save_table(table: pd.DataFrame, prefix: str | Path, title: str, notes: list[str] = (), escape: bool = True) -> None:
     """<prefix>.csv (the data), <prefix>.tex and <prefix>.pdf, the notes below the table in both.
 
     The .tex is a pdflatex-safe booktabs table (7-bit ASCII, see `dpvae.render.latex`); `escape=False`
@@ -132,19 +132,30 @@ def table_figure(table: pd.DataFrame, title: str, notes: list[str] = ()) -> Figu
     header = [_wrap(str(c), 16) for c in table.columns]
     lines = max([1] + [c.count("\n") + 1 for row in cells + [header] for c in row])
     rows = max(1, len(cells)) + 1
-    width = max(6.0, 0.08 * sum(max(len(line) for cell in column for line in cell.split("\n")) + 2
-                                for column in zip(header, *(cells or [header]))))
+    width = max(
+        6.0,
+        0.08
+        * sum(
+            max(len(line) for cell in column for line in cell.split("\n")) + 2
+            for column in zip(header, *(cells or [header]))
+        ),
+    )
     table_height = 0.2 * lines * rows
     notes_height = 0.12 * sum(len(textwrap.wrap(n, 150)) for n in notes)
     fig = pyplot().figure(figsize=(width, table_height + notes_height + 0.5))
-    ax = fig.add_axes((0.02, (notes_height + 0.1) / fig.get_figheight(), 0.96,
-                       table_height / fig.get_figheight()))
+    ax = fig.add_axes((0.02, (notes_height + 0.1) / fig.get_figheight(), 0.96, table_height / fig.get_figheight()))
     ax.axis("off")
     ax.set_title(title, fontsize=10, loc="left")
     body = cells or [["(empty)"] + [""] * (len(header) - 1)]
     longest = [max(len(line) for cell in column for line in cell.split("\n")) + 2 for column in zip(header, *body)]
-    drawn = ax.table(cellText=body, colLabels=header, colWidths=[n / sum(longest) for n in longest],
-                     loc="center", cellLoc="center", bbox=(0, 0, 1, 1))
+    drawn = ax.table(
+        cellText=body,
+        colLabels=header,
+        colWidths=[n / sum(longest) for n in longest],
+        loc="center",
+        cellLoc="center",
+        bbox=(0, 0, 1, 1),
+    )
     drawn.auto_set_font_size(False)
     drawn.set_fontsize(7)
     for (row, _), cell in drawn.get_celld().items():

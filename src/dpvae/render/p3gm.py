@@ -16,12 +16,23 @@ def p3gm_table1(ctx: RenderContext) -> None:
     text = published_text_table("p3gm_table1")
     table = text.pivot(index="feature", columns="method", values="value").loc[text["feature"].unique()].reset_index()
     order = ["privbayes", "ryan", "dp-vae", "dp-gm", "p3gm"]
-    table = table[["feature"] + order].rename(columns={"feature": "", "privbayes": "PrivBayes", "ryan": "Ryan's",
-                                                        "dp-vae": "VAE with DP-SGD", "dp-gm": "DP-GM",
-                                                        "p3gm": "P3GM"})
+    table = table[["feature"] + order].rename(
+        columns={
+            "feature": "",
+            "privbayes": "PrivBayes",
+            "ryan": "Ryan's",
+            "dp-vae": "VAE with DP-SGD",
+            "dp-gm": "DP-GM",
+            "p3gm": "P3GM",
+        }
+    )
     notes = sorted({f for f in text["footnote"] if f})
-    save_table(table, ctx.prefix, "P3GM Table I - contrast with competitors (transcribed)",
-               [f"({PAPER_LABEL}) {n}" for n in notes])
+    save_table(
+        table,
+        ctx.prefix,
+        "P3GM Table I - contrast with competitors (transcribed)",
+        [f"({PAPER_LABEL}) {n}" for n in notes],
+    )
 
 
 @register_renderer("p3gm/table2")
@@ -33,33 +44,49 @@ def p3gm_table2(ctx: RenderContext) -> None:
 @register_renderer("p3gm/table3")
 def p3gm_table3(ctx: RenderContext) -> None:
     ours = ctx.tables["p3gm_table3"]
-    table = side_by_side(ours, ctx.published(), {"n_records": "N", "n_features": "#feature",
-                                                  "n_classes": "#class", "pct_positive": "% positive"})
-    save_table(table, ctx.prefix, "P3GM Table III - datasets: statistics of the prepared data vs the paper", [
-        "N counts train + test records of the prepared dataset; #feature excludes the label (the paper counts it "
-        "for Adult and ESR).",
-        "The reference code subsamples Kaggle Credit (492 frauds + 10,000 normal rows) and keeps Adult's '?' rows "
-        "(PAPERS.md A-G1, A-G13); the 'credit-full' and 'adult-dropna' datasets follow the paper's text.",
-    ])
+    table = side_by_side(
+        ours,
+        ctx.published(),
+        {"n_records": "N", "n_features": "#feature", "n_classes": "#class", "pct_positive": "% positive"},
+    )
+    save_table(
+        table,
+        ctx.prefix,
+        "P3GM Table III - datasets: statistics of the prepared data vs the paper",
+        [
+            "N counts train + test records of the prepared dataset; #feature excludes the label (the paper counts it "
+            "for Adult and ESR).",
+            "The reference code subsamples Kaggle Credit (492 frauds + 10,000 normal rows) and keeps Adult's '?' rows "
+            "(PAPERS.md A-G1, A-G13); the 'credit-full' and 'adult-dropna' datasets follow the paper's text.",
+        ],
+    )
 
 
 @register_renderer("p3gm/table4")
 def p3gm_table4(ctx: RenderContext) -> None:
     ours = ctx.tables["p3gm_table4"]
-    table = side_by_side(ours, ctx.published(), {"sigma_s": "sigma_s", "lr": "lr", "epochs": "#epochs",
-                                                  "batch_size": "batch"})
+    table = side_by_side(
+        ours, ctx.published(), {"sigma_s": "sigma_s", "lr": "lr", "epochs": "#epochs", "batch_size": "batch"}
+    )
     save_table(table, ctx.prefix, "P3GM Table IV - DP-SGD hyper-parameters: this configuration vs the paper")
 
 
 # ------------------------------------------------- P3GM results: table5, table7, fig2, fig5, fig7 (shared helpers)
 
-#: our variant id -> the method id of the published CSV, and the label an item prints
-PUBLISHED_METHOD = {"vae-mlp": "vae", "pgm": "pgm", "p3gm": "p3gm", "p3gm-efficiency": "p3gm", "p3gm-ae": "p3gm-ae",
-                    "dp-vae": "dp-vae", "dp-gm": "dp-gm", "privbayes": "privbayes", "ryan": "ryan", "real": "original",
-                    "p3gm-pca-sweep": "p3gm"}
-LABELS = {"vae-mlp": "VAE", "pgm": "PGM", "p3gm": "P3GM", "p3gm-efficiency": "P3GM", "p3gm-ae": "P3GM(AE)",
-          "dp-vae": "DP-VAE", "dp-gm": "DP-GM", "privbayes": "PrivBayes", "ryan": "Ryan's", "real": "real data",
-          "p3gm-pca-sweep": "P3GM"}
+#: the label an item prints for each of our variants (the published CSV's method id: `ctx.published_method`)
+LABELS = {
+    "vae-mlp": "VAE",
+    "pgm": "PGM",
+    "p3gm": "P3GM",
+    "p3gm-efficiency": "P3GM",
+    "p3gm-ae": "P3GM(AE)",
+    "dp-vae": "DP-VAE",
+    "dp-gm": "DP-GM",
+    "privbayes": "PrivBayes",
+    "ryan": "Ryan's",
+    "real": "real data",
+    "p3gm-pca-sweep": "P3GM",
+}
 DATASET_LABELS = {"mnist": "MNIST", "fashion-mnist": "Fashion-MNIST", "credit": "Kaggle Credit", "adult": "Adult"}
 STANDIN = "-standin"
 NOTEBOOK = "notebook"
@@ -85,29 +112,50 @@ def mean_sd(mean: float, sd: float, n: int) -> str:
     return "--" if pd.isna(mean) else f"{mean:.4f} ± {sd:.4f} (n={int(n)})"
 
 
-def published_value(published: pd.DataFrame, dataset: str, method: str, metric: str, classifier: str = "",
-                    setting: str = "", source: str = PAPER_LABEL) -> float:
+def published_value(
+    published: pd.DataFrame,
+    dataset: str,
+    method: str,
+    metric: str,
+    classifier: str = "",
+    setting: str = "",
+    source: str = PAPER_LABEL,
+) -> float:
     """The published number (NaN if none); `source` 'paper' or 'reference-code' (the notebook)."""
     key = published.assign(classifier=published["classifier"].fillna(""), setting=published["setting"].fillna(""))
-    hit = key[(key["dataset"] == paper_dataset(dataset.removesuffix(STANDIN))) & (key["method"] == method)
-              & (key["metric"] == metric) & (key["classifier"] == classifier) & (key["setting"] == setting)
-              & (key["source"] == source)]
+    hit = key[
+        (key["dataset"] == paper_dataset(dataset.removesuffix(STANDIN)))
+        & (key["method"] == method)
+        & (key["metric"] == metric)
+        & (key["classifier"] == classifier)
+        & (key["setting"] == setting)
+        & (key["source"] == source)
+    ]
     return float(hit["value"].iloc[0]) if len(hit) else float("nan")
 
 
 def notebook_if_different(paper: float, notebook: float) -> float:
     """The notebook's value where it differs from the paper's printed one (at the paper's 4 decimals)."""
-    return notebook if not pd.isna(notebook) and (pd.isna(paper) or round(notebook, 4) != round(paper, 4)) else float("nan")
+    return (
+        notebook
+        if not pd.isna(notebook) and (pd.isna(paper) or round(notebook, 4) != round(paper, 4))
+        else float("nan")
+    )
 
 
-def recorded_cell(recorded: pd.DataFrame, dataset: str, method: str, metric: str, classifier: str = "",
-                  setting: str = "") -> str:
+def recorded_cell(
+    recorded: pd.DataFrame, dataset: str, method: str, metric: str, classifier: str = "", setting: str = ""
+) -> str:
     """'mean ± sd (n)' of the recorded paper-scale reproductions (reproductions/p3gm.csv) of one cell, or '--'."""
     if recorded is None or not len(recorded):
         return "--"
-    hit = recorded[(recorded["dataset"] == paper_dataset(dataset.removesuffix(STANDIN))) & (recorded["method"] == method)
-                   & (recorded["metric"] == metric) & (recorded["classifier"].fillna("") == classifier)
-                   & (recorded["setting"].fillna("") == setting)]
+    hit = recorded[
+        (recorded["dataset"] == paper_dataset(dataset.removesuffix(STANDIN)))
+        & (recorded["method"] == method)
+        & (recorded["metric"] == metric)
+        & (recorded["classifier"].fillna("") == classifier)
+        & (recorded["setting"].fillna("") == setting)
+    ]
     if not len(hit):
         return "--"
     row = hit.iloc[0]
@@ -136,21 +184,25 @@ def p3gm_table5(ctx: RenderContext) -> None:
                 for variant in variants:
                     name = f"{metric.upper()} {LABELS[variant]}"
                     row[name] = UNREACHABLE if missing else cell(summary, variant=variant)
-                    method = PUBLISHED_METHOD[variant]
+                    method = ctx.published_method(variant)
                     paper = published_value(published, dataset, method, metric, classifier)
                     row[f"{name} ({PAPER_LABEL})"] = paper
                     if variant == "p3gm":
-                        notebook = published_value(published, dataset, method, metric, classifier, source="reference-code")
+                        notebook = published_value(
+                            published, dataset, method, metric, classifier, source="reference-code"
+                        )
                         row[f"{name} ({NOTEBOOK})"] = notebook_if_different(paper, notebook)
             rows.append(row)
     out = pd.DataFrame(rows).dropna(axis=1, how="all")
     eps = spent_epsilon(table[table["variant"] == "p3gm"], ["dataset"])
-    notes = ["ours: mean ± sd over seeds (n); VAE and PGM are non-private; P3GM at (1, 1e-5).",
-             f"P3GM epsilon spent (headline accounting): {', '.join(f'{e:.4f}' for e in eps['eps'])}." if len(eps) else "",
-             "Paper: Table V. The paper's XB AUROC for P3GM (0.9026) duplicates AB; its P3GM AUPRC for LR, AB, GBM do "
-             "not match the reference notebook (stale values, PAPERS.md A-G9); 'notebook' = the reference code's "
-             "printed run (sigma_s 2.0, sigma_p 15), shown where it differs.",
-             "PGM = P3GM without noise and without clipping (not an option of the reference code, A-G16)."]
+    notes = [
+        "ours: mean ± sd over seeds (n); VAE and PGM are non-private; P3GM at (1, 1e-5).",
+        f"P3GM epsilon spent (headline accounting): {', '.join(f'{e:.4f}' for e in eps['eps'])}." if len(eps) else "",
+        "Paper: Table V. The paper's XB AUROC for P3GM (0.9026) duplicates AB; its P3GM AUPRC for LR, AB, GBM do "
+        "not match the reference notebook (stale values, PAPERS.md A-G9); 'notebook' = the reference code's "
+        "printed run (sigma_s 2.0, sigma_p 15), shown where it differs.",
+        "PGM = P3GM without noise and without clipping (not an option of the reference code, A-G16).",
+    ]
     notes = [*standin_note(datasets), *unreachable_note(ctx, "p3gm_credit_components", table, datasets), *notes]
     save_table(out, ctx.prefix, "P3GM Table V - Kaggle Credit per classifier: VAE, PGM, P3GM", [n for n in notes if n])
 
@@ -170,25 +222,42 @@ def p3gm_table7(ctx: RenderContext) -> None:
         for variant in sorted(variants, key=lambda v: order.index(v) if v in order else 99):
             hit = summary[(summary["dataset"] == dataset) & (summary["variant"] == variant)]
             spent = eps[(eps["dataset"] == dataset) & (eps["variant"] == variant)]["eps"]
-            method = PUBLISHED_METHOD.get(variant, variant)
+            method = ctx.published_method(variant)
             paper = published_value(published, dataset, method, "accuracy", "cnn")
             notebook = published_value(published, dataset, method, "accuracy", "cnn", source="reference-code")
             if ctx.config.get("scale", "paper") != "paper":
-                extra = {"accuracy (ours, paper scale, recorded)": recorded_cell(recorded, dataset, method, "accuracy", "cnn")}
+                extra = {
+                    "accuracy (ours, paper scale, recorded)": recorded_cell(
+                        recorded, dataset, method, "accuracy", "cnn"
+                    )
+                }
             else:
                 extra = {}
-            rows.append({"dataset": dataset_label(dataset), "method": LABELS.get(variant, variant), **extra,
-                         "accuracy (ours)": (UNREACHABLE if is_missing(table, dataset) else
-                                             mean_sd(*hit[["mean", "sd", "n"]].iloc[0]) if len(hit) else "--"),
-                         f"accuracy ({PAPER_LABEL})": paper,
-                         f"accuracy ({NOTEBOOK})": notebook_if_different(paper, notebook),
-                         "epsilon spent": float(spent.iloc[0]) if len(spent) else float("nan")})
+            rows.append(
+                {
+                    "dataset": dataset_label(dataset),
+                    "method": LABELS.get(variant, variant),
+                    **extra,
+                    "accuracy (ours)": (
+                        UNREACHABLE
+                        if is_missing(table, dataset)
+                        else mean_sd(*hit[["mean", "sd", "n"]].iloc[0])
+                        if len(hit)
+                        else "--"
+                    ),
+                    f"accuracy ({PAPER_LABEL})": paper,
+                    f"accuracy ({NOTEBOOK})": notebook_if_different(paper, notebook),
+                    "epsilon spent": float(spent.iloc[0]) if len(spent) else float("nan"),
+                }
+            )
     out = pd.DataFrame(rows)
-    notes = ["ours: mean ± sd over seeds (n) of the CNN's real-test accuracy; the CNN is early-stopped on a held-out "
-             "10 % of the synthetic set (the reference code stops on the real test set, option early_stopping: test).",
-             "VAE is non-private; DP-VAE (Fig. 2 only) and real data are not in the paper's table. "
-             "epsilon spent = the headline (paper) accounting of the run's privacy ledger; '--' = non-private.",
-             "Paper: Table VII; 'notebook' = the reference code's printed value where it differs from the paper's."]
+    notes = [
+        "ours: mean ± sd over seeds (n) of the CNN's real-test accuracy; the CNN is early-stopped on a held-out "
+        "10 % of the synthetic set (the reference code stops on the real test set, option early_stopping: test).",
+        "VAE is non-private; DP-VAE (Fig. 2 only) and real data are not in the paper's table. "
+        "epsilon spent = the headline (paper) accounting of the run's privacy ledger; '--' = non-private.",
+        "Paper: Table VII; 'notebook' = the reference code's printed value where it differs from the paper's.",
+    ]
     save_table(out, ctx.prefix, "P3GM Table VII - image data at (1, 1e-5): CNN accuracy", notes)
 
 
@@ -207,8 +276,13 @@ def p3gm_fig2(ctx: RenderContext) -> None:
     from dpvae.render.output import apply_style, pyplot
 
     apply_style()
-    panels = [("real", "(a) real MNIST"), ("vae-mlp", "(b) VAE (non-private)"), ("dp-vae", "(c) DP-VAE"),
-              ("dp-gm", "(d) DP-GM"), ("p3gm", "(e) P3GM")]
+    panels = [
+        ("real", "(a) real MNIST"),
+        ("vae-mlp", "(b) VAE (non-private)"),
+        ("dp-vae", "(c) DP-VAE"),
+        ("dp-gm", "(d) DP-GM"),
+        ("p3gm", "(e) P3GM"),
+    ]
     grids = {}
     for path in sorted(ctx.artifacts, key=lambda a: int(run_of(a)["seed"])):
         run = run_of(path)
@@ -220,8 +294,10 @@ def p3gm_fig2(ctx: RenderContext) -> None:
     for ax, (variant, title) in zip(axes, panels):
         ax.axis("off")
         private = variant in ("dp-vae", "dp-gm", "p3gm")
-        ax.set_title(title + (f"\n$\\varepsilon$ = {eps[0]:g}, $\\delta$ = {ctx.config['delta']:g}" if private else ""),
-                     fontsize=8)
+        ax.set_title(
+            title + (f"\n$\\varepsilon$ = {eps[0]:g}, $\\delta$ = {ctx.config['delta']:g}" if private else ""),
+            fontsize=8,
+        )
         if variant not in grids:
             ax.text(0.5, 0.5, "no run", ha="center", va="center", fontsize=8)
             continue
@@ -231,10 +307,13 @@ def p3gm_fig2(ctx: RenderContext) -> None:
         canvas = np.ones((rows * 29 + 1, cols * 29 + 1))
         for k, image in enumerate(images[: rows * cols]):
             r, c = divmod(k, cols)
-            canvas[1 + r * 29: 1 + r * 29 + 28, 1 + c * 29: 1 + c * 29 + 28] = image
+            canvas[1 + r * 29 : 1 + r * 29 + 28, 1 + c * 29 : 1 + c * 29 + 28] = image
         ax.imshow(canvas, cmap="gray", vmin=0, vmax=1, interpolation="nearest")
-    fig.suptitle("P3GM Fig. 2 - MNIST samples (row r: generated label r; pixels clipped to [0, 1] for display)",
-                 fontsize=9, y=1.02)
+    fig.suptitle(
+        "P3GM Fig. 2 - MNIST samples (row r: generated label r; pixels clipped to [0, 1] for display)",
+        fontsize=9,
+        y=1.02,
+    )
     save_figure(fig, ctx.prefix)
 
 
@@ -252,18 +331,45 @@ def p3gm_fig5(ctx: RenderContext) -> None:
     notebook = published[published["source"] == "reference-code"].copy()
     notebook["d_p"] = notebook["setting"].str.removeprefix("d_p=").astype(float)
     fig, ax = pyplot().subplots(figsize=(5.4, 3.6))
-    ax.errorbar(summary["d_p"], summary["mean"], yerr=summary["std"].fillna(0), marker="o", capsize=3,
-                label=f"ours (mean ± sd over {int(summary['count'].max()) if len(summary) else 0} seeds)")
-    ax.plot(notebook.sort_values("d_p")["d_p"], notebook.sort_values("d_p")["value"], marker="s", linestyle="--",
-            color="grey", label="reference notebook (20 runs; the authors' printed values)")
+    ax.errorbar(
+        summary["d_p"],
+        summary["mean"],
+        yerr=summary["std"].fillna(0),
+        marker="o",
+        capsize=3,
+        label=f"ours (mean ± sd over {int(summary['count'].max()) if len(summary) else 0} seeds)",
+    )
+    ax.plot(
+        notebook.sort_values("d_p")["d_p"],
+        notebook.sort_values("d_p")["value"],
+        marker="s",
+        linestyle="--",
+        color="grey",
+        label="reference notebook (20 runs; the authors' printed values)",
+    )
     recorded = ctx.recorded()
     if ctx.config.get("scale", "paper") != "paper" and len(recorded):
-        paper_scale = recorded[(recorded["metric"] == "accuracy") & recorded["setting"].fillna("").str.startswith("d_p=")]
-        paper_scale = paper_scale.assign(d_p=paper_scale["setting"].str.removeprefix("d_p=").astype(float)).sort_values("d_p")
-        ax.errorbar(paper_scale["d_p"], paper_scale["mean"], yerr=paper_scale["sd"].fillna(0), marker="^", capsize=3,
-                    linestyle=":", label="ours at paper scale (recorded, reproductions/p3gm.csv)")
-    ax.set(xscale="log", xlabel="number of DP-PCA components $d_p$", ylabel="CNN accuracy on real MNIST test",
-           title="P3GM Fig. 5 - MNIST accuracy vs $d_p$ ($\\varepsilon$ = 1)")
+        paper_scale = recorded[
+            (recorded["metric"] == "accuracy") & recorded["setting"].fillna("").str.startswith("d_p=")
+        ]
+        paper_scale = paper_scale.assign(d_p=paper_scale["setting"].str.removeprefix("d_p=").astype(float)).sort_values(
+            "d_p"
+        )
+        ax.errorbar(
+            paper_scale["d_p"],
+            paper_scale["mean"],
+            yerr=paper_scale["sd"].fillna(0),
+            marker="^",
+            capsize=3,
+            linestyle=":",
+            label="ours at paper scale (recorded, reproductions/p3gm.csv)",
+        )
+    ax.set(
+        xscale="log",
+        xlabel="number of DP-PCA components $d_p$",
+        ylabel="CNN accuracy on real MNIST test",
+        title="P3GM Fig. 5 - MNIST accuracy vs $d_p$ ($\\varepsilon$ = 1)",
+    )
     ax.set_xticks(sorted(set(summary["d_p"]) | set(notebook["d_p"])))
     ax.get_xaxis().set_major_formatter(pyplot().matplotlib.ticker.ScalarFormatter())
     ax.legend(fontsize=7)
@@ -272,7 +378,8 @@ def p3gm_fig5(ctx: RenderContext) -> None:
 
 @register_renderer("p3gm/fig7")
 def p3gm_fig7(ctx: RenderContext) -> None:
-    """(a, b) reconstruction loss per iteration on MNIST / credit; (c) MNIST CNN accuracy per epoch; (d) credit AUROC."""
+    """(a, b) reconstruction loss per iteration on MNIST / credit; (c) MNIST CNN accuracy per epoch;
+    (d) credit AUROC."""
     from dpvae.render.output import apply_style, pyplot
 
     apply_style()
@@ -280,33 +387,58 @@ def p3gm_fig7(ctx: RenderContext) -> None:
     datasets = list(dict.fromkeys(table["dataset"])) if len(table) else []
     mnist = next((d for d in datasets if paper_dataset(d.removesuffix(STANDIN)) == "mnist"), None)
     credit = next((d for d in datasets if paper_dataset(d.removesuffix(STANDIN)) == "credit"), None)
-    panels = [(mnist, "recon_loss", None, "(a) MNIST", "iteration", "reconstruction loss"),
-              (credit, "recon_loss", None, "(b) Kaggle Credit", "iteration", "reconstruction loss"),
-              (mnist, "accuracy", "cnn", "(c) MNIST", "epoch", "CNN accuracy"),
-              (credit, "auroc", "mean4", "(d) Kaggle Credit", "epoch", "AUROC (mean of 4 classifiers)")]
+    panels = [
+        (mnist, "recon_loss", None, "(a) MNIST", "iteration", "reconstruction loss"),
+        (credit, "recon_loss", None, "(b) Kaggle Credit", "iteration", "reconstruction loss"),
+        (mnist, "accuracy", "cnn", "(c) MNIST", "epoch", "CNN accuracy"),
+        (credit, "auroc", "mean4", "(d) Kaggle Credit", "epoch", "AUROC (mean of 4 classifiers)"),
+    ]
     order = ["p3gm-efficiency", "dp-vae", "p3gm-ae"]
     fig, axes = pyplot().subplots(2, 2, figsize=(10, 7))
     for ax, (dataset, metric, classifier, title, xlabel, ylabel) in zip(axes.flat, panels):
-        ax.set(title=title if dataset is None else title.split(") ")[0] + ") " + dataset_label(dataset),
-               xlabel=xlabel, ylabel=ylabel)
+        ax.set(
+            title=title if dataset is None else title.split(") ")[0] + ") " + dataset_label(dataset),
+            xlabel=xlabel,
+            ylabel=ylabel,
+        )
         if dataset is None:
-            ax.text(0.5, 0.5, "no run: the dataset is not in this build\n(Kaggle Credit is not reachable here)",
-                    ha="center", va="center", transform=ax.transAxes, fontsize=8)
+            ax.text(
+                0.5,
+                0.5,
+                "no run: the dataset is not in this build\n(Kaggle Credit is not reachable here)",
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+                fontsize=8,
+            )
             continue
         rows = table[(table["dataset"] == dataset) & (table["metric"] == metric) & table["step"].notna()]
         if classifier is not None:
             rows = rows[rows["classifier"] == classifier]
         for variant in [v for v in order if v in set(rows["variant"])]:
             curve = rows[rows["variant"] == variant].groupby("step")["value"].agg(["mean", "std", "count"])
-            line, = ax.plot(curve.index, curve["mean"], label=f"{LABELS[variant]} (n={int(curve['count'].max())})",
-                            marker="o" if metric != "recon_loss" else None, lw=1 if metric == "recon_loss" else 1.5)
-            ax.fill_between(curve.index, curve["mean"] - curve["std"].fillna(0), curve["mean"] + curve["std"].fillna(0),
-                            color=line.get_color(), alpha=0.15, lw=0)
+            (line,) = ax.plot(
+                curve.index,
+                curve["mean"],
+                label=f"{LABELS[variant]} (n={int(curve['count'].max())})",
+                marker="o" if metric != "recon_loss" else None,
+                lw=1 if metric == "recon_loss" else 1.5,
+            )
+            ax.fill_between(
+                curve.index,
+                curve["mean"] - curve["std"].fillna(0),
+                curve["mean"] + curve["std"].fillna(0),
+                color=line.get_color(),
+                alpha=0.15,
+                lw=0,
+            )
         if metric == "recon_loss":
             ax.set_yscale("log")
         ax.legend(fontsize=7)
-    fig.suptitle("P3GM Fig. 7 - learning efficiency at $\\varepsilon$ = 1: P3GM vs DP-VAE vs P3GM(AE) "
-                 "(mean ± sd over seeds)", fontsize=10)
+    fig.suptitle(
+        "P3GM Fig. 7 - learning efficiency at $\\varepsilon$ = 1: P3GM vs DP-VAE vs P3GM(AE) (mean ± sd over seeds)",
+        fontsize=10,
+    )
     fig.tight_layout()
     save_figure(fig, ctx.prefix)
 
@@ -321,23 +453,37 @@ def p3gm_fig9(ctx: RenderContext) -> None:
 
     apply_style()
     table = ctx.tables["p3gm_composition"]
-    labels = {"baseline": "baseline (Gaussian PCA + zCDP EM + moments SGD)",
-              "rdp-classic": "RDP composition, Theorem 4 (classic conversion)",
-              "rdp-improved": "RDP composition, Theorem 4 (improved conversion, reference code)"}
+    labels = {
+        "baseline": "baseline (Gaussian PCA + zCDP EM + moments SGD)",
+        "rdp-classic": "RDP composition, Theorem 4 (classic conversion)",
+        "rdp-improved": "RDP composition, Theorem 4 (improved conversion, reference code)",
+    }
     table = table.assign(accounting=table["method"].map(labels), K=table["variant"])
     fig, ax = plt.subplots(figsize=(6.2, 3.8))
-    sns.lineplot(table, x="point", y="value", hue="accounting", style="K", markers=True, dashes=True, ax=ax,
-                 hue_order=list(labels.values()))
+    sns.lineplot(
+        table,
+        x="point",
+        y="value",
+        hue="accounting",
+        style="K",
+        markers=True,
+        dashes=True,
+        ax=ax,
+        hue_order=list(labels.values()),
+    )
     params = ctx.config["experiments"]["p3gm_composition"]["params"]
-    ax.set(xlabel="DP-SGD noise multiplier $\\sigma_s$", ylabel=f"$\\varepsilon$ at $\\delta$ = {ctx.config['delta']:g}",
-           title=(f"P3GM Fig. 9 - composition (N={params['n_train']}, B={params['batch_size']}, "
-                  f"{params['epochs']} epochs, $\\sigma_p$={params['sigma_pca']}, $\\sigma_e$={params['sigma_em']}, "
-                  f"$T_e$={params['em_iters']})"))
+    ax.set(
+        xlabel="DP-SGD noise multiplier $\\sigma_s$",
+        ylabel=f"$\\varepsilon$ at $\\delta$ = {ctx.config['delta']:g}",
+        title=(
+            f"P3GM Fig. 9 - composition (N={params['n_train']}, B={params['batch_size']}, "
+            f"{params['epochs']} epochs, $\\sigma_p$={params['sigma_pca']}, $\\sigma_e$={params['sigma_em']}, "
+            f"$T_e$={params['em_iters']})"
+        ),
+    )
     ax.title.set_fontsize(8)
     ax.legend(fontsize=6)
     save_figure(fig, ctx.prefix)
-
-
 
 
 @register_renderer("p3gm/fig1")
@@ -356,7 +502,7 @@ def p3gm_fig3(ctx: RenderContext) -> None:
 
 # ------------------------------------- P3GM results: table6, table8, fig4, fig6, fig8 (competitors, tabular data)
 
-TABULAR_ORDER = ("credit", "esr", "adult", "isolet")                 # the paper's row order
+TABULAR_ORDER = ("credit", "esr", "adult", "isolet")  # the paper's row order
 COMPETITORS = ("privbayes", "ryan", "dp-gm", "p3gm", "real")
 UNREACHABLE = "not reachable here"
 NOT_BUILT = "not in this build"
@@ -391,20 +537,33 @@ def missing_text(ctx: RenderContext, experiment: str, dataset: str) -> str:
 
 def standin_note(datasets: list[str]) -> list[str]:
     names = [dataset_label(d.removesuffix(STANDIN)) for d in datasets if d.endswith(STANDIN)]
-    return [f"STAND-IN DATA for {', '.join(names)}: those datasets are not reachable from this machine; their rows come "
-            "from generated stand-ins with the same schema (feature count, value range, label balance) and are not "
-            "comparable with the paper's numbers."] if names else []
+    return (
+        [
+            f"STAND-IN DATA for {', '.join(names)}: those datasets are not reachable from this machine; "
+            "their rows come from generated stand-ins with the same schema (feature count, value range, "
+            "label balance) and are not comparable with the paper's numbers."
+        ]
+        if names
+        else []
+    )
 
 
 def unreachable_note(ctx: RenderContext, experiment: str, table: pd.DataFrame, datasets: list[str]) -> list[str]:
     notes = []
-    for reason, text in ((UNREACHABLE, "the raw data cannot be downloaded on this machine (config data.unreachable)"),
-                         (NOT_BUILT, "this configuration does not run the dataset (smoke scale uses stand-ins for "
-                                     "some and leaves others out)")):
-        missing = [dataset_label(d) for d in datasets
-                   if is_missing(table, d) and missing_text(ctx, experiment, d) == reason]
+    for reason, text in (
+        (UNREACHABLE, "the raw data cannot be downloaded on this machine (config data.unreachable)"),
+        (
+            NOT_BUILT,
+            "this configuration does not run the dataset (smoke scale uses stand-ins for some and leaves others out)",
+        ),
+    ):
+        missing = [
+            dataset_label(d) for d in datasets if is_missing(table, d) and missing_text(ctx, experiment, d) == reason
+        ]
         if missing:
-            notes.append(f"'{reason}': no number for {', '.join(missing)}: {text}; the paper's numbers are shown alone.")
+            notes.append(
+                f"'{reason}': no number for {', '.join(missing)}: {text}; the paper's numbers are shown alone."
+            )
     return notes
 
 
@@ -421,22 +580,28 @@ def p3gm_table6(ctx: RenderContext) -> None:
     table, datasets = experiment_frame(ctx, "p3gm_tabular", published=True)
     published = ctx.published()
     variants = [v for v in COMPETITORS if v in ctx.config["experiments"]["p3gm_tabular"]["variants"]]
-    summaries = {m: seed_summary(table, m, ["dataset", "variant"], "mean4") for m in ("auroc", "auprc", "auprc_flipped")}
+    summaries = {
+        m: seed_summary(table, m, ["dataset", "variant"], "mean4") for m in ("auroc", "auprc", "auprc_flipped")
+    }
     eps = spent_epsilon(table, ["dataset", "variant"])
     rows = []
     for dataset in datasets:
         missing = is_missing(table, dataset)
         for variant in variants:
-            method = PUBLISHED_METHOD[variant]
+            method = ctx.published_method(variant)
             row = {"dataset": dataset_label(dataset), "method": LABELS[variant] if variant != "real" else "original"}
             for metric in ("auroc", "auprc"):
                 name = metric.upper()
-                row[f"{name} (ours)"] = (missing_text(ctx, "p3gm_tabular", dataset) if missing
-                                         else cell(summaries[metric], dataset=dataset, variant=variant))
+                row[f"{name} (ours)"] = (
+                    missing_text(ctx, "p3gm_tabular", dataset)
+                    if missing
+                    else cell(summaries[metric], dataset=dataset, variant=variant)
+                )
                 paper = published_value(published, dataset, method, metric, "mean4")
                 row[f"{name} ({PAPER_LABEL})"] = paper
                 row[f"{name} ({NOTEBOOK})"] = notebook_if_different(
-                    paper, published_value(published, dataset, method, metric, "mean4", source="reference-code"))
+                    paper, published_value(published, dataset, method, metric, "mean4", source="reference-code")
+                )
             flipped = cell(summaries["auprc_flipped"], dataset=dataset, variant=variant)
             row["AUPRC, other class positive (ours)"] = "" if missing or flipped == "--" else flipped
             spent = eps[(eps["dataset"] == dataset) & (eps["variant"] == variant)]["eps"]
@@ -445,20 +610,25 @@ def p3gm_table6(ctx: RenderContext) -> None:
     out = pd.DataFrame(rows)
     if not out["AUPRC, other class positive (ours)"].astype(bool).any():
         out = out.drop(columns="AUPRC, other class positive (ours)")
-    notes = [*standin_note(datasets), *unreachable_note(ctx, "p3gm_tabular", table, datasets),
-             "ours: mean ± sd over seeds (n) of the mean of the four classifiers (LR, AdaBoost, GBM, XGBoost regressor; "
-             "the reference code's settings) trained on synthetic records and scored on the real test split; "
-             "'original' = trained on the real training split. epsilon spent = headline accounting of the ledger "
-             "(PrivBayes: pure epsilon-DP).",
-             "Adult: AUPRC with the positive class of evaluation.tabular_classifiers.adult_positive (default '>50K', the "
-             "paper's text); 'other class positive' = AUPRC with the other class positive ('<=50K', the code's arg-min). "
-             "The paper's P3GM Adult cells are the code's [AUPRC, AUROC] with '<=50K' positive, swapped (PAPERS.md A-G2): "
-             "compare the paper's AUROC cell with our P3GM AUPRC (other class positive) and its AUPRC cell with our "
-             "AUROC; AUROC does not depend on the positive class.",
-             "Paper: Table VI; 'notebook' = the reference code's printed P3GM run where it differs (credit: the "
-             "sigma_s 2.0 / sigma_p 15 run, A-G9). Suspicious duplicates in the paper: Ryan's AUROC credit = ISOLET, "
-             "PrivBayes AUPRC credit = ISOLET."]
-    save_table(out, ctx.prefix, "P3GM Table VI - tabular data at (1, 1e-5): AUROC / AUPRC (mean of 4 classifiers)", notes)
+    notes = [
+        *standin_note(datasets),
+        *unreachable_note(ctx, "p3gm_tabular", table, datasets),
+        "ours: mean ± sd over seeds (n) of the mean of the four classifiers (LR, AdaBoost, GBM, XGBoost regressor; "
+        "the reference code's settings) trained on synthetic records and scored on the real test split; "
+        "'original' = trained on the real training split. epsilon spent = headline accounting of the ledger "
+        "(PrivBayes: pure epsilon-DP).",
+        "Adult: AUPRC with the positive class of evaluation.tabular_classifiers.adult_positive (default '>50K', the "
+        "paper's text); 'other class positive' = AUPRC with the other class positive ('<=50K', the code's arg-min). "
+        "The paper's P3GM Adult cells are the code's [AUPRC, AUROC] with '<=50K' positive, swapped (PAPERS.md A-G2): "
+        "compare the paper's AUROC cell with our P3GM AUPRC (other class positive) and its AUPRC cell with our "
+        "AUROC; AUROC does not depend on the positive class.",
+        "Paper: Table VI; 'notebook' = the reference code's printed P3GM run where it differs (credit: the "
+        "sigma_s 2.0 / sigma_p 15 run, A-G9). Suspicious duplicates in the paper: Ryan's AUROC credit = ISOLET, "
+        "PrivBayes AUPRC credit = ISOLET.",
+    ]
+    save_table(
+        out, ctx.prefix, "P3GM Table VI - tabular data at (1, 1e-5): AUROC / AUPRC (mean of 4 classifiers)", notes
+    )
 
 
 @register_renderer("p3gm/table8")
@@ -468,8 +638,10 @@ def p3gm_table8(ctx: RenderContext) -> None:
     published = ctx.published()
     variants = [v for v in COMPETITORS if v != "real" and v in ctx.config["experiments"]["p3gm_tabular"]["variants"]]
     columns = {"tvd2_clipped": "TVD, clipped bins (ours)", "tvd2_notebook": "TVD, notebook bins (ours)"}
-    summaries = {m: seed_summary(table, m, ["dataset", "variant"]) for m in
-                 (*columns, "tvd2_public_clipped", "tvd2_public_notebook")}
+    summaries = {
+        m: seed_summary(table, m, ["dataset", "variant"])
+        for m in (*columns, "tvd2_public_clipped", "tvd2_public_notebook")
+    }
     rows = []
     for dataset in datasets:
         missing = is_missing(table, dataset)
@@ -477,28 +649,40 @@ def p3gm_table8(ctx: RenderContext) -> None:
         if "p3gm" in variants:
             entries.append(("p3gm", "P3GM (public reconstructions)", "_public"))
         for variant, label, public in entries:
-            method = PUBLISHED_METHOD[variant]
+            method = ctx.published_method(variant)
             row = {"dataset": dataset_label(dataset), "method": label}
             for metric, name in columns.items():
                 key = metric.replace("tvd2", f"tvd2{public}")
-                row[name] = (missing_text(ctx, "p3gm_tabular", dataset) if missing
-                             else cell(summaries[key], dataset=dataset, variant=variant))
+                row[name] = (
+                    missing_text(ctx, "p3gm_tabular", dataset)
+                    if missing
+                    else cell(summaries[key], dataset=dataset, variant=variant)
+                )
             paper = published_value(published, dataset, method, "tvd2")
-            notebook = published_value(published, dataset, method, "tvd2", setting="reading=notebook", source="reference-code")
+            notebook = published_value(
+                published, dataset, method, "tvd2", setting="reading=notebook", source="reference-code"
+            )
             row[f"TVD ({PAPER_LABEL})"] = paper if not public else float("nan")
             row[f"TVD ({NOTEBOOK})"] = notebook if public else float("nan")
             rows.append(row)
-    notes = [*standin_note(datasets), *unreachable_note(ctx, "p3gm_tabular", table, datasets),
-             "ours: mean ± sd over seeds (n) of the average over all ordered column pairs (self-pairs included; "
-             "features plus the one-hot label, P3GM's data layout) of half the L1 distance between 2-way histograms of "
-             "the synthetic records and the real training split, 5 linearly spaced edges per column on the real range "
-             "(PAPERS.md 3.3). 'clipped bins': the 4 intervals between the edges, out-of-range values clipped in; "
-             "'notebook bins': show.ipynb's digitize(x, edges) - 1, whose -1 (below the minimum) wraps to the last cell.",
-             "P3GM rows: samples from the prior; 'public reconstructions' = decoder(encoder mean) of the real test "
-             "records, which is what the notebook scored (A-G10) and what reproduces the paper's P3GM column.",
-             "Paper: Table VIII; 'notebook' = the reference code's printed value (P3GM public reconstructions)."]
-    save_table(pd.DataFrame(rows), ctx.prefix, "P3GM Table VIII - 2-way marginals: average total-variation distance "
-               "(lower is better)", notes)
+    notes = [
+        *standin_note(datasets),
+        *unreachable_note(ctx, "p3gm_tabular", table, datasets),
+        "ours: mean ± sd over seeds (n) of the average over all ordered column pairs (self-pairs included; "
+        "features plus the one-hot label, P3GM's data layout) of half the L1 distance between 2-way histograms of "
+        "the synthetic records and the real training split, 5 linearly spaced edges per column on the real range "
+        "(PAPERS.md 3.3). 'clipped bins': the 4 intervals between the edges, out-of-range values clipped in; "
+        "'notebook bins': show.ipynb's digitize(x, edges) - 1, whose -1 (below the minimum) wraps to the last cell.",
+        "P3GM rows: samples from the prior; 'public reconstructions' = decoder(encoder mean) of the real test "
+        "records, which is what the notebook scored (A-G10) and what reproduces the paper's P3GM column.",
+        "Paper: Table VIII; 'notebook' = the reference code's printed value (P3GM public reconstructions).",
+    ]
+    save_table(
+        pd.DataFrame(rows),
+        ctx.prefix,
+        "P3GM Table VIII - 2-way marginals: average total-variation distance (lower is better)",
+        notes,
+    )
 
 
 def _errorbar_lines(ax, table: pd.DataFrame, x_of, metric: str, classifier: str | None, variants: list[str]) -> None:
@@ -510,13 +694,26 @@ def _errorbar_lines(ax, table: pd.DataFrame, x_of, metric: str, classifier: str 
     for variant in [v for v in variants if v in set(rows["variant"].map(lambda s: str(s).split("@")[0]))]:
         mine = rows[rows["variant"].map(lambda s: str(s).split("@")[0]) == variant]
         summary = mine.groupby("x")["value"].agg(["mean", "std", "count"]).reset_index().sort_values("x")
-        ax.errorbar(summary["x"], summary["mean"], yerr=summary["std"].fillna(0), marker="o", capsize=3,
-                    label=f"{LABELS.get(variant, variant)} (ours, n={int(summary['count'].max())})")
+        ax.errorbar(
+            summary["x"],
+            summary["mean"],
+            yerr=summary["std"].fillna(0),
+            marker="o",
+            capsize=3,
+            label=f"{LABELS.get(variant, variant)} (ours, n={int(summary['count'].max())})",
+        )
 
 
 def _no_data(ax, dataset: str) -> None:
-    ax.text(0.5, 0.5, f"{dataset_label(dataset)}: {UNREACHABLE}\n(raw data cannot be downloaded on this machine)",
-            ha="center", va="center", transform=ax.transAxes, fontsize=8)
+    ax.text(
+        0.5,
+        0.5,
+        f"{dataset_label(dataset)}: {UNREACHABLE}\n(raw data cannot be downloaded on this machine)",
+        ha="center",
+        va="center",
+        transform=ax.transAxes,
+        fontsize=8,
+    )
 
 
 @register_renderer("p3gm/fig4")
@@ -532,16 +729,27 @@ def p3gm_fig4(ctx: RenderContext) -> None:
     fig, axes = pyplot().subplots(len(datasets), 2, figsize=(10, 3.8 * len(datasets)), squeeze=False)
     for row_axes, dataset in zip(axes, datasets):
         for ax, metric in zip(row_axes, ("auroc", "auprc")):
-            ax.set(xscale="log", xlabel="$\\varepsilon$ ($\\delta$ = 1e-5)", ylabel=f"{metric.upper()} (mean of 4 classifiers)",
-                   title=f"{dataset_label(dataset)} - {metric.upper()}")
+            ax.set(
+                xscale="log",
+                xlabel="$\\varepsilon$ ($\\delta$ = 1e-5)",
+                ylabel=f"{metric.upper()} (mean of 4 classifiers)",
+                title=f"{dataset_label(dataset)} - {metric.upper()}",
+            )
             if is_missing(table, dataset):
                 _no_data(ax, dataset)
                 continue
-            _errorbar_lines(ax, table[table["dataset"] == dataset], lambda r: float(r["epsilon"]), metric, "mean4", variants)
+            _errorbar_lines(
+                ax, table[table["dataset"] == dataset], lambda r: float(r["epsilon"]), metric, "mean4", variants
+            )
             points = notebook[notebook["metric"] == metric].sort_values("epsilon")
             if not dataset.endswith(STANDIN) and len(points):
-                ax.plot(points["epsilon"], points["value"], "s--", color="grey",
-                        label="P3GM, reference notebook (authors' printed values)")
+                ax.plot(
+                    points["epsilon"],
+                    points["value"],
+                    "s--",
+                    color="grey",
+                    label="P3GM, reference notebook (authors' printed values)",
+                )
             ax.legend(fontsize=7)
     suffix = " - STAND-IN DATA (generated, not Kaggle Credit)" if any(d.endswith(STANDIN) for d in datasets) else ""
     fig.suptitle(f"P3GM Fig. 4 - Kaggle Credit utility vs $\\varepsilon$ (mean ± sd over seeds){suffix}", fontsize=10)
@@ -560,8 +768,12 @@ def p3gm_fig6(ctx: RenderContext) -> None:
     dims = sorted(int(d.removeprefix("twogauss-d")) for d in datasets)
     fig, ax = pyplot().subplots(figsize=(5.6, 3.8))
     _errorbar_lines(ax, table, lambda r: int(str(r["dataset"]).removeprefix("twogauss-d")), "auroc", "mean4", variants)
-    ax.set(xscale="log", xlabel="data dimension d (class 0 ~ N(-1, I_d), class 1 ~ N(+1, I_d))",
-           ylabel="AUROC (mean of 4 classifiers)", title="P3GM Fig. 6 - AUROC vs dimensionality ($\\varepsilon$ = 1)")
+    ax.set(
+        xscale="log",
+        xlabel="data dimension d (class 0 ~ N(-1, I_d), class 1 ~ N(+1, I_d))",
+        ylabel="AUROC (mean of 4 classifiers)",
+        title="P3GM Fig. 6 - AUROC vs dimensionality ($\\varepsilon$ = 1)",
+    )
     ax.set_xticks(dims)
     ax.get_xaxis().set_major_formatter(pyplot().matplotlib.ticker.ScalarFormatter())
     ax.legend(fontsize=7)
@@ -578,25 +790,43 @@ def p3gm_fig8(ctx: RenderContext) -> None:
     table, datasets = experiment_frame(ctx, "p3gm_allocation")
     notebook = ctx.published()
     notebook = notebook[notebook["source"] == "reference-code"].assign(
-        ratio=lambda f: f["setting"].str.removeprefix("ratio=").astype(float))
+        ratio=lambda f: f["setting"].str.removeprefix("ratio=").astype(float)
+    )
     fig, axes = pyplot().subplots(len(datasets), 2, figsize=(10, 3.6 * len(datasets)), squeeze=False)
     for row_axes, dataset in zip(axes, datasets):
         for ax, metric in zip(row_axes, ("auroc", "auprc")):
-            ax.set(xlabel="encoder share of the budget (sweep label, epsilon_balance.sh)",
-                   ylabel=f"{metric.upper()} (mean of 4 classifiers)", title=f"{dataset_label(dataset)} - {metric.upper()}")
+            ax.set(
+                xlabel="encoder share of the budget (sweep label, epsilon_balance.sh)",
+                ylabel=f"{metric.upper()} (mean of 4 classifiers)",
+                title=f"{dataset_label(dataset)} - {metric.upper()}",
+            )
             if is_missing(table, dataset):
                 _no_data(ax, dataset)
                 continue
-            _errorbar_lines(ax, table[table["dataset"] == dataset], lambda r: float(r["point"]), metric, "mean4",
-                            ["p3gm-allocation"])
+            _errorbar_lines(
+                ax,
+                table[table["dataset"] == dataset],
+                lambda r: float(r["point"]),
+                metric,
+                "mean4",
+                ["p3gm-allocation"],
+            )
             points = notebook[(notebook["metric"] == metric) & (notebook["dataset"] == paper_dataset(dataset))]
             if not dataset.endswith(STANDIN) and len(points):
                 points = points.sort_values("ratio")
-                ax.plot(points["ratio"], points["value"], "s--", color="grey",
-                        label="reference notebook (Kaggle Credit; ratio 0.9 run broken)")
+                ax.plot(
+                    points["ratio"],
+                    points["value"],
+                    "s--",
+                    color="grey",
+                    label="reference notebook (Kaggle Credit; ratio 0.9 run broken)",
+                )
             ax.legend(fontsize=7)
-    fig.suptitle("P3GM Fig. 8 - utility vs privacy-budget allocation (total $\\varepsilon$ = 1; the text says Adult, "
-                 "the code ran Kaggle Credit)" + (" - STAND-IN DATA for credit" if any(d.endswith(STANDIN) for d in datasets)
-                                                   else ""), fontsize=9)
+    fig.suptitle(
+        "P3GM Fig. 8 - utility vs privacy-budget allocation (total $\\varepsilon$ = 1; the text says Adult, "
+        "the code ran Kaggle Credit)"
+        + (" - STAND-IN DATA for credit" if any(d.endswith(STANDIN) for d in datasets) else ""),
+        fontsize=9,
+    )
     fig.tight_layout()
     save_figure(fig, ctx.prefix)

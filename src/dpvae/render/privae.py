@@ -21,49 +21,83 @@ def privae_table1(ctx: RenderContext) -> None:
     rows = []
     for method, (loss, sensitivity, noise) in FORMULAS.items():
         v = values.loc[method]
-        rows.append({"method": method, f"L ({PAPER_LABEL})": loss, f"l2-sensitivity ({PAPER_LABEL})": sensitivity,
-                     "= value": v["sensitivity"], "sound add/remove bound": v["sensitivity_sound"],
-                     "measured: remove one": v["sensitivity_measured_remove"],
-                     "measured: replace one": v["sensitivity_measured_replace"],
-                     f"noise scale ({PAPER_LABEL})": noise, "= value ": v["noise_scale"],
-                     "exact noise std": v["noise_std"]})
+        rows.append(
+            {
+                "method": method,
+                f"L ({PAPER_LABEL})": loss,
+                f"l2-sensitivity ({PAPER_LABEL})": sensitivity,
+                "= value": v["sensitivity"],
+                "sound add/remove bound": v["sensitivity_sound"],
+                "measured: remove one": v["sensitivity_measured_remove"],
+                "measured: replace one": v["sensitivity_measured_replace"],
+                f"noise scale ({PAPER_LABEL})": noise,
+                "= value ": v["noise_scale"],
+                "exact noise std": v["noise_std"],
+            }
+        )
     params = ctx.config["experiments"]["privae_table1"]["params"]
     sigma, kappa = values.loc["term-wise", "sigma"], values.loc["term-wise", "kappa"]
     target = params["epsilon"]
     termwise = values.loc["term-wise"]
     kappas = "; ".join(
         f"kappa {option} = {termwise[f'kappa_{option}']:.4g}: paper {termwise[f'epsilon_paper_kappa_{option}']:.4g}, "
-        f"sound {termwise[f'epsilon_sound_kappa_{option}']:.4g}" for option in ("paper", "sqrt5", "tight"))
+        f"sound {termwise[f'epsilon_sound_kappa_{option}']:.4g}"
+        for option in ("paper", "sqrt5", "tight")
+    )
     aggregation = "; ".join(
         f"{method}: paper {values.loc[method, 'epsilon_paper']:.4g}, sound {values.loc[method, 'epsilon_sound']:.4g}"
-        for method in ("micro agg.", "batch agg."))
-    save_table(pd.DataFrame(rows), ctx.prefix, "PriVAE Table 1 - sensitivity and noise scale of DP-SGD variants", [
-        f"B = {params['batch_size']}, b = {params['groups']}, C1 = {params['clip_sample']}, C2 = {params['clip_batch']}, "
-        f"C = {params['clip']}; sigma = {sigma:.4g} for ({target:g}, {ctx.config['delta']:g}) over "
-        f"{params['epochs']:g} epochs (classic RDP conversion), kappa = {kappa:.4g} (the paper's closed form).",
-        "Measured: the largest change of the pre-noise aggregate when one record of a real Fashion-MNIST batch is "
-        "removed, or replaced by another real record (other records keep their noise, prior draws and sub-group "
-        "labels), on the PriVAE conv VAE at initialisation. Sound bound: add/remove-one for every realised Poisson "
-        "batch, where a record that leaves a shared unit (the batch, a sub-group) changes that unit instead of "
-        "removing it: 2C per changed unit, so micro 2BC (its sum is divided by max(n, B) for a batch of n), batch "
-        "2C, term-wise C1 + 2 C2.",
-        f"Epsilon at this setting (target {target:g}), the paper's accounting beside the sound one. {aggregation}. "
-        f"Term-wise (sigma' = kappa*sigma; paper = Theorem 2's two halves at delta/2, sound = the released gradient "
-        f"as one Gaussian mechanism with sensitivity C1/B + 2 C2/b): {kappas}.",
-        "Exact noise std: per coordinate of the averaged gradient; the paper's term-wise noise scale adds the two "
-        "halves' standard deviations, an upper bound of the exact value kappa*sigma*sqrt((C1/B)^2 + (C2/b)^2).",
-    ])
+        for method in ("micro agg.", "batch agg.")
+    )
+    save_table(
+        pd.DataFrame(rows),
+        ctx.prefix,
+        "PriVAE Table 1 - sensitivity and noise scale of DP-SGD variants",
+        [
+            f"B = {params['batch_size']}, b = {params['groups']}, C1 = {params['clip_sample']}, "
+            f"C2 = {params['clip_batch']}, "
+            f"C = {params['clip']}; sigma = {sigma:.4g} for ({target:g}, {ctx.config['delta']:g}) over "
+            f"{params['epochs']:g} epochs (classic RDP conversion), kappa = {kappa:.4g} (the paper's closed form).",
+            "Measured: the largest change of the pre-noise aggregate when one record of a real Fashion-MNIST batch is "
+            "removed, or replaced by another real record (other records keep their noise, prior draws and sub-group "
+            "labels), on the PriVAE conv VAE at initialisation. Sound bound: add/remove-one for every realised Poisson "
+            "batch, where a record that leaves a shared unit (the batch, a sub-group) changes that unit instead of "
+            "removing it: 2C per changed unit, so micro 2BC (its sum is divided by max(n, B) for a batch of n), batch "
+            "2C, term-wise C1 + 2 C2.",
+            f"Epsilon at this setting (target {target:g}), the paper's accounting beside the sound one. {aggregation}. "
+            "Term-wise (sigma' = kappa*sigma; paper = Theorem 2's two halves at delta/2, sound = the released "
+            f"gradient as one Gaussian mechanism with sensitivity C1/B + 2 C2/b): {kappas}.",
+            "Exact noise std: per coordinate of the averaged gradient; the paper's term-wise noise scale adds the two "
+            "halves' standard deviations, an upper bound of the exact value kappa*sigma*sqrt((C1/B)^2 + (C2/b)^2).",
+        ],
+    )
 
 
 # ------------------------------------------------------------------------------------------------ fig1
 
-FIG1_METRICS = {"hoyer_sparsity": "(a) Sparsity (Hoyer)", "iwae_loglik": "(b) Test log-likelihood (IWAE)",
-                "latent_mmd": "(c) MMD(q(z), p(z))"}
-FIG1_LABELS = {"privae-mmd": "PriVAE+MMD", "privae": "PriVAE", "vae-mmd": "VAE+MMD", "vae-sparse": "VAE",
-               "micro-agg": "micro agg.", "batch-agg": "batch agg.", "privae-mmd-sound": "PriVAE+MMD",
-               "micro-agg-sound": "micro agg.", "batch-agg-sound": "batch agg."}
-FIG1_COLOURS = {"PriVAE+MMD": "C3", "PriVAE": "C0", "VAE+MMD": "C2", "VAE": "C7", "micro agg.": "C4",
-                "batch agg.": "C1"}
+FIG1_METRICS = {
+    "hoyer_sparsity": "(a) Sparsity (Hoyer)",
+    "iwae_loglik": "(b) Test log-likelihood (IWAE)",
+    "latent_mmd": "(c) MMD(q(z), p(z))",
+}
+FIG1_LABELS = {
+    "privae-mmd": "PriVAE+MMD",
+    "privae": "PriVAE",
+    "vae-mmd": "VAE+MMD",
+    "vae-sparse": "VAE",
+    "micro-agg": "micro agg.",
+    "batch-agg": "batch agg.",
+    "privae-mmd-sound": "PriVAE+MMD",
+    "micro-agg-sound": "micro agg.",
+    "batch-agg-sound": "batch agg.",
+}
+FIG1_COLOURS = {
+    "PriVAE+MMD": "C3",
+    "PriVAE": "C0",
+    "VAE+MMD": "C2",
+    "VAE": "C7",
+    "micro agg.": "C4",
+    "batch agg.": "C1",
+}
 FIG1_CLAIMS = [  # (claim, metric, better variant, worse variant, higher is better)
     ("(a) PriVAE+MMD sparser than PriVAE", "hoyer_sparsity", "PriVAE+MMD", "PriVAE", True),
     ("(a) VAE+MMD sparser than PriVAE+MMD", "hoyer_sparsity", "VAE+MMD", "PriVAE+MMD", True),
@@ -79,15 +113,25 @@ def _calibration(config: dict, variant: str) -> str:
     if spec["method"] != "privae":
         return "both"
     if params.get("engine", "termwise") == "termwise" and not params.get("clip_batch", 0):
-        return "both"          # ordinary DP-SGD: the paper's and the sound accounting agree
+        return "both"  # ordinary DP-SGD: the paper's and the sound accounting agree
     return "paper" if params.get("kappa", "paper") == "paper" else "sound"
 
 
 def fig1_summary(table: pd.DataFrame) -> pd.DataFrame:
     """Mean, std and seed count per (variant, epsilon, metric); non-private rows have epsilon NaN."""
-    keep = table[table["metric"].isin([*FIG1_METRICS, "epsilon_spent", "epsilon_spent_paper",
-                                       "epsilon_spent_sound", "iwae_test_records",
-                                       "iwae_k", "latent_mmd_per_record"])]
+    keep = table[
+        table["metric"].isin(
+            [
+                *FIG1_METRICS,
+                "epsilon_spent",
+                "epsilon_spent_paper",
+                "epsilon_spent_sound",
+                "iwae_test_records",
+                "iwae_k",
+                "latent_mmd_per_record",
+            ]
+        )
+    ]
     grouped = keep.groupby(["variant", "epsilon", "metric"], dropna=False)["value"]
     return grouped.agg(["mean", "std", "count"]).reset_index()
 
@@ -103,7 +147,7 @@ def _claim_lines(summary: pd.DataFrame, rows: dict[str, list[str]]) -> list[str]
             values = summary[summary["metric"] == metric]
             a = values[values["variant"] == by_label[better]].set_index("epsilon")["mean"]
             b = values[values["variant"] == by_label[worse]].set_index("epsilon")["mean"]
-            if a.index.isna().all():        # a non-private line: compare it with every epsilon of the other
+            if a.index.isna().all():  # a non-private line: compare it with every epsilon of the other
                 a = pd.Series(a.iloc[0], index=b.index)
             if b.index.isna().all():
                 b = pd.Series(b.iloc[0], index=a.index)
@@ -112,9 +156,11 @@ def _claim_lines(summary: pd.DataFrame, rows: dict[str, list[str]]) -> list[str]
                 continue
             holds = (a[common] > b[common]) if higher else (a[common] < b[common])
             sign = ">" if higher else "<"
-            lines.append(f"{row}: {claim} [{better} {sign} {worse}]: holds at {int(holds.sum())}/{len(common)} "
-                         f"epsilons ({better} - {worse} = {', '.join(f'{(a[e] - b[e]):+.3g}' for e in sorted(common))}"
-                         f" at epsilon {', '.join(f'{e:g}' for e in sorted(common))})")
+            lines.append(
+                f"{row}: {claim} [{better} {sign} {worse}]: holds at {int(holds.sum())}/{len(common)} "
+                f"epsilons ({better} - {worse} = {', '.join(f'{(a[e] - b[e]):+.3g}' for e in sorted(common))}"
+                f" at epsilon {', '.join(f'{e:g}' for e in sorted(common))})"
+            )
     return lines
 
 
@@ -130,8 +176,10 @@ def privae_fig1(ctx: RenderContext) -> None:
     variants = list(dict.fromkeys(table["variant"]))
     order = {v: i for i, v in enumerate(FIG1_LABELS)}
     variants.sort(key=lambda v: order.get(v, len(order)))
-    rows = {"paper's calibration": [v for v in variants if _calibration(ctx.config, v) in ("paper", "both")],
-            "sound calibration": [v for v in variants if _calibration(ctx.config, v) in ("sound", "both")]}
+    rows = {
+        "paper's calibration": [v for v in variants if _calibration(ctx.config, v) in ("paper", "both")],
+        "sound calibration": [v for v in variants if _calibration(ctx.config, v) in ("sound", "both")],
+    }
     if not any(_calibration(ctx.config, v) == "sound" for v in variants):
         rows.pop("sound calibration")
     private_eps = sorted(e for e in summary["epsilon"].dropna().unique())
@@ -150,7 +198,7 @@ def privae_fig1(ctx: RenderContext) -> None:
                     continue
                 mean, std = data["mean"].to_numpy(), data["std"].fillna(0).to_numpy()
                 colour = FIG1_COLOURS.get(label)
-                if data["epsilon"].isna().all():       # non-private: a horizontal line with its band
+                if data["epsilon"].isna().all():  # non-private: a horizontal line with its band
                     ax.axhline(mean[0], color=colour, linestyle="--", label=f"{label} (non-private)")
                     ax.axhspan(mean[0] - std[0], mean[0] + std[0], color=colour, alpha=0.12)
                     continue
@@ -163,8 +211,9 @@ def privae_fig1(ctx: RenderContext) -> None:
             ax.set_xlabel(r"privacy $\varepsilon$" + f" ($\\delta$ = {ctx.config['delta']:g})")
             ax.set_title(f"{title}\n{row}", fontsize=8)
             if metric == "latent_mmd" and (scale := _per_record_scale(summary)):
-                ax.secondary_yaxis("right", functions=(lambda v, s=scale: v * s, lambda v, s=scale: v / s)) \
-                    .set_ylabel("per test record (Mathieu's analyse.py; the paper's scale)", fontsize=6)
+                ax.secondary_yaxis("right", functions=(lambda v, s=scale: v * s, lambda v, s=scale: v / s)).set_ylabel(
+                    "per test record (Mathieu's analyse.py; the paper's scale)", fontsize=6
+                )
         axes[r][0].legend(fontsize=6, loc="best")
     seeds = int(summary[summary["metric"] == "hoyer_sparsity"]["count"].max() or 0)
     records = summary[summary["metric"] == "iwae_test_records"]["mean"]
@@ -181,8 +230,15 @@ def privae_fig1(ctx: RenderContext) -> None:
     ]
     text = fig.add_subplot(grid[len(rows), :])
     text.axis("off")
-    text.text(0.0, 1.0, "\n".join(textwrap.fill(n, 190, subsequent_indent="    ") for n in notes), fontsize=6.5,
-              va="top", ha="left", transform=text.transAxes)
+    text.text(
+        0.0,
+        1.0,
+        "\n".join(textwrap.fill(n, 190, subsequent_indent="    ") for n in notes),
+        fontsize=6.5,
+        va="top",
+        ha="left",
+        transform=text.transAxes,
+    )
     fig.suptitle("PriVAE Fig. 1 - sparsity task on Fashion-MNIST", fontsize=10)
     fig.tight_layout()
     save_figure(fig, ctx.prefix)
@@ -238,7 +294,8 @@ def privae_fig2(ctx: RenderContext) -> None:
     table = ctx.tables["privae_clustering"]
     runs = sorted(((*_run_of(a), a) for a in ctx.artifacts), key=lambda r: (r[2], r[0]))
     variants = [v for v in FIG2_LABELS if any(r[0] == v for r in runs)] + sorted(
-        {r[0] for r in runs} - set(FIG2_LABELS))
+        {r[0] for r in runs} - set(FIG2_LABELS)
+    )
     fig, axes = plt.subplots(1, 2 * len(variants), figsize=(3.2 * 2 * len(variants), 3.9), squeeze=False)
     notes = []
     for i, variant in enumerate(variants):
@@ -265,12 +322,16 @@ def privae_fig2(ctx: RenderContext) -> None:
         ax.set_aspect("equal", adjustable="datalim")
         spent = table[(table["variant"] == variant) & table["metric"].str.startswith("epsilon_spent")]
         spent_text = ", ".join(f"{_SPENT.get(m, m)} {v:.3g}" for m, v in spent.groupby("metric")["value"].max().items())
-        notes.append(f"{label}: epsilon target {eps} (spent: {spent_text}); "
-                     f"{int(count.get('pinwheel_clustered', 0))} seed(s), mean +- std")
-    notes.append("Paper (Fig. 2, qualitative): without KL(p||q) poor reconstructions; with it reconstructions follow "
-                 "the spirals and the latents form four clusters fitted to the mixture prior. Clustered share: test "
-                 "points whose posterior mean is nearest the prior component of their arm (best one-to-one "
-                 "assignment; 0.25 = no clustering by arm).")
+        notes.append(
+            f"{label}: epsilon target {eps} (spent: {spent_text}); "
+            f"{int(count.get('pinwheel_clustered', 0))} seed(s), mean +- std"
+        )
+    notes.append(
+        "Paper (Fig. 2, qualitative): without KL(p||q) poor reconstructions; with it reconstructions follow "
+        "the spirals and the latents form four clusters fitted to the mixture prior. Clustered share: test "
+        "points whose posterior mean is nearest the prior component of their arm (best one-to-one "
+        "assignment; 0.25 = no clustering by arm)."
+    )
     fig.text(0.01, 0.01, "\n".join(textwrap.fill(n, 200) for n in notes), fontsize=6.5, va="bottom", ha="left")
     fig.suptitle("PriVAE Fig. 2 - pinwheel: red data, yellow reconstructions, blue latent means", fontsize=9)
     fig.tight_layout(rect=(0, 0.12, 1, 1))

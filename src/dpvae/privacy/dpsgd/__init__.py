@@ -11,13 +11,21 @@ The noiseless clipped sums (tests, sensitivity analyses) are in `dpvae.privacy.d
 package does not import: a training loop reaches only `step`.
 """
 
-from dpvae.privacy.dpsgd.engine import BatchAggregation, DPSGD, MicroAggregation, NoiseProfile, TermwiseDPSGD
+from dpvae.privacy.dpsgd.engine import DPSGD, BatchAggregation, MicroAggregation, NoiseProfile, TermwiseDPSGD
 from dpvae.privacy.dpsgd.layers import conv_transpose2d_grad_sample
 from dpvae.privacy.dpsgd.opacus_reference import OpacusDPSGD
 from dpvae.privacy.dpsgd.sampling import poisson_sample, random_groups
 from dpvae.privacy.dpsgd.units import Units
 
 __all__ = [
-    "BatchAggregation", "DPSGD", "MicroAggregation", "NoiseProfile", "OpacusDPSGD", "TermwiseDPSGD", "Units",
-    "conv_transpose2d_grad_sample", "poisson_sample", "random_groups",
+    "BatchAggregation",
+    "DPSGD",
+    "MicroAggregation",
+    "NoiseProfile",
+    "OpacusDPSGD",
+    "TermwiseDPSGD",
+    "Units",
+    "conv_transpose2d_grad_sample",
+    "poisson_sample",
+    "random_groups",
 ]

@@ -55,11 +55,17 @@ from torch import Tensor, nn
 from torch.nn.modules.batchnorm import _BatchNorm
 
 from dpvae.privacy import canaries
+from dpvae.privacy.budget import StepBudget
 from dpvae.privacy.dpsgd.hooks import Call, CallRecorder, reject_batch_mixing
 from dpvae.privacy.dpsgd.layers import (
-    Grads, check_supported, per_example_dots, per_example_view, trainable_params, weight_grads)
+    Grads,
+    check_supported,
+    per_example_dots,
+    per_example_view,
+    trainable_params,
+    weight_grads,
+)
 from dpvae.privacy.dpsgd.units import Units, require
-from dpvae.privacy.budget import StepBudget
 from dpvae.privacy.ledger import Mechanism
 from dpvae.privacy.release import ReleasePart, combined_mechanism
 
@@ -179,8 +185,9 @@ def _positive(name: str, value: float, allow_zero: bool = False) -> float:
 
 def _per_example_losses(name: str, losses: Tensor) -> Tensor:
     if not isinstance(losses, Tensor) or losses.dim() != 1:
-        raise ValueError(f"{name} must be a 1-d tensor of per-example losses, got "
-                         f"{getattr(losses, 'shape', type(losses))}")
+        raise ValueError(
+            f"{name} must be a 1-d tensor of per-example losses, got {getattr(losses, 'shape', type(losses))}"
+        )
     return losses
 
 
@@ -210,10 +217,19 @@ class _Engine:
 
     kind = "dpsgd"
 
-    def __init__(self, model: nn.Module, *, noise_multiplier: float, sample_rate: float,
-                 private_params: Iterable[nn.Parameter] | None = None, public_max_grad_norm: float | None = None,
-                 public_uses_private_data: bool = False, max_batch_size: int | None = None,
-                 generator: torch.Generator | None = None, budget: StepBudget | None = None) -> None:
+    def __init__(
+        self,
+        model: nn.Module,
+        *,
+        noise_multiplier: float,
+        sample_rate: float,
+        private_params: Iterable[nn.Parameter] | None = None,
+        public_max_grad_norm: float | None = None,
+        public_uses_private_data: bool = False,
+        max_batch_size: int | None = None,
+        generator: torch.Generator | None = None,
+        budget: StepBudget | None = None,
+    ) -> None:
         self.budget = budget
         self.noise_multiplier = _positive("noise_multiplier", noise_multiplier, allow_zero=True)
         if not 0 < sample_rate <= 1:
@@ -245,7 +261,7 @@ class _Engine:
         self._model = model
         reject_batch_mixing(model, self._private_layers)
         self._has_batchnorm = any(isinstance(m, _BatchNorm) for m in model.modules())
-        self._canaries: canaries.CanarySlot | None = None   # an audited run only: set at the first release
+        self._canaries: canaries.CanarySlot | None = None  # an audited run only: set at the first release
         self._canary_place = (owners[0].device, owners[0].dtype)
         self._recorder = CallRecorder(layers)
 
@@ -258,11 +274,13 @@ class _Engine:
                 "the private batch without noise, and every later per-example gradient would then depend on "
                 "records it was not computed from: freeze them (requires_grad=False), list them in "
                 "private_params, or declare public_uses_private_data=True (with max_batch_size) so that the "
-                "sound ledger charges it")
+                "sound ledger charges it"
+            )
         if declared and not self._public_layers:
             raise ValueError("public_uses_private_data=True, but every trainable parameter is private")
-        if max_batch_size is not None and (isinstance(max_batch_size, bool) or int(max_batch_size) != max_batch_size
-                                           or max_batch_size < 1):
+        if max_batch_size is not None and (
+            isinstance(max_batch_size, bool) or int(max_batch_size) != max_batch_size or max_batch_size < 1
+        ):
             raise ValueError(f"max_batch_size must be an integer >= 1, got {max_batch_size}")
         self.public_uses_private_data = declared
         self.max_batch_size = None if max_batch_size is None else int(max_batch_size)
@@ -270,8 +288,10 @@ class _Engine:
     def _check_batch(self, num_examples: int) -> None:
         """With public parameters updated from private data, refuse a batch above `max_batch_size`."""
         if self.public_uses_private_data and self.max_batch_size is not None and num_examples > self.max_batch_size:
-            raise ValueError(f"batch of {num_examples} examples exceeds max_batch_size={self.max_batch_size}, "
-                             "which bounds the sound ledger's sensitivity")
+            raise ValueError(
+                f"batch of {num_examples} examples exceeds max_batch_size={self.max_batch_size}, "
+                "which bounds the sound ledger's sensitivity"
+            )
 
     def _every_unit_bound(self, clip: float) -> float:
         """2·C·max_batch_size: every per-example unit of a step moves by up to 2C."""
@@ -304,8 +324,9 @@ class _Engine:
 
     # -- the clipped-sum machinery --------------------------------------------------------------
 
-    def _output_grads(self, calls: dict[nn.Module, list[Call]], loss: Tensor | None
-                      ) -> dict[nn.Module, list[Tensor | None]]:
+    def _output_grads(
+        self, calls: dict[nn.Module, list[Call]], loss: Tensor | None
+    ) -> dict[nn.Module, list[Tensor | None]]:
         """∂loss/∂z for every recorded call output (None where the loss does not depend on it)."""
         outputs = [c.output for layer_calls in calls.values() for c in layer_calls]
         if loss is None or not loss.requires_grad or not outputs:
@@ -314,12 +335,13 @@ class _Engine:
             flat = torch.autograd.grad(loss, outputs, retain_graph=True, allow_unused=True)
         result, start = {}, 0
         for layer, layer_calls in calls.items():
-            result[layer] = list(flat[start:start + len(layer_calls)])
+            result[layer] = list(flat[start : start + len(layer_calls)])
             start += len(layer_calls)
         return result
 
-    def _local_grads(self, layer: nn.Module, calls: list[Call], grad_outputs: list[Tensor | None]
-                     ) -> dict[nn.Parameter, Tensor]:
+    def _local_grads(
+        self, layer: nn.Module, calls: list[Call], grad_outputs: list[Tensor | None]
+    ) -> dict[nn.Parameter, Tensor]:
         """Σ over calls of the layer's own parameter gradient for the given output gradients: by the layer's
         formula where it has one (`layers.weight_grads`), else by backpropagating through its own op only.
 
@@ -340,8 +362,15 @@ class _Engine:
         grads = torch.autograd.grad(outputs, params, [g for _, g in pairs], retain_graph=True, allow_unused=True)
         return {p: torch.zeros_like(p) if g is None else g for p, g in zip(params, grads)}
 
-    def _clip_factors(self, layers: list[nn.Module], calls: dict[nn.Module, list[Call]], term: Term,
-                      deltas: dict, shared: dict | None, clip: float) -> tuple[Tensor, dict[nn.Module, Kept]]:
+    def _clip_factors(
+        self,
+        layers: list[nn.Module],
+        calls: dict[nn.Module, list[Call]],
+        term: Term,
+        deltas: dict,
+        shared: dict | None,
+        clip: float,
+    ) -> tuple[Tensor, dict[nn.Module, Kept]]:
         """min(1, clip/‖g_u‖) per unit, norms taken over the given layers' parameters, and the layers whose
         per-unit gradients g_u came out of the norm computation anyway: kept for the release, with the shared
         gradient G (unit u's gradient is g_u + G). A whole-batch unit's gradient is the layer's plain
@@ -349,7 +378,7 @@ class _Engine:
         layers once, by one reduction.
         """
         units = term.units
-        unit_parts: list[Tensor] = []   # per-unit squared norms [U], by layer
+        unit_parts: list[Tensor] = []  # per-unit squared norms [U], by layer
         shared_parts: list[Tensor] = []  # tensors whose squared norm every unit's adds
         kept: dict[nn.Module, Kept] = {}
         for layer in layers:
@@ -381,8 +410,9 @@ class _Engine:
         return (sq_norms / (clip * clip)).clamp_min(1.0).rsqrt(), kept
 
     @staticmethod
-    def _from_kept(layer: nn.Module, scales: Sequence[Scale | None], kept: Sequence[Kept]
-                   ) -> dict[nn.Parameter, Tensor]:
+    def _from_kept(
+        layer: nn.Module, scales: Sequence[Scale | None], kept: Sequence[Kept]
+    ) -> dict[nn.Parameter, Tensor]:
         """Σ_t Σ_u s^t_u (g^t_u + G^t) from kept per-unit gradients: no weight-gradient pass."""
         result = {}
         for p in trainable_params(layer):
@@ -390,8 +420,11 @@ class _Engine:
             for scale, k in zip(scales, kept):
                 if scale is not None and p in k.unit_grads:
                     grads = k.unit_grads[p]
-                    part = (grads[0] * scale.unit[0] if len(grads) == 1
-                            else torch.mv(grads.reshape(len(grads), -1).t(), scale.unit).view(p.shape))
+                    part = (
+                        grads[0] * scale.unit[0]
+                        if len(grads) == 1
+                        else torch.mv(grads.reshape(len(grads), -1).t(), scale.unit).view(p.shape)
+                    )
                     total = part if total is None else total.add_(part)
                 if scale is not None and p in k.common:
                     total = _accumulate(total, k.common[p], scale.total)
@@ -399,8 +432,14 @@ class _Engine:
         return result
 
     @staticmethod
-    def _combined(call_index: int, layer: nn.Module, terms: Sequence[Term], scales: Sequence[Scale | None],
-                  deltas: Sequence[dict], shared: Sequence[dict | None]) -> Tensor | None:
+    def _combined(
+        call_index: int,
+        layer: nn.Module,
+        terms: Sequence[Term],
+        scales: Sequence[Scale | None],
+        deltas: Sequence[dict],
+        shared: Sequence[dict | None],
+    ) -> Tensor | None:
         """Σ_t (s^t_{u(r)} Δ^t_r + (Σ_u s^t_u) Δ^{t,shared}_r) for one call of a layer."""
         total = None
         for term, scale, delta, common in zip(terms, scales, deltas, shared):
@@ -412,15 +451,19 @@ class _Engine:
                 total = _accumulate(total, d, scale.total)
         return total
 
-    def _aggregate(self, terms: Sequence[Term], weight_sets: Sequence[Sequence[float]], include_public: bool
-                   ) -> list[dict[nn.Parameter, Tensor]]:
+    def _aggregate(
+        self, terms: Sequence[Term], weight_sets: Sequence[Sequence[float]], include_public: bool
+    ) -> list[dict[nn.Parameter, Tensor]]:
         """Clipped (private) and plain-or-clipped (public) sums, one result per weight set over the terms."""
         calls = self._recorder.take()
         canary_layer = None if self._canaries is None else self._canaries.layer
         if not any(c for layer, c in calls.items() if layer is not canary_layer) and any(
-                t.losses.requires_grad and t.units.num_examples for t in terms if not t.name.startswith(canaries.TERM_NAME)):
-            raise ValueError("no forward pass of the model was recorded since the last engine call: run the "
-                             "model, then call the engine once per forward pass")
+            t.losses.requires_grad and t.units.num_examples for t in terms if not t.name.startswith(canaries.TERM_NAME)
+        ):
+            raise ValueError(
+                "no forward pass of the model was recorded since the last engine call: run the "
+                "model, then call the engine once per forward pass"
+            )
         if self._has_batchnorm:  # a BatchNorm may have been switched to training mode since construction
             reject_batch_mixing(self._model, [])
         for layer, layer_calls in calls.items():
@@ -434,11 +477,16 @@ class _Engine:
         results: list[dict[nn.Parameter, Tensor]] = [{} for _ in weight_sets]
         with torch.no_grad():  # nothing below is differentiated: no autograd graph is recorded
             for layers, clips in groups:
-                clipped = [None if clip is None or t.units.num_examples == 0
-                           else self._clip_factors(layers, calls, t, d, s, clip)
-                           for t, d, s, clip in zip(terms, deltas, shared, clips)]
-                scales = [[Scale.of(t, w, None if c is None else c[0]) for t, w, c in zip(terms, weights, clipped)]
-                          for weights in weight_sets]
+                clipped = [
+                    None
+                    if clip is None or t.units.num_examples == 0
+                    else self._clip_factors(layers, calls, t, d, s, clip)
+                    for t, d, s, clip in zip(terms, deltas, shared, clips)
+                ]
+                scales = [
+                    [Scale.of(t, w, None if c is None else c[0]) for t, w, c in zip(terms, weights, clipped)]
+                    for weights in weight_sets
+                ]
                 for layer in layers:
                     kept = [None if c is None else c[1].get(layer) for c in clipped]
                     layer_calls = calls.get(layer, [])
@@ -446,8 +494,10 @@ class _Engine:
                         if kept and all(k is not None for k in kept):  # every term's unit gradients are at hand
                             result.update(self._from_kept(layer, term_scales, kept))
                             continue
-                        grad_outputs = [self._combined(i, layer, terms, term_scales, deltas, shared)
-                                        for i in range(len(layer_calls))]
+                        grad_outputs = [
+                            self._combined(i, layer, terms, term_scales, deltas, shared)
+                            for i in range(len(layer_calls))
+                        ]
                         result.update(self._local_grads(layer, layer_calls, grad_outputs))
         return results
 
@@ -456,7 +506,7 @@ class _Engine:
         refuse (PrivacyBudgetExceeded, nothing released) a step past the budget."""
         if self.budget is not None:
             self.budget.check(self.steps + 1)
-        if self.steps == 0 and self._canaries is None:   # the first engine to release in a session carries them
+        if self.steps == 0 and self._canaries is None:  # the first engine to release in a session carries them
             self._canaries = canaries.attach(self, *self._canary_place)
             if self._canaries is not None:
                 self._private_layers.append(self._canaries.layer)
@@ -464,8 +514,13 @@ class _Engine:
         if self._canaries is not None:  # audited run: the canaries join the batch as records (privacy.canaries)
             losses, parts = self._canaries.losses(self)
             units = Units.per_example(len(losses), losses.device)
-            terms = [*terms, *(Term(f"{canaries.TERM_NAME}.{i}", losses, units, clip, 0.0, weight)
-                               for i, (clip, weight) in enumerate(parts))]
+            terms = [
+                *terms,
+                *(
+                    Term(f"{canaries.TERM_NAME}.{i}", losses, units, clip, 0.0, weight)
+                    for i, (clip, weight) in enumerate(parts)
+                ),
+            ]
         (grads,) = self._aggregate(terms, [[t.scale for t in terms]], include_public=True)
         std = math.sqrt(sum((t.scale * t.noise_std) ** 2 for t in terms))
         private = {id(p) for layer in self._private_layers for p in trainable_params(layer)}
@@ -478,8 +533,13 @@ class _Engine:
             self._canaries.observe()
 
     def _mechanism(self, name: str, noise_multiplier: float, sensitivity: float) -> Mechanism:
-        return Mechanism(name=name, noise_multiplier=noise_multiplier, sample_rate=self.sample_rate,
-                         steps=self.steps, sensitivity=sensitivity)
+        return Mechanism(
+            name=name,
+            noise_multiplier=noise_multiplier,
+            sample_rate=self.sample_rate,
+            steps=self.steps,
+            sensitivity=sensitivity,
+        )
 
     def close(self) -> None:
         """Remove the forward hooks from the model."""
@@ -489,8 +549,9 @@ class _Engine:
 class _PerExampleEngine(_Engine):
     """An engine clipping every example's gradient at `max_grad_norm`, averaged over `expected_batch_size`."""
 
-    def __init__(self, model: nn.Module, *, max_grad_norm: float, expected_batch_size: float,
-                 **options: Unpack[EngineOptions]) -> None:
+    def __init__(
+        self, model: nn.Module, *, max_grad_norm: float, expected_batch_size: float, **options: Unpack[EngineOptions]
+    ) -> None:
         super().__init__(model, **options)
         self.max_grad_norm = _positive("max_grad_norm", max_grad_norm)
         self.expected_batch_size = _positive("expected_batch_size", expected_batch_size)
@@ -507,8 +568,16 @@ class DPSGD(_PerExampleEngine):
         losses = _per_example_losses("losses", losses)
         self._check_batch(len(losses))
         c = self.max_grad_norm
-        return [Term("dpsgd", losses, Units.per_example(len(losses), losses.device), c,
-                     self.noise_multiplier * c, 1 / self.expected_batch_size)]
+        return [
+            Term(
+                "dpsgd",
+                losses,
+                Units.per_example(len(losses), losses.device),
+                c,
+                self.noise_multiplier * c,
+                1 / self.expected_batch_size,
+            )
+        ]
 
     def step(self, losses: Tensor) -> None:
         """Write the private gradient of the per-example `losses [B]` to `.grad`."""
@@ -540,8 +609,16 @@ class TermwiseDPSGD(_Engine):
 
     kind = "termwise"
 
-    def __init__(self, model: nn.Module, *, sample_clip: float, batch_clip: float, expected_batch_size: float,
-                 num_groups: int, **options: Unpack[EngineOptions]) -> None:
+    def __init__(
+        self,
+        model: nn.Module,
+        *,
+        sample_clip: float,
+        batch_clip: float,
+        expected_batch_size: float,
+        num_groups: int,
+        **options: Unpack[EngineOptions],
+    ) -> None:
         super().__init__(model, **options)
         self.sample_clip = _positive("sample_clip", sample_clip)
         self.batch_clip = _positive("batch_clip", batch_clip, allow_zero=True)
@@ -554,13 +631,22 @@ class TermwiseDPSGD(_Engine):
         sample_losses = _per_example_losses("sample_losses", sample_losses)
         self._check_batch(len(sample_losses))
         sigma, b = self.noise_multiplier, self.num_groups
-        terms = [Term("sample", sample_losses, Units.per_example(len(sample_losses), sample_losses.device),
-                      self.sample_clip, sigma * self.sample_clip, 1 / self.expected_batch_size)]
+        terms = [
+            Term(
+                "sample",
+                sample_losses,
+                Units.per_example(len(sample_losses), sample_losses.device),
+                self.sample_clip,
+                sigma * self.sample_clip,
+                1 / self.expected_batch_size,
+            )
+        ]
         if self.batch_clip == 0:
             return terms
         if groups.shape != sample_losses.shape:
-            raise ValueError(f"groups must have one entry per example, got {tuple(groups.shape)} "
-                             f"for {len(sample_losses)} examples")
+            raise ValueError(
+                f"groups must have one entry per example, got {tuple(groups.shape)} for {len(sample_losses)} examples"
+            )
         if group_losses.shape != (b,):
             raise ValueError(f"group_losses must have shape ({b},), got {tuple(group_losses.shape)}")
         terms.append(Term("batch", group_losses, Units(groups, b), self.batch_clip, sigma * self.batch_clip, 1 / b))
@@ -576,8 +662,10 @@ class TermwiseDPSGD(_Engine):
         sigma = self.noise_multiplier
         if self.batch_clip == 0:
             return [self._mechanism("termwise.sample", sigma, self.sample_clip)]
-        return [self._mechanism("termwise.sample", sigma, self.sample_clip),
-                self._mechanism("termwise.batch", sigma, self.batch_clip)]
+        return [
+            self._mechanism("termwise.sample", sigma, self.sample_clip),
+            self._mechanism("termwise.batch", sigma, self.batch_clip),
+        ]
 
     def _term_bounds(self) -> list[TermBound]:
         sigma, c1, c2 = self.noise_multiplier, self.sample_clip, self.batch_clip
@@ -590,8 +678,9 @@ class TermwiseDPSGD(_Engine):
     def noise_profile(self) -> NoiseProfile:
         c1, c2, sigma = self.sample_clip, self.batch_clip, self.noise_multiplier
         per_sample, per_batch = c1 / self.expected_batch_size, c2 / self.num_groups
-        return NoiseProfile(c1 + c2, c1 + 2 * c2, sigma * math.hypot(per_sample, per_batch),
-                            sigma * (per_sample + per_batch))
+        return NoiseProfile(
+            c1 + c2, c1 + 2 * c2, sigma * math.hypot(per_sample, per_batch), sigma * (per_sample + per_batch)
+        )
 
 
 class MicroAggregation(_PerExampleEngine):
@@ -616,8 +705,17 @@ class MicroAggregation(_PerExampleEngine):
         if batch_loss.dim() != 0:
             raise ValueError(f"batch_loss must be a scalar, got shape {tuple(batch_loss.shape)}")
         n, c = self._normaliser(len(sample_losses)), self.max_grad_norm
-        return [Term("micro", sample_losses, Units.per_example(len(sample_losses), sample_losses.device), c,
-                     self.noise_multiplier * n * c, 1 / n, shared=batch_loss)]
+        return [
+            Term(
+                "micro",
+                sample_losses,
+                Units.per_example(len(sample_losses), sample_losses.device),
+                c,
+                self.noise_multiplier * n * c,
+                1 / n,
+                shared=batch_loss,
+            )
+        ]
 
     def step(self, sample_losses: Tensor, batch_loss: Tensor) -> None:
         """Write the private gradient to `.grad`: `sample_losses [B]` = φ(x_i), `batch_loss` = ψ(batch)."""
@@ -654,8 +752,16 @@ class BatchAggregation(_Engine):
             raise ValueError(f"batch_loss must be a finite scalar, got shape {tuple(batch_loss.shape)}")
         require(torch.isfinite(batch_loss), "batch_loss must be a finite scalar")
         c = self.max_grad_norm
-        return [Term("batch", batch_loss.reshape(1), Units.whole_batch(1, batch_loss.device), c,
-                     self.noise_multiplier * c, 1.0)]
+        return [
+            Term(
+                "batch",
+                batch_loss.reshape(1),
+                Units.whole_batch(1, batch_loss.device),
+                c,
+                self.noise_multiplier * c,
+                1.0,
+            )
+        ]
 
     def step(self, batch_loss: Tensor) -> None:
         """Write the private gradient of the whole-batch loss (mean φ + ψ(batch)) to `.grad`."""

@@ -23,11 +23,15 @@ class Call:
 
     def check_unmodified(self, name: str) -> None:
         if self.output._version != self.version:
-            raise ValueError(f"the output of layer '{name}' was modified in place after the layer ran "
-                             "(e.g. ReLU(inplace=True)); per-example gradients need it intact")
+            raise ValueError(
+                f"the output of layer '{name}' was modified in place after the layer ran "
+                "(e.g. ReLU(inplace=True)); per-example gradients need it intact"
+            )
         if tuple(_version(i) for i in self.inputs) != self.input_versions:
-            raise ValueError(f"an input of layer '{name}' was modified in place after the layer ran; "
-                             "per-example gradients need it intact")
+            raise ValueError(
+                f"an input of layer '{name}' was modified in place after the layer ran; "
+                "per-example gradients need it intact"
+            )
 
 
 def _version(value: object) -> int:
@@ -47,11 +51,14 @@ class CallRecorder:
         if self._paused or not torch.is_grad_enabled():
             return
         if not isinstance(output, Tensor):
-            raise ValueError(f"layer '{self.names[layer]}' returns {type(output).__name__}; only "
-                             "layers returning one tensor are supported")
+            raise ValueError(
+                f"layer '{self.names[layer]}' returns {type(output).__name__}; only "
+                "layers returning one tensor are supported"
+            )
         if output.requires_grad:
             self._calls.setdefault(layer, []).append(
-                Call(tuple(inputs), output, output._version, tuple(_version(i) for i in inputs)))
+                Call(tuple(inputs), output, output._version, tuple(_version(i) for i in inputs))
+            )
 
     def add(self, name: str, layer: nn.Module) -> None:
         """Record this layer's calls too (an audited run's canary layer, added at the first step)."""
@@ -92,7 +99,9 @@ def reject_batch_mixing(model: nn.Module, private_layers: list[nn.Module]) -> No
     """
     errors = [str(e) for layer in private_layers for e in ModuleValidator.validate(layer, strict=False)]
     if mixing := _training_batchnorms(model):
-        errors.append(f"BatchNorm in training mode mixes examples across the batch: {mixing}; use GroupNorm "
-                      "(PAPERS.md A-P1) or put a public BatchNorm in eval mode")
+        errors.append(
+            f"BatchNorm in training mode mixes examples across the batch: {mixing}; use GroupNorm "
+            "(PAPERS.md A-P1) or put a public BatchNorm in eval mode"
+        )
     if errors:
         raise ValueError("model is not compatible with per-example clipping: " + "; ".join(errors))

@@ -40,6 +40,7 @@ aggregation's ‖g_i + ∇ψ‖²); `weight_grads` a Linear's or convolution's p
 formula (the engine's weight-gradient pass; `dense_conv_grads`: a convolution that is a dense layer in
 disguise, by one matrix product).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -157,7 +158,7 @@ class RowsForm:
     def _chunk(self, rows_per_unit: int, extra: int = 0) -> int:
         """Units per chunk so that a chunk's rows and products stay cache-sized (`extra` floats per unit more)."""
         p, o, _ = self.per_example_size
-        per_unit = (p + o) * rows_per_unit + min(p * o, 2 * rows_per_unit ** 2) + extra
+        per_unit = (p + o) * rows_per_unit + min(p * o, 2 * rows_per_unit**2) + extra
         return max(1, chunk_floats(self.weight.device) // per_unit)
 
     def _chunks(self, rows_per_example: int, extra: int = 0) -> Iterator[slice]:
@@ -197,8 +198,10 @@ class RowsForm:
             a, d = acts.transpose(1, 2).reshape(-1, p), outs.transpose(1, 2).reshape(-1, o)
             member = units.membership(a.dtype)[:, :, None].expand(-1, -1, rows).flatten(1)  # [U, B·R] by row
             step = max(1, chunk_floats(a.device) // (2 * len(a)))
-            parts = [((a[i:i + step] @ a.T) * (d[i:i + step] @ d.T) @ member.T * member.T[i:i + step]).sum(0)
-                     for i in range(0, len(a), step)]
+            parts = [
+                ((a[i : i + step] @ a.T) * (d[i : i + step] @ d.T) @ member.T * member.T[i : i + step]).sum(0)
+                for i in range(0, len(a), step)
+            ]
             return parts[0] if len(parts) == 1 else torch.stack(parts).sum(0), None
         grads = self.weight.new_zeros(units.count, *self.weight.shape)
         for examples in self._chunks(rows, self.weight.numel()):
@@ -212,9 +215,9 @@ class RowsForm:
         width = members.shape[1]
         step = self._chunk(self.per_example_size[2] * width)
         for i in range(0, units.count, step):
-            acts, outs = self.rows(members[i:i + step].flatten())
-            if min(sizes[i:i + step]) < width:
-                outs = outs * mask[i:i + step].reshape(-1, 1, 1).to(outs.dtype)
+            acts, outs = self.rows(members[i : i + step].flatten())
+            if min(sizes[i : i + step]) < width:
+                outs = outs * mask[i : i + step].reshape(-1, 1, 1).to(outs.dtype)
             yield tuple(t.reshape(-1, width, *t.shape[1:]).transpose(1, 2).flatten(2) for t in (acts, outs))
 
     def unit_norms(self, units: Units) -> Tensor:
@@ -229,8 +232,9 @@ class RowsForm:
         if self.weight is None:
             sq_norms = None
         else:
-            sq_norms, matrices = (self._per_example_weight(keep) if units.is_per_example
-                                  else self._grouped_weight(units, keep))
+            sq_norms, matrices = (
+                self._per_example_weight(keep) if units.is_per_example else self._grouped_weight(units, keep)
+            )
             grads = None if matrices is None else {self.weight: matrices}
         if self.bias is not None:
             bias_grads = self.bias_grads if units.is_per_example else units.sum_by_unit(self.bias_grads)
@@ -270,15 +274,17 @@ class Instantiated:
 def _rows_per_example(t: Tensor, num_examples: int, what: str) -> int:
     """k for a leading dimension k·B (example-major); raises if it is not a multiple of B."""
     if num_examples == 0 or t.shape[0] % num_examples:
-        raise ValueError(f"{what}: leading dimension {t.shape[0]} is not a multiple of the number of "
-                         f"examples {num_examples} (examples must come first, example-major)")
+        raise ValueError(
+            f"{what}: leading dimension {t.shape[0]} is not a multiple of the number of "
+            f"examples {num_examples} (examples must come first, example-major)"
+        )
     return t.shape[0] // num_examples
 
 
 def _select(t: Tensor, examples: RowSelector, k: int) -> Tensor:
     """The leading-dimension entries of the selected examples (k entries per example)."""
     if isinstance(examples, slice):
-        return t[examples.start * k:examples.stop * k]
+        return t[examples.start * k : examples.stop * k]
     return t[(examples[:, None] * k + torch.arange(k, device=examples.device)).flatten()]
 
 
@@ -295,17 +301,18 @@ def _unfold(t: Tensor, module: nn.Conv2d | nn.ConvTranspose2d) -> Tensor:
     input is a plain reshape.
     """
     kh, kw = module.kernel_size
-    if (tuple(t.shape[2:]) == (kh, kw) and module.padding in ((0, 0), "valid")
-            and tuple(module.dilation) == (1, 1)):
+    if tuple(t.shape[2:]) == (kh, kw) and module.padding in ((0, 0), "valid") and tuple(module.dilation) == (1, 1):
         return t.flatten(1)[..., None]
     one_hot = torch.eye(kh * kw, dtype=t.dtype, device=t.device).reshape(kh * kw, 1, kh, kw)
-    patches = F.conv2d(t.reshape(-1, 1, *t.shape[2:]), one_hot, stride=module.stride, padding=module.padding,
-                       dilation=module.dilation)
+    patches = F.conv2d(
+        t.reshape(-1, 1, *t.shape[2:]), one_hot, stride=module.stride, padding=module.padding, dilation=module.dilation
+    )
     return patches.reshape(t.shape[0], -1, patches.shape[2] * patches.shape[3])
 
 
-def _conv_unit_grads(module: nn.Conv2d | nn.ConvTranspose2d, x: Tensor, grad: Tensor, k: int, units: Units,
-                     sizes: list[int]) -> Tensor:
+def _conv_unit_grads(
+    module: nn.Conv2d | nn.ConvTranspose2d, x: Tensor, grad: Tensor, k: int, units: Units, sizes: list[int]
+) -> Tensor:
     """Weight gradients [U, *weight.shape] of units whose `sizes` (examples per unit) are known on the host:
     one call of the convolution's own weight-gradient kernel per unit on the unit's rows (gathered a unit at
     a time, so no batch-sized temporary is allocated). A transposed convolution's weight gradient is that of
@@ -322,8 +329,19 @@ def _conv_unit_grads(module: nn.Conv2d | nn.ConvTranspose2d, x: Tensor, grad: Te
         if len(unit_rows) == 0:
             return torch.zeros_like(weight)
         return torch.ops.aten.convolution_backward(
-            grad.index_select(0, unit_rows), x.index_select(0, unit_rows), weight, None, module.stride, padding,
-            module.dilation, False, (0, 0), module.groups, (False, True, False))[1]
+            grad.index_select(0, unit_rows),
+            x.index_select(0, unit_rows),
+            weight,
+            None,
+            module.stride,
+            padding,
+            module.dilation,
+            False,
+            (0, 0),
+            module.groups,
+            (False, True, False),
+        )[1]
+
     return torch.stack([unit_grad(r) for r in rows.split([size * k for size in sizes])])
 
 
@@ -338,8 +356,7 @@ def _phase_maps(t: Tensor, module: nn.Conv2d | nn.ConvTranspose2d, positions: tu
     return phases.reshape(rows // k, sh * sw * channels, k * hp * wp)
 
 
-def _phase_gram(phases: Tensor, module: nn.Conv2d | nn.ConvTranspose2d, positions: tuple[int, int], k: int
-                ) -> Tensor:
+def _phase_gram(phases: Tensor, module: nn.Conv2d | nn.ConvTranspose2d, positions: tuple[int, int], k: int) -> Tensor:
     """Gram matrices [n, R, R] of the patches `_unfold(t, module)` per example (R = k·positions) from the phase
     maps of t (`_phase_maps`), computed without unfolding.
 
@@ -348,11 +365,14 @@ def _phase_gram(phases: Tensor, module: nn.Conv2d | nn.ConvTranspose2d, position
     the phase maps' (o + m − 1)² positions over (phase, channel): every input pixel enters M once instead
     of m² times, ~m² fewer multiply-adds than the Gram of the unfolded patches.
     """
-    (ho, wo), (mh, mw) = positions, (module.kernel_size[0] // module.stride[0], module.kernel_size[1] // module.stride[1])
+    (ho, wo), (mh, mw) = (
+        positions,
+        (module.kernel_size[0] // module.stride[0], module.kernel_size[1] // module.stride[1]),
+    )
     hp, wp = ho + mh - 1, wo + mw - 1
     gram = torch.bmm(phases.transpose(1, 2), phases).reshape(-1, k, hp, wp, k, hp, wp)
-    rows_shifted = _total(gram[:, :, a:a + ho, :, :, a:a + ho] for a in range(mh))
-    total = _total(rows_shifted[..., b:b + wo, :, :, b:b + wo] for b in range(mw))
+    rows_shifted = _total(gram[:, :, a : a + ho, :, :, a : a + ho] for a in range(mh))
+    total = _total(rows_shifted[..., b : b + wo, :, :, b : b + wo] for b in range(mw))
     return total.reshape(len(gram), k * ho * wo, k * ho * wo)
 
 
@@ -366,11 +386,12 @@ def _phase_gram_applies(module: nn.Conv2d | nn.ConvTranspose2d, t: Tensor, posit
     unfolded = ((t.shape[2] + 2 * ph - kh) // sh + 1, (t.shape[3] + 2 * pw - kw) // sw + 1)
     phase_positions = (positions[0] + kh // sh - 1) * (positions[1] + kw // sw - 1)
     patch_positions = positions[0] * positions[1]
-    return unfolded == tuple(positions) and phase_positions ** 2 * sh * sw < patch_positions ** 2 * kh * kw
+    return unfolded == tuple(positions) and phase_positions**2 * sh * sw < patch_positions**2 * kh * kw
 
 
-def _phase_sq_norms(module: nn.Conv2d | nn.ConvTranspose2d, x: Tensor, grad: Tensor, k: int, num_examples: int
-                    ) -> Callable[[], Tensor] | None:
+def _phase_sq_norms(
+    module: nn.Conv2d | nn.ConvTranspose2d, x: Tensor, grad: Tensor, k: int, num_examples: int
+) -> Callable[[], Tensor] | None:
     """Per-example ‖weight gradient‖² = ⟨patch Gram, Gram of the other side's rows⟩ with the patch Gram
     from `_phase_gram`, a chunk of examples at a time; None where `_phase_gram` does not apply."""
     transposed = isinstance(module, nn.ConvTranspose2d)
@@ -381,8 +402,9 @@ def _phase_sq_norms(module: nn.Conv2d | nn.ConvTranspose2d, x: Tensor, grad: Ten
     (kh, kw), (sh, sw) = module.kernel_size, module.stride
     phase_positions = k * (positions[0] + kh // sh - 1) * (positions[1] + kw // sw - 1)
     rows = k * positions[0] * positions[1]
-    per_example = (sh * sw * unfolded.shape[1] * phase_positions + 2 * phase_positions ** 2 + 3 * rows ** 2
-                   + other.shape[1] * rows)
+    per_example = (
+        sh * sw * unfolded.shape[1] * phase_positions + 2 * phase_positions**2 + 3 * rows**2 + other.shape[1] * rows
+    )
     step = max(1, chunk_floats(x.device) // per_example)
 
     def sq_norms() -> Tensor:
@@ -390,10 +412,11 @@ def _phase_sq_norms(module: nn.Conv2d | nn.ConvTranspose2d, x: Tensor, grad: Ten
         other_rows = _examples_first(other.detach().flatten(2), k)
         parts = []
         for i in range(0, num_examples, step):
-            patch_gram = _phase_gram(phases[i:i + step], module, positions, k)
-            rows = other_rows[i:i + step]
+            patch_gram = _phase_gram(phases[i : i + step], module, positions, k)
+            rows = other_rows[i : i + step]
             parts.append((patch_gram * torch.bmm(rows.transpose(1, 2), rows)).sum((1, 2)))
         return parts[0] if len(parts) == 1 else torch.cat(parts)
+
     return sq_norms
 
 
@@ -409,15 +432,18 @@ def _rows_form(module: nn.Module, x: Tensor, grad: Tensor, num_examples: int) ->
         def rows(examples: RowSelector) -> tuple[Tensor, Tensor]:
             return _examples_first(_select(acts, examples, k), k), _examples_first(_select(grads, examples, k), k)
     elif isinstance(module, nn.ConvTranspose2d):
+
         def rows(examples: RowSelector) -> tuple[Tensor, Tensor]:
             patches = _unfold(_select(grad, examples, k), module)
             if patches.shape[-1] != x.shape[2] * x.shape[3]:
                 raise ValueError(f"{module}: unsupported output_padding/output_size for per-example gradients")
             return _examples_first(_select(x, examples, k).flatten(2), k), _examples_first(patches, k)
     else:
+
         def rows(examples: RowSelector) -> tuple[Tensor, Tensor]:
             patches = _unfold(_select(x, examples, k), module)
             return _examples_first(patches, k), _examples_first(_select(grad, examples, k).flatten(2), k)
+
     if isinstance(module, nn.Linear):
         size = (x.shape[-1], grad.shape[-1], k * acts.shape[2])
     elif isinstance(module, nn.ConvTranspose2d):
@@ -426,16 +452,30 @@ def _rows_form(module: nn.Module, x: Tensor, grad: Tensor, num_examples: int) ->
         size = (module.weight.numel() // grad.shape[1], grad.shape[1], k * grad[0, 0].numel())
     bias_grads = None
     if bias is not None:
-        per_row = grad.reshape(grad.shape[0], -1, grad.shape[-1]).sum(1) if isinstance(module, nn.Linear) \
+        per_row = (
+            grad.reshape(grad.shape[0], -1, grad.shape[-1]).sum(1)
+            if isinstance(module, nn.Linear)
             else grad.flatten(2).sum(2)
+        )
         bias_grads = per_row.reshape(num_examples, k, -1).sum(1)
     kernel_unit_grads, phase_sq_norms = None, None
     if weight is not None and not isinstance(module, nn.Linear) and module.padding != "same":
+
         def kernel_unit_grads(units: Units, sizes: list[int]) -> Tensor:
             return _conv_unit_grads(module, x, grad, k, units, sizes)
+
         phase_sq_norms = _phase_sq_norms(module, x, grad, k, num_examples)
-    return RowsForm(rows, num_examples, size, bias_grads, weight, bias, isinstance(module, nn.ConvTranspose2d),
-                    kernel_unit_grads, phase_sq_norms)
+    return RowsForm(
+        rows,
+        num_examples,
+        size,
+        bias_grads,
+        weight,
+        bias,
+        isinstance(module, nn.ConvTranspose2d),
+        kernel_unit_grads,
+        phase_sq_norms,
+    )
 
 
 def _group_norm_grads(module: nn.GroupNorm, inputs: list[Tensor], grad: Tensor) -> Grads:
@@ -445,22 +485,30 @@ def _group_norm_grads(module: nn.GroupNorm, inputs: list[Tensor], grad: Tensor) 
     out: Grads = {}
     if module.weight is not None and module.weight.requires_grad:
         step = max(1, chunk_floats(x.device) // x[0].numel())
-        out[module.weight] = torch.cat([
-            torch.linalg.vecdot(F.group_norm(x[i:i + step], module.num_groups, eps=module.eps).flatten(2),
-                                grad[i:i + step]) for i in range(0, len(x), step)])
+        out[module.weight] = torch.cat(
+            [
+                torch.linalg.vecdot(
+                    F.group_norm(x[i : i + step], module.num_groups, eps=module.eps).flatten(2), grad[i : i + step]
+                )
+                for i in range(0, len(x), step)
+            ]
+        )
     if module.bias is not None and module.bias.requires_grad:
         out[module.bias] = grad.sum(2)
     return out
 
 
 GRAD_SAMPLERS: dict[type[nn.Module], Callable[[nn.Module, list[Tensor], Tensor], Grads]] = {
-    nn.GroupNorm: _group_norm_grads}  # own rules, before opacus' registry
+    nn.GroupNorm: _group_norm_grads
+}  # own rules, before opacus' registry
 
 
 def _instantiated(module: nn.Module, inputs: tuple[Tensor, ...], grad: Tensor, num_examples: int) -> Grads:
     if num_examples == 0 or grad.shape[0] % num_examples:
-        raise ValueError(f"{type(module).__name__}: leading dimension {grad.shape[0]} is not a multiple of "
-                         f"the number of examples {num_examples} (examples must come first, example-major)")
+        raise ValueError(
+            f"{type(module).__name__}: leading dimension {grad.shape[0]} is not a multiple of "
+            f"the number of examples {num_examples} (examples must come first, example-major)"
+        )
     rows = grad.shape[0] // num_examples
     sampler = GRAD_SAMPLERS.get(type(module)) or GradSampleModule.GRAD_SAMPLERS.get(type(module))
     if sampler is not None:
@@ -472,8 +520,9 @@ def _instantiated(module: nn.Module, inputs: tuple[Tensor, ...], grad: Tensor, n
     return {p: g.reshape(num_examples, rows, *p.shape).sum(1) for p, g in per_row.items() if p.requires_grad}
 
 
-def per_example_view(module: nn.Module, calls: Sequence[tuple[tuple[Tensor, ...], Tensor]],
-                     num_examples: int) -> RowsForm | Instantiated:
+def per_example_view(
+    module: nn.Module, calls: Sequence[tuple[tuple[Tensor, ...], Tensor]], num_examples: int
+) -> RowsForm | Instantiated:
     """Per-example gradient representation of `module` over one or more calls `(inputs, output_grad)`.
 
     Several calls of one module in a forward pass add their contributions (rows are concatenated).
@@ -486,11 +535,18 @@ def per_example_view(module: nn.Module, calls: Sequence[tuple[tuple[Tensor, ...]
         def rows(examples: RowSelector) -> tuple[Tensor, Tensor]:
             parts = [f.rows(examples) for f in forms]
             return torch.cat([a for a, _ in parts], 2), torch.cat([d for _, d in parts], 2)
+
         p, o, _ = forms[0].per_example_size
         first = forms[0]
-        return RowsForm(rows, num_examples, (p, o, sum(f.per_example_size[2] for f in forms)),
-                        None if first.bias is None else _total(f.bias_grads for f in forms),
-                        first.weight, first.bias, first.transposed)
+        return RowsForm(
+            rows,
+            num_examples,
+            (p, o, sum(f.per_example_size[2] for f in forms)),
+            None if first.bias is None else _total(f.bias_grads for f in forms),
+            first.weight,
+            first.bias,
+            first.transposed,
+        )
     parts = [_instantiated(module, inputs, grad, num_examples) for inputs, grad in calls]
     return Instantiated({p: _total(part[p] for part in parts) for p in parts[0]})
 
@@ -502,8 +558,13 @@ def dense_conv_grads(module: nn.Module, x: Tensor, grad: Tensor) -> Grads | None
     (output = kernel), e.g. the conv VAE's heads and first decoder layer, for which the convolution's
     own weight-gradient kernel is several times slower than the equivalent matrix product.
     """
-    if type(module) not in (nn.Conv2d, nn.ConvTranspose2d) or module.groups != 1 or x.dim() != 4 \
-            or module.padding not in ((0, 0), "valid") or tuple(module.dilation) != (1, 1):
+    if (
+        type(module) not in (nn.Conv2d, nn.ConvTranspose2d)
+        or module.groups != 1
+        or x.dim() != 4
+        or module.padding not in ((0, 0), "valid")
+        or tuple(module.dilation) != (1, 1)
+    ):
         return None
     if isinstance(module, nn.ConvTranspose2d):  # weight [C_in, C_out, kh, kw] = xᵀ·grad
         if tuple(x.shape[2:]) != (1, 1) or tuple(grad.shape[2:]) != tuple(module.kernel_size):
@@ -542,11 +603,24 @@ def _call_weight_grads(module: nn.Module, x: Tensor, grad: Tensor) -> Grads | No
     output_padding = (0, 0)
     if transposed:  # as realised (a call may pass output_size)
         output_padding = tuple(
-            out_size - ((in_size - 1) * s - 2 * p + d * (k - 1) + 1) for out_size, in_size, s, p, d, k in zip(
-                grad.shape[2:], x.shape[2:], module.stride, padding, module.dilation, module.kernel_size))
+            out_size - ((in_size - 1) * s - 2 * p + d * (k - 1) + 1)
+            for out_size, in_size, s, p, d, k in zip(
+                grad.shape[2:], x.shape[2:], module.stride, padding, module.dilation, module.kernel_size
+            )
+        )
     _, weight_grad, bias_grad = torch.ops.aten.convolution_backward(
-        grad, x, module.weight.detach(), None if bias is None else [bias.shape[0]], module.stride, padding,
-        module.dilation, transposed, output_padding, module.groups, (False, weight is not None, bias is not None))
+        grad,
+        x,
+        module.weight.detach(),
+        None if bias is None else [bias.shape[0]],
+        module.stride,
+        padding,
+        module.dilation,
+        transposed,
+        output_padding,
+        module.groups,
+        (False, weight is not None, bias is not None),
+    )
     if weight is not None:
         out[weight] = weight_grad
     if bias is not None:
@@ -558,8 +632,11 @@ def weight_grads(module: nn.Module, calls: Sequence[tuple[tuple[Tensor, ...], Te
     """Σ over calls `(inputs, output_grad)` of the layer's parameter gradients through its own operation only,
     by its formula (Linear: one matrix product; Conv2d, ConvTranspose2d: their weight-gradient kernel, or one
     matrix product for a dense layer in disguise); None for other layers."""
-    if type(module) not in (nn.Linear, nn.Conv2d, nn.ConvTranspose2d) or not _rows_supported(module) or any(
-            len(inputs) != 1 for inputs, _ in calls):  # a subclass may compute something else: autograd
+    if (
+        type(module) not in (nn.Linear, nn.Conv2d, nn.ConvTranspose2d)
+        or not _rows_supported(module)
+        or any(len(inputs) != 1 for inputs, _ in calls)
+    ):  # a subclass may compute something else: autograd
         return None
     total: Grads = {}
     for (x,), grad in calls:
@@ -572,12 +649,23 @@ def weight_grads(module: nn.Module, calls: Sequence[tuple[tuple[Tensor, ...], Te
 
 
 # layers whose output is linear in their parameters: output(x; direction) is the derivative along it
-LINEAR_IN_PARAMETERS = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d,
-                        nn.ConvTranspose3d, nn.GroupNorm, nn.LayerNorm, nn.Embedding)
+LINEAR_IN_PARAMETERS = (
+    nn.Linear,
+    nn.Conv1d,
+    nn.Conv2d,
+    nn.Conv3d,
+    nn.ConvTranspose1d,
+    nn.ConvTranspose2d,
+    nn.ConvTranspose3d,
+    nn.GroupNorm,
+    nn.LayerNorm,
+    nn.Embedding,
+)
 
 
-def per_example_dots(module: nn.Module, calls: Sequence[tuple[tuple[Tensor, ...], Tensor]], num_examples: int,
-                     direction: Grads) -> Tensor:
+def per_example_dots(
+    module: nn.Module, calls: Sequence[tuple[tuple[Tensor, ...], Tensor]], num_examples: int, direction: Grads
+) -> Tensor:
     """⟨g_i, direction⟩ for every example i, shape [B]: the output gradient dotted with the derivative of
     the layer's output along `direction` (one forward pass of this layer alone with the direction as
     its parameters, or a forward-mode pass for layers not linear in their parameters)."""
@@ -592,8 +680,9 @@ def per_example_dots(module: nn.Module, calls: Sequence[tuple[tuple[Tensor, ...]
                 change = torch.func.functional_call(module, tangents, inputs)
             else:
                 primals = {name: p.detach() for name, p in own.items()}
-                _, change = torch.func.jvp(lambda params: torch.func.functional_call(module, params, inputs),
-                                           (primals,), (tangents,))
+                _, change = torch.func.jvp(
+                    lambda params: torch.func.functional_call(module, params, inputs), (primals,), (tangents,)
+                )
         _rows_per_example(grad, num_examples, type(module).__name__)
         total = total + (grad * change).reshape(num_examples, -1).sum(1)
     return total

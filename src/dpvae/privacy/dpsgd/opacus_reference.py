@@ -20,22 +20,35 @@ class OpacusDPSGD:
     opacus attaches its hooks to `model` in place; do not wrap the same model with another engine.
     """
 
-    def __init__(self, model: nn.Module, *, max_grad_norm: float, noise_multiplier: float,
-                 expected_batch_size: int, mode: Literal["hooks", "ghost"] = "hooks",
-                 generator: torch.Generator | None = None) -> None:
+    def __init__(
+        self,
+        model: nn.Module,
+        *,
+        max_grad_norm: float,
+        noise_multiplier: float,
+        expected_batch_size: int,
+        mode: Literal["hooks", "ghost"] = "hooks",
+        generator: torch.Generator | None = None,
+    ) -> None:
         if mode not in ("hooks", "ghost"):
             raise ValueError(f"mode must be 'hooks' or 'ghost', got {mode!r}")
         self.mode = mode
         params = [p for p in model.parameters() if p.requires_grad]
         holder = torch.optim.SGD(params, lr=0.0)  # opacus' noise and scaling live in an optimizer wrapper
-        options = dict(noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm,
-                       expected_batch_size=expected_batch_size, loss_reduction="sum", generator=generator)
+        options = dict(
+            noise_multiplier=noise_multiplier,
+            max_grad_norm=max_grad_norm,
+            expected_batch_size=expected_batch_size,
+            loss_reduction="sum",
+            generator=generator,
+        )
         if mode == "hooks":
             self.module = GradSampleModule(model, loss_reduction="sum")
             self.optimizer = DPOptimizer(holder, **options)
         else:
             self.module = GradSampleModuleFastGradientClipping(
-                model, loss_reduction="sum", max_grad_norm=max_grad_norm, use_ghost_clipping=True)
+                model, loss_reduction="sum", max_grad_norm=max_grad_norm, use_ghost_clipping=True
+            )
             self.optimizer = DPOptimizerFastGradientClipping(holder, **options)
 
     def _backward(self, losses: Tensor) -> None:

@@ -15,13 +15,35 @@ from collections.abc import Callable, Iterable
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-HOST_READS = frozenset({
-    "aten::_local_scalar_dense", "aten::item", "aten::is_nonzero", "aten::equal", "aten::nonzero",
-    "aten::nonzero_static", "aten::unique", "aten::_unique", "aten::_unique2", "aten::unique_consecutive",
-    "aten::unique_dim", "aten::masked_select", "aten::allclose", "aten::tolist"})
+HOST_READS = frozenset(
+    {
+        "aten::_local_scalar_dense",
+        "aten::item",
+        "aten::is_nonzero",
+        "aten::equal",
+        "aten::nonzero",
+        "aten::nonzero_static",
+        "aten::unique",
+        "aten::_unique",
+        "aten::_unique2",
+        "aten::unique_consecutive",
+        "aten::unique_dim",
+        "aten::masked_select",
+        "aten::allclose",
+        "aten::tolist",
+    }
+)
 CUDA_LAUNCHES = frozenset({"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx"})
-CUDA_SYNCS = frozenset({"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
-                        "cudaMemcpyAsync", "cudaMemcpy2DAsync"})
+CUDA_SYNCS = frozenset(
+    {
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventSynchronize",
+        "cudaMemcpy",
+        "cudaMemcpyAsync",
+        "cudaMemcpy2DAsync",
+    }
+)
 
 
 def is_host_read(event: object) -> bool:
@@ -52,12 +74,12 @@ def calls_per_step(step: Callable[[], None], rounds: int = 1, cuda: bool = False
             torch.cuda.synchronize()
     events = prof.events()
     names = Counter(event.name for event in events)
-    counts = {"ops": sum(n for name, n in names.items() if name.startswith("aten::")),
-              "syncs": len(host_reads(events))}
+    counts = {"ops": sum(n for name, n in names.items() if name.startswith("aten::")), "syncs": len(host_reads(events))}
     if cuda:
         counts["launches"] = sum(names[name] for name in CUDA_LAUNCHES)
         counts["cuda_syncs"] = sum(names[name] for name in CUDA_SYNCS) - 1
         # kernel time (ms): against the step's wall time it says whether the step waits on the host
-        counts["device_ms"] = sum(e.self_device_time_total for e in events
-                                  if e.device_type == torch.autograd.DeviceType.CUDA) / 1000
+        counts["device_ms"] = (
+            sum(e.self_device_time_total for e in events if e.device_type == torch.autograd.DeviceType.CUDA) / 1000
+        )
     return {key: value / rounds for key, value in counts.items()}

@@ -20,8 +20,13 @@ def poisson_sample(num_records: int, sample_rate: float, generator: torch.Genera
     return keep.nonzero().squeeze(1)
 
 
-def random_groups(batch_size: int, num_groups: int, generator: torch.Generator | None = None, *,
-                  device: torch.device | str | None = None) -> Tensor:
+def random_groups(
+    batch_size: int,
+    num_groups: int,
+    generator: torch.Generator | None = None,
+    *,
+    device: torch.device | str | None = None,
+) -> Tensor:
     """The sub-group of each of `batch_size` examples: independent uniform labels in 0..num_groups-1, drawn
     on `device` (that of `generator`, if given; default the CPU).
 

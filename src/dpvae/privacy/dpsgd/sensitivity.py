@@ -18,12 +18,14 @@ def _neighbour(batch: Sequence[Tensor], record: int, replacement: Sequence[Tenso
     if replacement is None:
         keep = torch.arange(len(batch[0]), device=batch[0].device) != record
         return [t[keep] for t in batch]
-    return [t.index_copy(0, torch.tensor([record], device=t.device), r.unsqueeze(0))
-            for t, r in zip(batch, replacement)]
+    return [
+        t.index_copy(0, torch.tensor([record], device=t.device), r.unsqueeze(0)) for t, r in zip(batch, replacement)
+    ]
 
 
-def measured_sensitivity(pre_noise: PreNoise, batch: Sequence[Tensor], *, records: Iterable[int],
-                         replacement: Sequence[Tensor] | None = None) -> float:
+def measured_sensitivity(
+    pre_noise: PreNoise, batch: Sequence[Tensor], *, records: Iterable[int], replacement: Sequence[Tensor] | None = None
+) -> float:
     """max over `records` k of Σ_terms ‖S_t(batch without/with replaced k) − S_t(batch)‖.
 
     `pre_noise(*batch)` runs the model and returns a dict of tensors before noise (e.g.

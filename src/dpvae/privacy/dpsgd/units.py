@@ -38,14 +38,17 @@ class Units:
 
     def __post_init__(self) -> None:
         if self.index.dim() != 1 or self.index.dtype != torch.long:
-            raise ValueError(f"index must be a 1-d long tensor, got shape {tuple(self.index.shape)} "
-                             f"and dtype {self.index.dtype}")
+            raise ValueError(
+                f"index must be a 1-d long tensor, got shape {tuple(self.index.shape)} and dtype {self.index.dtype}"
+            )
         if self.count < 0:
             raise ValueError(f"count must be >= 0, got {self.count}")
         if self.identity and (len(self.index) != self.count):
             raise ValueError("identity units need one index entry per unit")
         if len(self.index) and not (self.identity or self.valid):
-            require(((self.index >= 0) & (self.index < self.count)).all(), f"index values must lie in [0, {self.count})")
+            require(
+                ((self.index >= 0) & (self.index < self.count)).all(), f"index values must lie in [0, {self.count})"
+            )
 
     @classmethod
     def per_example(cls, num_examples: int, device: torch.device | None = None) -> Units:

@@ -117,14 +117,10 @@ def _noisy_m_step(
     return mixture_from_statistics(*released, previous_variances, reg_covar)
 
 
-def log_responsibilities(
-    z: np.ndarray, weights: np.ndarray, means: np.ndarray, variances: np.ndarray
-) -> np.ndarray:
+def log_responsibilities(z: np.ndarray, weights: np.ndarray, means: np.ndarray, variances: np.ndarray) -> np.ndarray:
     """E-step: log r_ik for a diagonal mixture (weights need not sum to 1; they are normalised here)."""
     precisions = 1.0 / variances
-    squared_distance = (
-        (means**2 * precisions).sum(axis=1) - 2.0 * z @ (means * precisions).T + (z * z) @ precisions.T
-    )
+    squared_distance = (means**2 * precisions).sum(axis=1) - 2.0 * z @ (means * precisions).T + (z * z) @ precisions.T
     log_joint = np.log(weights) - 0.5 * (np.log(2.0 * np.pi * variances).sum(axis=1) + squared_distance)
     return log_joint - logsumexp(log_joint, axis=1, keepdims=True)
 

@@ -65,9 +65,7 @@ def nearest_centre(features: np.ndarray, centres: np.ndarray) -> np.ndarray:
     return np.argmin(distances, axis=1)
 
 
-def cluster_statistics(
-    features: np.ndarray, labels: np.ndarray, n_clusters: int
-) -> tuple[np.ndarray, np.ndarray]:
+def cluster_statistics(features: np.ndarray, labels: np.ndarray, n_clusters: int) -> tuple[np.ndarray, np.ndarray]:
     """Pre-noise aggregates: per-cluster counts (k) and per-cluster feature sums (k × D)."""
     counts = np.bincount(labels, minlength=n_clusters).astype(np.float64)
     return counts, np.eye(n_clusters)[labels].T @ features

@@ -1,0 +1,64 @@
+"""DP-MERF (Harder et al. 2021), the DP²-VAE paper's main baseline (PAPERS.md §0, §4.4 table1/2, A-D9).
+
+One Gaussian release: the label-conditional mean embedding of the training data in random Fourier features,
+with noise of std σ·2/n (replace-one sensitivity 2/n); the generator is then trained on that noisy
+embedding alone (post-processing), "single release" as `mnist_sr_gen.py`. σ is calibrated for the target
+ε with the project's accountant in the reference code's way (one Gaussian, RDP, classic conversion,
+continuous order; autodp in the repository); its repository has no ε = 10 setting (A-D9).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from dpvae.methods.base import Method, Resources, RunContext
+from dpvae.methods.registry import register_method
+from dpvae.models.precision import PRECISIONS
+from dpvae.params import MethodParams, param
+
+if TYPE_CHECKING:
+    from dpvae.privacy.ledger import Ledger
+
+
+@dataclass(frozen=True)
+class DPMERFParams(MethodParams):
+    batch_size: int = param(100, "generator batch", minimum=1)
+    epochs: int = param(5, "generator epochs (each of n // batch_size iterations)", minimum=1)
+    lr: float = param(0.01, "learning rate", exclusive_minimum=0)
+    lr_decay: float = param(0.9, "learning-rate decay per epoch", exclusive_minimum=0, maximum=1)
+    code_dim: int = param(5, "generator input code dimension", minimum=1)
+    gen_hidden: int = param(200, "width of the generator's hidden linear layer", minimum=1)
+    kernel_size: int = param(5, "generator conv kernel size", minimum=1)
+    rff_dim: int = param(10000, "random Fourier features", minimum=2)
+    rff_sigma: float = param(105.0, "kernel length scale of the random features", exclusive_minimum=0)
+    gen_channels: list[int] = param([16, 8], "generator conv channels")
+    noise_multiplier: float | Literal["auto"] = param("auto", "sigma of the one Gaussian release; auto = calibrated")
+
+
+@register_method
+class DPMERF(Method):
+    name = "dp-merf"
+    paper = "dp2vae"
+    private = True
+    description = "DP-MERF: random-feature mean embeddings, one Gaussian release"
+    Params = DPMERFParams
+    RESOURCES = Resources(threads=2, mem_mb=6000, runtime=120, gpu=True)
+    precisions = PRECISIONS
+
+    def train(self, ctx: RunContext) -> Ledger:
+        from dpvae.methods.dp_merf.train import train
+
+        return train(ctx)
+
+    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
+        from dpvae.methods.dp_merf.accounting import recompute_ledger
+
+        return recompute_ledger(params, spec, recorded)
+
+    def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
+        from dpvae.methods.dp_merf.train import sample
+
+        return sample(ctx, n)

@@ -1,0 +1,73 @@
+"""GS-WGAN (Chen et al. 2020): gradient-sanitised WGAN with K discriminators (DP²-VAE baseline, Figs 2 and 4).
+
+The training split is cut into K disjoint subsets, one discriminator each. Warm start: every discriminator is
+pre-trained non-privately with its own generator (`pretrain_iters`, 0 = none), all K at once on stacked
+parameters. Main phase: each iteration draws a discriminator k, trains it `critic_iters` WGAN-GP steps on
+its subset, then updates the generator through it with the gradient w.r.t. each generated image clipped to
+C/B and perturbed with N(0, (2σC/B)²) ("gradient sanitisation"); the released generator is the exponential
+moving average of the generator. Accounting: see `dpvae.methods.gs_wgan.train` (authors' autodp way and the
+project's accountants).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from dpvae.methods.base import Method, Resources, RunContext
+from dpvae.methods.registry import register_method
+from dpvae.params import MethodParams, param
+
+if TYPE_CHECKING:
+    from dpvae.privacy.ledger import Ledger
+
+
+@dataclass(frozen=True)
+class GSWGANParams(MethodParams):
+    discriminators: int = param(1000, "K discriminators, one per disjoint subset", minimum=1)
+    noise_multiplier: float = param(1.07, "sigma of the sanitised generator gradient", exclusive_minimum=0)
+    batch_size: int = param(32, "records per discriminator batch", minimum=1)
+    iters: int | Literal["auto"] = param(
+        20000, "generator iterations; auto = as many as the target epsilon allows (authors' accountant)"
+    )
+    pretrain_iters: int = param(2000, "warm-start iterations per discriminator (0 = none)", minimum=0)
+    z_dim: int = param(10, "latent dimension (Bernoulli(0.5) codes)", minimum=1)
+    model_dim: int = param(64, "width md of both networks (generator 4md channels)", minimum=1)
+    critic_iters: int = param(5, "discriminator steps per generator step", minimum=1)
+    gp_weight: float = param(10.0, "gradient-penalty weight", minimum=0)
+    logit_penalty: float = param(0.001, "epsilon penalty on real logits (PGGAN)", minimum=0)
+    clip: float = param(1.0, "clipping bound C of each generated image's gradient (times 1/B)", exclusive_minimum=0)
+    lr: float = param(0.0001, "Adam learning rate of both networks (betas 0.5, 0.9)", exclusive_minimum=0)
+    ema: float = param(0.999, "exponential moving average of the released generator", minimum=0, maximum=1)
+    chunk: int = param(50, "warm-start discriminators trained at once (vectorised)", minimum=1)
+
+
+@register_method
+class GSWGAN(Method):
+    name = "gs-wgan"
+    paper = "dp2vae"
+    private = True
+    description = "GS-WGAN: gradient-sanitised WGAN with 1000 discriminators"
+    Params = GSWGANParams
+
+    def resources(self, params: GSWGANParams, dataset: str) -> Resources:
+        width = (params.model_dim / 64) ** 2
+        steps = params.discriminators * params.pretrain_iters + (params.iters if params.iters != "auto" else 20000)
+        return Resources(threads=2, mem_mb=16000, runtime=max(10, int(steps * width * 0.05 / 60)), gpu=True)
+
+    def train(self, ctx: RunContext) -> Ledger:
+        from dpvae.methods.gs_wgan.train import train
+
+        return train(ctx)
+
+    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
+        from dpvae.methods.gs_wgan.accounting import recompute_ledger
+
+        return recompute_ledger(params, spec, recorded)
+
+    def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
+        from dpvae.methods.gs_wgan.train import sample
+
+        return sample(ctx, n)

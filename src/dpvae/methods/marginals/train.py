@@ -1,0 +1,106 @@
+"""Fitting and sampling PrivBayes and Ryan's method: discretise, fit on the codes, decode the samples."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from dpvae.methods.base import RunContext
+from dpvae.methods.marginals.accounting import calibrate, privbayes_ledger, ryan_ledger
+from dpvae.privacy.ledger import Ledger
+
+
+def train_privbayes(ctx: RunContext) -> Ledger:
+    from dpvae.methods.marginals import privbayes
+    from dpvae.methods.marginals.discretize import build_discretizer
+
+    p, data = ctx.params, ctx.data
+    classes = len(data.meta.get("label_names") or np.unique(data.train.y))
+    discretizer = build_discretizer(data.train.x, data.meta, classes, p.histogram_bins, p.pixel_bins)
+    codes = discretizer.encode(data.train.x, data.train.y)
+    ledger, half = privbayes_ledger(codes.shape[1], p.degree, ctx.epsilon, ctx.delta)
+    model = privbayes.fit(codes, discretizer.sizes, p.degree, half, half, ctx.rng("privbayes"), p.max_candidates)
+    discretizer.save(ctx.model_dir / "discretizer.json")
+    privbayes.save(model, ctx.model_dir / "network.npz")
+    return ledger
+
+
+def sample_privbayes(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
+    from dpvae.methods.marginals import privbayes
+    from dpvae.methods.marginals.discretize import Discretizer
+
+    model_dir = ctx.model_dir
+    model = privbayes.load(model_dir / "network.npz")
+    discretizer = Discretizer.load(model_dir / "discretizer.json")
+    rng = ctx.rng("privbayes-sample")
+    codes = privbayes.sample(model, len(ctx.data.train.y) if n is None else n, rng)
+    x, y = discretizer.decode(codes, rng)
+    return {"x": x, "y": y}
+
+
+def _use_float64_jax() -> None:
+    os.environ.setdefault("JAX_ENABLE_X64", "1")
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_enable_compilation_cache", False)
+
+
+def train_ryan(ctx: RunContext) -> Ledger:
+    _use_float64_jax()
+    from dpvae.methods.marginals import match3
+    from dpvae.methods.marginals.discretize import build_discretizer
+
+    p, data = ctx.params, ctx.data
+    rng = ctx.rng("ryan")
+    n = len(data.train.y)
+    public = np.zeros(n, dtype=bool)
+    public[rng.choice(n, size=max(1, round(p.public_fraction * n)), replace=False)] = True
+    classes = len(data.meta.get("label_names") or np.unique(data.train.y))
+    discretizer = build_discretizer(
+        data.train.x, data.meta, classes, p.bins, p.pixel_bins, range_data=data.train.x[public]
+    )
+    codes = discretizer.encode(data.train.x, data.train.y)
+    cliques = match3.select_marginals(codes[public], discretizer.sizes, p.triple_threshold)
+    sigma = calibrate(ctx.epsilon, ctx.delta)
+    measured = match3.measure(codes[~public], discretizer.sizes, cliques, sigma, rng)
+    model = match3.estimate(measured, p.iterations)
+    discretizer.save(ctx.model_dir / "discretizer.json")
+    import mbi
+
+    mbi.save(model, ctx.model_dir / "model.npz")
+    np.savez_compressed(ctx.model_dir / "supports.npz", *measured.supports)
+    (ctx.model_dir / "selection.json").write_text(
+        json.dumps(
+            {
+                "cliques": [list(map(int, c)) for c in cliques],
+                "sigma": sigma,
+                "n_public": int(public.sum()),
+                "n_measured": int((~public).sum()),
+            }
+        )
+    )
+    return ryan_ledger(sigma, ctx.delta, ctx.epsilon)
+
+
+def sample_ryan(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
+    _use_float64_jax()
+    import mbi
+
+    from dpvae.methods.marginals import match3
+    from dpvae.methods.marginals.discretize import Discretizer
+
+    model = mbi.load(ctx.model_dir / "model.npz")
+    with np.load(ctx.model_dir / "supports.npz") as stored:
+        supports = [stored[f"arr_{i}"] for i in range(len(stored.files))]
+    discretizer = Discretizer.load(ctx.model_dir / "discretizer.json")
+    rng = ctx.rng("ryan-sample")
+    rows = len(ctx.data.train.y) if n is None else n
+    np.random.seed(ctx.seed_for("ryan-mbi-sample"))  # mbi's synthetic_data draws from numpy's global RNG
+    columns = model.synthetic_data(rows=rows).to_dict()
+    compressed = np.column_stack([columns[str(a)] for a in range(len(discretizer.columns))]).astype(np.int64)
+    codes = match3.expand(compressed, supports, rng)
+    x, y = discretizer.decode(codes, rng)
+    return {"x": x, "y": y}

@@ -1,0 +1,256 @@
+"""P3GM's family: the MLP-VAE methods of the P3GM comparison (Takagi et al.; PAPERS.md §3).
+
+* `p3gm` — P3GM: DP-PCA → DP-EM mixture prior → DP-SGD decoding phase (also PGM and P3GM(AE) by parameters);
+* `dp-vae` — the same MLP VAE trained end to end with DP-SGD (the code's `--alg dp-vae`);
+* `vae-mlp` — that VAE without privacy (`--alg vae`);
+* `dp-gm` — DP-GM (Acs et al.): DP kernel k-means, one DP-SGD MLP VAE per cluster.
+
+Here: their typed parameters and registered methods (light imports); `train.py` trains them, `fit.py` is the
+(DP-)SGD loop they share, `store.py` their model files and record vectors, `accounting.py` P3GM's ledgers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from dpvae.methods.base import Method, Resources, RunContext
+from dpvae.methods.registry import register_method
+from dpvae.models.precision import PRECISIONS
+from dpvae.params import MethodParams, param
+
+if TYPE_CHECKING:
+    from dpvae.privacy.ledger import Ledger
+
+Optimizer = Literal["adam", "sgd"]
+#: "poisson": each record joins a step's batch independently with probability B/N (what the accountant
+#: assumes); "code": the P3GM reference loader — ⌊N/B⌋ fixed consecutive batches, one drawn uniformly
+#: with replacement per step, ⌊N/B⌋ − 1 steps per epoch (PAPERS.md A-G8).
+Batching = Literal["poisson", "code"]
+
+
+@dataclass(frozen=True)
+class MLPVAEParams(MethodParams):
+    """P3GM's MLP VAE [d, hidden, d'] / [d', hidden, d] (tkgsn/P3GM `src/vae.py`), trained without privacy."""
+
+    hidden: int = param(1000, "width of the MLP's hidden layer", minimum=1)
+    latent_dim: int = param(30, "latent dimension", minimum=1)
+    optimizer: Optimizer = param("adam", "optimizer of the decoder (and encoder) updates")
+    lr: float = param(0.001, "learning rate", exclusive_minimum=0)
+    epochs: float = param(1, "passes over the training set", minimum=0)
+    batch_size: int = param(100, "records per (expected) batch", minimum=1)
+    batching: Batching = param("code", "the reference code's fixed batches drawn with replacement, or Poisson sampling")
+    record_every_epoch: bool = param(
+        False, "record the reconstruction loss per iteration and the decoder per epoch (fig 7)"
+    )
+
+
+@dataclass(frozen=True)
+class DPVAEParams(MLPVAEParams):
+    """The same MLP VAE trained end to end with DP-SGD (per-example clipping, Gaussian noise)."""
+
+    clip: float = param(1.0, "per-example clipping norm C", exclusive_minimum=0)
+    sigma_sgd: float | Literal["auto"] = param(
+        "auto", "DP-SGD noise multiplier; auto = calibrated to the target epsilon"
+    )
+    batching: Batching = param(
+        "poisson", "Poisson sampling (as accounted) or the reference code's fixed batches drawn with replacement"
+    )
+
+
+PCAMean = Literal["dp", "zero", "nonprivate"]
+
+
+@dataclass(frozen=True)
+class P3GMParams(MethodParams):
+    """P3GM (DP-PCA -> DP-EM -> DP-SGD decoder; PAPERS.md 3.1): the paper's and the reference code's switches."""
+
+    hidden: int = param(1000, "width of the MLP's hidden layer", minimum=1)
+    optimizer: Optimizer = param("adam", "optimizer of the decoding phase (code: Adam; paper: SGD)")
+    lr: float = param(0.001, "learning rate", exclusive_minimum=0)
+    epochs: float = param(1, "DP-SGD passes over the training set", minimum=0)
+    batch_size: int = param(100, "records per (expected) batch", minimum=1)
+
+    pca_components: int = param(30, "d' = min(this, d) DP-PCA components", minimum=1)
+    pca_mean: PCAMean = param(
+        "dp", "centring of DP-PCA: a released DP mean, zero (no centring), or the exact mean (the code; not DP)"
+    )
+    sigma_mean: float = param(
+        20.0, "noise multiplier of the DP centring mean (rows clipped to mean_radius*sqrt(d))", minimum=0
+    )
+    mean_radius: float = param(
+        1.0, "row-norm bound of the DP mean per sqrt(d) (1 = features in [0, 1])", exclusive_minimum=0
+    )
+    sigma_pca: float = param(5.0, "sigma_p of DP-PCA (0 = no noise)", minimum=0)
+    sigma_em: float = param(100.0, "sigma_e of DP-EM (0 = no noise)", minimum=0)
+    em_iters: int = param(20, "T_e: DP-EM iterations", minimum=1)
+    em_components: int = param(1, "mixture components of the DP-EM prior (paper 3, code 1)", minimum=1)
+    account_em_init: bool = param(False, "count the initial noisy M-step in the paper ledger (the code does not)")
+    clip: float | None = param(1.0, "per-example clipping norm C (null = no clipping, non-private PGM)")
+    sigma_sgd: float | Literal["auto"] = param("auto", "DP-SGD noise multiplier; auto = calibrated to the target")
+    pretrain_steps: int = param(
+        3000, "non-private decoder pre-training steps on DP outputs (code; 0 = none)", minimum=0
+    )
+    pretrain_batch_size: int = param(100, "records per pre-training step", minimum=1)
+    sampling_prior: Literal["normal", "mog"] = param(
+        "normal", "prior of released samples: N(0, I) (code) or the DP-MoG (paper)"
+    )
+    encoder_variance: Literal["learned", "zero", "no_kl"] = param(
+        "learned", "sigma_phi(x) learned; 0 (P3GM(AE), the paper); or learned without the KL term (the code's P3GM-AE)"
+    )
+    batching: Batching = param(
+        "poisson", "Poisson sampling (as accounted) or the code's fixed batches with replacement"
+    )
+    record_every_epoch: bool = param(False, "record the decoder at the end of every epoch (fig 7's utility per epoch)")
+
+
+@dataclass(frozen=True)
+class DPGMParams(DPVAEParams):
+    clusters: int = param(10, "k of DP kernel k-means", minimum=1)
+    rff_dim: int = param(1000, "random Fourier features of the kernel k-means", minimum=1)
+    cluster_budget_fraction: float = param(
+        0.1, "share of epsilon spent on clustering (its epsilon alone)", exclusive_minimum=0, maximum=1
+    )
+    kmeans_iters: int = param(5, "noisy Lloyd iterations of the kernel k-means", minimum=1)
+    bandwidth: float = param(
+        0.5, "Gaussian-kernel bandwidth as a multiple of sqrt(record dimension)", exclusive_minimum=0
+    )
+
+
+class MLPVAEMethod(Method):
+    """Sampling, reconstruction and per-epoch snapshots of a model saved by `store.py`."""
+
+    precisions = PRECISIONS  # their training loop (`fit.py`) applies each
+
+    def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
+        """n records (default: as many as the training split, the code's synthetic-set size)."""
+        from dpvae.methods.p3gm import store
+
+        model, info = store.load_model(ctx.model_dir)
+        count = len(ctx.data.train.y) if n is None else int(n)
+        return store.generate(model, info, count, ctx.torch_generator("sample", device="cpu"))
+
+    def reconstruct(self, ctx: RunContext, x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
+        """decoder(encoder mean) of real records: P3GM's "public" synthetic data (Table VIII as computed)."""
+        from dpvae.methods.p3gm import store
+
+        model, info = store.load_model(ctx.model_dir)
+        return store.reconstruct(model, info, store.to_vectors(x, y, info["classes"]))
+
+    def snapshot_count(self, ctx: RunContext) -> int:
+        """How many per-epoch decoder snapshots the run kept (0 without record_every_epoch)."""
+        from dpvae.methods.p3gm import store
+
+        return len(store.load_snapshots(ctx.model_dir))
+
+    def sample_snapshot(self, ctx: RunContext, index: int, n: int | None) -> dict[str, np.ndarray]:
+        """n records from the decoder as it was at the end of epoch `index + 1` (same prior as `sample`)."""
+        from dpvae.methods.p3gm import store
+
+        model, info = store.load_model(ctx.model_dir)
+        snapshots = store.load_snapshots(ctx.model_dir)
+        if not 0 <= index < len(snapshots):
+            raise IndexError(f"run {ctx.spec['run_id']} kept {len(snapshots)} epoch snapshots, asked for #{index}")
+        model.load_state_dict({**model.state_dict(), **snapshots[index]})
+        count = len(ctx.data.train.y) if n is None else int(n)
+        return store.generate(model, info, count, ctx.torch_generator(f"sample-epoch{index + 1}", device="cpu"))
+
+    def recon_loss(self, ctx: RunContext) -> np.ndarray:
+        """Batch mean of the reconstruction term at every training step."""
+        from dpvae.methods.p3gm import store
+
+        return store.load_recon_loss(ctx.model_dir)
+
+
+@register_method
+class VAEMLP(MLPVAEMethod):
+    name = "vae-mlp"
+    paper = "p3gm"
+    private = False
+    description = "non-private MLP VAE with N(0, I) prior (P3GM's VAE)"
+    Params = MLPVAEParams
+    RESOURCES = Resources(threads=2, mem_mb=3000, runtime=30)
+
+    def train(self, ctx: RunContext) -> None:
+        from dpvae.methods.p3gm.train import train_vae
+
+        train_vae(ctx)
+        return None
+
+
+@register_method
+class DPVAE(MLPVAEMethod):
+    name = "dp-vae"
+    paper = "p3gm"
+    private = True
+    description = "MLP VAE trained end to end with DP-SGD"
+    Params = DPVAEParams
+    RESOURCES = Resources(threads=2, mem_mb=3000, runtime=30)
+
+    def resources(self, params: MethodParams, dataset: str) -> Resources:
+        return Resources(threads=2, mem_mb=3000, runtime=90 if "mnist" in dataset else 30)
+
+    def train(self, ctx: RunContext) -> Ledger | None:
+        from dpvae.methods.p3gm.train import train_dp_vae
+
+        return train_dp_vae(ctx)
+
+    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
+        from dpvae.methods.p3gm.accounting import recompute_dp_vae_ledger
+
+        return recompute_dp_vae_ledger(params, spec, recorded)
+
+
+@register_method
+class P3GM(MLPVAEMethod):
+    name = "p3gm"
+    paper = "p3gm"
+    private = True
+    description = "P3GM: DP-PCA + DP-EM encoder, DP-SGD decoder (also PGM and P3GM(AE) by parameters)"
+    Params = P3GMParams
+    RESOURCES = Resources(threads=2, mem_mb=3000, runtime=30)
+
+    def resources(self, params: MethodParams, dataset: str) -> Resources:
+        heavy = "mnist" in dataset and params.record_every_epoch
+        return Resources(threads=2, mem_mb=3000, runtime=90 if heavy else 30)
+
+    def train(self, ctx: RunContext) -> Ledger | None:
+        from dpvae.methods.p3gm.train import train_p3gm
+
+        return train_p3gm(ctx)
+
+    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
+        from dpvae.methods.p3gm.accounting import recompute_p3gm_ledger
+
+        return recompute_p3gm_ledger(params, spec, recorded)
+
+
+@register_method
+class DPGM(Method):
+    name = "dp-gm"
+    paper = "p3gm"
+    private = True
+    description = "DP-GM: DP kernel k-means + one DP-SGD MLP VAE per cluster, sampled by noisy cluster sizes"
+    Params = DPGMParams
+    RESOURCES = Resources(threads=2, mem_mb=3000, runtime=60)
+    precisions = PRECISIONS
+
+    def resources(self, params: MethodParams, dataset: str) -> Resources:
+        return Resources(threads=2, mem_mb=3000, runtime=120 if "mnist" in dataset else 60)
+
+    def train(self, ctx: RunContext) -> Ledger:
+        from dpvae.methods.p3gm.train import train_dp_gm
+
+        return train_dp_gm(ctx)
+
+    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
+        from dpvae.methods.p3gm.accounting import recompute_dp_gm_ledger
+
+        return recompute_dp_gm_ledger(params, spec, recorded)
+
+    def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
+        from dpvae.methods.p3gm.train import sample_dp_gm
+
+        return sample_dp_gm(ctx, n)

@@ -1,0 +1,466 @@
+"""P3GM (Takagi et al.; PAPERS.md §3.1): DP-PCA → DP-EM mixture prior → DP-SGD decoding phase.
+
+Encoding phase: centre the record vectors (features + one-hot label) with a DP mean, a constant or — the
+reference code's way — the exact mean; DP-PCA to d' = min(pca_components, d) dims gives the *frozen*
+encoder mean μ(x) = (x − m)·W; DP-EM fits a diagonal mixture r_λ to the PCA features (rows clipped to 1).
+Decoding phase: optional non-private decoder pre-training on DP outputs only (z from the sampling prior,
+target PCA⁻¹(z) = z·Wᵀ + m; the code's undocumented 3000 Adam steps), then DP-SGD on the per-example
+loss Σ(decoder(z) − x)² + KL(N(μ, σ²) ‖ r_λ) (Hershey–Olsen), z = μ + σ_φ(x)·ε, over σ_φ's head
+(fc1, fc22) and the decoder. Released: the decoder and the sampling prior (N(0, I) as the code at HEAD,
+or the DP-MoG as the paper). PGM = the same without noise (`private: false`); P3GM(AE) = σ_φ(x) = 0 (the
+paper's; `no_kl` is the code's `loss_function_ae`: the KL term dropped, σ_φ still learned).
+
+Privacy: the ledger is composed from the records the mechanisms return (DP mean and DP-PCA from
+`dp_pca`, DP-EM, the DP-SGD engine's steps). Paper accounting = the code's: add/remove-one RDP sum,
+improved conversion, TF-Privacy's orders; sound = replace-one, the relation the paper states (mean σ/2,
+PCA σ_p/√2, DP-SGD by Mironov's Prop. 11 with Poisson sampling, or the fixed-partition bound for the code's
+batches), with the initial noisy EM M-step counted (`accounting.py`). `sigma_sgd: auto` is calibrated so that the
+paper ε meets the target; a given σ_s whose ε exceeds the target is raised (never lowered) to the calibrated value,
+noted in the ledger. With `pca_mean: nonprivate` the release is not DP (the exact mean is the frozen encoder's
+bias); the ledger says so.
+
+This module also trains DP-VAE (the MLP VAE end to end with DP-SGD; its ledger is the SGD's), the non-private
+VAE and DP-GM (DP kernel k-means, then one DP-SGD MLP VAE per cluster; parallel composition, `DPGM_NOTES`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+from dpvae.errors import ConfigError
+from dpvae.methods.base import RunContext
+from dpvae.methods.checkpoint import Checkpoint
+from dpvae.methods.p3gm import store
+from dpvae.methods.p3gm.accounting import (
+    DPVAE_NOTES,
+    NOTES,
+    SGD_RECORD,
+    cluster_rate,
+    dpgm_accounting,
+    dpgm_ledger,
+    dpgm_mechanisms,
+    dpgm_sigmas,
+    p3gm_ledger,
+    paper_epsilon,
+    run_ledger,
+    sgd_sigma,
+)
+from dpvae.methods.p3gm.fit import FitResult, Schedule, fit
+from dpvae.models.losses import gaussian_kl
+from dpvae.models.mlp_vae import MLPVAE
+from dpvae.privacy.ledger import Ledger, Mechanism
+
+LOG = logging.getLogger(__name__)
+
+
+# ------------------------------------------------------------------------------------------- P3GM
+
+
+def train_p3gm(ctx: RunContext) -> Ledger | None:
+    """Train one P3GM (PGM, P3GM(AE)) run: the encoding phase, the decoder's pre-training and DP-SGD."""
+    from dpvae.models.losses import MixturePrior, mixture_kl
+    from dpvae.privacy.budget import StepBudget
+    from dpvae.privacy.mechanisms import dp_em_diagonal_gmm, dp_pca
+
+    p = ctx.params
+    private = bool(ctx.spec["private"])
+    classes = store.num_classes(ctx.data)
+    vectors = store.to_vectors(ctx.data.train.x, ctx.data.train.y, classes)
+    n, d = vectors.shape
+    schedule = Schedule(p.batching, n, p.batch_size, p.epochs)
+    if private:
+        _check_private(p, ctx.spec["variant"], schedule.steps)
+
+    # encoding phase: centring mean, DP-PCA, DP-EM (numpy, each from its own seeded stream)
+    started, cpu_started = time.perf_counter(), time.process_time()
+    pca = dp_pca(vectors, p.pca_components, p.sigma_pca, ctx.rng("dp-pca"), **_centring(p, d))
+    features = pca.transform(vectors)
+    gmm = dp_em_diagonal_gmm(
+        features, p.em_components, p.em_iters, p.sigma_em, ctx.rng("dp-em"), account_initial_step=p.account_em_init
+    )
+    encoding = (*pca.mechanisms, *gmm.mechanisms)  # the DP mean (if any), the PCA, the EM releases
+
+    # the DP-SGD noise: given, calibrated (auto), or raised to fit the target
+    sigma, notes = _sgd_sigma(p, encoding, schedule, ctx, private)
+
+    def sgd_record(steps: int, s: float = sigma) -> Mechanism:
+        return Mechanism(SGD_RECORD, s, schedule.sample_rate, steps, p.clip or 1.0)
+
+    # decoding phase (torch, CPU)
+    latent = pca.components.shape[1]
+    components = torch.tensor(pca.components, dtype=torch.float32)
+    centre = torch.tensor(pca.mean, dtype=torch.float32)
+    model = MLPVAE(d, latent, p.hidden, pca_components=components, pca_mean=centre)
+    zero_variance = p.encoder_variance == "zero"
+    if zero_variance:  # P3GM(AE): z = μ(x); σ_φ's head is not part of the model that is trained
+        model.fc1.requires_grad_(False)
+        model.fc22.requires_grad_(False)
+    info = {
+        "method": ctx.spec["method"],
+        "arch": {"data_dim": d, "latent_dim": latent, "hidden": p.hidden, "pca": True},
+        "record_shape": list(ctx.data.train.x.shape[1:]),
+        "classes": classes,
+        "sampling_prior": p.sampling_prior,
+        "encoder_variance": p.encoder_variance,
+        "pca_mean": p.pca_mean,
+        "prior": {"weights": gmm.weights.tolist(), "means": gmm.means.tolist(), "variances": gmm.variances.tolist()},
+        "sgd": {
+            "sigma": sigma,
+            "clip": p.clip,
+            "steps": schedule.steps,
+            "sample_rate": schedule.sample_rate,
+            "batching": p.batching,
+            "epoch_ends": schedule.epoch_ends(),
+        },
+    }
+    encoded, cpu_encoded = time.perf_counter(), time.process_time()
+    if p.pretrain_steps:
+        _pretrain(model, info, components, centre, p, ctx.torch_generator("pretrain", device="cpu"))
+    pretrained, cpu_pretrained = time.perf_counter(), time.process_time()
+
+    prior = MixturePrior(*(torch.tensor(a, dtype=torch.float32) for a in (gmm.weights, gmm.means, gmm.variances)))
+    reparam = ctx.torch_generator("reparameterisation", device="cpu")
+
+    def loss_fn(batch: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mu = model.pca(batch)  # [B, d'] frozen
+        if zero_variance:
+            z, kl = mu, torch.zeros(len(batch))
+        else:
+            logvar = model.fc22(torch.relu(model.fc1(batch)))  # [B, d']
+            eps = torch.randn(mu.shape, generator=reparam)
+            z = mu + eps * (0.5 * logvar).exp()
+            kl = torch.zeros(len(batch)) if p.encoder_variance == "no_kl" else mixture_kl(mu, logvar, prior)
+        se = (model.decode(z) - batch).square().sum(1)  # [B]
+        return se + kl, se
+
+    budget = (
+        StepBudget(lambda steps: paper_epsilon([*encoding, sgd_record(steps)], ctx.delta), ctx.epsilon)
+        if private
+        else None
+    )
+    result = fit(
+        model,
+        torch.from_numpy(vectors),
+        loss_fn,
+        schedule,
+        lr=p.lr,
+        optimizer=p.optimizer,
+        clip=p.clip,
+        sigma=sigma,
+        batch_generator=ctx.torch_generator("batches", device="cpu"),
+        noise_generator=ctx.torch_generator("dp-sgd-noise", device="cpu"),
+        other_generators=(reparam,),
+        checkpoint=Checkpoint(ctx),
+        budget=budget,
+        snapshot=decoder_state if p.record_every_epoch else None,
+        precision=ctx.precision,
+    )
+    store.save_model(ctx.model_dir, model, info, result.recon_loss, result.snapshots)
+    LOG.info(
+        "P3GM on %d x %d: encoding %.1f s (cpu %.1f s), pre-training %.1f s (cpu %.1f s), %d DP-SGD steps "
+        "(sigma %.4g) %.1f s (cpu %.1f s)",
+        n,
+        d,
+        encoded - started,
+        cpu_encoded - cpu_started,
+        pretrained - encoded,
+        cpu_pretrained - cpu_encoded,
+        schedule.steps,
+        sigma,
+        time.perf_counter() - pretrained,
+        time.process_time() - cpu_pretrained,
+    )
+    if not private:
+        return None
+    sgd = [m for m in (result.engine.mechanisms() if result.engine else []) if m.steps]
+    sgd = [Mechanism(SGD_RECORD, m.noise_multiplier, m.sample_rate, m.steps, m.sensitivity) for m in sgd]
+    return run_ledger(p, [*encoding, *sgd], ctx.delta, ctx.epsilon, notes)
+
+
+def _check_private(p: Any, variant: str, sgd_steps: int) -> None:
+    """A private run needs noise in every mechanism it runs (σ = 0 means no privacy at all)."""
+    key = f"variants.{variant}.params"
+    zero = [k for k in ("sigma_pca", "sigma_em") if getattr(p, k) == 0]
+    zero += ["sigma_mean"] if p.pca_mean == "dp" and p.sigma_mean == 0 else []
+    zero += ["sigma_sgd"] if sgd_steps and p.sigma_sgd == 0 else []
+    if zero:
+        raise ConfigError(
+            f"config key '{key}.{zero[0]}': 0 gives no privacy; a private P3GM run needs noise "
+            "in every mechanism (set 'private: false' for PGM)"
+        )
+    if sgd_steps and p.clip is None:
+        raise ConfigError(f"config key '{key}.clip': a private P3GM run needs a clipping norm")
+
+
+def _centring(p: Any, dimension: int) -> dict[str, Any]:
+    """`dp_pca`'s centring arguments: a DP mean (rows clipped to mean_radius·√d, released and recorded by
+    `dp_pca`), 0, or "nonprivate" (the exact mean, as the reference code; not DP)."""
+    if p.pca_mean == "zero":
+        return {"mean": 0.0}
+    if p.pca_mean == "nonprivate":
+        return {"mean": "nonprivate"}
+    return {"mean": "dp", "mean_noise_multiplier": p.sigma_mean, "mean_clip": p.mean_radius * math.sqrt(dimension)}
+
+
+def _sgd_sigma(
+    p: Any, encoding: tuple[Mechanism, ...], schedule: Any, ctx: RunContext, private: bool
+) -> tuple[float, str]:
+    """σ_s for the run and the ledger note: as given, calibrated (auto) or raised to meet the target."""
+    if not private or schedule.steps == 0:
+        return 0.0 if p.sigma_sgd == "auto" else float(p.sigma_sgd), NOTES
+
+    def record(sigma: float) -> Mechanism:
+        return Mechanism(SGD_RECORD, sigma, schedule.sample_rate, schedule.steps, p.clip)
+
+    return sgd_sigma(p.sigma_sgd, encoding, record, ctx.delta, ctx.epsilon, NOTES)
+
+
+def _pretrain(model: Any, info: dict, components: Any, centre: Any, p: Any, generator: Any) -> None:
+    """The code's decoder initialisation: Adam on ‖decoder(z) − PCA⁻¹(z)‖², z from the sampling prior.
+    Uses only DP outputs (the PCA and the mixture) and the centring mean; no data, no noise."""
+    decoder = [*model.fc3.parameters(), *model.fc4.parameters()]
+    opt = torch.optim.Adam(decoder, lr=1e-3)
+    for _ in range(p.pretrain_steps):
+        z = store.sample_latent(info, p.pretrain_batch_size, generator)
+        target = z @ components.T + centre
+        loss = (model.decode(z) - target).square().sum(1).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+
+# --------------------------------------------------------------------------------- VAE and DP-VAE
+
+
+def schedule_of(ctx: RunContext) -> Schedule:
+    p = ctx.params
+    return Schedule(p.batching, len(ctx.data.train.y), p.batch_size, p.epochs)
+
+
+def train_vae(ctx: RunContext, *, clip: float | None = None, sigma: float = 0.0, budget: Any = None) -> FitResult:
+    """Train the MLP VAE of `ctx.params` (DP-SGD when `clip` is given) and write its model files."""
+    p = ctx.params
+    classes = store.num_classes(ctx.data)
+    vectors = torch.from_numpy(store.to_vectors(ctx.data.train.x, ctx.data.train.y, classes))
+    d = vectors.shape[1]
+    model = MLPVAE(d, p.latent_dim, p.hidden)
+    reparam = ctx.torch_generator("reparameterisation", device="cpu")
+
+    def loss_fn(batch: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mu, logvar = model.encode(batch)  # [B, d'] each
+        z = mu + torch.randn(mu.shape, generator=reparam) * (0.5 * logvar).exp()
+        se = (model.decode(z) - batch).square().sum(1)  # [B]
+        kl = gaussian_kl(mu, logvar, torch.zeros_like(mu), torch.ones_like(mu))
+        return se + kl, se
+
+    schedule = schedule_of(ctx)
+    result = fit(
+        model,
+        vectors,
+        loss_fn,
+        schedule,
+        lr=p.lr,
+        optimizer=p.optimizer,
+        clip=clip,
+        sigma=sigma,
+        batch_generator=ctx.torch_generator("batches", device="cpu"),
+        noise_generator=ctx.torch_generator("dp-sgd-noise", device="cpu") if clip is not None else None,
+        other_generators=(reparam,),
+        checkpoint=Checkpoint(ctx),
+        budget=budget,
+        snapshot=decoder_state if p.record_every_epoch else None,
+        precision=ctx.precision,
+    )
+    info = {
+        "method": ctx.spec["method"],
+        "arch": {"data_dim": d, "latent_dim": p.latent_dim, "hidden": p.hidden, "pca": False},
+        "record_shape": list(ctx.data.train.x.shape[1:]),
+        "classes": classes,
+        "sampling_prior": "normal",
+        "sgd": {
+            "sigma": sigma,
+            "clip": clip,
+            "steps": schedule.steps,
+            "sample_rate": schedule.sample_rate,
+            "batching": p.batching,
+            "epoch_ends": schedule.epoch_ends(),
+        },
+    }
+    store.save_model(ctx.model_dir, model, info, result.recon_loss, result.snapshots)
+    return result
+
+
+def decoder_state(model: MLPVAE) -> dict[str, torch.Tensor]:
+    """The decoder's parameters (what a per-epoch snapshot keeps)."""
+    return {k: v for k, v in model.state_dict().items() if k.startswith(("fc3.", "fc4."))}
+
+
+def train_dp_vae(ctx: RunContext) -> Ledger | None:
+    """Train one DP-VAE run (the MLP VAE end to end with DP-SGD); the non-private variant trains plainly."""
+    from dpvae.privacy.budget import StepBudget
+
+    p = ctx.params
+    schedule = schedule_of(ctx)
+    if not ctx.spec["private"]:
+        train_vae(ctx, clip=p.clip, sigma=0.0 if p.sigma_sgd == "auto" else float(p.sigma_sgd))
+        return None
+
+    def record(sigma: float, steps: int = schedule.steps) -> Mechanism:
+        return Mechanism(SGD_RECORD, sigma, schedule.sample_rate, steps, p.clip)
+
+    sigma, notes = sgd_sigma(p.sigma_sgd, (), record, ctx.delta, ctx.epsilon, DPVAE_NOTES)
+    budget = StepBudget(lambda steps: paper_epsilon([record(sigma, steps)], ctx.delta), ctx.epsilon)
+    result = train_vae(ctx, clip=p.clip, sigma=sigma, budget=budget)
+    (spent,) = result.engine.mechanisms()  # the engine's own record: sigma, q, steps run, C
+    return p3gm_ledger([spent], ctx.delta, target=ctx.epsilon, notes=notes, fixed_batches=p.batching == "code")
+
+
+# ------------------------------------------------------------------------------------------ DP-GM
+
+
+def train_dp_gm(ctx: RunContext) -> Ledger:
+    """Train one DP-GM run: DP kernel k-means, then one DP-SGD MLP VAE per cluster."""
+    from dpvae.privacy.budget import StepBudget
+    from dpvae.privacy.mechanisms.kmeans import dp_kmeans
+
+    p = ctx.params
+    if p.batching != "poisson":
+        raise ConfigError(
+            f"variants.{ctx.spec['variant']}.params.batching: dp-gm supports only 'poisson' "
+            f"(its parallel-composition accounting needs Poisson sampling), got {p.batching!r}"
+        )
+    classes = store.num_classes(ctx.data)
+    vectors = store.to_vectors(ctx.data.train.x, ctx.data.train.y, classes)
+    n, d = vectors.shape
+    delta, target = ctx.delta, ctx.epsilon
+
+    rate = cluster_rate(p.batch_size, p.clusters, n)
+    steps = math.ceil(p.epochs / rate - 1e-9)
+    sigma_c, sigma = dpgm_sigmas(p, target, delta, rate, steps)
+    km = dp_kmeans(
+        vectors,
+        p.clusters,
+        p.kmeans_iters,
+        p.rff_dim,
+        p.bandwidth * math.sqrt(d),
+        sigma_c,
+        sigma_c,
+        ctx.rng("dp-kmeans"),
+    )
+    assignment = km.assign(vectors)
+
+    def epsilon_after(t: int) -> float:
+        return dpgm_accounting(dpgm_mechanisms(p, sigma_c, sigma, rate, t), delta).epsilon
+
+    budget = StepBudget(epsilon_after, target)
+    for j in range(p.clusters):
+        rows = np.flatnonzero(assignment == j)
+        _train_cluster(
+            ctx, j, torch.from_numpy(vectors[rows]), float(km.counts[j]), rate, steps, sigma, budget, classes, d
+        )
+    (ctx.model_dir / "dp_gm.json").write_text(
+        json.dumps(
+            {
+                "clusters": p.clusters,
+                "noisy_counts": km.counts.tolist(),
+                "sigma_clustering": sigma_c,
+                "sigma_sgd": sigma,
+                "sample_rate": rate,
+                "steps": steps,
+                "classes": classes,
+            },
+            indent=2,
+        )
+    )
+    return dpgm_ledger(p, sigma_c, sigma, rate, steps, delta, target)
+
+
+def _train_cluster(
+    ctx: RunContext,
+    j: int,
+    data,
+    noisy_count: float,
+    rate: float,
+    steps: int,
+    sigma: float,
+    budget,
+    classes: int,
+    d: int,
+) -> None:
+    p = ctx.params
+    model = MLPVAE(d, p.latent_dim, p.hidden)
+    reparam = ctx.torch_generator(f"reparameterisation-{j}", device="cpu")
+
+    def loss_fn(batch: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mu, logvar = model.encode(batch)
+        z = mu + torch.randn(mu.shape, generator=reparam) * (0.5 * logvar).exp()
+        se = (model.decode(z) - batch).square().sum(1)
+        return se + gaussian_kl(mu, logvar, torch.zeros_like(mu), torch.ones_like(mu)), se
+
+    # expected batch from the *noisy* size: the divisor of the noisy sum must not depend on the data
+    schedule = ClusterSchedule(len(data), rate, steps, max(1.0, rate * noisy_count))
+    result = fit(
+        model,
+        data,
+        loss_fn,
+        schedule,
+        lr=p.lr,
+        optimizer=p.optimizer,
+        clip=p.clip,
+        sigma=sigma,
+        batch_generator=ctx.torch_generator(f"batches-{j}", device="cpu"),
+        noise_generator=ctx.torch_generator(f"dp-sgd-noise-{j}", device="cpu"),
+        other_generators=(reparam,),
+        budget=budget,
+        precision=ctx.precision,
+    )
+    info = {
+        "method": "dp-gm",
+        "cluster": j,
+        "arch": {"data_dim": d, "latent_dim": p.latent_dim, "hidden": p.hidden, "pca": False},
+        "record_shape": list(ctx.data.train.x.shape[1:]),
+        "classes": classes,
+        "sampling_prior": "normal",
+        "sgd": {"sigma": sigma, "clip": p.clip, "steps": steps, "sample_rate": rate},
+    }
+    store.save_model(ctx.model_dir / f"cluster{j}", model, info, result.recon_loss)
+
+
+def sample_dp_gm(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
+    """n records: each cluster's share drawn in proportion to its noisy size."""
+    summary = json.loads((ctx.model_dir / "dp_gm.json").read_text())
+    count = len(ctx.data.train.y) if n is None else int(n)
+    weights = np.clip(np.asarray(summary["noisy_counts"], dtype=np.float64), 0, None)
+    weights = weights / weights.sum() if weights.sum() > 0 else np.full(len(weights), 1 / len(weights))
+    rng = ctx.rng("dp-gm-sample")
+    shares = rng.multinomial(count, weights)
+    parts = []
+    for j, share in enumerate(shares):
+        if share:
+            model, info = store.load_model(ctx.model_dir / f"cluster{j}")
+            parts.append(store.generate(model, info, int(share), ctx.torch_generator(f"sample-{j}", device="cpu")))
+    order = rng.permutation(count)
+    return {key: np.concatenate([part[key] for part in parts])[order] for key in ("x", "y")}
+
+
+class ClusterSchedule:
+    """Poisson batches of one cluster's records at the rate and step count every cluster shares (duck-types
+    `fit.Schedule` for `fit`); `batch_size` is the expected batch from the noisy cluster size."""
+
+    def __init__(self, n: int, rate: float, steps: int, expected_batch: float) -> None:
+        self.n, self.sample_rate, self.steps, self.batch_size = n, rate, steps, expected_batch
+
+    def batch(self, generator):
+        from dpvae.privacy.dpsgd import poisson_sample
+
+        return poisson_sample(self.n, self.sample_rate, generator)
+
+    def epoch_ends(self) -> list[int]:
+        return [self.steps]

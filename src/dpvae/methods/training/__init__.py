@@ -1,1 +1,0 @@
-"""Training implementations of methods (heavy imports; loaded inside `Method.train`/`sample` only)."""
