@@ -60,14 +60,14 @@ def run_wall_times(runs: list[dict]) -> pd.DataFrame:
 def experiment_table(table: pd.DataFrame, walls: pd.DataFrame) -> pd.DataFrame:
     """The rendered table from an experiment's tidy rows and its runs' wall times (see the module docstring)."""
     table = table[table["step"].isna()].copy()  # per-step curves are summarised by their own items
-    table["epsilon"] = table["epsilon"].astype(float)
+    table["epsilon"] = table["epsilon"].astype(float).fillna(float("inf"))  # non-private runs: eps inf
     table["point"] = table["point"].astype("string").fillna("")
     table["classifier"] = table["classifier"].astype("string").fillna("")
     order = {column: list(dict.fromkeys(table[column])) for column in ("dataset", "variant", "metric")}
     spent = table[table["metric"].isin(list(SPENT))]
     spent = spent.pivot_table(index=KEYS, columns="metric", values="value", aggfunc="max").rename(columns=SPENT)
     values = table[~table["metric"].isin(list(SPENT))]
-    grouped = values.groupby([*KEYS, "method", "metric", "classifier"], sort=False)["value"]
+    grouped = values.groupby([*KEYS, "method", "metric", "classifier"], sort=False, dropna=False)["value"]
     out = grouped.agg(mean="mean", sd=lambda v: float(v.std(ddof=1)) if len(v) > 1 else 0.0, n="count").reset_index()
     out = out.join(spent.reindex(columns=list(SPENT.values())), on=KEYS)
     if len(walls):
@@ -102,7 +102,9 @@ def render_experiment(spec_path: str | Path, prefix: str | Path) -> pd.DataFrame
     sweep = next((s for s in table["sweep"].dropna()), None)
     notes = [
         "mean, sd (over seeds; 0 for one seed) and n = number of seeds per dataset, variant (method), target "
-        "epsilon" + (f", sweep point ({sweep})" if sweep else "") + f" and metric; delta = {spec['delta']:g}.",
+        "epsilon (inf: non-private)"
+        + (f", sweep point ({sweep})" if sweep else "")
+        + f" and metric; delta = {spec['delta']:g}.",
         "eps spent: the largest over seeds of the run's privacy ledger (privacy.json): the headline epsilon and, "
         "where the method keeps both, its paper and sound accountings; empty = non-private.",
         "train s/run: wall seconds of the training job, total s/run: training + sampling + every metric's "
