@@ -1,6 +1,7 @@
 # dpvae: every figure and table of four DP-VAE papers as a Snakemake target.
 #   snakemake --cores 2 figures/p3gm/table6.pdf        one item (figures/<paper>/<item>.pdf)
 #   snakemake --cores 2 figures/table2.pdf             an item id gathered across papers
+#   snakemake --cores 2 figures/experiments/p3gm_tabular.pdf   one table for any experiment of config.yaml
 #   snakemake --cores 2                                every item that can be built today
 #   snakemake --report report.html                     every built item with its caption
 # Configuration: config.yaml (paper scale) or --configfile=tests/config/smoke.yaml (CI scale).
@@ -55,6 +56,8 @@ localrules:
     render_figure_csv,
     gather,
     scorecard,
+    experiment_spec,
+    render_experiment,
 
 
 onstart:

@@ -110,6 +110,10 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("render", help="render one figure or table from its spec file")
     p.add_argument("--spec", required=True, help="results/<scale>/items/<paper>/<item>.json")
 
+    p = sub.add_parser("render-experiment", help="render one experiment's table (any experiment) from its spec file")
+    p.add_argument("--spec", required=True, help="results/<scale>/experiments/<experiment>.json")
+    p.add_argument("--out", required=True, help="output prefix: figures/experiments/<experiment> (.pdf, .csv, .tex)")
+
     p = sub.add_parser("gather", help="gather one item id from every paper into one PDF")
     p.add_argument("--item", required=True)
     p.add_argument("--pdf", action="append", default=[])
@@ -167,6 +171,11 @@ def _run(args: argparse.Namespace) -> int:
             tables.aggregate(args.spec, args.out)
         else:
             tables.combine(args.tables, args.out)
+        return 0
+    if args.stage == "render-experiment":  # pandas and matplotlib only
+        from dpvae.render.experiment import render_experiment
+
+        render_experiment(args.spec, args.out)
         return 0
     from dpvae import stages
 

@@ -23,9 +23,11 @@ from dpvae.methods.base import Resources
 from dpvae.methods.registry import METHODS
 from dpvae.paths import analysis_table, item_prefix, reference_file, results_dir, stage1_dir, stage1_id
 from dpvae.runs import Run, experiment_runs, run_spec, split_variant, stage1_of
-from dpvae.status import done_items, missing_parts
+from dpvae.status import RENDERERS, done_items, missing_parts
 
 _ITEM_TARGET = re.compile(r"^(?:\./)?figures/(?P<paper>[^/]+)/(?P<item>[^/.]+)\.(?P<ext>pdf|png|csv|tex)$")
+_EXPERIMENT_TARGET = re.compile(r"^(?:\./)?figures/experiments/(?P<experiment>[^/]+)\.(?P<ext>[^/.]+)$")
+EXPERIMENT_OUTPUTS = ("pdf", "csv", "tex")
 _GATHER_TARGET = re.compile(r"^(?:\./)?figures/(?P<item>[^/.]+)\.pdf$")
 RULE_TARGETS = frozenset({"all"})
 
@@ -226,6 +228,66 @@ class Plan:
             },
         }
 
+    # -- one table for any experiment: figures/experiments/<experiment>.pdf ------------------------------
+
+    def training_experiment(self, experiment: str) -> dict:
+        """The experiment's configuration; a TargetError naming the valid ones (or the analysis' item)."""
+        experiments = self.config["experiments"]
+        if experiment not in experiments:
+            from dpvae.registry import did_you_mean
+
+            trained = [n for n, e in experiments.items() if "analysis" not in e]
+            raise TargetError(
+                f"figures/experiments/{experiment}.pdf: no experiment '{experiment}' in the configuration"
+                f"{did_you_mean(experiment, trained)}; experiments with runs: {', '.join(trained)}"
+            )
+        exp = experiments[experiment]
+        if "analysis" in exp:
+            items = [i.key for i in ITEMS.values() if experiment in i.experiments]
+            raise TargetError(
+                f"figures/experiments/{experiment}.pdf: experiment '{experiment}' is an analysis without runs "
+                f"(its table: {analysis_table(self.scale, experiment)}; its item: {', '.join(items) or 'none'})"
+            )
+        return exp
+
+    def _experiment_datasets(self, experiment: str) -> tuple[list[str], list[str]]:
+        """(datasets rendered, datasets left out as unreachable: config data.unreachable)."""
+        unreachable = set(self.config["data"].get("unreachable") or ())
+        datasets = self.training_experiment(experiment)["datasets"]
+        return [d for d in datasets if d not in unreachable], [d for d in datasets if d in unreachable]
+
+    def experiment_benchmarks(self, experiment: str) -> dict[str, list[str]]:
+        """run directory -> the benchmark files of its train, sample (if a metric needs samples) and evaluate jobs."""
+        metrics = self.training_experiment(experiment)["metrics"]
+        sampled = any("samples" in METRICS.get(m).needs for m in metrics)
+        runs = {}
+        for dataset in self._experiment_datasets(experiment)[0]:
+            for run in self.runs(experiment, dataset):
+                path = self.run_dir(run)
+                names = ["train", *(["sample"] if sampled else []), *(f"evaluate-{m}" for m in metrics)]
+                runs[path] = [f"{path}/benchmarks/{n}.tsv" for n in names]
+        return runs
+
+    def experiment_spec(self, experiment: str) -> dict:
+        """What `dpvae render-experiment` reads: the tidy tables, each run's benchmark files, scale and delta."""
+        exp = self.training_experiment(experiment)
+        datasets, left_out = self._experiment_datasets(experiment)
+        return {
+            "experiment": experiment,
+            "description": exp.get("description", ""),
+            "scale": self.scale,
+            "delta": self.config["delta"],
+            "tables": [f"{self.results}/tables/{experiment}/{d}.csv" for d in datasets],
+            "runs": [{"dir": d, "benchmarks": b} for d, b in self.experiment_benchmarks(experiment).items()],
+            "left_out": left_out,
+            "items": [i.key for i in ITEMS.values() if experiment in i.experiments],
+        }
+
+    def experiment_inputs(self, experiment: str) -> list[str]:
+        datasets = self._experiment_datasets(experiment)[0]
+        tables = [f"{self.results}/tables/{experiment}/{d}.csv" for d in datasets]
+        return tables + [b for paths in self.experiment_benchmarks(experiment).values() for b in paths]
+
     def render_inputs(self, paper: str, item_id: str) -> list[str]:
         item = get_item(f"{paper}/{item_id}")
         return [p for paths in self.item_tables(item).values() for p in paths] + self.item_artifacts(item)
@@ -251,17 +313,25 @@ class Plan:
         )
         return text + scale
 
+    def _pending(self, item: Item) -> list[str]:
+        """What keeps an item from building: parts not implemented, or a setting its renderer cannot show."""
+        from dpvae.render.setting import setting_problem
+
+        renderer = RENDERERS.get(item.key) if item.key in RENDERERS else None
+        experiments = {n: self.config["experiments"][n] for n in item.experiments}
+        problem = setting_problem(item.key, experiments, getattr(renderer, "handles", frozenset()))
+        return missing_parts(item, self.config) + ([problem] if problem else [])
+
     def gathered(self, item_id: str) -> list[str]:
-        return [
-            f"{item_prefix(i.paper, i.id)}.pdf" for i in items_with_id(item_id) if not missing_parts(i, self.config)
-        ]
+        return [f"{item_prefix(i.paper, i.id)}.pdf" for i in items_with_id(item_id) if not self._pending(i)]
 
     def gather_pending(self, item_id: str) -> dict[str, list[str]]:
-        return {i.key: missing_parts(i, self.config) for i in items_with_id(item_id) if missing_parts(i, self.config)}
+        return {i.key: self._pending(i) for i in items_with_id(item_id) if self._pending(i)}
 
     def default_targets(self) -> list[str]:
-        """Every item that builds today, and the scorecard."""
-        return [f"{item_prefix(i.paper, i.id)}.pdf" for i in done_items(self.config)] + ["figures/scorecard.pdf"]
+        """Every item that builds today (and whose renderer can show the configured setting), and the scorecard."""
+        done = [i for i in done_items(self.config) if not self._pending(i)]
+        return [f"{item_prefix(i.paper, i.id)}.pdf" for i in done] + ["figures/scorecard.pdf"]
 
     def fetch_inputs(self, dataset: str, dryrun: bool = True) -> list[str]:
         """The marker of the verified raw source a dataset is prepared from (none for generated data).
@@ -293,6 +363,7 @@ class Plan:
         for target in targets:
             items = self._target_items(str(target))
             for item in items:
+                self._check_setting(item)
                 if built_only and (missing := missing_parts(item, self.config)):
                     not_built[item.key] = missing
         if not_built:
@@ -310,8 +381,24 @@ class Plan:
                 "`python -m dpvae status` lists what builds today)"
             )
 
+    def _check_setting(self, item: Item) -> None:
+        """Refuse an item whose renderer cannot show its experiments' configured data or epsilons (one line)."""
+        from dpvae.render.setting import check_setting
+
+        renderer = RENDERERS.get(item.key) if item.key in RENDERERS else None
+        experiments = {n: self.config["experiments"][n] for n in item.experiments}
+        check_setting(item.key, experiments, getattr(renderer, "handles", frozenset()))
+
     def _target_items(self, target: str) -> list[Item]:
         if target in RULE_TARGETS or not target.startswith(("figures/", "./figures/")):
+            return []
+        if m := _EXPERIMENT_TARGET.match(target):
+            self.training_experiment(m["experiment"])
+            if m["ext"] not in EXPERIMENT_OUTPUTS:
+                raise TargetError(
+                    f"{target}: an experiment's table is "
+                    + ", ".join(f"figures/experiments/{m['experiment']}.{e}" for e in EXPERIMENT_OUTPUTS)
+                )
             return []
         if m := _ITEM_TARGET.match(target):
             item = get_item(f"{m['paper']}/{m['item']}")
@@ -341,7 +428,7 @@ class Plan:
         raise TargetError(
             f"{target}: not a target of this workflow; ask for figures/<paper>/<item>.pdf "
             f"(papers: {', '.join(PAPERS)}; the project's own: {', '.join(SECTIONS[len(PAPERS) :])}), "
-            "figures/<item>.pdf or figures/scorecard.pdf"
+            "figures/<item>.pdf, figures/experiments/<experiment>.pdf or figures/scorecard.pdf"
         )
 
 

@@ -22,7 +22,7 @@ _CAPTION = "../report/item.rst"
 _SECTIONS = "|".join(SECTIONS)
 UNKNOWN_TARGET = (
     rf"(?!({_SECTIONS})/({ITEM_ID_PATTERN})\.(pdf|png|csv|tex)$)"
-    rf"(?!({ITEM_ID_PATTERN})\.pdf$)(?!scorecard\.(pdf|csv)$).+"
+    rf"(?!({ITEM_ID_PATTERN})\.pdf$)(?!scorecard\.(pdf|csv)$)(?!experiments/[^/]+\.(pdf|csv|tex)$).+"
 )
 # Figures whose tidy data is an output beside them (the audit item): pdf, png and csv.
 FIGURE_CSV_ITEMS = "|".join(sorted({i.id for i in ITEMS.values() if i.kind == "figure" and "csv" in i.outputs}))
@@ -138,7 +138,7 @@ rule unknown_target:
         "false"
 
 
-ruleorder: render_table > render_figure > render_figure_csv > scorecard > gather > unknown_target
+ruleorder: render_table > render_figure > render_figure_csv > scorecard > gather > render_experiment > unknown_target
 
 
 rule gather:
@@ -175,3 +175,46 @@ rule scorecard:
         dpvae=DPVAE,
     shell:
         "{params.dpvae} scorecard --out {output.pdf} > {log} 2>&1"
+
+
+# One table for any experiment (a paper's or the user's own): figures/experiments/<experiment>.pdf, .csv, .tex.
+rule experiment_spec:
+    output:
+        f"{RESULTS}/experiments/{{experiment}}.json",
+    log:
+        "logs/render/experiments/{experiment}.spec.log",
+    conda:
+        ENV
+    params:
+        spec=lambda w: PLAN.experiment_spec(w.experiment),
+        src=SRC,
+    script:
+        "../scripts/write_spec.py"
+
+
+@checked
+def _experiment_inputs(w):
+    return {"spec": f"{RESULTS}/experiments/{w.experiment}.json", "tables": PLAN.experiment_inputs(w.experiment)}
+
+
+rule render_experiment:
+    input:
+        unpack(_experiment_inputs),
+    output:
+        pdf=report(
+            "figures/experiments/{experiment}.pdf",
+            caption="../report/experiment.rst",
+            category="experiments",
+            labels={"experiment": "{experiment}", "output": "pdf"},
+        ),
+        csv="figures/experiments/{experiment}.csv",
+        tex="figures/experiments/{experiment}.tex",
+    log:
+        "logs/render/experiments/{experiment}.log",
+    conda:
+        ENV
+    params:
+        dpvae=DPVAE,
+        prefix=lambda w: f"figures/experiments/{w.experiment}",
+    shell:
+        "{params.dpvae} render-experiment --spec {input.spec} --out {params.prefix} > {log} 2>&1"

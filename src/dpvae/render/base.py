@@ -7,6 +7,7 @@ it reads only tidy tables, per-run artifacts and the published numbers, and writ
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -16,18 +17,32 @@ from dpvae.items import Item
 from dpvae.registry import Registry, discover
 from dpvae.render.output import PAPER_LABEL
 from dpvae.render.published import load_published
+from dpvae.render.setting import HANDLES, Setting, check_setting, experiment_setting
 from dpvae.reproductions import published_dataset, published_method, recorded
 
 Renderer = Callable[["RenderContext"], None]
 RENDERERS: Registry[Renderer] = Registry("renderer")
 
 
-def register_renderer(key: str) -> Callable[[Renderer], Renderer]:
-    """Function decorator: render item `key` ('<paper>/<item id>') with `fn` (duplicates refused)."""
+def register_renderer(key: str, handles: tuple[str, ...] = ()) -> Callable[[Renderer], Renderer]:
+    """Function decorator: render item `key` ('<paper>/<item id>') with `fn` (duplicates refused).
+
+    `handles`: what of a setting the paper did not use the renderer shows correctly ("datasets", "epsilons";
+    `render.setting`); anything else is refused with one line, while planning and before rendering.
+    """
+    unknown = set(handles) - HANDLES
+    if unknown:
+        raise ValueError(f"renderer {key}: unknown handles {sorted(unknown)}; known: {sorted(HANDLES)}")
 
     def decorate(fn: Renderer) -> Renderer:
-        RENDERERS.add(key, fn)
-        return fn
+        @functools.wraps(fn)
+        def checked(ctx: RenderContext) -> None:
+            check_setting(key, ctx.config.get("experiments", {}), handles)
+            fn(ctx)
+
+        checked.handles = frozenset(handles)
+        RENDERERS.add(key, checked)
+        return checked
 
     return decorate
 
@@ -44,6 +59,10 @@ class RenderContext:
         """The paper's numbers for this item (shown only as a column or marker labelled "paper")."""
         frame = load_published(self.item.paper)
         return frame[frame["item"] == self.item.id]
+
+    def setting(self, experiment: str) -> Setting:
+        """How the experiment's configured datasets and epsilons compare with the paper's (`render.setting`)."""
+        return experiment_setting(experiment, self.config["experiments"][experiment])
 
     def published_method(self, variant: str) -> str:
         """The method id this item's paper publishes our `variant` under (the variant's `published_as`)."""

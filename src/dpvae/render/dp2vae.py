@@ -17,6 +17,7 @@ import pandas as pd
 
 from dpvae.render.base import RenderContext, paper_dataset, register_renderer
 from dpvae.render.output import PAPER_LABEL, apply_style, pyplot, save_figure, save_table
+from dpvae.render.setting import NOT_PAPER
 
 #: how the tables print each method id of the published numbers (an id without a label prints as itself)
 LABELS = {
@@ -52,6 +53,11 @@ def _ordered(datasets) -> list[str]:
     return sorted(dict.fromkeys(datasets), key=lambda d: (order.index(_dataset(d)) if _dataset(d) in order else 9, d))
 
 
+def _dataset_name(dataset: str) -> str:
+    """The paper's name of one of our dataset ids (MNIST, FMNIST, CelebA), else the id itself."""
+    return DATASETS.get(_dataset(dataset), dataset)
+
+
 def _is_standin(dataset: str) -> bool:
     return STANDIN in dataset
 
@@ -63,15 +69,16 @@ def _scale_label(ctx: RenderContext) -> str:
 def _ours(table: pd.DataFrame) -> pd.DataFrame:
     """Our tidy rows, one value per (dataset, variant, metric, classifier) (mean over seeds)."""
     if table.empty:
-        return pd.DataFrame(columns=["dataset", "variant", "method", "metric", "classifier", "value"])
-    table = table.assign(classifier=table["classifier"].fillna(""))
-    return table.groupby(["dataset", "variant", "method", "metric", "classifier"], as_index=False)["value"].mean()
+        return pd.DataFrame(columns=["dataset", "variant", "method", "epsilon", "metric", "classifier", "value"])
+    table = table.assign(classifier=table["classifier"].fillna(""), epsilon=table["epsilon"].astype(float))
+    keys = ["dataset", "variant", "method", "epsilon", "metric", "classifier"]
+    return table.groupby(keys, as_index=False, dropna=False)["value"].mean()
 
 
 def _value(frame: pd.DataFrame, **key) -> float:
     mask = pd.Series(True, index=frame.index)
     for col, wanted in key.items():
-        mask &= frame[col] == wanted
+        mask &= frame[col].isna() if isinstance(wanted, float) and math.isnan(wanted) else frame[col] == wanted
     return float(frame.loc[mask, "value"].iloc[0]) if mask.any() else math.nan
 
 
@@ -142,12 +149,11 @@ def _protocol_notes(ctx: RenderContext, experiment: str) -> list[str]:
     return notes
 
 
-def _epsilons(ours: pd.DataFrame, dataset: str, variant: str) -> str:
-    paper = _value(ours, dataset=dataset, variant=variant, metric="epsilon_spent")
-    other = [
-        _value(ours, dataset=dataset, variant=variant, metric=m)
-        for m in ("epsilon_spent_sound", "epsilon_spent_strict")
-    ]
+def _epsilons(ours: pd.DataFrame, dataset: str | None, variant: str, **where) -> str:
+    """The run's spent epsilon (paper accounting, sound in brackets); dataset None: from any dataset's runs."""
+    key = {"variant": variant, **({} if dataset is None else {"dataset": dataset}), **where}
+    paper = _value(ours, metric="epsilon_spent", **key)
+    other = [_value(ours, metric=m, **key) for m in ("epsilon_spent_sound", "epsilon_spent_strict")]
     other = [v for v in other if not math.isnan(v)]
     if math.isnan(paper):
         return "inf"
@@ -157,8 +163,11 @@ def _epsilons(ours: pd.DataFrame, dataset: str, variant: str) -> str:
 # ------------------------------------------------------------------------------------------------ tables
 
 
-@register_renderer("dp2vae/table1")
+@register_renderer("dp2vae/table1", handles=("datasets", "epsilons"))
 def dp2vae_table1(ctx: RenderContext) -> None:
+    """MNIST and Fashion-MNIST at (10, 1e-5); on other data or epsilons one row per variant and target epsilon,
+    each row's epsilon read from its own runs, a column per dataset run (the paper's columns kept)."""
+    setting = ctx.setting("dp2vae_eps10")
     ours = _ours(ctx.tables["dp2vae_eps10"])
     published = ctx.published()
     datasets = _ordered([*ours["dataset"], "mnist", "fashion-mnist"])  # the paper's columns even where we ran fewer
@@ -167,20 +176,25 @@ def dp2vae_table1(ctx: RenderContext) -> None:
         for d in datasets
         for m, c in (("fid", ""), ("accuracy", "lr"), ("accuracy", "mlp"), ("accuracy", "cnn"))
     ]
-    header = [f"{DATASETS.get(_dataset(d), d)} {'FID' if m == 'fid' else c.upper() + ' %'}" for d, m, c in columns]
+    header = [f"{_dataset_name(d)} {'FID' if m == 'fid' else c.upper() + ' %'}" for d, m, c in columns]
     rows = []
     for method in ctx.published_methods():  # the paper's rows, in its order
         variants = sorted(set(ours.loc[ours["method"] == method, "variant"]))
         for variant in variants:
-            cells = [_value(ours, dataset=d, variant=variant, metric=m, classifier=c) for d, m, c in columns]
-            rows.append(
-                [
-                    LABELS.get(method, method),
-                    _scale_label(ctx),
-                    _epsilons(ours, datasets[0], variant),
-                    *[_pct(v) if m == "accuracy" else round(v, 1) for v, (_, m, _) in zip(cells, columns)],
+            grid = ours.loc[ours["variant"] == variant, "epsilon"]
+            for epsilon in [*sorted(set(grid.dropna())), *([math.nan] if grid.isna().any() else [])]:
+                cells = [
+                    _value(ours, dataset=d, variant=variant, epsilon=epsilon, metric=m, classifier=c)
+                    for d, m, c in columns
                 ]
-            )
+                rows.append(
+                    [
+                        LABELS.get(method, method),
+                        _scale_label(ctx),
+                        _epsilons(ours, None, variant, epsilon=epsilon),
+                        *[_pct(v) if m == "accuracy" else round(v, 1) for v, (_, m, _) in zip(cells, columns)],
+                    ]
+                )
         recorded = _recorded(ctx, method)
         if not recorded.empty and ctx.config.get("scale") != "paper":
             cells = [_value(recorded, dataset=_dataset(d), metric=m, classifier=c) for d, m, c in columns]
@@ -210,15 +224,23 @@ def dp2vae_table1(ctx: RenderContext) -> None:
                 ]
             )
     table = pd.DataFrame(rows, columns=["method", "source", "epsilon", *header])
-    notes = _protocol_notes(ctx, "dp2vae_eps10") + [
-        "'cited' rows are numbers the DP2-VAE paper copied from other papers (not run by its authors or by us).",
-        "DPImageBench rows (MNIST accuracy 81.3 / 75.3 %, FID 106.3 / 47.7; FMNIST 62.2 / 56.7 %, FID 106.4 / 97.2 "
-        "for DP-MERF / GS-WGAN) come from a different protocol: its own classifiers, chosen on a validation split of "
-        "the synthetic data rather than on the sensitive test set, its own sample counts and hyper-parameters; "
-        "their accuracy is not an LR / MLP / CNN accuracy and is shown in the CNN column only for reference.",
-        "delta = 1e-5. Accuracies in %.",
-    ]
-    save_table(table, ctx.prefix, "DP2-VAE Table 1 - MNIST and Fashion-MNIST at (10, 1e-5)", notes)
+    notes = (
+        setting.notes()
+        + _protocol_notes(ctx, "dp2vae_eps10")
+        + [
+            "'cited' rows are numbers the DP2-VAE paper copied from other papers (not run by its authors or by us).",
+            "DPImageBench rows (MNIST accuracy 81.3 / 75.3 %, FID 106.3 / 47.7; FMNIST 62.2 / 56.7 %, FID 106.4 / "
+            "97.2 for DP-MERF / GS-WGAN) come from a different protocol: its own classifiers, chosen on a validation "
+            "split of the synthetic data rather than on the sensitive test set, its own sample counts and "
+            "hyper-parameters; "
+            "their accuracy is not an LR / MLP / CNN accuracy and is shown in the CNN column only for reference.",
+            "delta = 1e-5. Accuracies in %.",
+        ]
+    )
+    title = "DP2-VAE Table 1 - MNIST and Fashion-MNIST at (10, 1e-5)"
+    if not setting.is_paper:
+        title = f"DP2-VAE Table 1's layout ({NOT_PAPER}): our runs beside the paper's MNIST / FMNIST at (10, 1e-5)"
+    save_table(table, ctx.prefix, title, notes)
 
 
 @register_renderer("dp2vae/table2")

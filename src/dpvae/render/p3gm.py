@@ -9,6 +9,7 @@ import pandas as pd
 from dpvae.render.base import RenderContext, paper_dataset, register_renderer, side_by_side
 from dpvae.render.output import PAPER_LABEL, save_figure, save_table
 from dpvae.render.published import published_text_table
+from dpvae.render.setting import NOT_PAPER
 
 
 @register_renderer("p3gm/table1")
@@ -104,7 +105,7 @@ def seed_summary(table: pd.DataFrame, metric: str, by: list[str], classifier: st
     rows = table[(table["metric"] == metric) & table["step"].isna()]
     if classifier is not None:
         rows = rows[rows["classifier"] == classifier]
-    grouped = rows.groupby(by, sort=False)["value"]
+    grouped = rows.groupby(by, sort=False, dropna=False)["value"]
     return grouped.agg(mean="mean", sd=lambda v: float(v.std(ddof=1)) if len(v) > 1 else 0.0, n="count").reset_index()
 
 
@@ -165,7 +166,7 @@ def recorded_cell(
 def spent_epsilon(table: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Largest headline epsilon spent per group (empty for non-private variants)."""
     rows = table[table["metric"] == "epsilon_spent"]
-    return rows.groupby(by, sort=False)["value"].max().rename("eps").reset_index()
+    return rows.groupby(by, sort=False, dropna=False)["value"].max().rename("eps").reset_index()
 
 
 @register_renderer("p3gm/table5")
@@ -567,46 +568,84 @@ def unreachable_note(ctx: RenderContext, experiment: str, table: pd.DataFrame, d
     return notes
 
 
-def cell(summary: pd.DataFrame, **where: str) -> str:
-    hit = summary
+def matching(frame: pd.DataFrame, **where) -> pd.DataFrame:
+    """The rows of `frame` whose columns equal `where`'s values (a NaN value matches NaN: non-private epsilon)."""
     for column, value in where.items():
-        hit = hit[hit[column] == value]
+        frame = frame[frame[column].isna() if isinstance(value, float) and pd.isna(value) else frame[column] == value]
+    return frame
+
+
+def cell(summary: pd.DataFrame, **where: str) -> str:
+    hit = matching(summary, **where)
     return mean_sd(*hit[["mean", "sd", "n"]].iloc[0]) if len(hit) else "--"
 
 
-@register_renderer("p3gm/table6")
-def p3gm_table6(ctx: RenderContext) -> None:
-    """Four tabular datasets at (1, 1e-5): AUROC and AUPRC (mean of the four classifiers) per method."""
-    table, datasets = experiment_frame(ctx, "p3gm_tabular", published=True)
-    published = ctx.published()
-    variants = [v for v in COMPETITORS if v in ctx.config["experiments"]["p3gm_tabular"]["variants"]]
-    summaries = {
-        m: seed_summary(table, m, ["dataset", "variant"], "mean4") for m in ("auroc", "auprc", "auprc_flipped")
-    }
-    eps = spent_epsilon(table, ["dataset", "variant"])
+def np_finite(value: float) -> bool:
+    return bool(pd.notna(value)) and abs(float(value)) != float("inf")
+
+
+def cell_value(summary: pd.DataFrame, column: str, **where) -> float:
+    """The first `column` value of the rows matching `where` (NaN if none)."""
+    hit = matching(summary, **where)
+    return float(hit[column].iloc[0]) if len(hit) else float("nan")
+
+
+def setting_rows(setting, table: pd.DataFrame, datasets: list[str], variants: list[str]) -> list[tuple]:
+    """(dataset, target epsilon or None, variant) per table row: in the paper's setting every variant of every
+    dataset at its one epsilon (None: not split); otherwise each target epsilon the runs have, in order."""
+    if setting.is_paper:
+        return [(d, None, v) for d in datasets for v in variants]
     rows = []
     for dataset in datasets:
+        mine = table[table["dataset"] == dataset]
+        if not len(mine):
+            rows += [(dataset, float("nan"), v) for v in variants]
+            continue
+        grid = mine["epsilon"].astype(float)
+        for epsilon in [*sorted(set(grid.dropna())), *([float("nan")] if grid.isna().any() else [])]:
+            present = set(matching(mine.assign(epsilon=grid), epsilon=epsilon)["variant"])
+            rows += [(dataset, epsilon, v) for v in variants if v in present]
+    return rows
+
+
+@register_renderer("p3gm/table6", handles=("datasets", "epsilons"))
+def p3gm_table6(ctx: RenderContext) -> None:
+    """Four tabular datasets at (1, 1e-5): AUROC and AUPRC (mean of the four classifiers) per method.
+
+    Outside the paper's setting (other data or another epsilon grid) one row per dataset, target epsilon and
+    method, the paper's numbers only on its own data and epsilon."""
+    setting = ctx.setting("p3gm_tabular")
+    table, datasets = experiment_frame(ctx, "p3gm_tabular", published=setting.is_paper)
+    published = ctx.published()
+    variants = [v for v in COMPETITORS if v in ctx.config["experiments"]["p3gm_tabular"]["variants"]]
+    by = ["dataset", "variant", "epsilon"]
+    summaries = {m: seed_summary(table, m, by, "mean4") for m in ("auroc", "auprc", "auprc_flipped")}
+    eps = spent_epsilon(table, by)
+    rows = []
+    for dataset, epsilon, variant in setting_rows(setting, table, datasets, variants):
         missing = is_missing(table, dataset)
-        for variant in variants:
-            method = ctx.published_method(variant)
-            row = {"dataset": dataset_label(dataset), "method": LABELS[variant] if variant != "real" else "original"}
-            for metric in ("auroc", "auprc"):
-                name = metric.upper()
-                row[f"{name} (ours)"] = (
-                    missing_text(ctx, "p3gm_tabular", dataset)
-                    if missing
-                    else cell(summaries[metric], dataset=dataset, variant=variant)
-                )
-                paper = published_value(published, dataset, method, metric, "mean4")
-                row[f"{name} ({PAPER_LABEL})"] = paper
-                row[f"{name} ({NOTEBOOK})"] = notebook_if_different(
-                    paper, published_value(published, dataset, method, metric, "mean4", source="reference-code")
-                )
-            flipped = cell(summaries["auprc_flipped"], dataset=dataset, variant=variant)
-            row["AUPRC, other class positive (ours)"] = "" if missing or flipped == "--" else flipped
-            spent = eps[(eps["dataset"] == dataset) & (eps["variant"] == variant)]["eps"]
-            row["epsilon spent"] = float(spent.iloc[0]) if len(spent) else float("nan")
-            rows.append(row)
+        method = ctx.published_method(variant)
+        row = {"dataset": dataset_label(dataset), "method": LABELS[variant] if variant != "real" else "original"}
+        if not setting.is_paper:
+            row["epsilon"] = epsilon
+        shows_paper = setting.paper_dataset(dataset) and (
+            epsilon is None or not np_finite(epsilon) or setting.paper_epsilon(epsilon)
+        )
+        where = {"dataset": dataset, "variant": variant, **({} if epsilon is None else {"epsilon": epsilon})}
+        for metric in ("auroc", "auprc"):
+            name = metric.upper()
+            row[f"{name} (ours)"] = (
+                missing_text(ctx, "p3gm_tabular", dataset) if missing else cell(summaries[metric], **where)
+            )
+            paper = published_value(published, dataset, method, metric, "mean4") if shows_paper else float("nan")
+            row[f"{name} ({PAPER_LABEL})"] = paper
+            notebook = published_value(published, dataset, method, metric, "mean4", source="reference-code")
+            row[f"{name} ({NOTEBOOK})"] = notebook_if_different(paper, notebook) if shows_paper else float("nan")
+        flipped = cell(summaries["auprc_flipped"], **where)
+        row["AUPRC, other class positive (ours)"] = "" if missing or flipped == "--" else flipped
+        spent = cell_value(eps, "eps", **where)
+        row["epsilon spent"] = spent
+        rows.append(row)
     out = pd.DataFrame(rows)
     if not out["AUPRC, other class positive (ours)"].astype(bool).any():
         out = out.drop(columns="AUPRC, other class positive (ours)")
@@ -626,44 +665,47 @@ def p3gm_table6(ctx: RenderContext) -> None:
         "sigma_s 2.0 / sigma_p 15 run, A-G9). Suspicious duplicates in the paper: Ryan's AUROC credit = ISOLET, "
         "PrivBayes AUPRC credit = ISOLET.",
     ]
+    title = "P3GM Table VI - tabular data at (1, 1e-5): AUROC / AUPRC (mean of 4 classifiers)"
+    if not setting.is_paper:
+        title = f"P3GM Table VI's layout ({NOT_PAPER}) - tabular data: AUROC / AUPRC (mean of 4 classifiers)"
     save_table(
-        out, ctx.prefix, "P3GM Table VI - tabular data at (1, 1e-5): AUROC / AUPRC (mean of 4 classifiers)", notes
+        out.dropna(axis=1, how="all") if not setting.is_paper else out, ctx.prefix, title, [*setting.notes(), *notes]
     )
 
 
-@register_renderer("p3gm/table8")
+@register_renderer("p3gm/table8", handles=("datasets", "epsilons"))
 def p3gm_table8(ctx: RenderContext) -> None:
-    """Average total-variation distance of all 2-way marginals (lower is better), ours beside the paper's."""
-    table, datasets = experiment_frame(ctx, "p3gm_tabular", published=True)
+    """Average total-variation distance of all 2-way marginals (lower is better), ours beside the paper's;
+    outside the paper's setting one row per dataset, target epsilon and method (as Table VI)."""
+    setting = ctx.setting("p3gm_tabular")
+    table, datasets = experiment_frame(ctx, "p3gm_tabular", published=setting.is_paper)
     published = ctx.published()
     variants = [v for v in COMPETITORS if v != "real" and v in ctx.config["experiments"]["p3gm_tabular"]["variants"]]
     columns = {"tvd2_clipped": "TVD, clipped bins (ours)", "tvd2_notebook": "TVD, notebook bins (ours)"}
-    summaries = {
-        m: seed_summary(table, m, ["dataset", "variant"])
-        for m in (*columns, "tvd2_public_clipped", "tvd2_public_notebook")
-    }
+    by = ["dataset", "variant", "epsilon"]
+    summaries = {m: seed_summary(table, m, by) for m in (*columns, "tvd2_public_clipped", "tvd2_public_notebook")}
     rows = []
-    for dataset in datasets:
+    for dataset, epsilon, variant in setting_rows(setting, table, datasets, variants):
         missing = is_missing(table, dataset)
-        entries = [(v, LABELS[v], "") for v in variants]
-        if "p3gm" in variants:
+        shows_paper = setting.paper_dataset(dataset) and (epsilon is None or setting.paper_epsilon(epsilon))
+        where = {"dataset": dataset, "variant": variant, **({} if epsilon is None else {"epsilon": epsilon})}
+        entries = [(variant, LABELS[variant], "")]
+        if variant == "p3gm":
             entries.append(("p3gm", "P3GM (public reconstructions)", "_public"))
         for variant, label, public in entries:
             method = ctx.published_method(variant)
             row = {"dataset": dataset_label(dataset), "method": label}
+            if not setting.is_paper:
+                row["epsilon"] = epsilon
             for metric, name in columns.items():
                 key = metric.replace("tvd2", f"tvd2{public}")
-                row[name] = (
-                    missing_text(ctx, "p3gm_tabular", dataset)
-                    if missing
-                    else cell(summaries[key], dataset=dataset, variant=variant)
-                )
-            paper = published_value(published, dataset, method, "tvd2")
+                row[name] = missing_text(ctx, "p3gm_tabular", dataset) if missing else cell(summaries[key], **where)
+            paper = published_value(published, dataset, method, "tvd2") if shows_paper else float("nan")
             notebook = published_value(
                 published, dataset, method, "tvd2", setting="reading=notebook", source="reference-code"
             )
             row[f"TVD ({PAPER_LABEL})"] = paper if not public else float("nan")
-            row[f"TVD ({NOTEBOOK})"] = notebook if public else float("nan")
+            row[f"TVD ({NOTEBOOK})"] = notebook if public and shows_paper else float("nan")
             rows.append(row)
     notes = [
         *standin_note(datasets),
@@ -677,12 +719,10 @@ def p3gm_table8(ctx: RenderContext) -> None:
         "records, which is what the notebook scored (A-G10) and what reproduces the paper's P3GM column.",
         "Paper: Table VIII; 'notebook' = the reference code's printed value (P3GM public reconstructions).",
     ]
-    save_table(
-        pd.DataFrame(rows),
-        ctx.prefix,
-        "P3GM Table VIII - 2-way marginals: average total-variation distance (lower is better)",
-        notes,
-    )
+    title = "P3GM Table VIII - 2-way marginals: average total-variation distance (lower is better)"
+    if not setting.is_paper:
+        title = f"P3GM Table VIII's layout ({NOT_PAPER}) - 2-way marginals: average TVD (lower is better)"
+    save_table(pd.DataFrame(rows), ctx.prefix, title, [*setting.notes(), *notes])
 
 
 def _errorbar_lines(ax, table: pd.DataFrame, x_of, metric: str, classifier: str | None, variants: list[str]) -> None:
@@ -716,12 +756,14 @@ def _no_data(ax, dataset: str) -> None:
     )
 
 
-@register_renderer("p3gm/fig4")
+@register_renderer("p3gm/fig4", handles=("datasets", "epsilons"))
 def p3gm_fig4(ctx: RenderContext) -> None:
-    """Kaggle Credit AUROC and AUPRC (mean of 4 classifiers) vs epsilon: P3GM, DP-GM, PrivBayes."""
+    """Kaggle Credit AUROC and AUPRC (mean of 4 classifiers) vs epsilon: P3GM, DP-GM, PrivBayes; on other data
+    each panel is titled with its dataset and the notebook's Credit curve is drawn on Credit panels only."""
     from dpvae.render.output import apply_style, pyplot
 
     apply_style()
+    setting = ctx.setting("p3gm_credit_eps")
     table, datasets = experiment_frame(ctx, "p3gm_credit_eps")
     published = ctx.published()
     notebook = published[(published["source"] == "reference-code") & (published["method"] == "p3gm")]
@@ -731,7 +773,7 @@ def p3gm_fig4(ctx: RenderContext) -> None:
         for ax, metric in zip(row_axes, ("auroc", "auprc")):
             ax.set(
                 xscale="log",
-                xlabel="$\\varepsilon$ ($\\delta$ = 1e-5)",
+                xlabel=f"$\\varepsilon$ ($\\delta$ = {ctx.config.get('delta', 1e-5):g})",
                 ylabel=f"{metric.upper()} (mean of 4 classifiers)",
                 title=f"{dataset_label(dataset)} - {metric.upper()}",
             )
@@ -741,8 +783,9 @@ def p3gm_fig4(ctx: RenderContext) -> None:
             _errorbar_lines(
                 ax, table[table["dataset"] == dataset], lambda r: float(r["epsilon"]), metric, "mean4", variants
             )
-            points = notebook[notebook["metric"] == metric].sort_values("epsilon")
-            if not dataset.endswith(STANDIN) and len(points):
+            points = notebook[(notebook["metric"] == metric) & (notebook["dataset"] == "credit")]
+            if paper_dataset(dataset) == "credit" and len(points):  # the notebook ran Kaggle Credit only
+                points = points.sort_values("epsilon")
                 ax.plot(
                     points["epsilon"],
                     points["value"],
@@ -751,9 +794,16 @@ def p3gm_fig4(ctx: RenderContext) -> None:
                     label="P3GM, reference notebook (authors' printed values)",
                 )
             ax.legend(fontsize=7)
-    suffix = " - STAND-IN DATA (generated, not Kaggle Credit)" if any(d.endswith(STANDIN) for d in datasets) else ""
-    fig.suptitle(f"P3GM Fig. 4 - Kaggle Credit utility vs $\\varepsilon$ (mean ± sd over seeds){suffix}", fontsize=10)
+    if setting.is_paper or all(paper_dataset(d.removesuffix(STANDIN)) == "credit" for d in datasets):
+        suffix = " - STAND-IN DATA (generated, not Kaggle Credit)" if any(d.endswith(STANDIN) for d in datasets) else ""
+        title = f"P3GM Fig. 4 - Kaggle Credit utility vs $\\varepsilon$ (mean ± sd over seeds){suffix}"
+    else:
+        names = ", ".join(dataset_label(d) for d in datasets)
+        title = f"P3GM Fig. 4's layout - {names}: utility vs $\\varepsilon$ (mean ± sd over seeds)"
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
+    if not setting.is_paper:
+        fig.text(0.5, 1.03, "\n".join(setting.notes()), ha="center", va="bottom", fontsize=7, color="#b00020")
     save_figure(fig, ctx.prefix)
 
 

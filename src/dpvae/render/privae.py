@@ -164,7 +164,7 @@ def _claim_lines(summary: pd.DataFrame, rows: dict[str, list[str]]) -> list[str]
     return lines
 
 
-@register_renderer("privae/fig1")
+@register_renderer("privae/fig1", handles=("epsilons",))
 def privae_fig1(ctx: RenderContext) -> None:
     """Sparsity, log-likelihood and MMD vs epsilon: the paper's calibration (top) and the sound one (bottom)."""
     from dpvae.render.output import apply_style, pyplot, save_figure

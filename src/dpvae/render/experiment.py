@@ -1,0 +1,122 @@
+"""figures/experiments/<experiment>.pdf (+ .csv, .tex): one table for any experiment, paper or not.
+
+Long format, one row per dataset × variant × target epsilon (× sweep point) × metric (× classifier): the mean,
+sd and number of seeds, the epsilon each run's privacy ledger spent (headline, paper and sound accountings;
+the largest over seeds) and the wall time per run from Snakemake's benchmark files. It reads whatever the
+experiment's tidy tables hold: no dataset, method or metric is assumed to be built in.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from dpvae.errors import DataError
+from dpvae.provenance import git_commit, sha256_json
+from dpvae.render.output import Stamp, save_table, stamped
+
+#: ledger rows of the tidy tables (columns of the rendered table, not metrics)
+SPENT = {
+    "epsilon_spent": "eps spent",
+    "epsilon_spent_paper": "eps spent (paper)",
+    "epsilon_spent_sound": "eps spent (sound)",
+}
+KEYS = ["dataset", "variant", "epsilon", "point"]
+
+
+def benchmark_seconds(path: str | Path) -> float:
+    """Wall seconds (column `s`) of one Snakemake benchmark file; a DataError naming it if unreadable."""
+    try:
+        with open(path, newline="") as handle:
+            rows = list(csv.DictReader(handle, delimiter="\t"))
+        return float(sum(float(row["s"]) for row in rows))
+    except (OSError, KeyError, ValueError) as error:
+        raise DataError(f"{path}: not a Snakemake benchmark file with an 's' column ({error})") from None
+
+
+def run_wall_times(runs: list[dict]) -> pd.DataFrame:
+    """One row per run directory: dataset, variant, epsilon, seed, train and total (train + sample + evaluate)
+    wall seconds; `runs` = [{"dir": .../runs/<dataset>/<variant>/eps<e>/seed<s>, "benchmarks": [paths]}]."""
+    rows = []
+    for run in runs:
+        parts = Path(run["dir"]).parts
+        seconds = {Path(b).stem: benchmark_seconds(b) for b in run["benchmarks"]}
+        rows.append(
+            {
+                "dataset": parts[-4],
+                "variant": parts[-3],
+                "epsilon": float(parts[-2].removeprefix("eps")),
+                "seed": int(parts[-1].removeprefix("seed")),
+                "train_s": seconds.get("train", float("nan")),
+                "total_s": sum(seconds.values()) if seconds else float("nan"),
+            }
+        )
+    return pd.DataFrame(rows, columns=["dataset", "variant", "epsilon", "seed", "train_s", "total_s"])
+
+
+def experiment_table(table: pd.DataFrame, walls: pd.DataFrame) -> pd.DataFrame:
+    """The rendered table from an experiment's tidy rows and its runs' wall times (see the module docstring)."""
+    table = table[table["step"].isna()].copy()  # per-step curves are summarised by their own items
+    table["epsilon"] = table["epsilon"].astype(float).fillna(float("inf"))  # non-private runs: eps inf
+    table["point"] = table["point"].astype("string").fillna("")
+    table["classifier"] = table["classifier"].astype("string").fillna("")
+    order = {column: list(dict.fromkeys(table[column])) for column in ("dataset", "variant", "metric")}
+    spent = table[table["metric"].isin(list(SPENT))]
+    spent = spent.pivot_table(index=KEYS, columns="metric", values="value", aggfunc="max").rename(columns=SPENT)
+    values = table[~table["metric"].isin(list(SPENT))]
+    grouped = values.groupby([*KEYS, "method", "metric", "classifier"], sort=False, dropna=False)["value"]
+    out = grouped.agg(mean="mean", sd=lambda v: float(v.std(ddof=1)) if len(v) > 1 else 0.0, n="count").reset_index()
+    out = out.join(spent.reindex(columns=list(SPENT.values())), on=KEYS)
+    if len(walls):
+        walls = walls.assign(point="")
+        per_run = walls.groupby(["dataset", "variant", "epsilon"])[["train_s", "total_s"]].mean()
+        out = out.join(per_run.rename(columns={"train_s": "train s/run", "total_s": "total s/run"}), on=KEYS[:3])
+    else:
+        out["train s/run"] = out["total s/run"] = float("nan")
+    for column, values_in_order in order.items():
+        rank = {v: i for i, v in enumerate(values_in_order)}
+        out[f"_{column}"] = out[column].map(rank)
+    out = out.sort_values(["_dataset", "_variant", "epsilon", "point", "_metric", "classifier"], kind="stable")
+    out = out.drop(columns=["_dataset", "_variant", "_metric"]).reset_index(drop=True)
+    out = out.rename(columns={"epsilon": "eps target"})
+    if not out["point"].astype(bool).any():
+        out = out.drop(columns="point")
+    if not out["classifier"].astype(bool).any():
+        out = out.drop(columns="classifier")
+    return out.dropna(axis=1, how="all")
+
+
+def render_experiment(spec_path: str | Path, prefix: str | Path) -> pd.DataFrame:
+    """Write <prefix>.pdf, .csv and .tex for the experiment of an experiment spec file (`Plan.experiment_spec`)."""
+    spec = json.loads(Path(spec_path).read_text())
+    frames = [pd.read_csv(p) for p in spec["tables"]]
+    if not frames or all(f.empty for f in frames):
+        raise DataError(
+            f"experiment '{spec['experiment']}': its tidy tables hold no rows ({', '.join(spec['tables'])})"
+        )
+    table = pd.concat(frames, ignore_index=True)
+    out = experiment_table(table, run_wall_times(spec["runs"]))
+    sweep = next((s for s in table["sweep"].dropna()), None)
+    notes = [
+        "mean, sd (over seeds; 0 for one seed) and n = number of seeds per dataset, variant (method), target "
+        "epsilon (inf: non-private)"
+        + (f", sweep point ({sweep})" if sweep else "")
+        + f" and metric; delta = {spec['delta']:g}.",
+        "eps spent: the largest over seeds of the run's privacy ledger (privacy.json): the headline epsilon and, "
+        "where the method keeps both, its paper and sound accountings; empty = non-private.",
+        "train s/run: wall seconds of the training job, total s/run: training + sampling + every metric's "
+        "evaluation (Snakemake benchmark files), mean over seeds; a shared first stage (stage1) is not counted.",
+    ]
+    if spec.get("left_out"):
+        notes.append(f"left out (config data.unreachable): {', '.join(spec['left_out'])}.")
+    if spec.get("items"):
+        notes.append(f"The paper's renderings of this experiment: {', '.join(spec['items'])} (figures/<paper>/<item>).")
+    title = f"Experiment '{spec['experiment']}'" + (f": {spec['description']}" if spec.get("description") else "")
+    seeds = tuple(sorted({int(s) for s in table["seed"].dropna()}))
+    stamp = Stamp(scale=spec["scale"], commit=git_commit(), config_sha256=sha256_json(spec), seeds=seeds)
+    with stamped(stamp):
+        save_table(out, prefix, title, notes)
+    return out

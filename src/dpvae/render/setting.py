@@ -1,0 +1,120 @@
+"""The paper's setting of each trained experiment, and the check that keeps a paper item from mislabelling.
+
+A paper item is drawn for the datasets and the epsilon grid its paper used. Rendered on other data or another
+grid (a config overlay), a renderer either handles it (epsilon and dataset stay axes, the paper's title and
+published numbers are dropped for data the paper did not use, the page says "not the paper's setting"), and
+declares so at registration (`register_renderer(key, handles=("datasets", "epsilons"))`), or the item is
+refused with one line naming what it cannot show — while planning, before any job, and again when rendering.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dpvae.errors import ConfigError
+from dpvae.reproductions import published_dataset
+
+NOT_PAPER = "not the paper's setting"
+HANDLES = frozenset({"datasets", "epsilons"})
+
+#: trained experiment -> (the papers' names of the datasets it was written for, the paper's epsilon grid)
+PAPER_SETTINGS: dict[str, tuple[frozenset[str], tuple[float, ...]]] = {
+    "privae_sparsity": (frozenset({"fashion-mnist"}), (1, 2, 5, 10, 20, 50, 100)),
+    "privae_clustering": (frozenset({"pinwheel"}), (10,)),
+    "lvae_mia": (frozenset({"mnist"}), (1,)),
+    "lvae_spectral": (frozenset({"mnist"}), (1,)),
+    "p3gm_credit_components": (frozenset({"credit"}), (1,)),
+    "p3gm_tabular": (frozenset({"credit", "esr", "adult", "isolet"}), (1,)),
+    "p3gm_images": (frozenset({"mnist", "fashion-mnist"}), (1,)),
+    "p3gm_credit_eps": (frozenset({"credit"}), (0.1, 0.5, 1, 5)),
+    "p3gm_pca_dim": (frozenset({"mnist"}), (1,)),
+    "p3gm_dimension": (frozenset({"twogauss"}), (1,)),
+    "p3gm_efficiency": (frozenset({"mnist", "credit"}), (1,)),
+    "p3gm_allocation": (frozenset({"credit", "adult"}), (1,)),
+    "dp2vae_eps10": (frozenset({"mnist", "fashion-mnist"}), (10,)),
+    "dp2vae_eps1": (frozenset({"mnist", "fashion-mnist", "celeba"}), (1,)),
+    "dp2vae_gswgan_eps1": (frozenset({"mnist", "fashion-mnist"}), (1,)),
+    "dp2vae_gswgan_ablation": (frozenset({"mnist"}), (10,)),
+    "dp2vae_ablation": (frozenset({"mnist"}), (10,)),
+    "dp2vae_celeba_eps10": (frozenset({"celeba"}), (10,)),
+    "dp2vae_eps02": (frozenset({"mnist", "fashion-mnist", "celeba"}), (0.2,)),
+    "dp2vae_lr": (frozenset({"mnist"}), (10,)),
+}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """How an experiment's configured datasets and epsilons compare with its paper's."""
+
+    experiment: str
+    foreign_datasets: tuple[str, ...] = ()  # our ids of data the paper did not use (stand-ins count as theirs)
+    foreign_epsilons: tuple[float, ...] = ()  # configured target epsilons outside the paper's grid
+    paper_datasets: frozenset[str] = frozenset()
+    paper_epsilons: tuple[float, ...] = ()
+
+    @property
+    def is_paper(self) -> bool:
+        return not self.foreign_datasets and not self.foreign_epsilons
+
+    def paper_dataset(self, dataset: str) -> bool:
+        """Whether the paper used `dataset` (one of our ids; unknown experiments: every dataset)."""
+        return not self.paper_datasets or published_dataset(dataset)[0] in self.paper_datasets
+
+    def paper_epsilon(self, epsilon: float) -> bool:
+        return not self.paper_epsilons or any(abs(float(epsilon) - e) < 1e-9 for e in self.paper_epsilons)
+
+    def notes(self) -> list[str]:
+        """The on-page line saying how this differs from the paper (none in the paper's setting)."""
+        if self.is_paper:
+            return []
+        parts = []
+        if self.foreign_datasets:
+            parts.append(
+                f"data the paper did not use ({', '.join(self.foreign_datasets)}: no title or published number "
+                "of the paper applies to it)"
+            )
+        if self.foreign_epsilons:
+            parts.append(
+                f"epsilons {_eps(self.foreign_epsilons)} outside the paper's grid ({_eps(self.paper_epsilons)}); "
+                "epsilon is shown per row / on the axis"
+            )
+        return [f"{NOT_PAPER.upper()}: experiment '{self.experiment}' runs " + " and ".join(parts) + "."]
+
+
+def _eps(values) -> str:
+    return ", ".join(f"{float(v):g}" for v in values)
+
+
+def experiment_setting(experiment: str, exp: dict) -> Setting:
+    """The Setting of one configured experiment (the paper's setting for analyses and unknown experiments)."""
+    if experiment not in PAPER_SETTINGS or "analysis" in exp:
+        return Setting(experiment)
+    datasets, epsilons = PAPER_SETTINGS[experiment]
+    foreign = tuple(d for d in exp.get("datasets", ()) if published_dataset(d)[0] not in datasets)
+    grid = tuple(float(e) for e in exp.get("epsilons", ()))
+    outside = tuple(e for e in grid if not any(abs(e - p) < 1e-9 for p in epsilons))
+    return Setting(experiment, foreign, outside, datasets, epsilons)
+
+
+def setting_problem(key: str, experiments: dict[str, dict], handles: frozenset[str] | tuple[str, ...]) -> str | None:
+    """One line naming what item `key` cannot show of its experiments' configuration, or None."""
+    for name, exp in experiments.items():
+        setting = experiment_setting(name, exp)
+        if setting.foreign_datasets and "datasets" not in handles:
+            return (
+                f"{key} cannot show experiments.{name}.datasets {', '.join(setting.foreign_datasets)}: it is drawn "
+                f"for the paper's data ({', '.join(sorted(setting.paper_datasets))}) only; "
+                f"figures/experiments/{name}.pdf tables any data"
+            )
+        if setting.foreign_epsilons and "epsilons" not in handles:
+            return (
+                f"{key} cannot show experiments.{name}.epsilons {_eps(setting.foreign_epsilons)}: it is drawn at the "
+                f"paper's epsilon {_eps(setting.paper_epsilons)} only; figures/experiments/{name}.pdf tables any grid"
+            )
+    return None
+
+
+def check_setting(key: str, experiments: dict[str, dict], handles: frozenset[str] | tuple[str, ...]) -> None:
+    """Refuse (ConfigError, one line) an item rendered on a setting its renderer cannot show."""
+    if problem := setting_problem(key, experiments, handles):
+        raise ConfigError(problem)
