@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from dpvae.data.declared import Facts
 from dpvae.devices import resolve_device
 from dpvae.errors import NotBuiltError
 from dpvae.models.precision import DEFAULT as DEFAULT_PRECISION
@@ -153,6 +154,12 @@ class Method(ABC):
     RESOURCES: ClassVar[Resources] = Resources()
     precisions: ClassVar[tuple[str, ...]] = (DEFAULT_PRECISION,)
     implemented: ClassVar[bool] = True
+    kinds: ClassVar[tuple[str, ...]] = ("table", "image")  # the data it trains on: [d] records, [C, H, W] images
+
+    def data_errors(self, params: MethodParams, facts: Facts) -> list[tuple[str, str]]:
+        """[(parameter or '', why)] where these parameters do not fit data with these facts (`n_train`: the run's
+        training records, after `max_train`); checked at validation. Empty: they fit."""
+        return []
 
     def resources(self, params: MethodParams, dataset: str) -> Resources:
         """A training job's resources for these parameters (override to scale with them)."""
@@ -193,6 +200,22 @@ class Method(ABC):
 
     def __repr__(self) -> str:
         return f"<method {self.name} ({type(self).__module__})>"
+
+
+def halvings_error(facts: Facts, halvings: int) -> str | None:
+    """Why images of `facts` cannot be halved `halvings` times by a conv stack (None if they can)."""
+    side = 2**halvings
+    _, height, width = facts.record_shape
+    if height % side or width % side:
+        return f"{halvings} halvings need image sides divisible by {side}, the data's images are {height}x{width}"
+    return None
+
+
+def subsets_error(count: int, facts: Facts) -> str | None:
+    """Why `count` disjoint subsets of the run's training records would be empty (None if not)."""
+    if count > facts.n_train:
+        return f"{count} disjoint subsets of the run's {facts.n_train} training records leave some empty"
+    return None
 
 
 STAGE1_KIND = "stage1"

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from dpvae.methods.base import Method, Resources, RunContext
+from dpvae.methods.base import Method, Resources, RunContext, halvings_error
 from dpvae.methods.registry import register_method
 from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
 
 if TYPE_CHECKING:
+    from dpvae.data.declared import Facts
     from dpvae.privacy.ledger import Ledger
 
 
@@ -47,6 +48,11 @@ class DPMERF(Method):
     Params = DPMERFParams
     RESOURCES = Resources(threads=2, mem_mb=6000, runtime=120, gpu=True)
     precisions = PRECISIONS
+    kinds = ("image",)
+
+    def data_errors(self, params: MethodParams, facts: Facts) -> list[tuple[str, str]]:
+        problem = halvings_error(facts, len(params.gen_channels))  # one 2x upsampling per channel count
+        return [("gen_channels", problem)] if problem else []
 
     def train(self, ctx: RunContext) -> Ledger:
         from dpvae.methods.dp_merf.train import train
