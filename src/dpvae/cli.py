@@ -62,6 +62,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="accept files without a published checksum, recording their sha256 (config data.allow_unverified)",
     )
+    p.add_argument(
+        "--declared",
+        type=_json,
+        default=None,
+        help="a dataset declared in the config: its paths, options and sha256 (JSON, dpvae.data.declared)",
+    )
 
     p = sub.add_parser("prepare", help="write a dataset's canonical prepared form")
     p.add_argument("--dataset", required=True)
@@ -211,9 +217,14 @@ def _run(args: argparse.Namespace) -> int:
 
         print((method_catalog if args.stage == "methods" else metric_catalog)(args.name))
     elif args.stage == "fetch":
-        from dpvae.data.registry import fetch_source
+        if args.declared is not None:
+            from dpvae.data.declared import copy_in
 
-        fetch_source(args.source, args.root, args.mirror, allow_unverified=args.allow_unverified)
+            copy_in(args.source, args.declared, args.root)
+        else:
+            from dpvae.data.registry import fetch_source
+
+            fetch_source(args.source, args.root, args.mirror, allow_unverified=args.allow_unverified)
     elif args.stage == "prepare":
         from dpvae.data.registry import prepare_dataset
 

@@ -100,7 +100,9 @@ def problems(dataset_id: str, entry: Mapping[str, Any]) -> list[str]:
             known = ", ".join(TABLE_SUFFIXES + IMAGE_SUFFIXES)
             found.append(f"config key '{key}.{name}': {path} is neither a table nor image arrays (suffixes: {known})")
         elif not Path(path).is_file():
-            found.append(f"config key '{key}.{name}': no such file {path} (relative paths are to the working directory)")
+            found.append(
+                f"config key '{key}.{name}': no such file {path} (relative paths are to the working directory)"
+            )
     if found:
         return found
     if entry.get("test_path") is not None and kind_of(entry["test_path"]) != kind_of(entry["path"]):
@@ -180,7 +182,9 @@ def spec_fields(dataset_id: str, entry: Mapping[str, Any], *, with_facts: bool =
         "dataset_id": dataset_id,
         "description": entry.get("description") or f"declared in the configuration: {entry['path']}",
         "source": dataset_id,
-        "files": tuple(RemoteFile(name, (), sha256=pinned[name], checksum_source="recorded on first use") for name in pinned),
+        "files": tuple(
+            RemoteFile(name, (), sha256=pinned[name], checksum_source="recorded on first use") for name in pinned
+        ),
         "build": partial(build, entry=dict(entry)),
         "split": split,
         "scaling": TABLE_SCALING if kind == "table" else IMAGE_SCALING,
@@ -213,7 +217,9 @@ def copy_in(dataset_id: str, declared: Mapping[str, Any], root: str | Path) -> P
         try:
             copy_verified(Path(path), raw_dir / name, pinned[name])
         except DataError as error:
-            raise DataError(f"dataset '{dataset_id}': {error}; it changed since the run was planned: run it again") from None
+            raise DataError(
+                f"dataset '{dataset_id}': {error}; it changed since the run was planned: run it again"
+            ) from None
     write_json(raw_dir / DECLARATION, dict(declared))
     return write_text(raw_dir / "SHA256SUMS", "".join(f"{digest}  {name}\n" for name, digest in sorted(pinned.items())))
 

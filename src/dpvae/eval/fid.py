@@ -138,7 +138,9 @@ def fid_sizes(options: FIDOptions, facts: Facts, n_synthetic: int) -> list[tuple
         problems.append(("n_samples", f"{options.n_samples} generated images but a run draws {n_synthetic}"))
     split = facts.n_train if options.reference == "train" else facts.n_test
     if options.reference_n is not None and options.reference_n > split:
-        problems.append(("reference_n", f"{options.reference_n} real images but the {options.reference} split has {split}"))
+        problems.append(
+            ("reference_n", f"{options.reference_n} real images but the {options.reference} split has {split}")
+        )
     return problems
 
 

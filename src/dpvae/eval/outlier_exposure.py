@@ -39,7 +39,9 @@ class OutlierOptions(MetricOptions):
 def reference_size(options: OutlierOptions, facts: Facts, n_synthetic: int) -> list[tuple[str, str]]:
     """The typical records come from the run's training records."""
     if options.n_reference > facts.n_train:
-        return [("n_reference", f"{options.n_reference} typical records but the run has {facts.n_train} training records")]
+        return [
+            ("n_reference", f"{options.n_reference} typical records but the run has {facts.n_train} training records")
+        ]
     return []
 
 

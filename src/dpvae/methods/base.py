@@ -124,6 +124,10 @@ class RunContext:
         if self.stage1 is not None:
             return self.stage1.data
         prepared = load_prepared(Path(self.spec["data_root"]) / "prepared" / self.spec["dataset"])
+        if (expected := self.spec.get("data_identity")) is not None:  # a dataset declared in the config
+            from dpvae.data.declared import check_identity
+
+            check_identity(prepared, expected, f"run {self.spec.get('run_id', self.spec['run'])}")
         limit = getattr(self.params, "max_train", None)
         if limit and limit < len(prepared.train.y):
             keep = self.rng("max_train").choice(len(prepared.train.y), size=limit, replace=False)

@@ -57,7 +57,9 @@ class GSWGAN(Method):
     def data_errors(self, params: GSWGANParams, facts: Facts) -> list[tuple[str, str]]:
         problems = [("discriminators", subsets_error(params.discriminators, facts))]
         if facts.record_shape != (1, 28, 28):
-            problems.append(("", f"its networks take 1x28x28 images, the data's are {'x'.join(map(str, facts.record_shape))}"))
+            problems.append(
+                ("", f"its networks take 1x28x28 images, the data's are {'x'.join(map(str, facts.record_shape))}")
+            )
         return [(k, v) for k, v in problems if v]
 
     def resources(self, params: GSWGANParams, dataset: str) -> Resources:

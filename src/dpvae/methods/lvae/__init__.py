@@ -74,6 +74,7 @@ class LVAE(Method):
         if facts.record_shape != (1, 28, 28):
             return [("", f"its networks take 1x28x28 images, the data's are {'x'.join(map(str, facts.record_shape))}")]
         return []
+
     RESOURCES = Resources(threads=2, mem_mb=3000, runtime=120)
     precisions = PRECISIONS
 

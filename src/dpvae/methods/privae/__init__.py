@@ -88,6 +88,7 @@ class VAEConv(Method):
         if facts.record_shape != (1, 32, 32):
             return [("", f"the conv VAE takes 1x32x32 images, the data's are {'x'.join(map(str, facts.record_shape))}")]
         return []
+
     RESOURCES = Resources(threads=2, mem_mb=4000, runtime=60)
     precisions = PRECISIONS
 
