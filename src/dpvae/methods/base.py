@@ -159,6 +159,11 @@ class Method(ABC):
     precisions: ClassVar[tuple[str, ...]] = (DEFAULT_PRECISION,)
     implemented: ClassVar[bool] = True
     kinds: ClassVar[tuple[str, ...]] = ("table", "image")  # the data it trains on: [d] records, [C, H, W] images
+    #: how its defaults scale with the data (widths, batch, epochs), or which parameter a small dataset needs
+    data_scaling: ClassVar[str] = (
+        "Defaults are fixed sizes, not fractions of the data; `max_train` caps the records it trains on and "
+        "validation refuses a `batch_size` larger than the training split."
+    )
 
     def data_errors(self, params: MethodParams, facts: Facts) -> list[tuple[str, str]]:
         """[(parameter or '', why)] where these parameters do not fit data with these facts (`n_train`: the run's

@@ -42,6 +42,10 @@ class DPMERFParams(MethodParams):
 @register_method
 class DPMERF(Method):
     name = "dp-merf"
+    data_scaling = (
+        "Images whose sides divide by 2^len(`gen_channels`) (checked); `rff_sigma` is a length scale in pixel "
+        "units, about 3.75 sqrt(pixels) (105 for 28x28, 30 for 8x8): set it for other sizes."
+    )
     paper = "dp2vae"
     private = True
     description = "DP-MERF: random-feature mean embeddings, one Gaussian release"
