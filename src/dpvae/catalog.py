@@ -30,6 +30,8 @@ def method_catalog(name: str | None = None) -> str:
             f"{', GPU when available' if r.gpu else ''}; config `precision` applied: "
             f"{', '.join(method.precisions)}.",
             "",
+            f"With your data ({' or '.join(method.kinds)} records): {method.data_scaling}",
+            "",
             *_fields(method.Params),
             "",
         ]

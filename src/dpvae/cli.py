@@ -53,6 +53,26 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("metrics", help="every metric with what it needs and its typed options (markdown)")
     p.add_argument("name", nargs="?", help="only this metric")
 
+    p = sub.add_parser(
+        "synth", help="one synthetic dataset: train a method on a file or dataset id, sample, write the ledger beside"
+    )
+    p.add_argument("--method", required=True, help="a method (`python -m dpvae methods`)")
+    p.add_argument("--data", required=True, help="a .csv / .parquet table or an .npz of images, or a dataset id")
+    p.add_argument("--epsilon", type=float, default=None, help="target epsilon (private methods)")
+    p.add_argument("--delta", type=float, default=1e-5, help="target delta (default 1e-5)")
+    p.add_argument("--params", nargs="*", default=[], metavar="K=V", help="the method's parameters (YAML values)")
+    p.add_argument("--out", required=True, type=Path, help="synthetic.csv (a table) or synthetic.npz (x, y)")
+    p.add_argument(
+        "--audit", nargs="?", type=int, const=1000, default=None, metavar="CANARIES",
+        help="train with a one-run canary audit (audit.json beside privacy.json; default 1000 canaries)",
+    )  # fmt: skip
+    p.add_argument("--n", type=int, default=None, help="records to draw (default: the training split's size)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--label", default=None, help="a table's label column (default: one named label/target/y/class)")
+    p.add_argument("--positive", default=None, help="a table's positive label value (y = 1 for it, 0 otherwise)")
+    p.add_argument("--root", type=Path, default=Path("data"), help="the data root (default: data, as the workflow)")
+    p.add_argument("--device", default="auto", help="torch device: auto, cpu or cuda")
+
     p = sub.add_parser("fetch", help="download or copy from the mirror, and verify, a dataset's raw files")
     p.add_argument("--source", required=True, help="raw source name (data/raw/<source>)")
     p.add_argument("--root", required=True)
@@ -61,6 +81,12 @@ def _parser() -> argparse.ArgumentParser:
         "--allow-unverified",
         action="store_true",
         help="accept files without a published checksum, recording their sha256 (config data.allow_unverified)",
+    )
+    p.add_argument(
+        "--declared",
+        type=_json,
+        default=None,
+        help="a dataset declared in the config: its paths, options and sha256 (JSON, dpvae.data.declared)",
     )
 
     p = sub.add_parser("prepare", help="write a dataset's canonical prepared form")
@@ -219,10 +245,25 @@ def _run(args: argparse.Namespace) -> int:
         from dpvae.catalog import method_catalog, metric_catalog
 
         print((method_catalog if args.stage == "methods" else metric_catalog)(args.name))
-    elif args.stage == "fetch":
-        from dpvae.data.registry import fetch_source
+    elif args.stage == "synth":
+        from dpvae.synth import Request, parse_params, synth
 
-        fetch_source(args.source, args.root, args.mirror, allow_unverified=args.allow_unverified)
+        fields = ("method", "data", "epsilon", "delta", "out", "audit", "n", "seed", "root", "label", "positive")
+        request = Request(**{k: getattr(args, k) for k in fields}, params=parse_params(args.params), device=args.device)
+        out = synth(request)
+        print(
+            f"wrote {out} and {out.parent / 'privacy.json'}"
+            + (f" and {out.parent / 'audit.json'}" if args.audit else "")
+        )
+    elif args.stage == "fetch":
+        if args.declared is not None:
+            from dpvae.data.declared import copy_in
+
+            copy_in(args.source, args.declared, args.root)
+        else:
+            from dpvae.data.registry import fetch_source
+
+            fetch_source(args.source, args.root, args.mirror, allow_unverified=args.allow_unverified)
     elif args.stage == "prepare":
         from dpvae.data.registry import prepare_dataset
 

@@ -1,9 +1,11 @@
 """Load and validate the workflow configuration before any job runs.
 
 Two layers: the JSON Schema (`dpvae.schema`: types, ranges, unknown keys, defaults) and the checks a schema
-cannot express — datasets, variants, methods, metrics and analyses exist; every variant's parameters fit
-*its* method's typed parameters (`Method.Params`) and every metric's options its `Options`; a batch fits in
-its training set; private variants have epsilons. Every problem is reported with the dotted key.
+cannot express — datasets (built-in or declared under `datasets`, their files readable), variants, methods,
+metrics and analyses exist; every variant's parameters fit *its* method's typed parameters (`Method.Params`)
+and every metric's options its `Options`; the data fits what runs on it (a batch in its training set, an
+image method on images, a metric's sizes in its splits: `Method.data_errors`, `Metric.data_errors`); private
+variants have epsilons. Every problem is reported with the dotted key.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ def _reference_errors(config: dict) -> Iterator[str]:
     from dpvae.items import PAPERS, SECTIONS
     from dpvae.methods.registry import METHODS
 
+    yield from _declared_errors(config)
     variants = config["variants"]
     for name, variant in variants.items():
         if variant["method"] not in METHODS:
@@ -54,7 +57,7 @@ def _reference_errors(config: dict) -> Iterator[str]:
                 f"{_did_you_mean(variant['method'], METHODS.names())} (known: {', '.join(sorted(METHODS))})"
             )
             continue
-        yield from _variant_param_errors(name, variant, METHODS.get(variant["method"]))
+        yield from _variant_param_errors(config, name, variant, METHODS.get(variant["method"]))
         if variant.get("audit") and not _is_private(config, name):
             yield f"config key 'variants.{name}.audit': only a private variant can be audited"
         for paper in variant.get("published_as", {}):
@@ -66,7 +69,7 @@ def _reference_errors(config: dict) -> Iterator[str]:
 
     yield from _evaluation_errors(config.get("evaluation", {}), METRICS)
     for i, ds in enumerate(config.get("data", {}).get("unreachable", [])):
-        if err := _dataset_error(f"data.unreachable[{i}]", ds):
+        if err := _dataset_error(config, f"data.unreachable[{i}]", ds):
             yield err
 
     for name, exp in config["experiments"].items():
@@ -74,7 +77,7 @@ def _reference_errors(config: dict) -> Iterator[str]:
         if exp["paper"] not in SECTIONS:
             yield f"config key '{key}.paper': unknown paper '{exp['paper']}' (known: {', '.join(SECTIONS)})"
         for i, ds in enumerate(exp["datasets"]):
-            if err := _dataset_error(f"{key}.datasets[{i}]", ds):
+            if err := _dataset_error(config, f"{key}.datasets[{i}]", ds):
                 yield err
         if "analysis" in exp:
             if exp["analysis"] not in ANALYSES:
@@ -116,7 +119,7 @@ def _reference_errors(config: dict) -> Iterator[str]:
                 yield from method.Params.errors(values, f"{key}.sweep.points.{point}", method.name)
             if _is_private(config, vname) and not exp["epsilons"]:
                 yield f"config key '{key}.epsilons': variant '{vname}' is private and needs target epsilons"
-            yield from _batch_errors(config, name, exp, vname)
+            yield from _fit_errors(config, name, exp, vname, i)
 
 
 def _did_you_mean(name: str, known: list[str]) -> str:
@@ -125,9 +128,11 @@ def _did_you_mean(name: str, known: list[str]) -> str:
     return did_you_mean(name, known)
 
 
-def _dataset_error(key: str, name: str) -> str | None:
+def _dataset_error(config: dict, key: str, name: str) -> str | None:
     from dpvae.data.registry import get_dataset
 
+    if name in config.get("datasets", {}):
+        return None  # declared: checked by _declared_errors
     try:
         get_dataset(name)
     except (KeyError, ValueError) as exc:
@@ -135,12 +140,39 @@ def _dataset_error(key: str, name: str) -> str | None:
     return None
 
 
-def _variant_param_errors(name: str, variant: dict, method: Any) -> Iterator[str]:
+def _declared_errors(config: dict) -> Iterator[str]:
+    """Datasets declared under `datasets`: ids free, files readable, columns present (`dpvae.data.declared`)."""
+    from dpvae.data import declared
+    from dpvae.data.registry import TWO_GAUSSIANS_PATTERN, builtin_names
+
+    taken = builtin_names()
+    for name, entry in config.get("datasets", {}).items():
+        if name in taken or TWO_GAUSSIANS_PATTERN.fullmatch(name):
+            yield f"config key 'datasets.{name}': '{name}' is a built-in dataset id or raw source; choose another id"
+            continue
+        yield from declared.problems(name, entry)
+
+
+def _facts(config: dict, dataset: str) -> Any:
+    """What validation knows of a dataset's data (`dpvae.data.declared.Facts`), or None."""
+    from dpvae.data import declared
+    from dpvae.data.registry import get_dataset
+
+    entry = config.get("datasets", {}).get(dataset)
+    try:
+        if entry is not None:
+            return None if declared.problems(dataset, entry) else declared.facts(entry)
+        return get_dataset(dataset).facts
+    except (KeyError, ValueError, OSError):
+        return None
+
+
+def _variant_param_errors(config: dict, name: str, variant: dict, method: Any) -> Iterator[str]:
     """The variant's params, per_dataset and per_epsilon overrides against its method's typed parameters."""
     key = f"variants.{name}"
     yield from method.Params.errors(variant.get("params", {}), f"{key}.params", method.name)
     for ds, values in variant.get("per_dataset", {}).items():
-        if err := _dataset_error(f"{key}.per_dataset.{ds}", ds):
+        if err := _dataset_error(config, f"{key}.per_dataset.{ds}", ds):
             yield err
         yield from method.Params.errors(values, f"{key}.per_dataset.{ds}", method.name)
     for eps, values in variant.get("per_epsilon", {}).items():
@@ -168,17 +200,29 @@ def _is_private(config: dict, variant: str) -> bool:
     return spec.get("private", METHODS.get(spec["method"]).private)
 
 
-def _batch_errors(config: dict, exp_name: str, exp: dict, variant: str) -> Iterator[str]:
-    """A batch may not exceed the training set it is drawn from."""
-    from dpvae.data.registry import get_dataset
+def _fit_errors(config: dict, exp_name: str, exp: dict, variant: str, index: int) -> Iterator[str]:
+    """The data fits what runs on it: a batch in the training set, the method's and the metrics' needs
+    (`Method.data_errors`, `Metric.data_errors`: record kind and shape, sizes against the splits)."""
+    import dataclasses
+
+    from dpvae.data.declared import Facts
+    from dpvae.eval.registry import METRICS
+    from dpvae.methods.registry import METHODS
     from dpvae.runs import resolve_params
 
+    method = METHODS.get(config["variants"][variant]["method"])
     points = list((exp.get("sweep") or {}).get("points", {None: None}))
     epsilons = [format_eps(e) for e in exp["epsilons"]] or ["inf"]
+    where = f"experiment {exp_name}, variant {variant}"
     for ds in exp["datasets"]:
-        try:
-            n_train = getattr(get_dataset(ds), "n_train", None)
-        except (KeyError, ValueError):
+        facts: Facts | None = _facts(config, ds)
+        n_train = facts.n_train if facts else _documented_n_train(ds)
+        if facts and facts.kind not in method.kinds:
+            yield (
+                f"config key 'experiments.{exp_name}.variants[{index}]': method '{method.name}' (variant '{variant}') "
+                f"cannot take dataset '{ds}': it trains on {' and '.join(method.kinds)} records, and '{ds}' holds "
+                f"{_describe(facts)}"
+            )
             continue
         for eps in epsilons:
             for point in points:
@@ -190,3 +234,34 @@ def _batch_errors(config: dict, exp_name: str, exp: dict, variant: str) -> Itera
                         f"config key 'variants.{variant}' (experiment {exp_name}, dataset {ds}): "
                         f"batch_size {batch} is larger than the {min(limits)} training records"
                     )
+                if facts is None or method.Params.errors(params, "", method.name):
+                    continue
+                run = dataclasses.replace(facts, n_train=min(limits))
+                for param, why in method.data_errors(method.Params.parse(params, name=method.name), run):
+                    suffix = f".params.{param}" if param else ""
+                    yield f"config key 'variants.{variant}{suffix}' ({where}, dataset {ds}): {why}"
+                n_synthetic = (config.get("evaluation") or {}).get("n_samples") or run.n_train
+                for metric in exp["metrics"]:
+                    if metric not in METRICS:
+                        continue
+                    entry = METRICS.get(metric)
+                    values = (config.get("evaluation") or {}).get(metric) or {}
+                    if entry.Options.errors(values, "", metric):
+                        continue
+                    for option, why in entry.data_errors(entry.Options.parse(values, name=metric), run, n_synthetic):
+                        key = f"evaluation.{metric}.{option}" if option else f"experiments.{exp_name}.metrics"
+                        yield f"config key '{key}' (metric {metric}, {where}, dataset {ds}): {why}"
+
+
+def _documented_n_train(dataset: str) -> int | None:
+    from dpvae.data.registry import get_dataset
+
+    try:
+        return getattr(get_dataset(dataset), "n_train", None)
+    except (KeyError, ValueError):
+        return None
+
+
+def _describe(facts: Any) -> str:
+    shape = "x".join(map(str, facts.record_shape))
+    return f"{shape} images" if facts.kind == "image" else f"[{shape}] records (a table)"

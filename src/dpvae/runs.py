@@ -119,6 +119,7 @@ def run_spec(config: dict, run: Run) -> dict:
         "data_root": config["data"]["root"],
         **audit,
         **precision,
+        **_data_identity(config, run.dataset),
     }
     stage1 = stage1_of(resolved)
     return {**resolved, "stage1": stage1["run"]} if stage1 else resolved
@@ -135,6 +136,17 @@ def stage1_of(spec: dict) -> dict | None:
     method = METHODS.get(spec["method"])
     params = method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params", name=method.name)
     return stage1_spec(spec, params, method)
+
+
+def _data_identity(config: dict, dataset: str) -> dict:
+    """`{"data_identity": ...}` for a dataset declared in the config (its files' sha256 and options: a changed
+    file changes the spec, so its runs train again); nothing for a built-in one, whose specs stay as they were."""
+    entry = (config.get("datasets") or {}).get(dataset)
+    if entry is None:
+        return {}
+    from dpvae.data.declared import identity
+
+    return {"data_identity": identity(entry)}
 
 
 def _precision(config: dict, method: str) -> dict:

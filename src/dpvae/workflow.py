@@ -339,16 +339,34 @@ class Plan:
         Unless `dryrun`, a source that is not fetched yet and has files without any checksum must be listed
         in data.allow_unverified: refused here, while planning, saying what to write.
         """
-        spec = get_dataset(dataset)
+        declared = self.config.get("datasets") or {}
+        spec = get_dataset(dataset, declared)
         if not spec.files:
             return []
         root = self.config["data"]["root"]
         marker = f"{root}/raw/{spec.source}/SHA256SUMS"
-        if not dryrun and not Path(marker).is_file():
+        if dataset not in declared and not dryrun and not Path(marker).is_file():
             problem = unverified_source_problem(spec.source, root, self.config["data"]["allow_unverified"])
             if problem:
                 raise ConfigError(f"dataset '{dataset}': {problem}")
         return [marker]
+
+    def declared_files(self, source: str) -> list[str]:
+        """The files of a dataset declared in the config (the fetch job's inputs); none for a raw source."""
+        from dpvae.data.declared import copies
+
+        entry = (self.config.get("datasets") or {}).get(source)
+        return [] if entry is None else list(copies(entry).values())
+
+    def declaration(self, source: str) -> str:
+        """The fetch job's `--declared` option for a dataset declared in the config: its paths, options and
+        identity (the files' sha256: a changed file re-runs the fetch and everything after it); '' otherwise."""
+        import shlex
+
+        from dpvae.data.declared import declaration
+
+        entry = (self.config.get("datasets") or {}).get(source)
+        return "" if entry is None else "--declared " + shlex.quote(_compact(declaration(entry)))
 
     # -- targets ---------------------------------------------------------------------------------
 

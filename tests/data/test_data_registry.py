@@ -132,11 +132,21 @@ def test_a_prepared_dataset_can_be_moved(tmp_path: Path) -> None:
     "dataset_id", ["mnist", "fashion-mnist", "mnist-p3gm", "fashion-mnist-32", "mnist-lvae", "adult", "adult-dropna"]
 )
 def test_documented_training_size_matches_the_prepared_data(dataset_id, prepared_from_mirror):
-    """Config validation checks batch sizes against DatasetSpec.n_train, so it must be the real size."""
+    """Config validation checks batch sizes and metric sizes against DatasetSpec's documented facts (training
+    and test sizes, record shape, label classes), so they must be the real ones."""
     from dpvae.data.registry import get_dataset
     from dpvae.data.store import load_prepared
 
-    assert len(load_prepared(prepared_from_mirror(dataset_id)).train) == get_dataset(dataset_id).n_train
+    _check_facts(load_prepared(prepared_from_mirror(dataset_id)), get_dataset(dataset_id))
+
+
+def _check_facts(prepared, spec) -> None:
+    import numpy as np
+
+    assert len(prepared.train) == spec.n_train and len(prepared.test) == spec.n_test
+    assert tuple(prepared.train.x.shape[1:]) == spec.record_shape
+    labels = np.concatenate([prepared.train.y, prepared.test.y])
+    assert len(np.unique(labels[labels >= 0])) == spec.classes  # LVAE's planted outlier is labelled -1
 
 
 @pytest.mark.parametrize("dataset_id", ["pinwheel", "twogauss-d3", "celeba32-standin"])
@@ -144,7 +154,7 @@ def test_documented_training_size_of_generated_data(dataset_id, tmp_path):
     from dpvae.data.registry import get_dataset, prepare_dataset
     from dpvae.data.store import load_prepared
 
-    assert len(load_prepared(prepare_dataset(dataset_id, tmp_path)).train) == get_dataset(dataset_id).n_train
+    _check_facts(load_prepared(prepare_dataset(dataset_id, tmp_path)), get_dataset(dataset_id))
 
 
 def test_fetch_source_writes_a_checksum_marker(tmp_path, mirror):

@@ -1,4 +1,6 @@
 # fetch -> prepare: raw files are verified against published checksums; prepared sets are written whole.
+# A dataset declared in the config (`datasets:`) is its own source: the fetch job copies its file(s) in,
+# checked against the sha256 computed while planning (part of the job's params: a changed file re-runs it).
 #
 # Where the raw bytes come from (the mirror, or a download) is not part of their identity -- their checksum
 # is -- so the mirror is not a param: switching DPVAE_DATA_MIRROR / data.mirror on or off re-runs nothing.
@@ -17,6 +19,8 @@ if MIRROR:
 
 
 rule fetch:
+    input:
+        lambda w: PLAN.declared_files(w.source),  # a dataset declared in the config: its own file(s)
     output:
         f"{DATA}/raw/{{source}}/SHA256SUMS",
     log:
@@ -27,10 +31,11 @@ rule fetch:
         dpvae=DPVAE,
         root=lambda w, output: Path(output[0]).parents[2],  # <root>/raw/<source>/SHA256SUMS
         unverified=lambda w: "--allow-unverified" if w.source in config["data"]["allow_unverified"] else "",
+        declared=lambda w: PLAN.declaration(w.source),
     shell:
         (
             "{params.dpvae} fetch --source {wildcards.source} --root {params.root} "
-            '${{DPVAE_DATA_MIRROR:+--mirror "$DPVAE_DATA_MIRROR"}} {params.unverified} > {log} 2>&1'
+            '${{DPVAE_DATA_MIRROR:+--mirror "$DPVAE_DATA_MIRROR"}} {params.unverified} {params.declared} > {log} 2>&1'
         )
 
 

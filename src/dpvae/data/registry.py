@@ -2,18 +2,19 @@
 
 Root layout: raw files in ``<root>/raw/<source>/`` (several ids share one source), prepared datasets in
 ``<root>/prepared/<dataset_id>/`` (see `dpvae.data.store`). Parametric ids: ``twogauss-d<d>`` for any
-positive integer d.
+positive integer d. Datasets declared in the configuration (`datasets:`, `dpvae.data.declared`) are passed
+as `declared`; their source is their id.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from dpvae.data import celeba, images, standins, synthetic, tabular
+from dpvae.data import celeba, declared, images, standins, synthetic, tabular
 from dpvae.data.sources import RemoteFile, allow_unverified_hint, fetch, unverifiable, verify_local
 from dpvae.data.store import Prepared, write_prepared
 from dpvae.errors import TargetError
@@ -36,6 +37,15 @@ class DatasetSpec:
     split: str
     scaling: str
     n_train: int | None = None  # documented training-set size (tested; used by config validation)
+    n_test: int | None = None  # documented test-set size (tested; used by config validation)
+    record_shape: tuple[int, ...] | None = None  # one record's shape: (d,) a table, (C, H, W) images (tested)
+    classes: int | None = None  # label classes (tested)
+
+    @property
+    def facts(self) -> declared.Facts | None:
+        """What config validation knows of the data (None where a size is not documented)."""
+        known = (self.record_shape, self.n_train, self.n_test, self.classes)
+        return None if None in known else declared.Facts(*known)
 
     def prepare(self, raw_dir: Path | None, out_dir: Path, seed: int = 0) -> Path:
         """Verify the raw files, build the splits and write them to ``out_dir``; return ``out_dir``."""
@@ -66,70 +76,85 @@ def _specs() -> dict[str, DatasetSpec]:
         DatasetSpec(
             "mnist", "MNIST, official split, (N,1,28,28) in [0,1] (DP²-VAE)", "mnist", mnist,
             partial(images.build_official, family="mnist"), OFFICIAL, "pixel/255", n_train=60000,
+            n_test=10000, record_shape=(1, 28, 28), classes=10,
         ),
         DatasetSpec(
             "fashion-mnist", "Fashion-MNIST, official split, (N,1,28,28) in [0,1] (DP²-VAE)", "fashion-mnist", fashion,
             partial(images.build_official, family="fashion-mnist"), OFFICIAL, "pixel/255", n_train=60000,
+            n_test=10000, record_shape=(1, 28, 28), classes=10,
         ),
         DatasetSpec(
             "mnist-p3gm", "MNIST as P3GM: train+test (70k) flattened (N,784) in [0,1]", "mnist", mnist,
             partial(images.build_p3gm, family="mnist"), P3GM_HOLDOUT, "pixel/255", n_train=63000,
+            n_test=7000, record_shape=(784,), classes=10,
         ),
         DatasetSpec(
             "fashion-mnist-p3gm", "Fashion-MNIST as P3GM: train+test (70k) flattened (N,784) in [0,1]", "fashion-mnist",
             fashion, partial(images.build_p3gm, family="fashion-mnist"), P3GM_HOLDOUT, "pixel/255", n_train=63000,
+            n_test=7000, record_shape=(784,), classes=10,
         ),
         DatasetSpec(
             "fashion-mnist-32", "Fashion-MNIST as Mathieu et al./PriVAE: 32x32, clamped to [1e-6, 1-1e-6]",
             "fashion-mnist", fashion, images.build_fashion_32, OFFICIAL,
             "PIL bilinear 28->32, pixel/255, clamp [1e-6, 1-1e-6]", n_train=60000,
+            n_test=10000, record_shape=(1, 32, 32), classes=10,
         ),
         DatasetSpec(
             "mnist-lvae", "MNIST as LVAE: binarised; 9,999 seeded train images + one all-white outlier", "mnist", mnist,
             images.build_lvae, "train: 9,999 seeded draws from MNIST train + white image; test: MNIST test",
             "pixel/255 > 0.5", n_train=10000,
+            n_test=10000, record_shape=(1, 28, 28), classes=10,
         ),
         DatasetSpec(
             "adult", "Adult as P3GM's code: adult.data + adult.test, '?' kept as a category (48,842 rows)", "adult",
             adult, partial(tabular.build_adult, drop_missing=False), HOLDOUT, "label-encode, min-max [0,1]",
             n_train=43957,
+            n_test=4885, record_shape=(14,), classes=2,
         ),
         DatasetSpec(
             "adult-dropna", "Adult as P3GM's paper text: rows with '?' dropped (45,222 rows)", "adult",
             adult, partial(tabular.build_adult, drop_missing=True), HOLDOUT, "label-encode, min-max [0,1]",
             n_train=40699,
+            n_test=4523, record_shape=(14,), classes=2,
         ),
         DatasetSpec(
             "credit", "Kaggle Credit as P3GM's code: all 492 frauds + 10,000 seeded normal rows (10,492)", "credit",
             credit, tabular.build_credit, HOLDOUT, "drop Time; min-max V1..V28, Amount on the subsample", n_train=9442,
+            n_test=1050, record_shape=(29,), classes=2,
         ),
         DatasetSpec(
             "credit-full", "Kaggle Credit as P3GM's paper text: all 284,807 rows", "credit",
             credit, partial(tabular.build_credit, n_normal=None), HOLDOUT, "drop Time; min-max V1..V28, Amount",
             n_train=256326,
+            n_test=28481, record_shape=(29,), classes=2,
         ),
         DatasetSpec(
             "isolet", "UCI ISOLET: isolet1+2+3+4 + isolet5 (7,797 rows), y = vowel", "isolet",
             tabular.ISOLET_FILES, tabular.build_isolet, HOLDOUT, "none (617 features as distributed)", n_train=7017,
+            n_test=780, record_shape=(617,), classes=2,
         ),
         DatasetSpec(
             "esr", "UCI Epileptic Seizure Recognition (11,500 rows), y = seizure (y == 1)", "esr",
             tabular.ESR_FILES, tabular.build_esr, HOLDOUT, "drop id; min-max X1..X178", n_train=10350,
+            n_test=1150, record_shape=(178,), classes=2,
         ),
         DatasetSpec(
             "celeba32", "CelebA 32x32 (centre crop 178x178), y = Male; 60,000 seeded train images", "celeba",
             celeba.CELEBA_FILES, celeba.build_celeba,
             "train: 60,000 seeded draws from the official train partition; test: official test partition",
             "centre crop, PIL bilinear to 32x32, pixel/255", n_train=60000,
+            n_test=19962, record_shape=(3, 32, 32), classes=2,
         ),
         DatasetSpec(
             "celeba32-standin", "STAND-IN for celeba32 (CelebA is not reachable here): generated 3x32x32 colour "
             "fields, y = 'gender' label; same schema, not faces", None, (), standins.build_celeba_standin,
             "independent seeded draws of 2,000 train and 500 test images", "generated in [0, 1]", n_train=2000,
+            n_test=500, record_shape=(3, 32, 32), classes=2,
         ),
         DatasetSpec(
             "pinwheel", "Pinwheel (Johnson et al., MATLAB behaviour as Mathieu et al.): 4 arms x 100 points", None, (),
             synthetic.build_pinwheel, "independent seeded draws of 400 train and 400 test points", "none", n_train=400,
+            n_test=400, record_shape=(2,), classes=4,
         ),
     ]  # fmt: skip
     specs += [_standin_spec(real_id) for real_id in standins.SCHEMAS]
@@ -149,6 +174,9 @@ def _standin_spec(real_id: str) -> DatasetSpec:
         HOLDOUT,
         f"generated, min-max to {list(schema.value_range)}",
         n_train=n_train,
+        n_test=schema.n_records - n_train,
+        record_shape=(schema.n_features,),
+        classes=2,
     )
 
 
@@ -160,8 +188,11 @@ def dataset_ids() -> list[str]:
     return list(DATASETS)
 
 
-def get_dataset(dataset_id: str) -> DatasetSpec:
-    """The spec of ``dataset_id``; ``twogauss-d<d>`` is built on demand for any positive integer d."""
+def get_dataset(dataset_id: str, declared: Mapping[str, Mapping] | None = None) -> DatasetSpec:
+    """The spec of ``dataset_id``; ``twogauss-d<d>`` is built on demand for any positive integer d, and a dataset
+    of ``declared`` (the configuration's `datasets`) from its file (`dpvae.data.declared`)."""
+    if declared and dataset_id in declared:
+        return DatasetSpec(**declared_fields(dataset_id, declared[dataset_id]))
     if dataset_id in DATASETS:
         return DATASETS[dataset_id]
     match = TWO_GAUSSIANS_PATTERN.fullmatch(dataset_id) if isinstance(dataset_id, str) else None
@@ -169,9 +200,26 @@ def get_dataset(dataset_id: str) -> DatasetSpec:
         dim = int(match.group(1))
         description = f"Two Gaussians N(-1, I) vs N(+1, I) in {dim} dimensions, 10,000 points per class (P3GM Fig. 6)"
         build = partial(synthetic.build_two_gaussians, dim=dim)
-        return DatasetSpec(dataset_id, description, None, (), build, HOLDOUT, "none", n_train=18000)
-    known = ", ".join([*DATASETS, *PARAMETRIC_IDS])
-    raise TargetError(f"unknown dataset_id {dataset_id!r}; known ids: {known} (d = any positive integer)")
+        shape = (dim,)
+        return DatasetSpec(
+            dataset_id, description, None, (), build, HOLDOUT, "none", n_train=18000, n_test=2000, record_shape=shape,
+            classes=2,
+        )  # fmt: skip
+    known = ", ".join([*DATASETS, *PARAMETRIC_IDS, *(declared or ())])
+    raise TargetError(
+        f"unknown dataset_id {dataset_id!r}; known ids: {known} (d = any positive integer; "
+        "your own data: declare it under the config key `datasets`)"
+    )
+
+
+def declared_fields(dataset_id: str, entry: Mapping, *, with_facts: bool = True) -> dict:
+    """The `DatasetSpec` fields of a declared dataset (`dpvae.data.declared.spec_fields`)."""
+    return declared.spec_fields(dataset_id, entry, with_facts=with_facts)
+
+
+def builtin_names() -> set[str]:
+    """Every built-in dataset id and raw source name (a declared dataset may use neither)."""
+    return set(DATASETS) | {s.source for s in DATASETS.values() if s.source}
 
 
 def raw_dir_of(dataset_id: str, root: str | Path) -> Path | None:
@@ -253,7 +301,12 @@ def fetch_source(
 
 
 def prepare_dataset(dataset_id: str, root: str | Path, seed: int = 0) -> Path:
-    """Prepare ``dataset_id`` from verified raw files into ``<root>/prepared/<dataset_id>/``; return that path."""
+    """Prepare ``dataset_id`` from verified raw files into ``<root>/prepared/<dataset_id>/``; return that path.
+
+    A declared dataset is prepared from the declaration its fetch step recorded in ``<root>/raw/<id>/``."""
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if dataset_id not in DATASETS and (entry := declared.recorded(dataset_id, root)) is not None:
+        spec = DatasetSpec(**declared_fields(dataset_id, entry, with_facts=False))
+        return spec.prepare(Path(root) / "raw" / dataset_id, Path(root) / "prepared" / dataset_id, seed)
     return get_dataset(dataset_id).prepare(raw_dir_of(dataset_id, root), prepared_dir_of(dataset_id, root), seed)

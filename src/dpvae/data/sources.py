@@ -153,6 +153,17 @@ def verify_local(files: Iterable[RemoteFile], raw_dir: str | Path) -> dict[str, 
     return observed
 
 
+def copy_verified(source: Path, destination: Path, sha256: str) -> str:
+    """Copy a local file to `destination` (atomically) if its sha256 is `sha256`; an identical copy already there
+    is kept. A mismatch raises a `DataError` naming both checksums."""
+    if destination.is_file() and file_digests(destination).sha256 == sha256:
+        return sha256
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    remote = RemoteFile(destination.name, (), sha256=sha256)
+    with open(source, "rb") as stream:
+        return _land(stream, destination, remote, ("sha256", sha256), label=str(source)).sha256
+
+
 def _refetch_hint(raw_dir: Path) -> str:
     return (
         f"delete {raw_dir / 'SHA256SUMS'} and run the same command again: the fetch step replaces a missing "

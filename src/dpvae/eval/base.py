@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from dpvae.data.declared import Facts
 from dpvae.errors import NotBuiltError
 from dpvae.methods.base import RunContext
 from dpvae.params import MetricOptions
@@ -56,6 +57,11 @@ class EvalContext:
 
 Rows = list[dict[str, Any]]
 MetricFn = Callable[[EvalContext], Rows]
+#: (options, the data's facts with n_train = the run's training records, synthetic records per run) ->
+#: [(option name, why it does not fit)]: sizes larger than a split, checked at validation
+SizeCheck = Callable[[Any, Facts, int], list[tuple[str, str]]]
+KINDS = ("table", "image")
+KIND_NAMES = {"table": "tables ([d] records)", "image": "images ([C, H, W] records)"}
 ReferenceFn = Callable[[Path, Any, str], dict[str, np.ndarray]]  # (prepared dataset dir, options, device) -> arrays
 
 
@@ -79,6 +85,14 @@ class Metric:
     mem_mb: int = 4000
     runtime: int = 30
     gpu: bool = False
+    kinds: tuple[str, ...] = KINDS
+    check: SizeCheck | None = None
+
+    def data_errors(self, options: Any, facts: Facts, n_synthetic: int) -> list[tuple[str, str]]:
+        """[(option or '', why)] where this metric cannot take data with these facts (empty: it can)."""
+        if facts.kind not in self.kinds:
+            return [("", f"it takes {' or '.join(KIND_NAMES[k] for k in self.kinds)}")]
+        return self.check(options, facts, n_synthetic) if self.check else []
 
     def __post_init__(self) -> None:
         unknown = [n for n in self.needs if n not in NEEDS]

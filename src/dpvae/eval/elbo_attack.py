@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpvae.eval.base import EvalContext, Rows
-from dpvae.eval.membership import AttackOptions, attack_rows, targets, whitebox
+from dpvae.eval.membership import AttackOptions, attack_rows, attack_sizes, targets, whitebox
 from dpvae.eval.registry import register_metric
 from dpvae.params import param
 
@@ -30,6 +30,7 @@ class ELBOAttackOptions(AttackOptions):
     "elbo_attack",
     needs=("model", "data"),
     options=ELBOAttackOptions,
+    check=attack_sizes,
     description="white-box membership inference on the per-record ELBO: trade-off curve, AUC, "
     "TPR at low FPR, empirical epsilon lower bounds",
 )

@@ -27,6 +27,7 @@ from typing import Literal
 
 import numpy as np
 
+from dpvae.data.declared import Facts
 from dpvae.errors import DataError
 from dpvae.eval.base import EvalContext, Rows
 from dpvae.eval.registry import register_metric
@@ -130,11 +131,26 @@ def build_reference(prepared_dir: Path, options: FIDOptions, device: str = "cpu"
     return {**stats, "split": np.asarray(options.reference)}
 
 
+def fid_sizes(options: FIDOptions, facts: Facts, n_synthetic: int) -> list[tuple[str, str]]:
+    """The generated images it reads, and the real reference, fit their sets."""
+    problems = []
+    if options.n_samples > n_synthetic:
+        problems.append(("n_samples", f"{options.n_samples} generated images but a run draws {n_synthetic}"))
+    split = facts.n_train if options.reference == "train" else facts.n_test
+    if options.reference_n is not None and options.reference_n > split:
+        problems.append(
+            ("reference_n", f"{options.reference_n} real images but the {options.reference} split has {split}")
+        )
+    return problems
+
+
 @register_metric(
     "fid",
     needs=("samples", "reference"),
     options=FIDOptions,
     reference=build_reference,
+    kinds=("image",),
+    check=fid_sizes,
     reference_keys=("reference", "reference_n", "batch_size"),
     gpu=True,
     runtime=240,

@@ -21,6 +21,7 @@ from typing import Literal
 
 import numpy as np
 
+from dpvae.data.declared import Facts
 from dpvae.eval.base import EvalContext, Rows
 from dpvae.eval.registry import register_metric
 from dpvae.params import MetricOptions, param
@@ -109,10 +110,23 @@ def _lr_accuracy(x: np.ndarray, y: np.ndarray, test_x: np.ndarray, test_y: np.nd
     return float(model.score(test_x.reshape(len(test_x), -1), test_y))
 
 
+def classifier_sizes(options: ImageClassifierOptions, facts: Facts, n_synthetic: int) -> list[tuple[str, str]]:
+    """The CNN needs [C, H, W] images; a batch fits in the synthetic set; a classifier needs two classes."""
+    problems = []
+    if "cnn" in options.classifiers and facts.kind != "image":
+        problems.append(("classifiers", "the CNN takes [C, H, W] images; leave 'cnn' out for [d] records"))
+    if options.batch_size > n_synthetic:
+        problems.append(("batch_size", f"batches of {options.batch_size} but a run draws {n_synthetic} records"))
+    if facts.classes < 2:
+        problems.append(("", "the data has one label class; a classifier needs two"))
+    return problems
+
+
 @register_metric(
     "image_classifiers",
     needs=("samples", "data"),
     options=ImageClassifierOptions,
+    check=classifier_sizes,
     gpu=True,
     runtime=240,
     description="DP2-VAE's LR / MLP / CNN trained on synthetic images, accuracy on real test images",

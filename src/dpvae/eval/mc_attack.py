@@ -20,7 +20,14 @@ from typing import Literal
 import numpy as np
 
 from dpvae.eval.base import EvalContext, Rows
-from dpvae.eval.membership import AttackOptions, attack_rows, count_within, nearest_distances, targets
+from dpvae.eval.membership import (
+    AttackOptions,
+    attack_rows,
+    attack_sizes,
+    count_within,
+    nearest_distances,
+    targets,
+)
 from dpvae.eval.registry import register_metric
 from dpvae.params import param
 
@@ -51,6 +58,7 @@ def mc_scores(
     "mc_attack",
     needs=("model", "data"),
     options=MCAttackOptions,
+    check=attack_sizes,
     runtime=60,
     gpu=True,
     description="Monte-Carlo membership inference (Hilprecht et al. 2019): trade-off curve, AUC, "

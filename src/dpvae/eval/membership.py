@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from dpvae.data.declared import Facts
 from dpvae.errors import NotBuiltError
 from dpvae.eval.base import EvalContext, Rows
 from dpvae.files import atomic_write
@@ -38,6 +39,16 @@ class AttackOptions(MetricOptions):
         exclusive_minimum=0,
         maximum=0.999999,
     )
+
+
+def attack_sizes(options: AttackOptions, facts: Facts, n_synthetic: int) -> list[tuple[str, str]]:
+    """Members come from the run's training records, non-members from the test split."""
+    problems = []
+    if options.n_members > facts.n_train:
+        problems.append(("n_members", f"{options.n_members} members but the run has {facts.n_train} training records"))
+    if options.n_nonmembers > facts.n_test:
+        problems.append(("n_nonmembers", f"{options.n_nonmembers} non-members but the test split has {facts.n_test}"))
+    return problems
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpvae.data.declared import Facts
 from dpvae.errors import DataError
 from dpvae.eval.base import EvalContext, Rows
 from dpvae.eval.membership import nearest_distances, outlier_row
@@ -35,10 +36,20 @@ class OutlierOptions(MetricOptions):
     n_reference: int = param(500, "ordinary training records giving the typical distances", minimum=1)
 
 
+def reference_size(options: OutlierOptions, facts: Facts, n_synthetic: int) -> list[tuple[str, str]]:
+    """The typical records come from the run's training records."""
+    if options.n_reference > facts.n_train:
+        return [
+            ("n_reference", f"{options.n_reference} typical records but the run has {facts.n_train} training records")
+        ]
+    return []
+
+
 @register_metric(
     "outlier_exposure",
     needs=("samples", "model", "data"),
     options=OutlierOptions,
+    check=reference_size,
     runtime=30,
     description="distance from the planted outlier to its reconstruction and to the nearest generated "
     "record, against the same distances of typical training records",

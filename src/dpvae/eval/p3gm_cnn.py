@@ -3,9 +3,11 @@ real test images (`dpvae.models.p3gm_cnn`, PAPERS.md §3.3)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
+from dpvae.data.declared import Facts
 from dpvae.eval.base import EvalContext, Rows
 from dpvae.eval.registry import register_metric
 from dpvae.params import MetricOptions, param
@@ -55,10 +57,19 @@ def cnn_rows(x, y, ctx: EvalContext, options: P3GMCNNOptions, stream: str = "p3g
     ]
 
 
+def square_grey(options: P3GMCNNOptions, facts: Facts, n_synthetic: int) -> list[tuple[str, str]]:
+    """P3GM's CNN reads each record as one square grey image."""
+    size = math.prod(facts.record_shape)
+    if (facts.kind == "image" and facts.record_shape[0] != 1) or math.isqrt(size) ** 2 != size:
+        return [("", f"it reads a record as one square grey image, the data's records are {list(facts.record_shape)}")]
+    return []
+
+
 @register_metric(
     "p3gm_cnn",
     needs=("samples", "data"),
     options=P3GMCNNOptions,
+    check=square_grey,
     runtime=60,
     gpu=True,
     description="P3GM's one-layer CNN trained on synthetic images, accuracy on real test images",

@@ -20,6 +20,7 @@ from typing import Literal
 
 import numpy as np
 
+from dpvae.data.declared import Facts
 from dpvae.eval.base import EvalContext, Rows
 from dpvae.eval.registry import register_metric
 from dpvae.params import MetricOptions, param
@@ -113,10 +114,18 @@ def classifier_rows(
     return rows
 
 
+def binary_labels(options: TabularClassifierOptions, facts: Facts, n_synthetic: int) -> list[tuple[str, str]]:
+    """AUROC and AUPRC score a binary task."""
+    if facts.classes != 2:
+        return [("", f"AUROC and AUPRC need two label classes, the data has {facts.classes} (declare `positive`)")]
+    return []
+
+
 @register_metric(
     "tabular_classifiers",
     needs=("samples", "data"),
     options=TabularClassifierOptions,
+    check=binary_labels,
     description="P3GM's LR / AdaBoost / GBM / XGBoost trained on synthetic, AUROC and AUPRC on real test",
     threads=1,
     runtime=30,

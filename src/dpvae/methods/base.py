@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from dpvae.data.declared import Facts
 from dpvae.devices import resolve_device
 from dpvae.errors import NotBuiltError
 from dpvae.models.precision import DEFAULT as DEFAULT_PRECISION
@@ -123,6 +124,10 @@ class RunContext:
         if self.stage1 is not None:
             return self.stage1.data
         prepared = load_prepared(Path(self.spec["data_root"]) / "prepared" / self.spec["dataset"])
+        if (expected := self.spec.get("data_identity")) is not None:  # a dataset declared in the config
+            from dpvae.data.declared import check_identity
+
+            check_identity(prepared, expected, f"run {self.spec.get('run_id', self.spec['run'])}")
         limit = getattr(self.params, "max_train", None)
         if limit and limit < len(prepared.train.y):
             keep = self.rng("max_train").choice(len(prepared.train.y), size=limit, replace=False)
@@ -153,6 +158,17 @@ class Method(ABC):
     RESOURCES: ClassVar[Resources] = Resources()
     precisions: ClassVar[tuple[str, ...]] = (DEFAULT_PRECISION,)
     implemented: ClassVar[bool] = True
+    kinds: ClassVar[tuple[str, ...]] = ("table", "image")  # the data it trains on: [d] records, [C, H, W] images
+    #: how its defaults scale with the data (widths, batch, epochs), or which parameter a small dataset needs
+    data_scaling: ClassVar[str] = (
+        "Defaults are fixed sizes, not fractions of the data; `max_train` caps the records it trains on and "
+        "validation refuses a `batch_size` larger than the training split."
+    )
+
+    def data_errors(self, params: MethodParams, facts: Facts) -> list[tuple[str, str]]:
+        """[(parameter or '', why)] where these parameters do not fit data with these facts (`n_train`: the run's
+        training records, after `max_train`); checked at validation. Empty: they fit."""
+        return []
 
     def resources(self, params: MethodParams, dataset: str) -> Resources:
         """A training job's resources for these parameters (override to scale with them)."""
@@ -193,6 +209,22 @@ class Method(ABC):
 
     def __repr__(self) -> str:
         return f"<method {self.name} ({type(self).__module__})>"
+
+
+def halvings_error(facts: Facts, halvings: int) -> str | None:
+    """Why images of `facts` cannot be halved `halvings` times by a conv stack (None if they can)."""
+    side = 2**halvings
+    _, height, width = facts.record_shape
+    if height % side or width % side:
+        return f"{halvings} halvings need image sides divisible by {side}, the data's images are {height}x{width}"
+    return None
+
+
+def subsets_error(count: int, facts: Facts) -> str | None:
+    """Why `count` disjoint subsets of the run's training records would be empty (None if not)."""
+    if count > facts.n_train:
+        return f"{count} disjoint subsets of the run's {facts.n_train} training records leave some empty"
+    return None
 
 
 STAGE1_KIND = "stage1"

@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from dpvae.methods.base import Method, Resources, RunContext
+from dpvae.methods.base import Method, Resources, RunContext, halvings_error, subsets_error
 from dpvae.methods.registry import register_method
 from dpvae.params import MethodParams, param
 
 if TYPE_CHECKING:
+    from dpvae.data.declared import Facts
     from dpvae.privacy.ledger import Ledger
 
 
@@ -55,6 +56,11 @@ class DP2VAE(Method):
     private = True
     description = "DP2-VAE: non-private pre-trained encoders, DP decoder"
     Params = DP2VAEParams
+    kinds = ("image",)
+
+    def data_errors(self, params: DP2VAEParams, facts: Facts) -> list[tuple[str, str]]:
+        problems = [("hidden_channels", halvings_error(facts, len(params.hidden_channels)))]
+        return [(k, v) for k, v in [*problems, ("subsets", subsets_error(params.subsets, facts))] if v]
 
     def resources(self, params: DP2VAEParams, dataset: str) -> Resources:
         """Cost ~ T stage-2 steps (a stage-2 step costs ~4 stage-1 steps) of a model as wide as its widest

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from dpvae.methods.base import Method, Resources, RunContext
+from dpvae.methods.base import Method, Resources, RunContext, halvings_error
 from dpvae.methods.registry import register_method
 from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
 
 if TYPE_CHECKING:
+    from dpvae.data.declared import Facts
     from dpvae.privacy.ledger import Ledger
 
 
@@ -41,12 +42,21 @@ class DPMERFParams(MethodParams):
 @register_method
 class DPMERF(Method):
     name = "dp-merf"
+    data_scaling = (
+        "Images whose sides divide by 2^len(`gen_channels`) (checked); `rff_sigma` is a length scale in pixel "
+        "units, about 3.75 sqrt(pixels) (105 for 28x28, 30 for 8x8): set it for other sizes."
+    )
     paper = "dp2vae"
     private = True
     description = "DP-MERF: random-feature mean embeddings, one Gaussian release"
     Params = DPMERFParams
     RESOURCES = Resources(threads=2, mem_mb=6000, runtime=120, gpu=True)
     precisions = PRECISIONS
+    kinds = ("image",)
+
+    def data_errors(self, params: MethodParams, facts: Facts) -> list[tuple[str, str]]:
+        problem = halvings_error(facts, len(params.gen_channels))  # one 2x upsampling per channel count
+        return [("gen_channels", problem)] if problem else []
 
     def train(self, ctx: RunContext) -> Ledger:
         from dpvae.methods.dp_merf.train import train

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from dpvae.methods.base import Method, Resources, RunContext
+from dpvae.methods.base import Method, Resources, RunContext, subsets_error
 from dpvae.methods.registry import register_method
 from dpvae.params import MethodParams, param
 
 if TYPE_CHECKING:
+    from dpvae.data.declared import Facts
     from dpvae.privacy.ledger import Ledger
 
 
@@ -51,6 +52,15 @@ class GSWGAN(Method):
     private = True
     description = "GS-WGAN: gradient-sanitised WGAN with 1000 discriminators"
     Params = GSWGANParams
+    kinds = ("image",)
+
+    def data_errors(self, params: GSWGANParams, facts: Facts) -> list[tuple[str, str]]:
+        problems = [("discriminators", subsets_error(params.discriminators, facts))]
+        if facts.record_shape != (1, 28, 28):
+            problems.append(
+                ("", f"its networks take 1x28x28 images, the data's are {'x'.join(map(str, facts.record_shape))}")
+            )
+        return [(k, v) for k, v in problems if v]
 
     def resources(self, params: GSWGANParams, dataset: str) -> Resources:
         width = (params.model_dim / 64) ** 2

@@ -29,6 +29,7 @@ from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
 
 if TYPE_CHECKING:
+    from dpvae.data.declared import Facts
     from dpvae.privacy.ledger import Ledger
 
 
@@ -67,6 +68,13 @@ class LVAE(Method):
     private = True
     description = "LVAE conv VAE: plain, DP-SGD, or Lipschitz-constrained decoder"
     Params = LVAEParams
+    kinds = ("image",)
+
+    def data_errors(self, params: LVAEParams, facts: Facts) -> list[tuple[str, str]]:
+        if facts.record_shape != (1, 28, 28):
+            return [("", f"its networks take 1x28x28 images, the data's are {'x'.join(map(str, facts.record_shape))}")]
+        return []
+
     RESOURCES = Resources(threads=2, mem_mb=3000, runtime=120)
     precisions = PRECISIONS
 

@@ -56,6 +56,10 @@ class RyanParams(MethodParams):
 @register_method
 class PrivBayes(Method):
     name = "privbayes"
+    data_scaling = (
+        "Any [d] records or images; nothing scales with N: `histogram_bins` per continuous column, "
+        "`max_candidates` bounds the network search for many columns (set it above about 100 columns)."
+    )
     paper = "p3gm"
     private = True
     description = "PrivBayes (DataSynthesizer's correlated-attribute mode, vectorised)"

@@ -22,6 +22,7 @@ from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
 
 if TYPE_CHECKING:
+    from dpvae.data.declared import Facts
     from dpvae.privacy.ledger import Ledger
 
 Optimizer = Literal["adam", "sgd"]
@@ -167,6 +168,10 @@ class MLPVAEMethod(Method):
 @register_method
 class VAEMLP(MLPVAEMethod):
     name = "vae-mlp"
+    data_scaling = (
+        "Any [d] records or images (flattened). Widths are fixed (`hidden` 1000, `latent_dim` 30); "
+        "`batch_size` 100 records a step, so `epochs` sets the steps (N / 100 each); on a small set lower both."
+    )
     paper = "p3gm"
     private = False
     description = "non-private MLP VAE with N(0, I) prior (P3GM's VAE)"
@@ -183,6 +188,10 @@ class VAEMLP(MLPVAEMethod):
 @register_method
 class DPVAE(MLPVAEMethod):
     name = "dp-vae"
+    data_scaling = (
+        "As vae-mlp; a private run's noise is calibrated to the sampling rate batch_size / N and the steps, so a "
+        "small N at the same epochs means few, noisy steps: raise `epochs` or lower `batch_size`."
+    )
     paper = "p3gm"
     private = True
     description = "MLP VAE trained end to end with DP-SGD"
@@ -206,11 +215,23 @@ class DPVAE(MLPVAEMethod):
 @register_method
 class P3GM(MLPVAEMethod):
     name = "p3gm"
+    data_scaling = (
+        "Any [d] records or images (flattened). DP-PCA keeps d' = min(`pca_components`, d) dims; `batch_size` "
+        "and `pretrain_batch_size` (100) are records per step and must fit the training split (checked); the "
+        "noise is calibrated to batch_size / N, so a small N wants fewer `epochs` or a smaller `batch_size`."
+    )
     paper = "p3gm"
     private = True
     description = "P3GM: DP-PCA + DP-EM encoder, DP-SGD decoder (also PGM and P3GM(AE) by parameters)"
     Params = P3GMParams
     RESOURCES = Resources(threads=2, mem_mb=3000, runtime=30)
+
+    def data_errors(self, params: P3GMParams, facts: Facts) -> list[tuple[str, str]]:
+        """Pre-training draws `pretrain_batch_size` records a step from the training split."""
+        if params.pretrain_steps and params.pretrain_batch_size > facts.n_train:
+            why = f"{params.pretrain_batch_size} records a step but the run has {facts.n_train} training records"
+            return [("pretrain_batch_size", why)]
+        return []
 
     def resources(self, params: MethodParams, dataset: str) -> Resources:
         heavy = "mnist" in dataset and params.record_every_epoch
@@ -230,12 +251,23 @@ class P3GM(MLPVAEMethod):
 @register_method
 class DPGM(Method):
     name = "dp-gm"
+    data_scaling = (
+        "[d] records (tables, flattened images). `clusters` (10) must leave records in each (checked: at most "
+        "N); `batch_size` is the expected records per cluster step, its rate capped at 1; the kernel `bandwidth` "
+        "scales with sqrt(d)."
+    )
     paper = "p3gm"
     private = True
     description = "DP-GM: DP kernel k-means + one DP-SGD MLP VAE per cluster, sampled by noisy cluster sizes"
     Params = DPGMParams
     RESOURCES = Resources(threads=2, mem_mb=3000, runtime=60)
     precisions = PRECISIONS
+
+    def data_errors(self, params: DPGMParams, facts: Facts) -> list[tuple[str, str]]:
+        """Every cluster needs records: at most one cluster per training record."""
+        if params.clusters > facts.n_train:
+            return [("clusters", f"{params.clusters} clusters but the run has {facts.n_train} training records")]
+        return []
 
     def resources(self, params: MethodParams, dataset: str) -> Resources:
         return Resources(threads=2, mem_mb=3000, runtime=120 if "mnist" in dataset else 60)

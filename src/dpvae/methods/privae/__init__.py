@@ -28,6 +28,7 @@ from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
 
 if TYPE_CHECKING:
+    from dpvae.data.declared import Facts
     from dpvae.privacy.ledger import Ledger
 
 Optimizer = Literal["adam", "amsgrad", "sgd"]
@@ -79,6 +80,15 @@ class VAEConv(Method):
     private = False
     description = "non-private conv VAE (+ batch-wise divergence) of Mathieu et al."
     Params = VAEConvParams
+
+    def data_errors(self, params: VAEConvParams, facts: Facts) -> list[tuple[str, str]]:
+        """The conv VAE takes 1x32x32 images; [d] records get the pinwheel MLP VAE, with the mixture prior."""
+        if facts.kind == "table":
+            return [] if params.prior == "mog" else [("prior", "the MLP VAE for [d] records has the prior 'mog'")]
+        if facts.record_shape != (1, 32, 32):
+            return [("", f"the conv VAE takes 1x32x32 images, the data's are {'x'.join(map(str, facts.record_shape))}")]
+        return []
+
     RESOURCES = Resources(threads=2, mem_mb=4000, runtime=60)
     precisions = PRECISIONS
 

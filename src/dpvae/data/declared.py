@@ -1,0 +1,392 @@
+"""Datasets declared in the configuration (`datasets: {<id>: {...}}`): your own table or image arrays.
+
+A table is a CSV or Parquet file with a label column (`path`, `label`, optional `categorical`, `positive`,
+`drop`, `test_fraction` or `test_path`); image arrays are an `.npz` with `x` [N, H, W] or [N, C, H, W]
+(uint8, or float in [0, 1]) and integer labels `y`. Both are prepared like the built-in sets (the same store
+and meta): tables as P3GM's (categorical columns label-encoded in sorted order, every column min-max scaled
+to [0, 1] on the whole set), images as [N, C, H, W] in [0, 1]; a seeded holdout unless a test file is given.
+
+Identity: the sha256 of the file(s) with the preparation options (`identity`), never the path. The fetch
+step copies the files into `<root>/raw/<id>/` (as `data<suffix>`, `test<suffix>`), checking them against the
+sha256 computed while planning, and records the declaration there (`dataset.json`); the prepared meta and
+every run's spec carry the identity, so a changed file is a different dataset: its runs are trained again,
+and a run never loads a prepared set of another identity (`check_identity`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache, partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpvae.data.errors import DataError
+from dpvae.data.sources import RemoteFile, copy_verified, file_digests
+from dpvae.data.store import Prepared, Split, holdout_split
+from dpvae.files import write_json, write_text
+
+TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
+IMAGE_SUFFIXES = (".npz",)
+DECLARATION = "dataset.json"
+ROLES = {"path": "data", "test_path": "test"}  # config key -> name of its copy in <root>/raw/<id>/
+OPTION_KEYS = ("label", "categorical", "positive", "drop", "test_fraction")
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What validation needs to know of a dataset: record shape, split sizes, label classes."""
+
+    record_shape: tuple[int, ...]
+    n_train: int
+    n_test: int
+    classes: int
+
+    @property
+    def kind(self) -> str:
+        """'image' for [C, H, W] records, else 'table'."""
+        return "image" if len(self.record_shape) == 3 else "table"
+
+
+def kind_of(path: str | Path) -> str | None:
+    """'table' or 'image' from a file's suffix (None if neither)."""
+    suffix = Path(path).suffix.lower()
+    return "table" if suffix in TABLE_SUFFIXES else "image" if suffix in IMAGE_SUFFIXES else None
+
+
+def copies(entry: Mapping[str, Any]) -> dict[str, str]:
+    """{name of the copy in <root>/raw/<id>/: the declared path} ('data.csv', 'test.csv', ...)."""
+    return {
+        f"{ROLES[key]}{Path(entry[key]).suffix.lower()}": str(entry[key]) for key in ROLES if entry.get(key) is not None
+    }
+
+
+def options(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The preparation options of a declaration, defaults filled in (part of its identity)."""
+    defaults = {"label": None, "categorical": None, "positive": None, "drop": [], "test_fraction": 0.1}
+    return {key: entry.get(key, defaults[key]) for key in OPTION_KEYS}
+
+
+@lru_cache(maxsize=64)
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
+    return file_digests(path).sha256
+
+
+def sha256(path: str | Path) -> str:
+    """sha256 of a file (cached per size and modification time within one process)."""
+    stat = Path(path).stat()
+    return _sha256(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+def identity(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The dataset's identity: the sha256 of each file and the preparation options (not the paths)."""
+    return {"files_sha256": {name: sha256(path) for name, path in copies(entry).items()}, **options(entry)}
+
+
+def problems(dataset_id: str, entry: Mapping[str, Any]) -> list[str]:
+    """What is wrong with a declaration (missing file, unknown suffix, absent columns), naming the key."""
+    key = f"datasets.{dataset_id}"
+    found = []
+    for name in ROLES:
+        path = entry.get(name)
+        if path is None:
+            continue
+        if kind_of(path) is None:
+            known = ", ".join(TABLE_SUFFIXES + IMAGE_SUFFIXES)
+            found.append(f"config key '{key}.{name}': {path} is neither a table nor image arrays (suffixes: {known})")
+        elif not Path(path).is_file():
+            found.append(
+                f"config key '{key}.{name}': no such file {path} (relative paths are to the working directory)"
+            )
+    if found:
+        return found
+    if entry.get("test_path") is not None and kind_of(entry["test_path"]) != kind_of(entry["path"]):
+        found.append(f"config key '{key}.test_path': {entry['test_path']} is not of the same kind as {entry['path']}")
+    if kind_of(entry["path"]) == "table":
+        if entry.get("label") is None:
+            found.append(f"config key '{key}.label': a table needs its label column named")
+            return found
+        for name in ROLES:
+            if entry.get(name) is None:
+                continue
+            try:
+                columns = _columns(str(entry[name]))
+            except DataError as error:
+                return [*found, f"config key '{key}.{name}': {error}"]
+            wanted = [entry["label"], *(entry.get("categorical") or []), *(entry.get("drop") or [])]
+            if missing := [c for c in dict.fromkeys(wanted) if c not in columns]:
+                found.append(
+                    f"config key '{key}': {entry[name]} has no column {', '.join(map(repr, missing))} "
+                    f"(its columns: {', '.join(columns)})"
+                )
+    else:
+        for option in ("label", "categorical", "drop"):
+            if entry.get(option):
+                found.append(f"config key '{key}.{option}': image arrays take their labels from `y`; remove it")
+    if found:
+        return found
+    try:
+        facts(entry)
+    except DataError as error:
+        found.append(f"config key '{key}.path': {error}")
+    return found
+
+
+def facts(entry: Mapping[str, Any]) -> Facts:
+    """Record shape, split sizes and label classes of a declaration, read cheaply from its file(s)."""
+    paths = [str(entry["path"])] + ([str(entry["test_path"])] if entry.get("test_path") else [])
+    stamps = tuple((p, Path(p).stat().st_size, Path(p).stat().st_mtime_ns) for p in paths)
+    return _facts(json.dumps(options(entry), sort_keys=True, default=str), stamps)
+
+
+@lru_cache(maxsize=64)
+def _facts(options_json: str, stamps: tuple[tuple[str, int, int], ...]) -> Facts:
+    opts = json.loads(options_json)
+    paths = [p for p, _, _ in stamps]
+    if kind_of(paths[0]) == "image":
+        shapes, labels = zip(*(_npz_header(p) for p in paths))
+        record = tuple(shapes[0][1:]) if len(shapes[0]) == 4 else (1, *shapes[0][1:])
+        values = np.concatenate(labels)
+    else:
+        columns = _columns(paths[0])
+        record = (len([c for c in columns if c != opts["label"] and c not in (opts["drop"] or [])]),)
+        parts = [_read_table(p, usecols=[opts["label"]])[opts["label"]].to_numpy() for p in paths]
+        labels = tuple(parts)
+        values = np.concatenate(parts)
+    classes = 2 if opts.get("positive") is not None else len(_unique(values))
+    sizes = [len(part) for part in labels]
+    if len(paths) == 2:
+        n_train, n_test = sizes
+    else:
+        n_test = math.ceil(opts["test_fraction"] * sizes[0])
+        n_train = sizes[0] - n_test
+    return Facts(tuple(int(s) for s in record), int(n_train), int(n_test), int(classes))
+
+
+def spec_fields(dataset_id: str, entry: Mapping[str, Any], *, with_facts: bool = True) -> dict[str, Any]:
+    """The `DatasetSpec` fields of a declaration (its files pinned by their sha256; facts unless asked not to)."""
+    pinned = entry.get("identity", {}).get("files_sha256") or identity(entry)["files_sha256"]
+    kind = kind_of(entry["path"])
+    found = facts(entry) if with_facts else None
+    split = (
+        f"train: {entry['path']}; test: {entry['test_path']}"
+        if entry.get("test_path")
+        else f"seeded holdout of all records (test = ceil({options(entry)['test_fraction']} N))"
+    )
+    return {
+        "dataset_id": dataset_id,
+        "description": entry.get("description") or f"declared in the configuration: {entry['path']}",
+        "source": dataset_id,
+        "files": tuple(
+            RemoteFile(name, (), sha256=pinned[name], checksum_source="recorded on first use") for name in pinned
+        ),
+        "build": partial(build, entry=dict(entry)),
+        "split": split,
+        "scaling": TABLE_SCALING if kind == "table" else IMAGE_SCALING,
+        "n_train": found.n_train if found else None,
+        "n_test": found.n_test if found else None,
+        "record_shape": found.record_shape if found else None,
+        "classes": found.classes if found else None,
+    }
+
+
+TABLE_SCALING = "label-encode categorical columns (sorted), min-max every column to [0, 1] on the whole set"
+IMAGE_SCALING = "uint8 pixel/255, or floats in [0, 1] as given; [N, H, W] -> [N, 1, H, W]"
+
+
+# -- the fetch step: copy in, record ---------------------------------------------------------------------
+
+
+def declaration(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """What the fetch step gets (and records as <root>/raw/<id>/dataset.json): paths, options, identity."""
+    keys = ("path", "test_path", "description", *OPTION_KEYS)
+    return {**{k: entry[k] for k in keys if entry.get(k) is not None}, "identity": identity(entry)}
+
+
+def copy_in(dataset_id: str, declared: Mapping[str, Any], root: str | Path) -> Path:
+    """Copy a declared dataset's files into <root>/raw/<id>/, each checked against the sha256 of its
+    identity (a file changed since planning is refused); write dataset.json and the SHA256SUMS marker."""
+    raw_dir = Path(root) / "raw" / dataset_id
+    pinned = declared["identity"]["files_sha256"]
+    for name, path in copies(declared).items():
+        try:
+            copy_verified(Path(path), raw_dir / name, pinned[name])
+        except DataError as error:
+            raise DataError(
+                f"dataset '{dataset_id}': {error}; it changed since the run was planned: run it again"
+            ) from None
+    write_json(raw_dir / DECLARATION, dict(declared))
+    return write_text(raw_dir / "SHA256SUMS", "".join(f"{digest}  {name}\n" for name, digest in sorted(pinned.items())))
+
+
+def recorded(dataset_id: str, root: str | Path) -> dict[str, Any] | None:
+    """The declaration recorded in <root>/raw/<id>/dataset.json by the fetch step, or None."""
+    path = Path(root) / "raw" / dataset_id / DECLARATION
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def check_identity(prepared: Prepared, expected: Mapping[str, Any], where: str) -> None:
+    """Refuse a prepared set made from another version of a declared dataset's files (or other options)."""
+    found = prepared.meta.get("identity")
+    if found != dict(expected):
+        theirs = (found or {}).get("files_sha256")
+        raise DataError(
+            f"{where}: the prepared data (files sha256 {theirs}) is not the dataset this run was planned on "
+            f"(files sha256 {expected.get('files_sha256')}, options as declared): the file or its options changed. "
+            "Run the workflow again: it prepares the dataset anew and trains its runs again"
+        )
+
+
+# -- the prepare step -----------------------------------------------------------------------------------
+
+
+def build(raw_dir: Path, seed: int, *, entry: Mapping[str, Any]) -> Prepared:
+    """Prepare the copies in `raw_dir` of a declared dataset (see the module docstring)."""
+    names = copies(entry)
+    files = [raw_dir / name for name in names]
+    test_given = len(files) == 2
+    opts = options(entry)
+    if kind_of(entry["path"]) == "image":
+        arrays = [_read_images(path) for path in files]
+        n_first = len(arrays[0][1])
+        x = np.concatenate([a[0] for a in arrays])
+        raw_labels = np.concatenate([a[1] for a in arrays])
+        columns = None
+        scaling = IMAGE_SCALING
+    else:
+        import pandas as pd
+
+        frames = [_read_table(path) for path in files]
+        frame = pd.concat(frames, ignore_index=True)
+        n_first = len(frames[0])
+        features = [c for c in frame.columns if c != opts["label"] and c not in opts["drop"]]
+        categorical = opts["categorical"]
+        if categorical is None:  # every column that is not numbers
+            categorical = [c for c in features if not pd.api.types.is_numeric_dtype(frame[c])]
+        for column in features:
+            if column not in categorical and (missing := int(frame[column].isna().sum())):
+                raise DataError(
+                    f"{files[0]}: column {column!r} has {missing} empty cells; fill them, list the column in "
+                    "`categorical` (an empty cell is then a category) or in `drop`"
+                )
+        from dpvae.data.tabular import scale_columns
+
+        x, columns = scale_columns(frame[features], tuple(categorical))
+        raw_labels = frame[opts["label"]].to_numpy()
+        scaling = TABLE_SCALING
+    y, label_names = _encode_labels(raw_labels, opts["positive"], files[0])
+    if test_given:
+        train, test = Split(x[:n_first], y[:n_first]), Split(x[n_first:], y[n_first:])
+        split_meta = {"rule": "train and test files as declared", "test_file": names[list(names)[1]]}
+    else:
+        train, test, split_meta = holdout_split(x, y, seed=seed, test_fraction=opts["test_fraction"])
+    meta: dict[str, Any] = {
+        "label_names": label_names,
+        "split": split_meta,
+        "scaling": scaling,
+        "declared": {k: v for k, v in entry.items() if k != "identity"},
+        "identity": entry.get("identity") or identity(entry),
+    }
+    if len(label_names) == 2:
+        meta["positive_class"] = 1
+    if columns is not None:
+        meta["columns"] = columns
+        meta["label_column"] = opts["label"]
+    return Prepared(train, test, meta)
+
+
+def _encode_labels(values: np.ndarray, positive: Any, path: Path) -> tuple[np.ndarray, list[str]]:
+    """Labels as codes 0..K-1 in sorted order, or 1 for `positive` and 0 for the rest; their names."""
+    import pandas as pd
+
+    if pd.isna(values).any():
+        raise DataError(f"{path}: the label has empty cells; fill or remove those rows")
+    keys = _label_keys(values)
+    if positive is not None:
+        hit = np.array([v == positive for v in values]) | (keys.astype(str) == str(positive))
+        if not hit.any():
+            raise DataError(f"{path}: no label equals positive: {positive!r} (labels: {_unique(values)[:10]})")
+        rest = [str(v) for v in _unique(values[~hit])]
+        return hit.astype(np.int64), ["/".join(rest) if len(rest) <= 3 else f"not {positive}", str(positive)]
+    levels = np.unique(keys)
+    return np.searchsorted(levels, keys).astype(np.int64), [str(v) for v in levels.tolist()]
+
+
+def _label_keys(values: np.ndarray) -> np.ndarray:
+    """Labels as sortable keys: numbers stay numbers, anything else is compared as text."""
+    return values if values.dtype.kind in "biuf" else values.astype(str)
+
+
+def _unique(values: np.ndarray) -> list[Any]:
+    """Sorted distinct labels (numbers numerically, anything else as text)."""
+    return np.unique(_label_keys(values)).tolist()
+
+
+def _read_images(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """x as float32 [N, C, H, W] in [0, 1] and y of an .npz (DataError naming what is wrong)."""
+    try:
+        with np.load(path, allow_pickle=False) as arrays:
+            x, y = arrays["x"], arrays["y"]
+    except (KeyError, ValueError, OSError, zipfile.BadZipFile) as error:
+        raise DataError(f"{path}: not an .npz with arrays x and y ({error})") from None
+    _check_image_shape(x.shape, path)
+    x = x[:, None] if x.ndim == 3 else x
+    if x.dtype == np.uint8:
+        x = x.astype(np.float32) / np.float32(255)
+    elif x.dtype.kind == "f":
+        low, high = (float(x.min()), float(x.max())) if x.size else (0.0, 0.0)
+        if not (0 <= low and high <= 1):
+            raise DataError(f"{path}: float x must lie in [0, 1], found [{low}, {high}]; rescale it or store uint8")
+        x = x.astype(np.float32)
+    else:
+        raise DataError(f"{path}: x must be uint8 or float in [0, 1], got {x.dtype}")
+    if y.ndim != 1 or len(y) != len(x) or y.dtype.kind not in "biu":
+        raise DataError(f"{path}: y must be {len(x)} integer labels, got {y.dtype} of shape {y.shape}")
+    return x, y
+
+
+def _check_image_shape(shape: tuple[int, ...], path: Path | str) -> None:
+    if len(shape) not in (3, 4):
+        raise DataError(f"{path}: x must be [N, H, W] or [N, C, H, W], got shape {list(shape)}")
+
+
+def _npz_header(path: str) -> tuple[tuple[int, ...], np.ndarray]:
+    """x's shape (from its header, without reading it) and y of an .npz."""
+    try:
+        with zipfile.ZipFile(path) as archive, archive.open("x.npy") as stream:
+            version = np.lib.format.read_magic(stream)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape = read(stream)[0]
+        with np.load(path, allow_pickle=False) as arrays:
+            y = arrays["y"]
+    except (KeyError, ValueError, OSError, zipfile.BadZipFile) as error:
+        raise DataError(f"{path}: not an .npz with arrays x and y ({error})") from None
+    _check_image_shape(shape, path)
+    if y.ndim != 1 or len(y) != shape[0]:
+        raise DataError(f"{path}: y must hold one label per image ({shape[0]}), got shape {list(y.shape)}")
+    return tuple(shape), y
+
+
+def _columns(path: str) -> list[str]:
+    return [str(c) for c in _read_table(path, nrows=0).columns]
+
+
+def _read_table(path: str | Path, **options: Any) -> Any:
+    """A CSV or Parquet file as a DataFrame (Parquet needs pyarrow or fastparquet)."""
+    import pandas as pd
+
+    try:
+        if Path(path).suffix.lower() == ".csv":
+            return pd.read_csv(path, **options)
+        columns = options.get("usecols")
+        frame = pd.read_parquet(path, columns=columns)
+        return frame.head(0) if options.get("nrows") == 0 else frame
+    except ImportError as error:
+        raise DataError(f"{path}: reading Parquet needs pyarrow (pip install pyarrow): {error}") from None
+    except (ValueError, OSError, pd.errors.ParserError) as error:
+        raise DataError(f"{path}: cannot read it as a table ({error})") from None
