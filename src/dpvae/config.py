@@ -74,7 +74,7 @@ def _reference_errors(config: dict) -> Iterator[str]:
 
     for name, exp in config["experiments"].items():
         key = f"experiments.{name}"
-        if exp["paper"] not in SECTIONS:
+        if "paper" in exp and exp["paper"] not in SECTIONS:
             yield f"config key '{key}.paper': unknown paper '{exp['paper']}' (known: {', '.join(SECTIONS)})"
         for i, ds in enumerate(exp["datasets"]):
             if err := _dataset_error(config, f"{key}.datasets[{i}]", ds):

@@ -38,7 +38,10 @@ def walkthrough(heading: str) -> list[str]:
 def run_line(line: str, cwd: Path, mirror: Path | None) -> subprocess.CompletedProcess:
     """One README command in `cwd`: paths of the repository made absolute, python and snakemake as a user's."""
     words = shlex.split(line)
-    words = [str(REPO_ROOT / w) if w.startswith(("tests/config/", "examples/")) else w for w in words]
+    words = [
+        re.sub(r"^(--configfile=)?(tests/config/|examples/)", lambda m: f"{m[1] or ''}{REPO_ROOT}/{m[2]}", w)
+        for w in words
+    ]
     if words[0] == "python":
         words = [sys.executable, *words[1:]]
     elif words[0] == "snakemake":
@@ -49,8 +52,18 @@ def run_line(line: str, cwd: Path, mirror: Path | None) -> subprocess.CompletedP
 
 
 def target_of(lines: list[str]) -> str:
+    """The rendered experiment the walk-through's snakemake line asks for (figures/experiments/<name>.pdf)."""
     (snake,) = [line for line in lines if line.startswith("snakemake ")]
-    return next(w for w in shlex.split(snake) if w.startswith("results/"))
+    return next(w for w in shlex.split(snake) if w.startswith("figures/experiments/"))
+
+
+def tables_of(cwd: Path, lines: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the experiment's long-format table, its rendered table) as the walk-through left them."""
+    name = Path(target_of(lines)).stem
+    (tidy,) = (cwd / "results" / "paper" / "tables" / name).glob("*.csv")
+    rendered = cwd / "figures" / "experiments" / f"{name}.csv"
+    assert (cwd / target_of(lines)).is_file() and rendered.with_suffix(".tex").is_file()
+    return pd.read_csv(tidy), pd.read_csv(rendered)
 
 
 def check_config(cwd: Path, *overlays: Path) -> subprocess.CompletedProcess:
@@ -70,8 +83,12 @@ def test_breast_cancer_walkthrough(tmp_path, mirror):
     for line in lines:
         run_line(line, tmp_path, mirror)
 
-    table = pd.read_csv(tmp_path / target_of(lines))
+    table, rendered = tables_of(tmp_path, lines)
     assert set(table["variant"]) == {"p3gm", "privbayes", "dp-gm", "real"}
+    assert set(rendered["variant"]) == {"p3gm", "privbayes", "dp-gm", "real"} and (rendered["n"] == 1).all()
+    private = rendered[rendered["variant"] != "real"]
+    assert (private["eps spent (sound)"] >= private["eps spent (paper)"] - 1e-9).all()
+    assert (rendered["total s/run"] > 0).all()
     assert {"auroc", "epsilon_spent_sound"} <= set(table["metric"])
     assert "tvd2" in set(table["metric"])  # marginals_2way
     spent = table[(table["metric"] == "epsilon_spent") & (table["variant"] != "real")]["value"]
@@ -99,8 +116,8 @@ def test_digits_walkthrough(tmp_path, mirror):
     lines = walkthrough("Digits")
     for line in lines:
         run_line(line, tmp_path, mirror)
-    table = pd.read_csv(tmp_path / target_of(lines))
-    assert set(table["variant"]) == {"dp-merf", "p3gm", "real"}
+    table, rendered = tables_of(tmp_path, lines)
+    assert set(table["variant"]) == set(rendered["variant"]) == {"dp-merf", "p3gm", "real"}
     accuracy = table[table["metric"] == "accuracy"]
     assert set(accuracy["classifier"]) >= {"lr", "cnn"} and accuracy["value"].between(0, 1).all()
     import numpy as np

@@ -106,7 +106,7 @@ def problems(dataset_id: str, entry: Mapping[str, Any]) -> list[str]:
     if found:
         return found
     if entry.get("test_path") is not None and kind_of(entry["test_path"]) != kind_of(entry["path"]):
-        found.append(f"config key '{key}.test_path': {entry['test_path']} is not of the same kind as {entry['path']}")
+        return [f"config key '{key}.test_path': {entry['test_path']} is not of the same kind as {entry['path']}"]
     if kind_of(entry["path"]) == "table":
         if entry.get("label") is None:
             found.append(f"config key '{key}.label': a table needs its label column named")

@@ -68,7 +68,9 @@ def experiment_table(table: pd.DataFrame, walls: pd.DataFrame) -> pd.DataFrame:
     spent = spent.pivot_table(index=KEYS, columns="metric", values="value", aggfunc="max").rename(columns=SPENT)
     values = table[~table["metric"].isin(list(SPENT))]
     grouped = values.groupby([*KEYS, "method", "metric", "classifier"], sort=False, dropna=False)["value"]
-    out = grouped.agg(mean="mean", sd=lambda v: float(v.std(ddof=1)) if len(v) > 1 else 0.0, n="count").reset_index()
+    out = grouped.agg(
+        mean="mean", sd=lambda v: float(v.std(ddof=1)) if len(v) > 1 else float("nan"), n="count"
+    ).reset_index()
     out = out.join(spent.reindex(columns=list(SPENT.values())), on=KEYS)
     if len(walls):
         walls = walls.assign(point="")
@@ -101,7 +103,7 @@ def render_experiment(spec_path: str | Path, prefix: str | Path) -> pd.DataFrame
     out = experiment_table(table, run_wall_times(spec["runs"]))
     sweep = next((s for s in table["sweep"].dropna()), None)
     notes = [
-        "mean, sd (over seeds; 0 for one seed) and n = number of seeds per dataset, variant (method), target "
+        "mean, sd (over seeds; none for one seed) and n = number of seeds per dataset, variant (method), target "
         "epsilon (inf: non-private)"
         + (f", sweep point ({sweep})" if sweep else "")
         + f" and metric; delta = {spec['delta']:g}.",
