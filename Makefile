@@ -11,6 +11,24 @@ CORES ?= 2
 # exist; ignore machine pip config so torch and torchvision resolve from the same registry release.
 PIP := env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL -u PIP_INDEX_URL PIP_CONFIG_FILE=/dev/null $(VENV)/bin/pip
 
+# A virtual environment belongs to the checkout it was made for: its scripts start with the python at the path
+# it was made at (pyvenv.cfg) and its editable install runs that checkout's src/. One made for another directory
+# (a copied or moved checkout) is refused with one line, except by clean-env.
+MADE_AT := $(lastword $(shell sed -n 's/^command = //p' $(VENV)/pyvenv.cfg 2>/dev/null))
+RUNS := $(firstword $(shell cat $(VENV)/lib/python*/site-packages/__editable__.dpvae-*.pth 2>/dev/null))
+ifeq ($(filter clean-env,$(MAKECMDGOALS)),)
+ifneq ($(MADE_AT),)
+ifneq ($(realpath $(MADE_AT)),$(realpath $(VENV)))
+$(error $(VENV) was made at $(MADE_AT), not here: run `make clean-env`, then make again)
+endif
+endif
+ifneq ($(RUNS),)
+ifneq ($(realpath $(RUNS)),$(realpath src))
+$(error $(VENV) runs the dpvae of $(RUNS), not of this checkout: run `make clean-env`, then make again)
+endif
+endif
+endif
+
 .PHONY: setup smoke test lint clean-env
 setup: $(VENV)/.installed
 

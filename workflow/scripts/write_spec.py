@@ -6,10 +6,8 @@ Snakemake; the spec travels in Snakemake's script preamble, never on a command l
 
 import json
 import os
-import sys
 
-sys.path.insert(0, snakemake.params.src)  # the checkout's package, as the shell rules use
-from dpvae.files import write_json, write_text  # noqa: E402
+from dpvae.files import write_json, write_text  # the checkout's package: the Snakefile puts src/ on PYTHONPATH
 
 spec = snakemake.params.spec
 write_json(snakemake.output[0], spec)
