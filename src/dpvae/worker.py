@@ -248,15 +248,16 @@ class LocalWorker:
     folder: Path
 
 
-def start(log: Path) -> LocalWorker:
-    """Start a worker for the jobs of this process (importing dpvae as they do: from $PYTHONPATH, which the
-    Snakefile sets; its messages to `log`) and export its socket in os.environ, which the jobs inherit. Jobs
-    run alone until it listens."""
+def start(src: str, log: Path) -> LocalWorker:
+    """Start a worker for the jobs of this process (importing dpvae from `src`; its messages to `log`) and
+    export its socket in os.environ, which the jobs inherit. Jobs run alone until it listens."""
     folder = Path(tempfile.mkdtemp(prefix="dpvae-worker-"))
     log.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))}
     with open(log, "a") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "dpvae.worker", str(folder / "socket"), str(os.getpid())],
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -55,16 +55,17 @@ MIRROR = data_mirror(config["data"]["mirror"])
 USES_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 # Relocatable: what Snakemake tracks of a job (its params, shell code and input paths) names no absolute path
 # of the checkout or of the interpreter, so a finished build moved elsewhere, or run by another environment,
-# plans nothing. The jobs find both in their environment instead, set here by every Snakemake that runs them
-# (on a cluster node too, which reads this file again): this checkout's src/ first on PYTHONPATH, and the
-# interpreter running Snakemake (under --sdm conda, the rule environment's python).
-_PATHS = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != SRC]
-os.environ["PYTHONPATH"] = os.pathsep.join([SRC, *_PATHS])
+# plans nothing. The jobs read both from their environment instead, set here by every Snakemake that runs them
+# (on a cluster node too, which reads this file again): DPVAE_SRC, this checkout's src/, which the command puts
+# first on PYTHONPATH (in the command: under --sdm conda Snakemake removes PYTHONPATH from a job's
+# environment), and DPVAE_PYTHON, the interpreter running Snakemake (under --sdm conda, the rule
+# environment's python).
+os.environ["DPVAE_SRC"] = SRC
 os.environ["DPVAE_PYTHON"] = "python" if USES_CONDA else sys.executable
 # Every job's output goes to its log; fd 3 keeps Snakemake's stderr, where the CLI also writes the one-line
-# message of a failure (bad data, privacy budget exceeded, a bug: its traceback stays in the log), so it shows
-# in the terminal.
-DPVAE = '3>&2 DPVAE_ERROR_FD=3 "$DPVAE_PYTHON" -m dpvae'
+# message of any failure (bad data, privacy budget exceeded, or a bug, whose traceback stays in the log), so
+# it shows in the terminal.
+DPVAE = '3>&2 DPVAE_ERROR_FD=3 PYTHONPATH="$DPVAE_SRC${PYTHONPATH:+:$PYTHONPATH}" "$DPVAE_PYTHON" -m dpvae'
 ENV = "../../envs/dpvae.yaml"
 RUN = f"{RESULTS}/runs/{{dataset}}/{{variant}}/eps{{eps}}/seed{{seed}}"
 STAGE1 = f"{RESULTS}/stage1/{{dataset}}/{{method}}/{{key}}/seed{{seed}}"
@@ -139,7 +140,7 @@ def start_worker():
     if wanted and len(workflow.dag) >= wanted and workflow.local_exec and not USES_CONDA:
         from dpvae import worker
 
-        WORKER.append(worker.start(Path("logs") / "worker.log"))
+        WORKER.append(worker.start(SRC, Path("logs") / "worker.log"))
 
 
 def stop_worker():
