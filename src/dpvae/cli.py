@@ -135,6 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; a user-fixable error prints its message (naming the key, file or value) and exits 2."""
     from dpvae.errors import DpvaeError
 
+    if problem := foreign_environment():
+        return _fail(problem)
     args = _parser().parse_args(argv)
     try:
         return _run(args)
@@ -146,6 +148,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"{error.filename}: {error.strerror}")
     except Exception as error:  # noqa: BLE001 - a bug, or an input this stage cannot read
         return _bug(args.stage, error)
+
+
+def foreign_environment(argv0: str | None = None, prefix: str | None = None) -> str | None:
+    """Why this command would run another checkout's dpvae or interpreter through a copied virtual environment
+    (None if it does not). A venv is tied to the directory it was made at: its scripts start with that path's
+    python, and an editable install made before its path was relative runs that checkout's src/. A copied or
+    moved checkout's .venv must be made again (`make clean-env && make setup`) rather than silently run the original."""
+    from dpvae.paths import REPO_ROOT
+
+    script, prefix = Path(argv0 if argv0 is not None else sys.argv[0]), Path(prefix or sys.prefix)
+    remake = "remake it: `make clean-env && make setup` (or run this checkout's commands with another environment)"
+    venv = script.parent.parent
+    if script.parent.name == "bin" and (venv / "pyvenv.cfg").is_file() and venv.resolve() != prefix.resolve():
+        return f"{script} is a script of {venv} but starts the Python of {prefix}: {venv} was copied; {remake}"
+    try:
+        config = (prefix / "pyvenv.cfg").read_text()
+    except OSError:
+        return None
+    made = [line.split()[-1] for line in config.splitlines() if line.startswith("command =") and line.split()]
+    if made and Path(made[0]).resolve() != prefix.resolve() and Path(made[0]).resolve().parent == REPO_ROOT:
+        return (
+            f"{prefix} was made at {made[0]} and runs the dpvae of {REPO_ROOT / 'src'}, not of "
+            f"{prefix.parent / 'src'}: {prefix} was copied; {remake}"
+        )
+    return None
 
 
 def _fail(message: str, status: int = 2) -> int:
