@@ -60,8 +60,8 @@ USES_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_m
 # first on PYTHONPATH (in the command: under --sdm conda Snakemake removes PYTHONPATH from a job's
 # environment), and DPVAE_PYTHON, the interpreter running Snakemake (under --sdm conda, the rule
 # environment's python).
-os.environ["DPVAE_SRC"] = SRC
-os.environ["DPVAE_PYTHON"] = "python" if USES_CONDA else sys.executable
+# (Set, never read here: not `envvars:`, which would ask the user to set them.)
+os.environ.update(DPVAE_SRC=SRC, DPVAE_PYTHON="python" if USES_CONDA else sys.executable)
 # Every job's output goes to its log; fd 3 keeps Snakemake's stderr, where the CLI also writes the one-line
 # message of any failure (bad data, privacy budget exceeded, or a bug, whose traceback stays in the log), so
 # it shows in the terminal.
