@@ -6,6 +6,7 @@ failing job ends with one `dpvae: error:` line on the terminal, the traceback of
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from dpvae.paths import REPO_ROOT
 from support.workflow_runs import copy_repository, smoke, snakemake
 
 pytestmark = pytest.mark.workflow
@@ -79,6 +81,21 @@ def test_a_moved_build_run_by_another_environment_plans_nothing(built, mirror, t
     rebuilt = run("--cores", "1", TARGET, repo=moved, mirror=mirror, python=python or sys.executable)
     assert rebuilt.returncode == 0, rebuilt.stderr[-3000:]
     assert nothing_to_do(run("-n", TARGET, repo=moved, mirror=mirror))
+
+
+def test_no_job_of_the_smoke_build_names_the_checkout_or_the_interpreter(tmp_path):
+    """Every job's shell command and files in a dry run of the whole smoke build (all its rules), run from
+    another directory: the checkout's files are named relative to it, nothing names the interpreter."""
+    result = snakemake(
+        smoke(), "-n", "-p", "all", "figures/table2.pdf", "figures/scorecard.pdf", cwd=tmp_path, timeout=900
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    absolute = (str(REPO_ROOT), sys.prefix, os.path.realpath(sys.executable), str(tmp_path))
+    shown = [x for x in result.stdout.splitlines() if x.startswith(("Shell command:", "    input:", "    output:"))]
+    assert sum(x.startswith("Shell command:") for x in shown) > 400
+    for line in shown:
+        words = re.split(r"[\s,'\"=:]+", line)
+        assert not [w for w in words if w.startswith(absolute)], line
 
 
 @pytest.mark.parametrize(
