@@ -21,6 +21,8 @@ pytestmark = pytest.mark.workflow
 # fetch, prepare, analyze, the item's spec (a `script:` rule) and its render: every kind of rule, in ~30 s
 TARGET = "figures/p3gm/table3.pdf"
 TABLE = "results/smoke/tables/p3gm_table3.csv"
+# the jobs fork from a warm worker (dpvae.worker), started by the moved checkout's Snakefile
+WORKER = ("--config", "local_worker=1")  # last: --config takes every word after it
 
 
 def run(*args: str, repo: Path, mirror: Path | None, python: str = sys.executable) -> subprocess.CompletedProcess:
@@ -42,7 +44,7 @@ def built(tmp_path_factory, mirror) -> Path:
     repo = tmp_path_factory.mktemp("reloc") / "first"
     repo.mkdir()
     copy_repository(repo)
-    result = run("--cores", "2", TARGET, repo=repo, mirror=mirror)
+    result = run("--cores", "2", TARGET, *WORKER, repo=repo, mirror=mirror)
     assert result.returncode == 0, result.stderr[-5000:]
     return repo
 
@@ -78,8 +80,10 @@ def test_a_moved_build_run_by_another_environment_plans_nothing(built, mirror, t
     # the first one nothing is planned again
     (moved / TABLE).write_text((moved / TABLE).read_text() + "\n")
     assert "render_table" in run("-n", TARGET, repo=moved, mirror=mirror).stdout
-    rebuilt = run("--cores", "1", TARGET, repo=moved, mirror=mirror, python=python or sys.executable)
+    (moved / "logs" / "worker.log").unlink(missing_ok=True)
+    rebuilt = run("--cores", "1", TARGET, *WORKER, repo=moved, mirror=mirror, python=python or sys.executable)
     assert rebuilt.returncode == 0, rebuilt.stderr[-3000:]
+    assert (moved / "logs" / "worker.log").exists(), "the moved checkout started its worker"
     assert nothing_to_do(run("-n", TARGET, repo=moved, mirror=mirror))
 
 
@@ -110,7 +114,7 @@ def test_a_failing_render_job_ends_with_one_line_on_the_terminal(built, mirror, 
     repo = tmp_path / "project"
     shutil.copytree(built, repo, symlinks=True)
     (repo / TABLE).write_text(content)
-    result = run("--cores", "1", TARGET, repo=repo, mirror=mirror)
+    result = run("--cores", "1", TARGET, *WORKER, repo=repo, mirror=mirror)
     assert result.returncode != 0
     before = result.stderr[: result.stderr.index("Error in rule render_table")]
     lines = [x for x in before.splitlines() if x.startswith("dpvae: error:")]
