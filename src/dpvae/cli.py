@@ -132,7 +132,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; a user-fixable error prints its message (naming the key, file or value) and exits 2."""
+    """Run one command; a user-fixable error prints its message (naming the key, file or value) and exits 2, a
+    bug its traceback and then one line naming the command and the exception, exit 1."""
     from dpvae.errors import DpvaeError
 
     if problem := foreign_environment():
