@@ -11,6 +11,27 @@ CORES ?= 2
 # exist; ignore machine pip config so torch and torchvision resolve from the same registry release.
 PIP := env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL -u PIP_INDEX_URL PIP_CONFIG_FILE=/dev/null $(VENV)/bin/pip
 
+# A virtual environment belongs to the directory it was made at (pyvenv.cfg): its scripts start with the python
+# at that path, and an editable install made with an absolute path runs that checkout's src/ (`make setup`
+# writes it relative to site-packages, so a copy with its .venv imports its own src/). One made for another
+# directory (a copied or moved checkout) is refused with one line, except by clean-env.
+MADE_AT := $(lastword $(shell sed -n 's/^command = //p' $(VENV)/pyvenv.cfg 2>/dev/null))
+EDITABLE := $(firstword $(wildcard $(VENV)/lib/python*/site-packages/__editable__.dpvae-*.pth))
+RUNS := $(filter-out import,$(firstword $(if $(EDITABLE),$(shell cat $(EDITABLE)))))
+RUNS_SRC := $(if $(filter /%,$(RUNS)),$(RUNS),$(dir $(EDITABLE))$(RUNS))
+ifeq ($(filter clean-env,$(MAKECMDGOALS)),)
+ifneq ($(MADE_AT),)
+ifneq ($(realpath $(MADE_AT)),$(realpath $(VENV)))
+$(error $(VENV) was made at $(MADE_AT), not here: run `make clean-env && make setup`)
+endif
+endif
+ifneq ($(RUNS),)
+ifneq ($(realpath $(RUNS_SRC)),$(realpath src))
+$(error $(VENV) runs the dpvae of $(RUNS_SRC), not of this checkout: run `make clean-env && make setup`)
+endif
+endif
+endif
+
 .PHONY: setup smoke test lint clean-env
 setup: $(VENV)/.installed
 
@@ -19,6 +40,8 @@ $(VENV)/.installed: envs/requirements.txt envs/constraints.txt pyproject.toml
 	$(PIP) install --quiet --upgrade pip==25.3
 	$(PIP) install --quiet -r envs/requirements.txt -c envs/constraints.txt
 	$(PIP) install --quiet --no-deps --no-build-isolation -e .
+	$(PY) -c 'import glob, os, sysconfig; site = sysconfig.get_paths()["purelib"]; \
+	  [open(p, "w").write(os.path.relpath("src", site) + "\n") for p in glob.glob(site + "/__editable__.dpvae-*.pth")]'
 	$(PY) -c "import torch, torchvision.ops, torch_fidelity, opacus, dpvae; print('torch', torch.__version__, 'torchvision', torchvision.__version__)"
 	touch $@
 

@@ -2,7 +2,8 @@
 
 User commands: check-config, status, plan, methods, metrics, record, scorecard. A user-fixable problem
 (bad config, data, target, privacy budget, a missing or unreadable file) prints one or two lines naming the
-key, file or value and exits 2; anything else is a bug and keeps its traceback.
+key, file or value and exits 2; anything else is a bug: its traceback, then one line naming the command and
+the exception (in a workflow job: the traceback in the job's log, the line on the terminal too), exit 1.
 """
 
 from __future__ import annotations
@@ -161,22 +162,53 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; a user-fixable error prints its message (naming the key, file or value) and exits 2."""
+    """Run one command; a user-fixable error prints its message (naming the key, file or value) and exits 2, a
+    bug its traceback and then one line naming the command and the exception, exit 1."""
     from dpvae.errors import DpvaeError
 
+    if problem := foreign_environment():
+        return _fail(problem)
+    args = _parser().parse_args(argv)
     try:
-        return _run(_parser().parse_args(argv))
+        return _run(args)
     except DpvaeError as error:
         return _fail(str(error))
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError) as error:
-        if error.filename is None:  # not about a path the user gave: a bug, keep the traceback
-            raise
+        if error.filename is None:  # not about a path the user gave: a bug
+            return _bug(args.stage, error)
         return _fail(f"{error.filename}: {error.strerror}")
+    except Exception as error:  # noqa: BLE001 - a bug, or an input this stage cannot read
+        return _bug(args.stage, error)
 
 
-def _fail(message: str) -> int:
+def foreign_environment(argv0: str | None = None, prefix: str | None = None) -> str | None:
+    """Why this command would run another checkout's dpvae or interpreter through a copied virtual environment
+    (None if it does not). A venv is tied to the directory it was made at: its scripts start with that path's
+    python, and an editable install made before its path was relative runs that checkout's src/. A copied or
+    moved checkout's .venv must be made again (`make clean-env && make setup`) rather than silently run the original."""
+    from dpvae.paths import REPO_ROOT
+
+    script, prefix = Path(argv0 if argv0 is not None else sys.argv[0]), Path(prefix or sys.prefix)
+    remake = "remake it: `make clean-env && make setup` (or run this checkout's commands with another environment)"
+    venv = script.parent.parent
+    if script.parent.name == "bin" and (venv / "pyvenv.cfg").is_file() and venv.resolve() != prefix.resolve():
+        return f"{script} is a script of {venv} but starts the Python of {prefix}: {venv} was copied; {remake}"
+    try:
+        config = (prefix / "pyvenv.cfg").read_text()
+    except OSError:
+        return None
+    made = [line.split()[-1] for line in config.splitlines() if line.startswith("command =") and line.split()]
+    if made and Path(made[0]).resolve() != prefix.resolve() and Path(made[0]).resolve().parent == REPO_ROOT:
+        return (
+            f"{prefix} was made at {made[0]} and runs the dpvae of {REPO_ROOT / 'src'}, not of "
+            f"{prefix.parent / 'src'}: {prefix} was copied; {remake}"
+        )
+    return None
+
+
+def _fail(message: str, status: int = 2) -> int:
     """Print the message to stderr (a job's log) and, in a workflow job, to the terminal too: the rules
-    open file descriptor $DPVAE_ERROR_FD on Snakemake's stderr. Exit status 2."""
+    open file descriptor $DPVAE_ERROR_FD on Snakemake's stderr. Exit status `status`."""
     line = f"dpvae: error: {message}"
     print(line, file=sys.stderr, flush=True)
     if (fd := os.environ.get("DPVAE_ERROR_FD", "")).isdigit() and int(fd) > 2:
@@ -184,7 +216,33 @@ def _fail(message: str) -> int:
             os.write(int(fd), (line + "\n").encode())
         except OSError:  # not open: a command line run by hand
             pass
-    return 2
+    return status
+
+
+def _bug(stage: str, error: Exception) -> int:
+    """The traceback to stderr (a job's log), then one line naming the command, the exception and where the
+    traceback is: what a failed job shows on the terminal, as user-fixable errors do. Exit status 1."""
+    import traceback
+
+    traceback.print_exc()
+    reason = (str(error).strip().splitlines() or [""])[0]
+    if len(reason) > 300:
+        reason = reason[:297] + "..."
+    log = _stderr_file()
+    where = f"traceback in {log}" if log else "traceback above"
+    return _fail(f"{stage} failed: {type(error).__name__}{': ' if reason else ''}{reason} ({where})", status=1)
+
+
+def _stderr_file() -> str | None:
+    """The file stderr writes to (a job's log), relative to the working directory where it lies below it;
+    None for a terminal or pipe, or where /proc does not say."""
+    try:
+        path = Path(os.readlink("/proc/self/fd/2"))
+        if not path.is_file():
+            return None
+        return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
+    except (OSError, ValueError):
+        return None
 
 
 def _run(args: argparse.Namespace) -> int:

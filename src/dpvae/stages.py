@@ -180,6 +180,17 @@ def analyze(experiment: str, context: dict, out: str | Path) -> pd.DataFrame:
     return table
 
 
+def _read_table(path: str | Path) -> pd.DataFrame:
+    """A tidy table an item is rendered from; one that is not CSV is a DataError naming it."""
+    try:
+        return pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
+        reason = (str(error).strip().splitlines() or [""])[0]
+        raise DataError(
+            f"{path}: not a readable CSV table ({type(error).__name__}: {reason}); delete it to have it rebuilt"
+        ) from error
+
+
 def render(spec_path: str | Path) -> None:
     """Render one item from its spec file (tables, artifacts, configuration subset, scale)."""
     from dpvae.items import get_item
@@ -190,7 +201,7 @@ def render(spec_path: str | Path) -> None:
     spec = json.loads(Path(spec_path).read_text())
     item = get_item(spec["item"])
     frames = {
-        exp: pd.concat([pd.read_csv(p) for p in paths], ignore_index=True) if paths else pd.DataFrame()
+        exp: pd.concat([_read_table(p) for p in paths], ignore_index=True) if paths else pd.DataFrame()
         for exp, paths in spec["tables"].items()
     }
     seeds = sorted({int(s) for f in frames.values() if "seed" in f for s in f["seed"].dropna()})

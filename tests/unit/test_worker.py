@@ -82,6 +82,38 @@ def test_a_failing_job_in_the_worker_fails_the_same_way(worker, tmp_path):
         assert warm.channel == alone.channel == alone.stderr  # the rules' fd 3 reaches the terminal
 
 
+def test_a_bug_in_a_job_ends_with_one_line_alone_and_in_the_worker(worker, tmp_path):
+    # a spec without its keys: a KeyError inside the stage, not a user-fixable error
+    (tmp_path / "spec.json").write_text("{}")
+    (tmp_path / "logs").mkdir()
+    alone, _ = _dpvae("render", "--spec", "spec.json", cwd=tmp_path)
+    warm, _ = _dpvae("render", "--spec", "spec.json", worker=worker, cwd=tmp_path)
+    assert alone.returncode == warm.returncode == 1
+    line = "dpvae: error: render failed: KeyError: 'item' (traceback above)\n"
+    assert alone.channel == warm.channel == line, "one line on the terminal (the rules' fd 3)"
+    for result in (alone, warm):
+        assert "Traceback (most recent call last)" in result.stderr and result.stderr.endswith(line)
+    # in a job, stderr is the log: the line says so
+    logged = subprocess.run(
+        [
+            "bash",
+            "-c",
+            'exec "$@" 2>logs/job.log',
+            "_",
+            sys.executable,
+            "-m",
+            "dpvae",
+            "render",
+            "--spec",
+            "spec.json",
+        ],
+        env={**os.environ, "PYTHONPATH": SRC},
+        cwd=tmp_path,
+    )
+    assert logged.returncode == 1
+    assert (tmp_path / "logs" / "job.log").read_text().endswith("(traceback in logs/job.log)\n")
+
+
 def test_the_job_works_in_the_clients_directory(worker, tmp_path):
     (tmp_path / "t.csv").write_text("not,a,table\n")
     alone, _ = _dpvae("record", "t.csv", "--out-dir", "out", cwd=tmp_path)

@@ -2,6 +2,7 @@
 # All logic lives in src/dpvae (dpvae.workflow); this file only binds it to Snakemake.
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -26,8 +27,11 @@ def stop(error):
     sys.exit(1)
 
 
+# The checkout's files that rules read (renderer modules, published numbers, reproductions) are named relative
+# to the working directory ("Relocatable" below).
+BASE = os.path.relpath(workflow.basedir)
 try:
-    PLAN = Plan(config, workflow.basedir)
+    PLAN = Plan(config, BASE)
 except DpvaeError as error:
     stop(error)
 
@@ -48,12 +52,20 @@ def checked(fn):
 DATA = config["data"]["root"]
 RESULTS = results_dir(config["scale"])
 MIRROR = data_mirror(config["data"]["mirror"])
-# Under --sdm conda the rule's environment provides python; otherwise the interpreter running Snakemake.
 USES_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
-PYTHON = "python" if USES_CONDA else sys.executable
+# Relocatable: what Snakemake tracks of a job (its params, shell code and input paths) names no absolute path
+# of the checkout or of the interpreter, so a finished build moved elsewhere, or run by another environment,
+# plans nothing. The jobs read both from their environment instead, set here by every Snakemake that runs them
+# (on a cluster node too, which reads this file again): DPVAE_SRC, this checkout's src/, which the command puts
+# first on PYTHONPATH (in the command: under --sdm conda Snakemake removes PYTHONPATH from a job's
+# environment), and DPVAE_PYTHON, the interpreter running Snakemake (under --sdm conda, the rule
+# environment's python).
+# (Set, never read here: not `envvars:`, which would ask the user to set them.)
+os.environ.update(DPVAE_SRC=SRC, DPVAE_PYTHON="python" if USES_CONDA else sys.executable)
 # Every job's output goes to its log; fd 3 keeps Snakemake's stderr, where the CLI also writes the one-line
-# message of a user-fixable failure (bad data, privacy budget exceeded, ...), so it shows in the terminal.
-DPVAE = f"3>&2 DPVAE_ERROR_FD=3 PYTHONPATH={SRC}${{PYTHONPATH:+:$PYTHONPATH}} {PYTHON} -m dpvae"
+# message of any failure (bad data, privacy budget exceeded, or a bug, whose traceback stays in the log), so
+# it shows in the terminal.
+DPVAE = '3>&2 DPVAE_ERROR_FD=3 PYTHONPATH="$DPVAE_SRC${PYTHONPATH:+:$PYTHONPATH}" "$DPVAE_PYTHON" -m dpvae'
 ENV = "../../envs/dpvae.yaml"
 RUN = f"{RESULTS}/runs/{{dataset}}/{{variant}}/eps{{eps}}/seed{{seed}}"
 STAGE1 = f"{RESULTS}/stage1/{{dataset}}/{{method}}/{{key}}/seed{{seed}}"

@@ -60,7 +60,6 @@ rule aggregate_spec:
         ENV
     params:
         spec=lambda w: PLAN.aggregate_spec(w.experiment, w.dataset, w.variant),
-        src=SRC,
     script:
         "../scripts/write_spec.py"
 

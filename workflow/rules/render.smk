@@ -12,7 +12,6 @@ rule item_spec:
         ENV
     params:
         spec=lambda w: PLAN.item_spec(w.paper, w.item),
-        src=SRC,
     script:
         "../scripts/write_spec.py"
 
@@ -163,7 +162,7 @@ rule scorecard:
     # Every published cell beside the recorded paper-scale reproductions (reproductions/<paper>.csv).
     input:
         published=PLAN.published_files(""),
-        reproductions=sorted(str(p) for p in Path(workflow.basedir, "reproductions").glob("*.csv")),
+        reproductions=sorted(str(p) for p in Path(BASE, "reproductions").glob("*.csv")),
     output:
         pdf=report("figures/scorecard.pdf", caption="../report/scorecard.rst", category="scorecard"),
         csv=report("figures/scorecard.csv", caption="../report/scorecard.rst", category="scorecard"),
