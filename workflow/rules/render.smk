@@ -186,7 +186,6 @@ rule experiment_spec:
         ENV
     params:
         spec=lambda w: PLAN.experiment_spec(w.experiment),
-        src=SRC,
     script:
         "../scripts/write_spec.py"
 
