@@ -35,6 +35,8 @@ def test_a_users_experiment_renders_every_dataset_epsilon_and_metric(tmp_path):
                 {**base, "metric": "epsilon_spent_paper", "value": eps},
                 {**base, "metric": "epsilon_spent_sound", "value": 2 * eps},
                 {**base, "metric": "recon_loss", "step": 1, "value": 9.0},  # a curve: left to its items
+                {**base, "metric": "classifier_repeats", "value": 5.0},  # one protocol for every run: a note
+                {**base, "metric": "fid_n_samples", "value": 100.0 * (1 + seed)},  # protocol that varies: rows
             ]
             runs.append(
                 write_run(tmp_path, "breast-cancer", "p3gm", f"{eps:g}", seed, {"train": 2.0, "evaluate-x": 1.0})
@@ -50,7 +52,8 @@ def test_a_users_experiment_renders_every_dataset_epsilon_and_metric(tmp_path):
     render_experiment(tmp_path / "spec.json", tmp_path / "out")
     out = pd.read_csv(tmp_path / "out.csv")
     assert {"pdf", "tex"} <= {p.suffix[1:] for p in tmp_path.glob("out.*")}
-    assert set(out["metric"]) == {"auroc"}  # ledger rows become columns; curves are left out
+    assert set(out["metric"]) == {"auroc", "fid_n_samples"}  # ledger rows become columns; curves are left out
+    out = out[out["metric"] == "auroc"]
     p3gm = out[out["variant"] == "p3gm"].set_index("eps target")
     assert list(p3gm.index) == [0.5, 1.0, 2.0]
     assert p3gm.loc[2.0, "mean"] == pytest.approx(3.0) and p3gm.loc[2.0, "sd"] == pytest.approx(1.0)
@@ -59,7 +62,8 @@ def test_a_users_experiment_renders_every_dataset_epsilon_and_metric(tmp_path):
     assert (p3gm["train s/run"] == 2.0).all() and (p3gm["total s/run"] == 3.0).all()
     real = out[out["variant"] == "real"].iloc[0]
     assert pd.isna(real["eps spent"]) and real["n"] == 1 and real["total s/run"] == 0.5
-    assert "Experiment 'mine': my data" in (tmp_path / "out.tex").read_text()
+    tex = (tmp_path / "out.tex").read_text()
+    assert "Experiment 'mine': my data" in tex and r"the same for every run: classifier\_repeats = 5." in tex
 
 
 def test_an_experiment_without_rows_is_refused_naming_its_tables(tmp_path):

@@ -25,6 +25,29 @@ SPENT = {
     "epsilon_spent_sound": "eps spent (sound)",
 }
 KEYS = ["dataset", "variant", "epsilon", "point"]
+#: how the metrics name the protocol they ran under (sizes, repeats, epochs): a note when one value holds for
+#: every run of the experiment, else rows like any metric
+PROTOCOL_SUFFIXES = (
+    "_n",
+    "_n_train",
+    "_n_test",
+    "_n_samples",
+    "_reference_n",
+    "_repeats",
+    "_max_epochs",
+    "_patience",
+    "_shown",
+)
+
+
+def protocol(table: pd.DataFrame) -> dict[str, float]:
+    """{metric (classifier): value} of the protocol metrics that hold one value for every run of `table`."""
+    named = table[table["metric"].astype(str).str.endswith(PROTOCOL_SUFFIXES)]
+    found = {}
+    for (metric, classifier), rows in named.groupby(["metric", "classifier"], dropna=False, sort=False):
+        if rows["value"].nunique(dropna=False) == 1:
+            found[f"{metric} ({classifier})" if classifier else str(metric)] = float(rows["value"].iloc[0])
+    return found
 
 
 def benchmark_seconds(path: str | Path) -> float:
@@ -64,6 +87,9 @@ def experiment_table(table: pd.DataFrame, walls: pd.DataFrame) -> pd.DataFrame:
     table["point"] = table["point"].astype("string").fillna("")
     table["classifier"] = table["classifier"].astype("string").fillna("")
     order = {column: list(dict.fromkeys(table[column])) for column in ("dataset", "variant", "metric")}
+    constant = protocol(table)
+    names = table["metric"].astype(str) + table["classifier"].map(lambda c: f" ({c})" if c else "").astype(str)
+    table = table[~names.isin(list(constant))]
     spent = table[table["metric"].isin(list(SPENT))]
     spent = spent.pivot_table(index=KEYS, columns="metric", values="value", aggfunc="max").rename(columns=SPENT)
     values = table[~table["metric"].isin(list(SPENT))]
@@ -112,6 +138,8 @@ def render_experiment(spec_path: str | Path, prefix: str | Path) -> pd.DataFrame
         "train s/run: wall seconds of the training job, total s/run: training + sampling + every metric's "
         "evaluation (Snakemake benchmark files), mean over seeds; a shared first stage (stage1) is not counted.",
     ]
+    if constant := protocol(table.assign(classifier=table["classifier"].astype("string").fillna(""))):
+        notes.append("the same for every run: " + ", ".join(f"{k} = {v:g}" for k, v in constant.items()) + ".")
     if spec.get("left_out"):
         notes.append(f"left out (config data.unreachable): {', '.join(spec['left_out'])}.")
     if spec.get("items"):
