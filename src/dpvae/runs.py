@@ -64,6 +64,13 @@ def is_private(config: dict, variant_id: str) -> bool:
     return bool(spec.get("private", METHODS.get(spec["method"]).private))
 
 
+def experiment_seeds(exp: dict) -> list[int]:
+    """An experiment's seeds: `seeds: n` is 0..n-1; a list names them (e.g. [3, 4]: two more seeds beside
+    recorded seeds 0-2, without running those again)."""
+    seeds = exp["seeds"]
+    return list(range(seeds)) if isinstance(seeds, int) else sorted(seeds)
+
+
 def experiment_runs(config: dict, experiment: str, dataset: str | None = None) -> list[Run]:
     """Every run of `experiment` (optionally on one dataset), in a stable order."""
     exp = config["experiments"][experiment]
@@ -72,7 +79,7 @@ def experiment_runs(config: dict, experiment: str, dataset: str | None = None) -
     for ds in datasets:
         for vid in variant_ids(exp):
             labels = [format_eps(e) for e in exp["epsilons"]] if is_private(config, vid) else ["inf"]
-            runs += [Run(ds, vid, eps, seed) for eps in labels for seed in range(exp["seeds"])]
+            runs += [Run(ds, vid, eps, seed) for eps in labels for seed in experiment_seeds(exp)]
     return runs
 
 

@@ -109,6 +109,14 @@ def test_defaults_are_filled_in():
             lambda c: c["variants"]["real"].update(published_as={"p3gm": "Original"}),
             "'variants.real.published_as.p3gm'",
         ),
+        (
+            lambda c: c["experiments"]["p3gm_tabular"].update(seeds=[3, 3]),
+            "config key 'experiments.p3gm_tabular.seeds'",
+        ),
+        (
+            lambda c: c["experiments"]["p3gm_tabular"].update(seeds=0),
+            "config key 'experiments.p3gm_tabular.seeds'",
+        ),
     ],
 )
 def test_bad_config_names_the_offending_key(mutate, expected):

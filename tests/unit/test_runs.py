@@ -137,3 +137,12 @@ def test_dp2vae_items_plan_one_stage1_per_dataset_and_seed(paper_config):
     assert len(runs) == 15 and sum(len(u) for u in users.values()) == 14
     spec = plan.stage1_spec("mnist", "dp2vae", next(p for p in users if "/mnist/" in p).split("/")[-2], 0)
     assert spec["params"]["pretrain_iters"] == 2000 and spec["params"]["subsets"] == 1000 and "lr" not in spec["params"]
+
+
+def test_listed_seeds_add_runs_beside_recorded_ones(paper_config):
+    """`seeds: [3, 4]` plans exactly those seeds (seeds 0-2 recorded earlier are not run again); `seeds: 2` = 0, 1."""
+    exp = paper_config["experiments"]["p3gm_tabular"]
+    listed = experiment_runs({**paper_config, "experiments": {"t": {**exp, "seeds": [4, 3]}}}, "t", "adult")
+    counted = experiment_runs({**paper_config, "experiments": {"t": {**exp, "seeds": 2}}}, "t", "adult")
+    assert sorted({r.seed for r in listed}) == [3, 4] and sorted({r.seed for r in counted}) == [0, 1]
+    assert len(listed) == len(counted) and {r.variant for r in listed} == {r.variant for r in counted}
