@@ -120,6 +120,11 @@ def _metric(w):
 
 
 @checked
+def _experiment_inputs(w):
+    return {"spec": f"{RESULTS}/experiments/{w.experiment}.json", "tables": PLAN.experiment_inputs(w.experiment)}
+
+
+@checked
 def _render_inputs(w):
     PLAN.check_buildable(f"figures/{w.paper}/{w.item}.pdf", dryrun=workflow.dryrun)
     return {

@@ -190,11 +190,6 @@ rule experiment_spec:
         "../scripts/write_spec.py"
 
 
-@checked
-def _experiment_inputs(w):
-    return {"spec": f"{RESULTS}/experiments/{w.experiment}.json", "tables": PLAN.experiment_inputs(w.experiment)}
-
-
 rule render_experiment:
     input:
         unpack(_experiment_inputs),
