@@ -148,9 +148,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
 
     p = sub.add_parser("record", help="record paper-scale results of built runs into reproductions/<paper>.csv")
-    p.add_argument("tables", nargs="+", help="tidy tables (results/paper/tables/<experiment>/<dataset>.csv)")
+    p.add_argument("tables", nargs="*", help="tidy tables (results/paper/tables/<experiment>/<dataset>.csv)")
     p.add_argument("--command", default=None, help="the command that produced them (default: this one)")
     p.add_argument("--out-dir", default=None, help="default: <repo>/reproductions")
+    p.add_argument(
+        "--prune", action="store_true", help="drop rows filed under an item that does not show their dataset"
+    )
 
     p = sub.add_parser("scorecard", help="every published cell beside ours, with a verdict")
     p.add_argument("--paper", default=None)
@@ -345,11 +348,17 @@ def _run(args: argparse.Namespace) -> int:
 
         gather(args.item, args.pdf, args.pending, args.out)
     elif args.stage == "record":
-        from dpvae.reproductions import record
+        from dpvae.reproductions import prune, record
 
-        command = args.command or "python -m dpvae record " + " ".join(args.tables)
-        for path in record(args.tables, command=command, out_dir=args.out_dir):
-            print(f"recorded into {path}")
+        if not args.tables and not args.prune:
+            return _fail("record: name the tidy tables to record (or --prune)")
+        if args.tables:
+            command = args.command or "python -m dpvae record " + " ".join(args.tables)
+            for path in record(args.tables, command=command, out_dir=args.out_dir):
+                print(f"recorded into {path}")
+        if args.prune:
+            for path, n in prune(args.out_dir).items():
+                print(f"{path}: dropped {n} rows filed under an item that does not show their dataset")
     elif args.stage == "scorecard":
         from dpvae.scorecard import scorecard, write_scorecard
 

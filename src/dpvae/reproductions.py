@@ -155,6 +155,8 @@ def reproduction_rows(table_path: str | Path, command: str) -> pd.DataFrame:
             }
         )
         for item in items:
+            if not shows(item, str(row["dataset"])):
+                continue
             rows.append(
                 {
                     **published_key(item.paper, item.id, row),
@@ -167,6 +169,14 @@ def reproduction_rows(table_path: str | Path, command: str) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def shows(item, dataset: str) -> bool:
+    """Whether `item` shows our dataset id or the papers' dataset name `dataset` (an item may restrict its
+    experiments to some datasets: dp2vae/fig3 shows dp2vae_eps1's CelebA runs only)."""
+    if not item.datasets:
+        return True
+    return dataset in item.datasets or dataset in {published_dataset(d)[0] for d in item.datasets}
 
 
 def thin_series(table: pd.DataFrame) -> pd.DataFrame:
@@ -192,13 +202,34 @@ def record(tables: list[str | Path], command: str, out_dir: str | Path | None = 
     written = []
     for paper, rows in new.groupby("paper"):
         path = out / f"{paper}.csv"
-        old = read_reproductions(path)
-        merged = pd.concat([old, rows], ignore_index=True)
-        merged = merged.drop_duplicates(subset=[*KEY, "seed", "variant"], keep="last")
-        merged = merged.sort_values([*KEY, "seed"], na_position="first", kind="stable")
-        atomic_write(path, lambda tmp, m=merged: m.to_csv(tmp, index=False, float_format="%.10g"))
+        merged = pd.concat([read_reproductions(path), rows], ignore_index=True)
+        _write(path, merged.drop_duplicates(subset=[*KEY, "seed", "variant"], keep="last"))
         written.append(path)
     return written
+
+
+def prune(out_dir: str | Path | None = None) -> dict[Path, int]:
+    """Rewrite each reproductions/<paper>.csv without the rows filed under an item that does not show their
+    dataset (`shows`; written by a `record` before it checked); {file: rows dropped} of the files changed."""
+    out = Path(out_dir) if out_dir else REPRODUCTIONS_DIR
+    dropped = {}
+    for paper in PAPERS:
+        path = out / f"{paper}.csv"
+        if path.is_file() and (n := len(frame := read_reproductions(path)) - len(_shown(frame))):
+            _write(path, frame)
+            dropped[path] = n
+    return dropped
+
+
+def _shown(frame: pd.DataFrame) -> pd.DataFrame:
+    keep = [shows(ITEMS[f"{p}/{i}"], d) for p, i, d in zip(frame["paper"], frame["item"], frame["dataset"])]
+    return frame[keep]
+
+
+def _write(path: Path, frame: pd.DataFrame) -> None:
+    """reproductions/<paper>.csv: the rows an item shows, sorted by key and seed, written atomically."""
+    frame = _shown(frame).sort_values([*KEY, "seed"], na_position="first", kind="stable")
+    atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False, float_format="%.10g"))
 
 
 def read_reproductions(path: Path) -> pd.DataFrame:

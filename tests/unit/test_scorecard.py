@@ -10,7 +10,7 @@ import pytest
 
 from dpvae.errors import DataError
 from dpvae.render.published import load_published
-from dpvae.reproductions import COLUMNS, published_key, record, recorded
+from dpvae.reproductions import COLUMNS, prune, published_key, record, recorded
 from dpvae.scorecard import item_summary, scorecard
 
 
@@ -135,6 +135,31 @@ def test_record_writes_paper_scale_rows_with_provenance(tmp_path):
         & (card["source"] == "paper")
     ]
     assert cell["verdict"].item() == "within tolerance"
+
+
+def test_record_files_a_row_only_under_the_items_that_show_its_dataset(tmp_path):
+    """dp2vae_eps1 feeds Table 2, Fig. 2 (MNIST, Fashion-MNIST) and Fig. 3 (CelebA): an MNIST run is recorded
+    for Table 2 and Fig. 2, never as a CelebA sample; rows filed under an item that does not show their dataset
+    (by an earlier `record`) are dropped when the file is written again."""
+    results = tmp_path / "results" / "paper"
+    run = results / "runs" / "mnist" / "dp-merf" / "eps1" / "seed0"
+    run.mkdir(parents=True)
+    (run / "train.json").write_text(json.dumps({"device_name": "cpu", "commit": "abc", "seconds": 1.0}))
+    table = results / "tables" / "dp2vae_eps1" / "mnist.csv"
+    table.parent.mkdir(parents=True)
+    row = {"experiment": "dp2vae_eps1", "dataset": "mnist", "variant": "dp-merf", "method": "dp-merf"}
+    pd.DataFrame([{**row, "epsilon": 1.0, "seed": 0, "metric": "fid", "value": 117.0}]).to_csv(table, index=False)
+    out = tmp_path / "reproductions"
+    out.mkdir()
+    stale = {"paper": "dp2vae", "item": "fig3", "dataset": "mnist", "method": "dp-merf", "epsilon": 1.0}
+    stale |= {"metric": "fid", "classifier": "", "setting": "", "seed": 1, "value": 120.0, "scale": "paper"}
+    pd.DataFrame([stale], columns=list(COLUMNS)).to_csv(out / "dp2vae.csv", index=False)
+    assert prune(out) == {out / "dp2vae.csv": 1} and pd.read_csv(out / "dp2vae.csv").empty
+    pd.DataFrame([stale], columns=list(COLUMNS)).to_csv(out / "dp2vae.csv", index=False)
+    (written,) = record([table], command="x", out_dir=out)
+    rows = pd.read_csv(written)
+    assert sorted(rows["item"]) == ["fig2", "table2"]
+    assert prune(out) == {}
 
 
 def test_record_refuses_smoke_scale_tables(tmp_path):
