@@ -86,13 +86,21 @@ def test_verdicts_follow_the_stated_tolerances(tmp_path):
     assert item_summary(card)["p3gm/table7"] == "2/12 within tolerance"  # paper + reference-code cells
 
 
-def test_record_writes_paper_scale_rows_with_provenance(tmp_path):
+def paper_run_table(tmp_path, experiment: str, dataset: str, variant: str, train: dict) -> Path:
+    """A paper-scale run (its train.json) of `variant` on `dataset` at eps 1, seed 0; the path of the experiment's
+    tidy table for that dataset (its folder made, the table not written)."""
     results = tmp_path / "results" / "paper"
-    run = results / "runs" / "mnist-p3gm" / "p3gm" / "eps1" / "seed0"
+    run = results / "runs" / dataset / variant / "eps1" / "seed0"
     run.mkdir(parents=True)
-    (run / "train.json").write_text(json.dumps({"device_name": "cpu: x86_64 x2", "commit": "abc", "seconds": 91.5}))
-    table = results / "tables" / "p3gm_images" / "mnist-p3gm.csv"
+    (run / "train.json").write_text(json.dumps(train))
+    table = results / "tables" / experiment / f"{dataset}.csv"
     table.parent.mkdir(parents=True)
+    return table
+
+
+def test_record_writes_paper_scale_rows_with_provenance(tmp_path):
+    train = {"device_name": "cpu: x86_64 x2", "commit": "abc", "seconds": 91.5}
+    table = paper_run_table(tmp_path, "p3gm_images", "mnist-p3gm", "p3gm", train)
     pd.DataFrame(
         [
             {
@@ -141,12 +149,7 @@ def test_record_files_a_row_only_under_the_items_that_show_its_dataset(tmp_path)
     """dp2vae_eps1 feeds Table 2, Fig. 2 (MNIST, Fashion-MNIST) and Fig. 3 (CelebA): an MNIST run is recorded
     for Table 2 and Fig. 2, never as a CelebA sample; rows filed under an item that does not show their dataset
     (by an earlier `record`) are dropped when the file is written again."""
-    results = tmp_path / "results" / "paper"
-    run = results / "runs" / "mnist" / "dp-merf" / "eps1" / "seed0"
-    run.mkdir(parents=True)
-    (run / "train.json").write_text(json.dumps({"device_name": "cpu", "commit": "abc", "seconds": 1.0}))
-    table = results / "tables" / "dp2vae_eps1" / "mnist.csv"
-    table.parent.mkdir(parents=True)
+    table = paper_run_table(tmp_path, "dp2vae_eps1", "mnist", "dp-merf", {"device_name": "cpu", "seconds": 1.0})
     row = {"experiment": "dp2vae_eps1", "dataset": "mnist", "variant": "dp-merf", "method": "dp-merf"}
     pd.DataFrame([{**row, "epsilon": 1.0, "seed": 0, "metric": "fid", "value": 117.0}]).to_csv(table, index=False)
     out = tmp_path / "reproductions"
