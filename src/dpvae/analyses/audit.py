@@ -65,27 +65,6 @@ def dpsgd_audit(name: str, experiment: dict, context: dict) -> pd.DataFrame:
     return tidy(rows)
 
 
-#: The values an audited run's audit.json gives its row (metric -> key; `noise_multiplier` from the engine).
-AUDIT_ROWS = {
-    "eps_lower": "lower",
-    "eps_point": "point",
-    "eps_max_certifiable": "max_certifiable",
-    "eps_claimed": "epsilon_claimed",
-    "engine_eps_paper": "engine_epsilon_paper",
-    "engine_eps_sound": "engine_epsilon_sound",
-    "canaries": "canaries",
-    "audit_seconds": "seconds",
-}
-
-
-def audit_rows(record: dict) -> list[dict]:
-    """The tidy rows (metric, value) of one audit.json (a method's audited run)."""
-    rows = [{"metric": metric, "value": record[key]} for metric, key in AUDIT_ROWS.items() if key in record]
-    if "engine" in record:
-        rows.append({"metric": "noise_multiplier", "value": record["engine"]["noise_multiplier"]})
-    return rows
-
-
 def train_audited(spec: dict) -> dict:
     """Train one run through its method's own entry point (`method.train`) inside a canary session; write its
     ledger (privacy.json) and audit.json into `spec["run"]`; return the audit record. The budget is checked
@@ -128,6 +107,8 @@ def method_audit(name: str, experiment: dict, context: dict) -> pd.DataFrame:
     (labels left out at this scale). The runs
     (privacy.json and audit.json) land in results/<scale>/audit/<label>/ beside the table."""
     import torch
+
+    from dpvae.privacy.canaries import audit_rows
 
     params = experiment["params"]
     torch.set_num_threads(1)

@@ -14,17 +14,6 @@ from dpvae.errors import DataError
 from dpvae.eval.base import EvalContext, Rows
 from dpvae.eval.registry import register_metric
 
-ROWS = {
-    "eps_lower": "lower",
-    "eps_point": "point",
-    "eps_max_certifiable": "max_certifiable",
-    "eps_claimed": "epsilon_claimed",
-    "engine_eps_paper": "engine_epsilon_paper",
-    "engine_eps_sound": "engine_epsilon_sound",
-    "canaries": "canaries",
-    "audit_seconds": "seconds",
-}
-
 
 @register_metric(
     "canary_audit",
@@ -35,7 +24,7 @@ ROWS = {
     description="one-run canary audit: empirical epsilon lower bound beside the claimed epsilon",
 )
 def canary_audit(ctx: EvalContext) -> Rows:
-    from dpvae.privacy.canaries import AUDIT_FILE
+    from dpvae.privacy.canaries import AUDIT_FILE, audit_rows
 
     path = ctx.run.run_dir / AUDIT_FILE
     if not path.is_file():
@@ -43,8 +32,4 @@ def canary_audit(ctx: EvalContext) -> Rows:
             f"{path}: missing; the run's variant '{ctx.run.spec['variant']}' needs "
             "`audit: {canaries: N}` so that its training carries canaries (docs/audit.md)"
         )
-    record = json.loads(path.read_text())
-    rows = [{"metric": metric, "value": record[key]} for metric, key in ROWS.items() if key in record]
-    if "engine" in record:  # a DP-SGD engine carried the canaries (else a noisy release: no engine claims)
-        rows.append({"metric": "noise_multiplier", "value": record["engine"]["noise_multiplier"]})
-    return rows
+    return audit_rows(json.loads(path.read_text()))

@@ -54,6 +54,27 @@ if TYPE_CHECKING:
 
 CANARY_SCALE = 100.0  # a canary's gradient norm, in units of the clip it is clipped at
 AUDIT_FILE = "audit.json"  # an audited run's record, beside its ledger (privacy.json)
+#: the tidy metrics of an audit record (metric -> its key in audit.json; `noise_multiplier` from the engine)
+AUDIT_ROWS = {
+    "eps_lower": "lower",
+    "eps_point": "point",
+    "eps_max_certifiable": "max_certifiable",
+    "eps_claimed": "epsilon_claimed",
+    "engine_eps_paper": "engine_epsilon_paper",
+    "engine_eps_sound": "engine_epsilon_sound",
+    "canaries": "canaries",
+    "audit_seconds": "seconds",
+}
+
+
+def audit_rows(record: dict) -> list[dict]:
+    """The tidy rows (metric, value) of one audit.json record."""
+    rows = [{"metric": metric, "value": record[key]} for metric, key in AUDIT_ROWS.items() if key in record]
+    if "engine" in record:  # a DP-SGD engine carried the canaries (else a noisy release: no engine claims)
+        rows.append({"metric": "noise_multiplier", "value": record["engine"]["noise_multiplier"]})
+    return rows
+
+
 LAYER_NAME = "<canaries>"  # the engine's name for the canary layer (error messages)
 TERM_NAME = "canary"
 _ACTIVE: contextvars.ContextVar[CanarySession | None] = contextvars.ContextVar("canary_session", default=None)
