@@ -3,7 +3,9 @@
 `record(tables)` turns paper-scale tidy tables (`results/paper/tables/...csv`) into rows with the published
 CSV's key columns (paper, item, dataset, method, epsilon, metric, classifier, setting) plus seed, value and
 provenance (scale, variant, device, commit, command, wall_s, date) read from each run's `train.json`.
-Those files are committed. Our ids map to the papers' names by `published_key` (dataset suffixes dropped,
+Those files are committed. A table of an experiment no paper item reads (a design study, e.g. DP²-VAE's T_p
+study) goes to `reproductions/studies/<experiment>.csv` instead, keyed by our own ids (`STUDY_KEY`) with the
+same provenance. Our ids map to the papers' names by `published_key` (dataset suffixes dropped,
 each variant's `published_as` name in config.yaml, sweep points and a series' `step` as `setting`). A series
 longer than `MAX_STEPS` steps per run (Fig. 7's reconstruction loss at every iteration) is recorded at `MAX_STEPS`
 evenly spaced steps, first and last included; the whole series stays in the run's table. Renderers read them
@@ -32,6 +34,8 @@ REPRODUCTIONS_DIR = REPO_ROOT / "reproductions"
 KEY = ("paper", "item", "dataset", "method", "epsilon", "metric", "classifier", "setting")
 PROVENANCE = ("scale", "variant", "device", "commit", "command", "wall_s", "date")
 COLUMNS = (*KEY, "seed", "value", *PROVENANCE)
+STUDY_KEY = ("experiment", "dataset", "method", "variant", "setting", "epsilon", "metric", "classifier")
+STUDY_COLUMNS = (*STUDY_KEY, "seed", "value", *(c for c in PROVENANCE if c != "variant"))
 
 MAX_STEPS = 100  # steps recorded per series and run (see the module docstring)
 DATASET_SUFFIXES = ("-p3gm", "-32", "-lvae", "-dropna", "-full", "-standin")
@@ -128,32 +132,49 @@ def _run_provenance(results: Path, row: pd.Series) -> dict:
     }
 
 
-def reproduction_rows(table_path: str | Path, command: str) -> pd.DataFrame:
-    """Rows for `reproductions/<paper>.csv` from one paper-scale tidy table (one per item reading it)."""
+def _paper_table(table_path: str | Path) -> tuple[Path, str, pd.DataFrame]:
+    """(path, experiment, its rows without epsilon_spent, series thinned) of a paper-scale tidy table."""
     path = Path(table_path)
     scale, experiment = _experiment_of(path)
     if scale != "paper":
         raise DataError(f"{path}: built at scale '{scale}'; only paper-scale results are recorded")
-    items = [i for i in ITEMS.values() if experiment in i.experiments]
-    if not items:
-        raise DataError(f"{path}: no item reads experiment '{experiment}'")
     table = pd.read_csv(path)
     table = table[~table["metric"].astype(str).str.startswith("epsilon_spent")] if "metric" in table else table
-    table = thin_series(table)
+    return path, experiment, thin_series(table)
+
+
+def _rows_with_provenance(path: Path, table: pd.DataFrame):
+    """(row, provenance) for each row of `table`: the run's `train.json`, or this checkout for a row of no run."""
     results = next(p for p in path.resolve().parents if p.name == "tables").parent
-    rows = []
     for _, row in table.iterrows():
         has_run = pd.notna(row.get("seed")) and pd.notna(row.get("variant"))
-        provenance = (
-            _run_provenance(results, row)
-            if has_run
-            else {
-                "device": "",
-                "commit": git_commit(),
-                "wall_s": np.nan,
-                "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            }
+        yield (
+            row,
+            (
+                _run_provenance(results, row)
+                if has_run
+                else {
+                    "device": "",
+                    "commit": git_commit(),
+                    "wall_s": np.nan,
+                    "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                }
+            ),
         )
+
+
+def _items_reading(experiment: str) -> list:
+    return [i for i in ITEMS.values() if experiment in i.experiments]
+
+
+def reproduction_rows(table_path: str | Path, command: str) -> pd.DataFrame:
+    """Rows for `reproductions/<paper>.csv` from one paper-scale tidy table (one per item reading it)."""
+    path, experiment, table = _paper_table(table_path)
+    items = _items_reading(experiment)
+    if not items:
+        raise DataError(f"{path}: no item reads experiment '{experiment}'")
+    rows = []
+    for row, provenance in _rows_with_provenance(path, table):
         for item in items:
             if not shows(item, str(row["dataset"])):
                 continue
@@ -162,7 +183,7 @@ def reproduction_rows(table_path: str | Path, command: str) -> pd.DataFrame:
                     **published_key(item.paper, item.id, row),
                     "seed": row.get("seed"),
                     "value": row["value"],
-                    "scale": scale,
+                    "scale": "paper",
                     "variant": row.get("variant", ""),
                     "command": command,
                     **provenance,
@@ -196,16 +217,59 @@ def thin_series(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def record(tables: list[str | Path], command: str, out_dir: str | Path | None = None) -> list[Path]:
-    """Merge the rows of `tables` into reproductions/<paper>.csv (same key + seed replaced); return the files."""
+    """Merge the rows of `tables` into reproductions/<paper>.csv, or reproductions/studies/<experiment>.csv for an
+    experiment no item reads (same key + seed replaced); return the files."""
     out = Path(out_dir) if out_dir else REPRODUCTIONS_DIR
-    new = pd.concat([reproduction_rows(t, command) for t in tables], ignore_index=True)
-    written = []
+    studies = [t for t in tables if not _items_reading(_experiment_of(Path(t))[1])]
+    written = [_record_study(t, command, out) for t in studies]
+    papers = [reproduction_rows(t, command) for t in tables if t not in studies]
+    new = pd.concat(papers, ignore_index=True) if papers else pd.DataFrame(columns=list(COLUMNS))
     for paper, rows in new.groupby("paper"):
         path = out / f"{paper}.csv"
         merged = pd.concat([read_reproductions(path), rows], ignore_index=True)
         _write(path, merged.drop_duplicates(subset=[*KEY, "seed", "variant"], keep="last"))
         written.append(path)
     return written
+
+
+def study_rows(table_path: str | Path, command: str) -> pd.DataFrame:
+    """Rows for `reproductions/studies/<experiment>.csv` from a paper-scale tidy table no item reads."""
+    path, experiment, table = _paper_table(table_path)
+    rows = []
+    for row, provenance in _rows_with_provenance(path, table):
+        base, point = split_variant(str(row["variant"]))
+        epsilon = row.get("epsilon")
+        rows.append(
+            {
+                "experiment": experiment,
+                "dataset": row["dataset"],
+                "method": row.get("method", ""),
+                "variant": base,
+                "setting": "=".join(point) if point else "",
+                "epsilon": float(epsilon) if pd.notna(epsilon) else np.nan,
+                "metric": row["metric"],
+                "classifier": "" if pd.isna(row.get("classifier")) else str(row["classifier"]),
+                "seed": row.get("seed"),
+                "value": row["value"],
+                "scale": "paper",
+                "command": command,
+                **{k: provenance[k] for k in ("device", "commit", "wall_s", "date")},
+            }
+        )
+    return pd.DataFrame(rows, columns=list(STUDY_COLUMNS))
+
+
+def _record_study(table: str | Path, command: str, out: Path) -> Path:
+    """Merge one study table into `out`/studies/<experiment>.csv (same key + seed replaced)."""
+    rows = study_rows(table, command)
+    path = out / "studies" / f"{_experiment_of(Path(table))[1]}.csv"
+    old = pd.read_csv(path, dtype={"classifier": str, "setting": str}) if path.is_file() else None
+    merged = pd.concat([f for f in (old, rows) if f is not None and not f.empty], ignore_index=True)
+    merged = merged.fillna({"classifier": "", "setting": ""}).drop_duplicates([*STUDY_KEY, "seed"], keep="last")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame = merged.sort_values([*STUDY_KEY, "seed"], kind="stable")
+    atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False, float_format="%.10g"))
+    return path
 
 
 def prune(out_dir: str | Path | None = None) -> dict[Path, int]:

@@ -165,6 +165,38 @@ def test_record_files_a_row_only_under_the_items_that_show_its_dataset(tmp_path)
     assert prune(out) == {}
 
 
+def test_a_study_no_item_reads_is_recorded_under_studies_with_its_sweep_point(tmp_path):
+    """A design study (DP²-VAE's T_p study: an experiment of a campaign overlay, no paper item) is filed in
+    reproductions/studies/<experiment>.csv keyed by our ids, the sweep point as `setting`, with the provenance of
+    its run; no paper's file is touched; recording it again replaces the row."""
+    variant = "dp2vae-cpu-study@pretrain_iters=200"
+    train = {"device_name": "cpu: x86_64 x2", "commit": "abc", "seconds": 12.5}
+    table = paper_run_table(tmp_path, "dp2vae_tp_study", "mnist", variant, train)
+    row = {"experiment": "dp2vae_tp_study", "dataset": "mnist", "variant": variant, "method": "dp2vae"}
+    rows = [{**row, "epsilon": 1.0, "seed": 0, "metric": "fid", "value": 250.0}]
+    rows += [{**row, "epsilon": 1.0, "seed": 0, "metric": "epsilon_spent", "value": 0.9}]
+    pd.DataFrame(rows).to_csv(table, index=False)
+    out = tmp_path / "reproductions"
+    (written,) = record([table], command="snakemake x", out_dir=out)
+    assert written == out / "studies" / "dp2vae_tp_study.csv" and not (out / "dp2vae.csv").exists()
+    got = pd.read_csv(written).iloc[0]
+    assert (got["variant"], got["setting"], got["metric"], got["value"]) == (
+        "dp2vae-cpu-study",
+        "pretrain_iters=200",
+        "fid",
+        250.0,
+    )
+    assert (got["device"], got["commit"], got["wall_s"], got["command"]) == (
+        "cpu: x86_64 x2",
+        "abc",
+        12.5,
+        "snakemake x",
+    )
+    pd.DataFrame([{**rows[0], "value": 240.0}]).to_csv(table, index=False)
+    record([table], command="again", out_dir=out)
+    assert pd.read_csv(written)["value"].tolist() == [240.0]
+
+
 def test_record_refuses_smoke_scale_tables(tmp_path):
     table = tmp_path / "results" / "smoke" / "tables" / "p3gm_images" / "mnist-p3gm.csv"
     table.parent.mkdir(parents=True)
