@@ -30,3 +30,14 @@ def test_every_entry_names_configured_runs_and_metrics():
         assert entry.dataset in {d for e in config["experiments"].values() for d in e.get("datasets", [])}, entry.name
         assert all(target.endswith(".json") and f"/{entry.dataset}/" in target for target in entry.targets())
         assert entry.blocked or entry.minutes <= 10, f"{entry.name}: a ready entry fits one 10-minute call"
+
+
+def test_a_row_of_another_campaign_does_not_count_as_the_entry_recorded():
+    """DP²-VAE's narrow CPU rows (overlay dp2vae-cpu.yaml) share variant, ε, seed and dataset with the paper-width
+    entries (config.yaml): only a row made under the entry's own overlay marks the entry recorded."""
+    queue = _queue()
+    paper_width = next(e for e in queue.load_queue() if e.overlay == "config.yaml")
+    cpu = "snakemake --cores 1 --configfile=workflow/campaigns/dp2vae-cpu.yaml figures/dp2vae/table1.pdf"
+    assert not paper_width.made_here(cpu) and paper_width.made_here("snakemake --cores 1 figures/dp2vae/table1.pdf")
+    privae = next(e for e in queue.load_queue() if e.paper == "privae")
+    assert privae.made_here(f"snakemake --configfile={privae.overlay} x") and not privae.made_here(cpu)

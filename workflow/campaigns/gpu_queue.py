@@ -22,6 +22,9 @@ carrying both:
     python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
     DPVAE_DATA_MIRROR=$PWD/.devdata python3 workflow/campaigns/gpu_queue.py run $OUT/queue --budget 9
 (checked on one H200 with --dry-run, 26 Nov 2026: Snakemake from the wheels plans entry 1's 50 jobs).
+Entries with FID need the Inception weights (91 MiB, over one call's 64 MiB): workflow/campaigns/gpu-inception.sh
+splits them here into parts carried by consecutive calls and joins them there against their sha256 (not yet run on
+a device).
 """
 
 from __future__ import annotations
@@ -64,18 +67,25 @@ class Entry:
             for s in self.seeds
         ]
 
+    def made_here(self, command: str) -> bool:
+        """Whether a recorded row's command ran this entry's overlay (config.yaml: no campaign overlay)."""
+        if self.overlay == "config.yaml":
+            return "workflow/campaigns/" not in command
+        return self.overlay in command
+
     def targets(self) -> list[str]:
         return [str(run / "metrics" / f"{m}.json") for run in self.runs() for m in self.metrics]
 
     def recorded(self) -> bool:
-        """Every run of the entry has a row in reproductions/<paper>.csv (same variant, ε, seed, dataset)."""
+        """Every run of the entry has a row in reproductions/<paper>.csv (same variant, ε, seed, dataset) made under
+        the entry's overlay (a row of another campaign, e.g. a narrower CPU overlay, does not count)."""
         import pandas as pd
 
         path = ROOT / "reproductions" / f"{self.paper}.csv"
         if not path.is_file():
             return False
-        rows = pd.read_csv(path, usecols=["dataset", "variant", "epsilon", "seed"], dtype=str)
-        rows = rows[rows["dataset"] == self.recorded_as]
+        rows = pd.read_csv(path, usecols=["dataset", "variant", "epsilon", "seed", "command"], dtype=str)
+        rows = rows[(rows["dataset"] == self.recorded_as) & rows["command"].fillna("").map(self.made_here)]
         have = set(zip(rows["variant"], rows["epsilon"].map(_eps), rows["seed"].astype(int)))
         return all((v, _eps(e), s) in have for v in self.variants for e in self.epsilons for s in self.seeds)
 
