@@ -136,7 +136,7 @@ def test_dp2vae_items_plan_one_stage1_per_dataset_and_seed(paper_config):
     assert all(r.variant != "dp2vae-nopretrain" for used in users.values() for r in used)
     assert len(runs) == 15 and sum(len(u) for u in users.values()) == 14
     spec = plan.stage1_spec("mnist", "dp2vae", next(p for p in users if "/mnist/" in p).split("/")[-2], 0)
-    assert spec["params"]["pretrain_iters"] == 200 and spec["params"]["subsets"] == 1000 and "lr" not in spec["params"]
+    assert spec["params"]["pretrain_iters"] == 50 and spec["params"]["subsets"] == 1000 and "lr" not in spec["params"]
 
 
 def test_listed_seeds_add_runs_beside_recorded_ones(paper_config):

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 class DP2VAEParams(MethodParams):
     subsets: int = param(1000, "K disjoint subsets, one pre-trained encoder each", minimum=1)
     pretrain: bool = param(True, "stage 1: pre-train the K encoders non-privately (False = ablation)")
-    pretrain_iters: int = param(200, "stage-1 iterations per encoder (T_p; docs/dp2vae.md: the T_p study)", minimum=0)
+    pretrain_iters: int = param(50, "stage-1 iterations per encoder (T_p; docs/dp2vae.md: the T_p study)", minimum=0)
     iters: int = param(20000, "stage-2 decoder iterations (T)", minimum=1)
     batch_size: int = param(32, "records per stage-2 batch (B), drawn from one subset", minimum=1)
     clip: float = param(1.0, "per-example clipping norm C", exclusive_minimum=0)
