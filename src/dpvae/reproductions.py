@@ -221,9 +221,10 @@ def record(tables: list[str | Path], command: str, out_dir: str | Path | None = 
     experiment no item reads (same key + seed replaced); return the files."""
     out = Path(out_dir) if out_dir else REPRODUCTIONS_DIR
     studies = [t for t in tables if not _items_reading(_experiment_of(Path(t))[1])]
-    written = [_record_study(t, command, out) for t in studies]
+    study_frames = [(t, study_rows(t, command)) for t in studies]  # every table read before anything is written
     papers = [reproduction_rows(t, command) for t in tables if t not in studies]
     new = pd.concat(papers, ignore_index=True) if papers else pd.DataFrame(columns=list(COLUMNS))
+    written = [_record_study(t, rows, out) for t, rows in study_frames]
     for paper, rows in new.groupby("paper"):
         path = out / f"{paper}.csv"
         merged = pd.concat([read_reproductions(path), rows], ignore_index=True)
@@ -259,9 +260,8 @@ def study_rows(table_path: str | Path, command: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(STUDY_COLUMNS))
 
 
-def _record_study(table: str | Path, command: str, out: Path) -> Path:
-    """Merge one study table into `out`/studies/<experiment>.csv (same key + seed replaced)."""
-    rows = study_rows(table, command)
+def _record_study(table: str | Path, rows: pd.DataFrame, out: Path) -> Path:
+    """Merge one study table's `rows` into `out`/studies/<experiment>.csv (same key + seed replaced)."""
     path = out / "studies" / f"{_experiment_of(Path(table))[1]}.csv"
     old = pd.read_csv(path, dtype={"classifier": str, "setting": str}) if path.is_file() else None
     merged = pd.concat([f for f in (old, rows) if f is not None and not f.empty], ignore_index=True)
