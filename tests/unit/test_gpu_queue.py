@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import sys
+import time
+from pathlib import Path
 
 from dpvae.config import load_config
+from dpvae.runs import Run
+from dpvae.workflow import Plan
 from dpvae.paths import REPO_ROOT
 
 SCRIPT = REPO_ROOT / "workflow" / "campaigns" / "gpu_queue.py"
@@ -26,8 +31,9 @@ def test_every_entry_names_configured_runs_and_metrics():
     for entry in entries:
         overlay = REPO_ROOT / entry.overlay
         config = load_config([REPO_ROOT / "config.yaml"] + ([overlay] if overlay.name != "config.yaml" else []))
-        assert set(entry.variants) <= set(config["variants"]), entry.name
-        assert entry.dataset in {d for e in config["experiments"].values() for d in e.get("datasets", [])}, entry.name
+        needed = Plan(config).all_runs()
+        for variant, eps, seed in itertools.product(entry.variants, entry.epsilons, entry.seeds):
+            assert Run(entry.dataset, variant, eps, seed) in needed, f"{entry.name}: its overlay has no such run"
         assert all(target.endswith(".json") and f"/{entry.dataset}/" in target for target in entry.targets())
         assert entry.blocked or entry.minutes <= 10, f"{entry.name}: a ready entry fits one 10-minute call"
 
@@ -36,8 +42,38 @@ def test_a_row_of_another_campaign_does_not_count_as_the_entry_recorded():
     """DP²-VAE's narrow CPU rows (overlay dp2vae-cpu.yaml) share variant, ε, seed and dataset with the paper-width
     entries (config.yaml): only a row made under the entry's own overlay marks the entry recorded."""
     queue = _queue()
-    paper_width = next(e for e in queue.load_queue() if e.overlay == "config.yaml")
+    paper_width = next(e for e in queue.load_queue() if e.paper == "dp2vae")
     cpu = "snakemake --cores 1 --configfile=workflow/campaigns/dp2vae-cpu.yaml figures/dp2vae/table1.pdf"
-    assert not paper_width.made_here(cpu) and paper_width.made_here("snakemake --cores 1 figures/dp2vae/table1.pdf")
+    assert not paper_width.made_here(cpu)
+    assert paper_width.made_here(f"gpu_queue.py run ({paper_width.name}): snakemake --configfile={paper_width.overlay}")
     privae = next(e for e in queue.load_queue() if e.paper == "privae")
     assert privae.made_here(f"snakemake --configfile={privae.overlay} x") and not privae.made_here(cpu)
+
+
+def test_an_entry_past_its_budget_is_stopped_with_everything_it_started(tmp_path):
+    """A call must come back before the device's own limit: `build` kills the entry's whole process group (Snakemake
+    and the jobs it spawned) when its seconds run out, and says so; a command that ends in time is 'ok' / 'failed'."""
+    queue = _queue()
+    child = tmp_path / "child.pid"
+    script = (
+        "import subprocess, sys, time; "
+        f"p = subprocess.Popen(['sleep', '120']); open({str(child)!r}, 'w').write(str(p.pid)); time.sleep(120)"
+    )
+    assert queue.build([sys.executable, "-c", script], seconds=2) == "stopped"
+    pid = int(child.read_text())
+    status = Path(f"/proc/{pid}/status")
+    for _ in range(50):  # the orphaned child is reaped by init shortly after the kill
+        if not status.exists() or "State:\tZ" in status.read_text():
+            break
+        time.sleep(0.1)
+    assert not status.exists() or "State:\tZ" in status.read_text(), "the entry's child process survived"
+    assert queue.build([sys.executable, "-c", "pass"], seconds=5) == "ok"
+    assert queue.build([sys.executable, "-c", "raise SystemExit(1)"], seconds=5) == "failed"
+
+
+def test_without_the_inception_weights_an_entry_builds_every_metric_but_fid():
+    queue = _queue()
+    entry = next(e for e in queue.load_queue() if "fid" in e.metrics)
+    assert any(t.endswith("/fid.json") for t in entry.targets())
+    rest = entry.targets(("fid",))
+    assert rest and not any(t.endswith("/fid.json") for t in rest)

@@ -8,28 +8,35 @@ needs, unpack it here.
 `run` (on the GPU machine, repository root, the project's packages importable, `DPVAE_DATA_MIRROR` set): takes the
 entries in order, skips those recorded in reproductions/<paper>.csv (every run has a row) or blocked, and runs each
 whose `minutes` fit what is left of `--budget` (default 9): Snakemake builds every run's metrics of the entry, the runs
-sharing the GPU (`--set-threads train=1 evaluate=1`); interrupted runs resume from their checkpoints. Each finished
-entry is packed into OUTDIR/<entry>.tar.gz: the runs' ledgers, train.json, metrics and benchmarks, their models where
-the archive stays under 15 MiB (never checkpoints or samples), so that `unpack` + Snakemake here build the tables
-without retraining. OUTDIR/queue.txt says what ran, what was skipped and why, and what is left.
+sharing the GPU (`--set-threads train=1 evaluate=1`). An entry still running when the budget is spent is stopped
+(its process group killed) before the device's own limit, so the report comes back; the next call on the same warm
+machine resumes it (stale locks removed, `--rerun-incomplete`, training from the runs' checkpoints). An entry that
+needs FID while the Inception weights are not on the machine builds its other metrics and says FID is left.
+Each finished entry is packed into OUTDIR/<entry>.tar.gz: the runs' ledgers, train.json, metrics and benchmarks, their
+models where the archive stays under 15 MiB (never checkpoints or samples), so that `unpack` + Snakemake here build
+the tables without retraining. OUTDIR/queue.txt, rewritten after every entry, says what ran, what was skipped and why,
+and what is left.
 
 `unpack` (here): extracts every OUTDIR/*.tar.gz into the repository and prints the tables to build and the
 `python -m dpvae record` line for each entry.
 
-In this workplace's device tool: build `.whl/` once with workflow/campaigns/gpu-wheels.sh and copy the entries'
-data into an ignored folder (Fashion-MNIST from ../shared/data with its MANIFEST.tsv: 30 MB), then one call,
-carrying both:
-    python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
-    DPVAE_DATA_MIRROR=$PWD/.devdata python3 workflow/campaigns/gpu_queue.py run $OUT/queue --budget 9
-(checked on one H200 with --dry-run, 26 Nov 2026: Snakemake from the wheels plans entry 1's 50 jobs).
-Entries with FID need the Inception weights (91 MiB, over one call's 64 MiB): workflow/campaigns/gpu-inception.sh
-splits them here into parts carried by consecutive calls and joins them there against their sha256 (not yet run on
-a device).
+In this workplace's device tool, one call = `workflow/campaigns/gpu-window.sh [BUDGET]` (installs the wheels from
+`.whl/`, joins the Inception weights once all their parts are there, runs this queue into $OUT/queue). A call carries
+at most 64 MiB, so a window with FID takes two calls back to back (the warm machine keeps what each carried):
+    1. carry [.whl, .devinc1]                                  gpu-window.sh 0   (install only: ~60 MiB)
+    2. carry [.devinc2, .devdata/MANIFEST.tsv, .devdata/mnist]  gpu-window.sh 8   (join, then the next entries)
+(`.whl/`: workflow/campaigns/gpu-wheels.sh; `.devdata/`: the entries' datasets copied from ../shared/data with its
+MANIFEST.tsv, MNIST 12 MB, Fashion-MNIST 30 MB; `.devinc<k>/`: workflow/campaigns/gpu-inception.sh split.) Checked
+here end to end with `PY=.venv/bin/python gpu-window.sh 200 --dry-run` (join, every entry planned); Snakemake from
+the wheels planned an entry on one H200 (26 Nov 2026); no entry has yet run on a device.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -73,8 +80,9 @@ class Entry:
             return "workflow/campaigns/" not in command
         return self.overlay in command
 
-    def targets(self) -> list[str]:
-        return [str(run / "metrics" / f"{m}.json") for run in self.runs() for m in self.metrics]
+    def targets(self, skip: tuple[str, ...] = ()) -> list[str]:
+        """Every run's metric files, but those of the metrics in `skip`."""
+        return [str(run / "metrics" / f"{m}.json") for run in self.runs() for m in self.metrics if m not in skip]
 
     def recorded(self) -> bool:
         """Every run of the entry has a row in reproductions/<paper>.csv (same variant, ε, seed, dataset) made under
@@ -138,10 +146,45 @@ def pack(entry: Entry, out: Path) -> str:
     return f"{archive.name}: {archive.stat().st_size / 2**20:.1f} MiB, OVER the limit of one file back"
 
 
+def fid_ready() -> bool:
+    """Whether the FID Inception weights are on this machine (dpvae.eval.fid finds and checks them)."""
+    if str(ROOT / "src") not in sys.path:
+        sys.path.insert(0, str(ROOT / "src"))
+    from dpvae.errors import DataError
+    from dpvae.eval.fid import weights_path
+
+    try:
+        weights_path()
+    except DataError:
+        return False
+    return True
+
+
+def build(command: list[str], seconds: float) -> str:
+    """Run one entry's Snakemake in its own process group: 'ok', 'failed', or 'stopped' when `seconds` ran out."""
+    process = subprocess.Popen(command, cwd=ROOT, start_new_session=True)
+    try:
+        return "ok" if process.wait(timeout=max(seconds, 1.0)) == 0 else "failed"
+    except subprocess.TimeoutExpired:
+        for sig, grace in ((signal.SIGTERM, 20), (signal.SIGKILL, None)):
+            try:
+                os.killpg(process.pid, sig)
+                process.wait(timeout=grace)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+            except ProcessLookupError:
+                break
+        return "stopped"
+
+
 def run(entries: list[Entry], out: Path, budget: float, cores: int, dry_run: bool) -> int:
     out.mkdir(parents=True, exist_ok=True)
     report, left, failed = [], budget, 0
+    shutil.rmtree(ROOT / ".snakemake" / "locks", ignore_errors=True)  # a call stopped at its limit leaves them
     snakemake = [sys.executable, "-m", "snakemake", "--cores", str(cores), "--set-threads", "train=1", "evaluate=1"]
+    snakemake += ["--rerun-incomplete"]
+    skip = () if fid_ready() else ("fid",)
     for entry in entries:
         if entry.recorded():
             report.append(f"{entry.name}: recorded, skipped")
@@ -149,17 +192,25 @@ def run(entries: list[Entry], out: Path, budget: float, cores: int, dry_run: boo
             report.append(f"{entry.name}: blocked ({entry.blocked})")
         elif entry.minutes > left:
             report.append(f"{entry.name}: left for a later call ({entry.minutes:.0f} min > {left:.1f} min left)")
+        elif not entry.targets(skip):
+            report.append(f"{entry.name}: only FID, and no Inception weights here (gpu-inception.sh join)")
         else:
+            targets = entry.targets(skip)
             started = time.monotonic()
-            command = [*snakemake, *(["-n"] if dry_run else []), f"--configfile={entry.overlay}", *entry.targets()]
+            command = [*snakemake, *(["-n"] if dry_run else []), f"--configfile={entry.overlay}", *targets]
             print("==", entry.name, ":", " ".join(command[1:5]), "...", flush=True)
-            done = subprocess.run(command, cwd=ROOT).returncode == 0
+            outcome = build(command, left * 60)
             took = (time.monotonic() - started) / 60
             left -= took if not dry_run else entry.minutes
-            failed += not done
-            packed = pack(entry, out) if done and not dry_run else "nothing packed"
-            report.append(f"{entry.name}: {'ok' if done else 'FAILED'} in {took:.1f} min; {packed}")
-    (out / "queue.txt").write_text("\n".join(report) + "\n")
+            failed += outcome == "failed"
+            packed = pack(entry, out) if outcome == "ok" and not dry_run else "nothing packed"
+            line = f"{entry.name}: {outcome} in {took:.1f} min; {packed}"
+            if outcome == "stopped":
+                line += "; resumes from its checkpoints in the next call on this warm machine"
+            if "fid" in skip and "fid" in entry.metrics:
+                line += "; FID left (no Inception weights here: workflow/campaigns/gpu-inception.sh join)"
+            report.append(line)
+        (out / "queue.txt").write_text("\n".join(report) + "\n")
     print("\n".join(report))
     return 1 if failed else 0
 
@@ -174,7 +225,8 @@ def unpack(out: Path, entries: list[Entry]) -> None:
         if entry:
             print(
                 f"  then: snakemake --configfile={entry.overlay} <the experiment's tables of {entry.variants}> and "
-                f'python -m dpvae record <those tables> --command "gpu_queue.py run ({entry.name})"'
+                f'python -m dpvae record <those tables> --command "gpu_queue.py run ({entry.name}): '
+                f'snakemake --configfile={entry.overlay}"'
             )
 
 
