@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 from dpvae.config import load_config
+from dpvae.paths import REPO_ROOT
 from dpvae.runs import Run
 from dpvae.workflow import Plan
-from dpvae.paths import REPO_ROOT
 
 SCRIPT = REPO_ROOT / "workflow" / "campaigns" / "gpu_queue.py"
 
