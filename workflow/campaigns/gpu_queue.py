@@ -25,6 +25,8 @@ In this workplace's device tool, one call = `workflow/campaigns/gpu-window.sh [B
 at most 64 MiB, so a window with FID takes two calls back to back (the warm machine keeps what each carried):
     1. carry [.whl, .devinc1]                                  gpu-window.sh 0   (install only: ~60 MiB)
     2. carry [.devinc2, .devdata/MANIFEST.tsv, .devdata/mnist]  gpu-window.sh 8   (join, then the next entries)
+Fashion-MNIST (30 MB) does not fit beside a weights part: on a machine that has both parts, carry
+[.devdata/MANIFEST.tsv, .devdata/fashion-mnist] with the call that runs its entries (the MNIST ones come first).
 (`.whl/`: workflow/campaigns/gpu-wheels.sh; `.devdata/`: the entries' datasets copied from ../shared/data with its
 MANIFEST.tsv, MNIST 12 MB, Fashion-MNIST 30 MB; `.devinc<k>/`: workflow/campaigns/gpu-inception.sh split.) Checked
 here end to end with `PY=.venv/bin/python gpu-window.sh 200 --dry-run` (join, every entry planned); Snakemake from
