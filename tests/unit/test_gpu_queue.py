@@ -77,3 +77,18 @@ def test_without_the_inception_weights_an_entry_builds_every_metric_but_fid():
     assert any(t.endswith("/fid.json") for t in entry.targets())
     rest = entry.targets(("fid",))
     assert rest and not any(t.endswith("/fid.json") for t in rest)
+
+
+def test_an_entry_builds_every_metric_the_tables_of_its_runs_need():
+    """What comes back must let Snakemake here build the per-variant tables holding the entry's runs without
+    evaluating anything (FID on this CPU: hours): every metric those tables' experiments list is an entry target."""
+    queue = _queue()
+    for entry in queue.load_queue():
+        found = queue.tables(entry)
+        assert found, f"{entry.name}: no table holds its runs"
+        targets = set(entry.targets())
+        own = tuple(f"{run}/" for run in entry.runs())
+        for table, needs in found.items():
+            assert any(n.startswith(own) for n in needs), table
+            metrics = {n for n in needs if n.startswith(own) and "/metrics/" in n}
+            assert metrics <= targets, f"{entry.name}: {table} also needs {sorted(metrics - targets)}"

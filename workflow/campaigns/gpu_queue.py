@@ -17,8 +17,9 @@ models where the archive stays under 15 MiB (never checkpoints or samples), so t
 the tables without retraining. OUTDIR/queue.txt, rewritten after every entry, says what ran, what was skipped and why,
 and what is left.
 
-`unpack` (here): extracts every OUTDIR/*.tar.gz into the repository and prints the tables to build and the
-`python -m dpvae record` line for each entry.
+`unpack` (here): extracts every OUTDIR/*.tar.gz into the repository and, per entry, names the per-variant tables
+holding its runs: the build-and-record command for each whose runs are all here (ledger, model, every metric of its
+experiment), and what each other one lacks (building it here would train or evaluate on this machine).
 
 In this workplace's device tool, one call = `workflow/campaigns/gpu-window.sh [BUDGET]` (installs the wheels from
 `.whl/`, joins the Inception weights once all their parts are there, runs this queue into $OUT/queue). A call carries
@@ -217,19 +218,52 @@ def run(entries: list[Entry], out: Path, budget: float, cores: int, dry_run: boo
     return 1 if failed else 0
 
 
+def tables(entry: Entry) -> dict[str, list[str]]:
+    """The per-variant tables (results/paper/tables/<experiment>/<dataset>/<variant>.csv) that hold the entry's
+    runs, each with the files it needs of every run of it (every seed of its experiment under the entry's overlay:
+    train.json, the model, each metric), so that Snakemake here builds it without training or evaluating."""
+    if str(ROOT / "src") not in sys.path:
+        sys.path.insert(0, str(ROOT / "src"))
+    from dpvae.config import load_config
+    from dpvae.runs import experiment_runs
+
+    overlay = ROOT / entry.overlay
+    config = load_config([ROOT / "config.yaml"] + ([overlay] if overlay.name != "config.yaml" else []))
+    mine = {(v, _eps(e), s) for v in entry.variants for e in entry.epsilons for s in entry.seeds}
+    found: dict[str, list[str]] = {}
+    for name, exp in config["experiments"].items():
+        if "analysis" in exp or entry.dataset not in exp.get("datasets", []):
+            continue
+        runs = experiment_runs(config, name, entry.dataset)
+        for variant in sorted({r.variant for r in runs if (r.variant, _eps(r.eps), r.seed) in mine}):
+            needs = ["train.json", "model", *(f"metrics/{m}.json" for m in exp["metrics"])]
+            found[f"results/paper/tables/{name}/{entry.dataset}/{variant}.csv"] = [
+                f"{r.path('paper')}/{need}" for r in runs if r.variant == variant for need in needs
+            ]
+    return found
+
+
 def unpack(out: Path, entries: list[Entry]) -> None:
+    """Extract the archives, then name each table whose runs are all here now (build it, then record it) and
+    what each other one lacks (building it here would train or evaluate on this machine)."""
     by_name = {e.name: e for e in entries}
     for archive in sorted(out.glob("*.tar.gz")):
         with tarfile.open(archive) as tar:
             tar.extractall(ROOT, filter="data")
-        entry = by_name.get(archive.name.removesuffix(".tar.gz"))
         print(f"{archive.name}: unpacked")
-        if entry:
-            print(
-                f"  then: snakemake --configfile={entry.overlay} <the experiment's tables of {entry.variants}> and "
-                f'python -m dpvae record <those tables> --command "gpu_queue.py run ({entry.name}): '
-                f'snakemake --configfile={entry.overlay}"'
-            )
+        entry = by_name.get(archive.name.removesuffix(".tar.gz"))
+        if entry is None:
+            continue
+        for table, needs in tables(entry).items():
+            missing = [path for path in needs if not (ROOT / path).exists()]
+            if missing:
+                print(f"  {table}: lacks {len(missing)} file(s), e.g. {missing[0]}")
+            else:
+                command = f"snakemake --configfile={entry.overlay} {table}"
+                print(
+                    f"  {table}: every run here; {command} && python -m dpvae record {table} "
+                    f'--command "gpu_queue.py run ({entry.name}): {command}"'
+                )
 
 
 def main(argv: list[str] | None = None) -> int:
