@@ -37,6 +37,7 @@ the wheels planned an entry on one H200 (26 Nov 2026); no entry has yet run on a
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shutil
 import signal
@@ -218,17 +219,24 @@ def run(entries: list[Entry], out: Path, budget: float, cores: int, dry_run: boo
     return 1 if failed else 0
 
 
+@functools.cache
+def _config(overlay: str) -> dict:
+    """config.yaml under one overlay, validated (once per overlay)."""
+    from dpvae.config import load_config
+
+    path = ROOT / overlay
+    return load_config([ROOT / "config.yaml"] + ([path] if path.name != "config.yaml" else []))
+
+
 def tables(entry: Entry) -> dict[str, list[str]]:
     """The per-variant tables (results/paper/tables/<experiment>/<dataset>/<variant>.csv) that hold the entry's
     runs, each with the files it needs of every run of it (every seed of its experiment under the entry's overlay:
     train.json, the model, each metric), so that Snakemake here builds it without training or evaluating."""
     if str(ROOT / "src") not in sys.path:
         sys.path.insert(0, str(ROOT / "src"))
-    from dpvae.config import load_config
     from dpvae.runs import experiment_runs
 
-    overlay = ROOT / entry.overlay
-    config = load_config([ROOT / "config.yaml"] + ([overlay] if overlay.name != "config.yaml" else []))
+    config = _config(entry.overlay)
     mine = {(v, _eps(e), s) for v in entry.variants for e in entry.epsilons for s in entry.seeds}
     found: dict[str, list[str]] = {}
     for name, exp in config["experiments"].items():
