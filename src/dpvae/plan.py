@@ -33,7 +33,7 @@ from dpvae.eval.registry import METRICS
 from dpvae.methods.registry import METHODS
 from dpvae.paths import REPO_ROOT
 from dpvae.reproductions import published_dataset, read_all
-from dpvae.runs import Run
+from dpvae.runs import Run, experiment_runs
 from dpvae.schema import format_eps, read_config
 from dpvae.workflow import Plan
 
@@ -159,16 +159,20 @@ class Measurements:
         """Training times of recorded paper-scale runs, unless a benchmark file measured the same run."""
         frame = read_all(reproductions_dir)
         frame = frame[(frame["scale"] == "paper") & frame["wall_s"].notna() & frame["seed"].notna()]
-        frame = frame.sort_values("date").drop_duplicates(
-            ["dataset", "variant", "epsilon", "seed", "setting"], keep="last"
+        frame = frame.sort_values("date").drop_duplicates(  # one row per run: two papers' "real" on MNIST are two
+            ["paper", "dataset", "variant", "epsilon", "seed", "setting"], keep="last"
         )
-        for command, rows in frame.groupby("command"):
+        for (command, paper), rows in frame.groupby(["command", "paper"]):
             plan = self._overlay_plan(command)
             if plan is None:
                 continue
-            runs: dict[tuple, list[Run]] = {}
-            for run in plan.all_runs():
-                runs.setdefault((run.variant, run.eps, run.seed, published_dataset(run.dataset)[0]), []).append(run)
+            runs: dict[tuple, list[Run]] = {}  # the paper's runs only: P3GM's "real" on mnist-p3gm is not DP²-VAE's
+            for name, experiment in plan.config["experiments"].items():
+                if experiment.get("paper") == paper and "analysis" not in experiment:
+                    for run in experiment_runs(plan.config, name):
+                        key = (run.variant, run.eps, run.seed, published_dataset(run.dataset)[0])
+                        if run not in runs.setdefault(key, []):
+                            runs[key].append(run)
             for row in rows.itertuples():
                 eps = "inf" if row.epsilon != row.epsilon else format_eps(row.epsilon)
                 settings = set(str(row.setting).split(";"))

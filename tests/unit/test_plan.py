@@ -133,3 +133,36 @@ def test_estimate_preferences_and_descriptions():
         describe([gpu, Estimate(600.0, "declared"), Estimate(None, "none")])
         == "measured: 2 runs on cuda: NVIDIA H200 (1 jobs); declared 10 min (1 jobs); no runtime declared (1 jobs)"
     )
+
+
+def test_each_papers_recorded_run_keeps_its_own_measurement(tmp_path):
+    """P3GM's and DP²-VAE's "real" baselines are both filed as dataset "mnist", variant "real", no ε, seed 0:
+    two different runs (mnist-p3gm under p3gm-cpu.yaml, mnist under dp2vae-cpu-build0.yaml). The later row
+    must not hide the other paper's: each run's training time measures its own train job."""
+    import pandas as pd
+
+    from dpvae.plan import Measurements, Settings
+    from dpvae.reproductions import COLUMNS
+    from dpvae.runs import Run
+
+    def row(paper: str, item: str, overlay: str, seconds: float, date: str) -> dict:
+        values = {"paper": paper, "item": item, "dataset": "mnist", "method": "original", "metric": "accuracy"}
+        values |= {"seed": 0, "value": 0.9, "scale": "paper", "variant": "real", "device": "cpu: test x2"}
+        values |= {"command": f"snakemake --configfile=workflow/campaigns/{overlay} x", "wall_s": seconds, "date": date}
+        return {c: values.get(c, "") for c in COLUMNS}
+
+    pd.DataFrame([row("p3gm", "table7", "p3gm-cpu.yaml", 11.0, "2026-11-01")]).to_csv(
+        tmp_path / "p3gm.csv", index=False
+    )
+    pd.DataFrame([row("dp2vae", "table1", "dp2vae-cpu-build0.yaml", 22.0, "2026-11-20")]).to_csv(
+        tmp_path / "dp2vae.csv", index=False
+    )
+    plan = Plan(load_config([REPO_ROOT / "config.yaml"]), REPO_ROOT)
+    measured = Measurements(Settings(plan), tmp_path)
+    measured.add_recorded(tmp_path)
+    p3gm_real = {"dataset": "mnist-p3gm", "variant": "real", "eps": "inf", "seed": "0"}
+    assert Run("mnist-p3gm", "real", "inf", 0) in plan.all_runs()
+    dp2vae_real = {**p3gm_real, "dataset": "mnist"}
+    for wildcards, seconds in ((p3gm_real, 11.0), (dp2vae_real, 22.0)):
+        found = measured.by_key.get(measured.settings.key("train", wildcards), {})
+        assert [m.seconds for m in found.values()] == [seconds], wildcards["dataset"]
