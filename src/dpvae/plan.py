@@ -166,13 +166,15 @@ class Measurements:
             plan = self._overlay_plan(command)
             if plan is None:
                 continue
-            runs: dict[tuple, list[Run]] = {}  # the paper's runs only: P3GM's "real" on mnist-p3gm is not DP²-VAE's
-            for name, experiment in plan.config["experiments"].items():
-                if experiment.get("paper") == paper and "analysis" not in experiment:
-                    for run in experiment_runs(plan.config, name):
-                        key = (run.variant, run.eps, run.seed, published_dataset(run.dataset)[0])
-                        if run not in runs.setdefault(key, []):
-                            runs[key].append(run)
+            papers_runs = {  # the row's paper's runs only: P3GM's "real" on mnist-p3gm is not DP²-VAE's on mnist
+                run
+                for name, experiment in plan.config["experiments"].items()
+                if experiment.get("paper") == paper and "analysis" not in experiment
+                for run in experiment_runs(plan.config, name)
+            }
+            runs: dict[tuple, list[Run]] = {}
+            for run in papers_runs:
+                runs.setdefault((run.variant, run.eps, run.seed, published_dataset(run.dataset)[0]), []).append(run)
             for row in rows.itertuples():
                 eps = "inf" if row.epsilon != row.epsilon else format_eps(row.epsilon)
                 settings = set(str(row.setting).split(";"))

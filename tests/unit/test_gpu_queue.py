@@ -8,7 +8,6 @@ import sys
 import time
 from pathlib import Path
 
-from dpvae.config import load_config
 from dpvae.paths import REPO_ROOT
 from dpvae.runs import Run
 from dpvae.workflow import Plan
@@ -29,9 +28,7 @@ def test_every_entry_names_configured_runs_and_metrics():
     entries = queue.load_queue()
     assert entries and len({e.name for e in entries}) == len(entries)
     for entry in entries:
-        overlay = REPO_ROOT / entry.overlay
-        config = load_config([REPO_ROOT / "config.yaml"] + ([overlay] if overlay.name != "config.yaml" else []))
-        needed = Plan(config).all_runs()
+        needed = Plan(queue._config(entry.overlay)).all_runs()
         for variant, eps, seed in itertools.product(entry.variants, entry.epsilons, entry.seeds):
             assert Run(entry.dataset, variant, eps, seed) in needed, f"{entry.name}: its overlay has no such run"
         assert all(target.endswith(".json") and f"/{entry.dataset}/" in target for target in entry.targets())

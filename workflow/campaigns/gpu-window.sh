@@ -8,8 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-python3}
-PYTHONPATH=/tmp/site "$PY" -c "import snakemake, opacus" 2> /dev/null || "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
-  --target /tmp/site .whl/*.whl
+PYTHONPATH=/tmp/site "$PY" -c "import snakemake, opacus" 2> /dev/null \
+  || "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
 export PYTHONPATH=/tmp/site DPVAE_DATA_MIRROR=$PWD/.devdata
 weights=/tmp/pt_inception-2015-12-05-fc-zeroed.pth
 if [ ! -f "$weights" ] && compgen -G ".devinc*/*.part*" > /dev/null; then

@@ -51,6 +51,8 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT / "src") not in sys.path:  # the project's package, run from a checkout without an install
+    sys.path.insert(0, str(ROOT / "src"))
 QUEUE = Path(__file__).with_name("gpu-queue.yaml")
 LIMIT = 15 * 2**20  # one file back from the device: at most 16 MiB
 KEEP = ("privacy.json", "train.json", "audit.json", "metrics", "benchmarks")
@@ -152,8 +154,6 @@ def pack(entry: Entry, out: Path) -> str:
 
 def fid_ready() -> bool:
     """Whether the FID Inception weights are on this machine (dpvae.eval.fid finds and checks them)."""
-    if str(ROOT / "src") not in sys.path:
-        sys.path.insert(0, str(ROOT / "src"))
     from dpvae.errors import DataError
     from dpvae.eval.fid import weights_path
 
@@ -190,16 +190,16 @@ def run(entries: list[Entry], out: Path, budget: float, cores: int, dry_run: boo
     snakemake += ["--rerun-incomplete"]
     skip = () if fid_ready() else ("fid",)
     for entry in entries:
+        targets = entry.targets(skip)
         if entry.recorded():
             report.append(f"{entry.name}: recorded, skipped")
         elif entry.blocked:
             report.append(f"{entry.name}: blocked ({entry.blocked})")
         elif entry.minutes > left:
             report.append(f"{entry.name}: left for a later call ({entry.minutes:.0f} min > {left:.1f} min left)")
-        elif not entry.targets(skip):
+        elif not targets:
             report.append(f"{entry.name}: only FID, and no Inception weights here (gpu-inception.sh join)")
         else:
-            targets = entry.targets(skip)
             started = time.monotonic()
             command = [*snakemake, *(["-n"] if dry_run else []), f"--configfile={entry.overlay}", *targets]
             print("==", entry.name, ":", " ".join(command[1:5]), "...", flush=True)
@@ -232,8 +232,6 @@ def tables(entry: Entry) -> dict[str, list[str]]:
     """The per-variant tables (results/paper/tables/<experiment>/<dataset>/<variant>.csv) that hold the entry's
     runs, each with the files it needs of every run of it (every seed of its experiment under the entry's overlay:
     train.json, the model, each metric), so that Snakemake here builds it without training or evaluating."""
-    if str(ROOT / "src") not in sys.path:
-        sys.path.insert(0, str(ROOT / "src"))
     from dpvae.runs import experiment_runs
 
     config = _config(entry.overlay)
