@@ -71,6 +71,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--label", default=None, help="a table's label column (default: one named label/target/y/class)")
     p.add_argument("--positive", default=None, help="a table's positive label value (y = 1 for it, 0 otherwise)")
+    p.add_argument(
+        "--declare", type=Path, default=None, metavar="FILE",
+        help="YAML: the data's public domain and options as under the config key datasets.<id> (columns, labels "
+        "or positive, domain, domain_epsilon, label, drop, test_fraction, layout)",
+    )  # fmt: skip
+    p.add_argument(
+        "--allow-not-dp", action="store_true",
+        help="a private method may read the domain (ranges, categories, labels) from the data: not DP",
+    )  # fmt: skip
     p.add_argument("--root", type=Path, default=Path("data"), help="the data root (default: data, as the workflow)")
     p.add_argument("--device", default="auto", help="torch device: auto, cpu or cuda")
 
@@ -310,6 +319,7 @@ def _run(args: argparse.Namespace) -> int:
         from dpvae.synth import Request, parse_params, synth
 
         fields = ("method", "data", "epsilon", "delta", "out", "audit", "n", "seed", "root", "label", "positive")
+        fields += ("declare", "allow_not_dp")
         request = Request(**{k: getattr(args, k) for k in fields}, params=parse_params(args.params), device=args.device)
         out = synth(request)
         print(

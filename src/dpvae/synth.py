@@ -43,6 +43,8 @@ class Request:
     label: str | None = None
     positive: Any = None
     device: str = "auto"
+    declare: Path | None = None  # YAML: the data's public domain and options (as a config `datasets` entry)
+    allow_not_dp: bool = False  # a private method may read the domain from the data (not DP)
 
 
 def parse_params(pairs: list[str]) -> dict[str, Any]:
@@ -106,7 +108,7 @@ def _checked(request: Request) -> tuple[Any, dict, str, dict | None]:
         raise ConfigError(f"--audit: method '{method.name}' is not private; there is nothing to audit")
     path = Path(request.data)
     if path.is_file():
-        entry = _declare(path, request)
+        entry = _declare(path, request, method.private)
         dataset = f"{re.sub(r'[^a-z0-9_.-]+', '-', path.stem.lower()).strip('-.') or 'data'}-"
         dataset += declared.sha256(path)[:8]  # another version of the file is another dataset
         facts = declared.facts(entry)
@@ -124,23 +126,75 @@ def _checked(request: Request) -> tuple[Any, dict, str, dict | None]:
     return method, params.to_dict(), dataset, entry
 
 
-def _declare(path: Path, request: Request) -> dict:
-    """The declaration of a data file (as under the config key `datasets`), its problems refused."""
+DECLARE_KEYS = (
+    "label", "labels", "positive", "domain", "domain_epsilon", "columns", "categorical", "drop", "test_fraction",
+    "test_path", "layout", "description",
+)  # fmt: skip
+
+
+def _declare(path: Path, request: Request, private: bool) -> dict:
+    """The declaration of a data file (as under the config key `datasets`: --declare's YAML, --label,
+    --positive), its problems refused. A private method needs the data's public domain declared (or
+    estimated, domain: estimate); reading it from the data (domain: from_data) takes --allow-not-dp."""
     from dpvae.data import declared
 
-    entry: dict[str, Any] = {"path": str(path.resolve())}
+    entry: dict[str, Any] = {"path": str(path.resolve()), **_declaration_file(request.declare)}
+    if entry.get("test_path") is not None:
+        entry["test_path"] = str((request.declare.parent / entry["test_path"]).resolve())  # type: ignore[union-attr]
     if declared.kind_of(path) == "table":
-        label = request.label or next((c for c in declared._columns(str(path)) if c.lower() in LABEL_GUESSES), None)
-        if label is None:
-            raise ConfigError(f"--label: name the label column of {path} (none is called {', '.join(LABEL_GUESSES)})")
-        entry["label"] = label
+        if request.label is not None:
+            entry["label"] = request.label
+        elif "label" not in entry:
+            guess = next((c for c in declared._columns(str(path)) if c.lower() in LABEL_GUESSES), None)
+            if guess is None:
+                raise ConfigError(
+                    f"--label: name the label column of {path} (none is called {', '.join(LABEL_GUESSES)})"
+                )
+            entry["label"] = guess
         if request.positive is not None:
             entry["positive"] = request.positive
     elif request.label or request.positive is not None:
         raise ConfigError(f"--label/--positive: {path} holds image arrays; their labels are its `y`")
+    if request.declare is None and (request.allow_not_dp or not private):
+        entry["domain"] = "from_data"
+    if entry.get("domain") == "from_data" and private and not request.allow_not_dp:
+        raise ConfigError(
+            f"--declare {request.declare}: domain: from_data reads ranges, categories and labels from the private "
+            "file, unnoised (not DP); declare them, use domain: estimate, or pass --allow-not-dp"
+        )
+    if request.declare is None and private:
+        raise ConfigError(
+            f"--data {path}: a private method needs the data's public domain: --declare FILE (each column's "
+            "bounds or categories and the labels, or domain: estimate with domain_epsilon), or --allow-not-dp to "
+            "read it from the data (not DP; the ledger says so)"
+        )
+    where = f"--declare {request.declare}" if request.declare is not None else "--data"
     for problem in declared.problems("data", entry):
-        raise ConfigError(problem.replace("config key 'datasets.data.path'", "--data").replace("datasets.data", "--"))
+        raise ConfigError(
+            problem.replace("config key 'datasets.data.path'", "--data").replace(
+                "config key 'datasets.data.", where + " "
+            )
+        )
     return entry
+
+
+def _declaration_file(path: Path | None) -> dict[str, Any]:
+    """--declare's YAML mapping (keys as under the config key datasets.<id>, without path)."""
+    if path is None:
+        return {}
+    import yaml
+
+    try:
+        loaded = yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise ConfigError(f"--declare {path}: cannot read it ({error.strerror})") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"--declare {path}: not valid YAML ({error})") from None
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"--declare {path}: a mapping of keys (columns, labels, domain, ...) is needed")
+    if unknown := sorted(set(loaded) - set(DECLARE_KEYS)):
+        raise ConfigError(f"--declare {path}: unknown key {unknown[0]!r} (keys: {', '.join(DECLARE_KEYS)})")
+    return loaded
 
 
 def _check_fit(method: Any, params: Any, facts: Any, request: Request) -> None:

@@ -1,10 +1,13 @@
 """Datasets declared in the configuration (`datasets: {<id>: {...}}`): your own table or image arrays.
 
-A table is a CSV or Parquet file with a label column (`path`, `label`, optional `categorical`, `positive`,
-`drop`, `test_fraction` or `test_path`); image arrays are an `.npz` with `x` [N, H, W] or [N, C, H, W]
-(uint8, or float in [0, 1]) and integer labels `y`. Both are prepared like the built-in sets (the same store
-and meta): tables as P3GM's (categorical columns label-encoded in sorted order, every column min-max scaled
-to [0, 1] on the whole set), images as [N, C, H, W] in [0, 1]; a seeded holdout unless a test file is given.
+A table is a CSV or Parquet file with a label column (`path`, `label`, its public domain: `columns`,
+`labels` or `positive`, `domain`, `domain_epsilon` (see `dpvae.data.domain`); optional `drop`,
+`test_fraction` or `test_path`); image arrays are an `.npz` with `x` [N, H, W], [N, C, H, W] or
+[N, H, W, C] (`layout`, detected where unambiguous; uint8, or float in [0, 1]), integer labels `y` and the
+declared `labels`. The split comes first (a seeded holdout unless a test file is given); the domain is then
+fitted on the training split only where the declaration says so, and both splits are encoded by it: tables
+into [0, 1] per column (bounds clipped, categories coded in their declared order), images as [N, C, H, W]
+in [0, 1]. The prepared meta records the domain (`domain`), which every run's ledger reads.
 
 Identity: the sha256 of the file(s) with the preparation options (`identity`), never the path. The fetch
 step copies the files into `<root>/raw/<id>/` (as `data<suffix>`, `test<suffix>`), checking them against the
@@ -18,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from pathlib import Path
@@ -26,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from dpvae.data import domain
 from dpvae.data.errors import DataError
 from dpvae.data.sources import RemoteFile, copy_verified, file_digests
 from dpvae.data.store import Prepared, Split, holdout_split
@@ -35,7 +39,12 @@ TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
 IMAGE_SUFFIXES = (".npz",)
 DECLARATION = "dataset.json"
 ROLES = {"path": "data", "test_path": "test"}  # config key -> name of its copy in <root>/raw/<id>/
-OPTION_KEYS = ("label", "categorical", "positive", "drop", "test_fraction")
+OPTION_KEYS = (
+    "label", "categorical", "positive", "drop", "test_fraction", "labels", "domain", "domain_epsilon", "columns",
+    "layout",
+)  # fmt: skip
+LAYOUTS = ("NCHW", "NHWC")
+CHANNELS = (1, 3, 4)  # the channel counts a layout can be recognised by
 
 
 @dataclass(frozen=True)
@@ -68,8 +77,8 @@ def copies(entry: Mapping[str, Any]) -> dict[str, str]:
 
 def options(entry: Mapping[str, Any]) -> dict[str, Any]:
     """The preparation options of a declaration, defaults filled in (part of its identity)."""
-    defaults = {"label": None, "categorical": None, "positive": None, "drop": [], "test_fraction": 0.1}
-    return {key: entry.get(key, defaults[key]) for key in OPTION_KEYS}
+    defaults = {"drop": [], "test_fraction": 0.1}
+    return {key: entry.get(key, defaults.get(key)) for key in OPTION_KEYS}
 
 
 @lru_cache(maxsize=64)
@@ -124,17 +133,40 @@ def problems(dataset_id: str, entry: Mapping[str, Any]) -> list[str]:
                     f"config key '{key}': {entry[name]} has no column {', '.join(map(repr, missing))} "
                     f"(its columns: {', '.join(columns)})"
                 )
+        if found:
+            return found
+        features, numeric = _features(entry)
+        found.extend(domain.problems(key, entry, "table", features, numeric))
     else:
         for option in ("label", "categorical", "drop"):
             if entry.get(option):
                 found.append(f"config key '{key}.{option}': image arrays take their labels from `y`; remove it")
+        if entry.get("layout") is not None and entry["layout"] not in LAYOUTS:
+            found.append(f"config key '{key}.layout': {entry['layout']!r} is not one of {', '.join(LAYOUTS)}")
+        found.extend(domain.problems(key, entry, "image", (), set()))
     if found:
         return found
     try:
-        facts(entry)
+        found_facts = facts(entry)
     except DataError as error:
-        found.append(f"config key '{key}.path': {error}")
+        return [f"config key '{key}.path': {error}"]
+    if found_facts.n_train < 2 or found_facts.n_test < 1:
+        found.append(
+            f"config key '{key}.path': {entry['path']} holds too few records to split "
+            f"({found_facts.n_train} for training, {found_facts.n_test} for testing)"
+        )
     return found
+
+
+def _features(entry: Mapping[str, Any]) -> tuple[list[str], set[str]]:
+    """A table's feature columns (all but the label and `drop`) and those that hold numbers (in every file)."""
+    import pandas as pd
+
+    frames = [_read_table(str(entry[name])) for name in ROLES if entry.get(name) is not None]
+    drop = set(entry.get("drop") or ())
+    features = [c for c in map(str, frames[0].columns) if c != entry["label"] and c not in drop]
+    numeric = {c for c in features if all(pd.api.types.is_numeric_dtype(f[c]) for f in frames if c in f)}
+    return features, numeric
 
 
 def facts(entry: Mapping[str, Any]) -> Facts:
@@ -150,15 +182,15 @@ def _facts(options_json: str, stamps: tuple[tuple[str, int, int], ...]) -> Facts
     paths = [p for p, _, _ in stamps]
     if kind_of(paths[0]) == "image":
         shapes, labels = zip(*(_npz_header(p) for p in paths))
-        record = tuple(shapes[0][1:]) if len(shapes[0]) == 4 else (1, *shapes[0][1:])
-        values = np.concatenate(labels)
+        layout = image_layout(shapes[0], opts.get("layout"), paths[0])
+        record = _chw(shapes[0], layout)[1:]
     else:
         columns = _columns(paths[0])
         record = (len([c for c in columns if c != opts["label"] and c not in (opts["drop"] or [])]),)
-        parts = [_read_table(p, usecols=[opts["label"]])[opts["label"]].to_numpy() for p in paths]
-        labels = tuple(parts)
-        values = np.concatenate(parts)
-    classes = 2 if opts.get("positive") is not None else len(_unique(values))
+        labels = tuple(_read_table(p, usecols=[opts["label"]])[opts["label"]].to_numpy() for p in paths)
+    declared_labels = domain.declared_labels(opts)
+    # domain: from_data reads the label set of the training split when preparing; here, of every record
+    classes = len(declared_labels) if declared_labels is not None else len(set(map(str, np.concatenate(labels))))
     sizes = [len(part) for part in labels]
     if len(paths) == 2:
         n_train, n_test = sizes
@@ -195,8 +227,11 @@ def spec_fields(dataset_id: str, entry: Mapping[str, Any], *, with_facts: bool =
     }
 
 
-TABLE_SCALING = "label-encode categorical columns (sorted), min-max every column to [0, 1] on the whole set"
-IMAGE_SCALING = "uint8 pixel/255, or floats in [0, 1] as given; [N, H, W] -> [N, 1, H, W]"
+TABLE_SCALING = (
+    "split first; each column into [0, 1] by its domain (dpvae.data.domain): bounds clipped then (v - lo) / (hi - lo), "
+    "category k of K (declared order) as k / (K - 1)"
+)
+IMAGE_SCALING = "uint8 pixel/255, or floats in [0, 1] as given; [N, H, W] -> [N, 1, H, W], [N, H, W, C] -> [N, C, H, W]"
 
 
 # -- the fetch step: copy in, record ---------------------------------------------------------------------
@@ -246,113 +281,111 @@ def check_identity(prepared: Prepared, expected: Mapping[str, Any], where: str) 
 
 
 def build(raw_dir: Path, seed: int, *, entry: Mapping[str, Any]) -> Prepared:
-    """Prepare the copies in `raw_dir` of a declared dataset (see the module docstring)."""
+    """Prepare the copies in `raw_dir` of a declared dataset: split, fit the domain on the training split
+    (where the declaration says so), encode both splits by it (see the module docstring)."""
     names = copies(entry)
     files = [raw_dir / name for name in names]
-    test_given = len(files) == 2
+    where = str(entry["path"])  # messages name the user's file, not the copy
     opts = options(entry)
     if kind_of(entry["path"]) == "image":
-        arrays = [_read_images(path) for path in files]
-        n_first = len(arrays[0][1])
-        x = np.concatenate([a[0] for a in arrays])
-        raw_labels = np.concatenate([a[1] for a in arrays])
-        columns = None
-        scaling = IMAGE_SCALING
+        arrays = [_read_images(path, opts.get("layout"), shown) for path, shown in zip(files, names.values())]
+        train_rows, test_rows, split_meta = _split([len(a[1]) for a in arrays], seed, opts["test_fraction"])
+        x, raw_labels = np.concatenate([a[0] for a in arrays]), np.concatenate([a[1] for a in arrays])
+        fitted = domain.fit_images(opts, raw_labels[train_rows])
+        train_x, test_x, columns, scaling = x[train_rows], x[test_rows], None, IMAGE_SCALING
     else:
         import pandas as pd
 
         frames = [_read_table(path) for path in files]
         frame = pd.concat(frames, ignore_index=True)
-        n_first = len(frames[0])
-        features = [c for c in frame.columns if c != opts["label"] and c not in opts["drop"]]
-        categorical = opts["categorical"]
-        if categorical is None:  # every column that is not numbers
-            categorical = [c for c in features if not pd.api.types.is_numeric_dtype(frame[c])]
-        for column in features:
-            if column not in categorical and (missing := int(frame[column].isna().sum())):
-                raise DataError(
-                    f"{files[0]}: column {column!r} has {missing} empty cells; fill them, list the column in "
-                    "`categorical` (an empty cell is then a category) or in `drop`"
-                )
-        from dpvae.data.tabular import scale_columns
-
-        x, columns = scale_columns(frame[features], tuple(categorical))
+        features = [c for c in map(str, frames[0].columns) if c != opts["label"] and c not in opts["drop"]]
+        train_rows, test_rows, split_meta = _split([len(f) for f in frames], seed, opts["test_fraction"])
+        train_frame, test_frame = frame.iloc[train_rows], frame.iloc[test_rows]
+        fitted = domain.fit_table(opts, train_frame, opts["label"], features, np.random.default_rng([seed, 37]))
+        train_x = domain.encode_table(fitted, train_frame, where)
+        test_x = domain.encode_table(fitted, test_frame, names_shown(entry, "test_path") or where)
         raw_labels = frame[opts["label"]].to_numpy()
-        scaling = TABLE_SCALING
-    y, label_names = _encode_labels(raw_labels, opts["positive"], files[0])
-    if test_given:
-        train, test = Split(x[:n_first], y[:n_first]), Split(x[n_first:], y[n_first:])
-        split_meta = {"rule": "train and test files as declared", "test_file": names[list(names)[1]]}
-    else:
-        train, test, split_meta = holdout_split(x, y, seed=seed, test_fraction=opts["test_fraction"])
+        columns, scaling = [c.described() for c in fitted.columns], TABLE_SCALING
+    y = domain.encode_labels(fitted, raw_labels, opts, where)
     meta: dict[str, Any] = {
-        "label_names": label_names,
+        "label_names": list(fitted.labels),
         "split": split_meta,
         "scaling": scaling,
+        "domain": fitted.to_dict(),
         "declared": {k: v for k, v in entry.items() if k != "identity"},
         "identity": entry.get("identity") or identity(entry),
     }
-    if len(label_names) == 2:
+    if len(fitted.labels) == 2:
         meta["positive_class"] = 1
     if columns is not None:
         meta["columns"] = columns
         meta["label_column"] = opts["label"]
-    return Prepared(train, test, meta)
+    return Prepared(Split(train_x, y[train_rows]), Split(test_x, y[test_rows]), meta)
 
 
-def _encode_labels(values: np.ndarray, positive: Any, path: Path) -> tuple[np.ndarray, list[str]]:
-    """Labels as codes 0..K-1 in sorted order, or 1 for `positive` and 0 for the rest; their names."""
-    import pandas as pd
-
-    if pd.isna(values).any():
-        raise DataError(f"{path}: the label has empty cells; fill or remove those rows")
-    keys = _label_keys(values)
-    if positive is not None:
-        hit = np.array([v == positive for v in values]) | (keys.astype(str) == str(positive))
-        if not hit.any():
-            raise DataError(f"{path}: no label equals positive: {positive!r} (labels: {_unique(values)[:10]})")
-        rest = [str(v) for v in _unique(values[~hit])]
-        return hit.astype(np.int64), ["/".join(rest) if len(rest) <= 3 else f"not {positive}", str(positive)]
-    levels = np.unique(keys)
-    return np.searchsorted(levels, keys).astype(np.int64), [str(v) for v in levels.tolist()]
+def names_shown(entry: Mapping[str, Any], key: str) -> str | None:
+    return None if entry.get(key) is None else str(entry[key])
 
 
-def _label_keys(values: np.ndarray) -> np.ndarray:
-    """Labels as sortable keys: numbers stay numbers, anything else is compared as text."""
-    return values if values.dtype.kind in "biuf" else values.astype(str)
+def _split(sizes: list[int], seed: int, test_fraction: float) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Row indices of the training and test splits, decided before anything is fitted: the second file's rows
+    when a test file is given, else a seeded holdout (`dpvae.data.store.holdout_split`'s rule)."""
+    if len(sizes) == 2:
+        rows = np.arange(sum(sizes))
+        return rows[: sizes[0]], rows[sizes[0] :], {"rule": "train and test files as declared"}
+    rows = np.arange(sizes[0])
+    train, test, rule = holdout_split(rows, rows, seed=seed, test_fraction=test_fraction)
+    return train.x, test.x, rule
 
 
-def _unique(values: np.ndarray) -> list[Any]:
-    """Sorted distinct labels (numbers numerically, anything else as text)."""
-    return np.unique(_label_keys(values)).tolist()
+def image_layout(shape: Sequence[int], declared: str | None, path: Path | str) -> str:
+    """'NCHW' or 'NHWC' of a 4-d x (3-d: 'NHW'): as declared, else recognised by where a channel count
+    (1, 3 or 4) stands; a shape that reads either way (or neither) is refused, naming it."""
+    if len(shape) == 3:
+        return "NHW"
+    if declared is not None:
+        return declared
+    first, last = shape[1] in CHANNELS, shape[3] in CHANNELS
+    if first != last:
+        return "NCHW" if first else "NHWC"
+    raise DataError(
+        f"{path}: x has shape {list(shape)}, which reads as [N, C, H, W] or [N, H, W, C] alike (or as neither): "
+        "declare layout: NCHW or NHWC"
+    )
 
 
-def _read_images(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """x as float32 [N, C, H, W] in [0, 1] and y of an .npz (DataError naming what is wrong)."""
+def _chw(shape: Sequence[int], layout: str) -> tuple[int, ...]:
+    """The shape as [N, C, H, W]."""
+    n, *rest = shape
+    return (n, 1, *rest) if layout == "NHW" else (n, *rest) if layout == "NCHW" else (n, rest[2], rest[0], rest[1])
+
+
+def _read_images(path: Path, layout: str | None, shown: str) -> tuple[np.ndarray, np.ndarray]:
+    """x as float32 [N, C, H, W] in [0, 1] and y of an .npz (DataError naming the user's file `shown`)."""
     try:
         with np.load(path, allow_pickle=False) as arrays:
             x, y = arrays["x"], arrays["y"]
     except (KeyError, ValueError, OSError, zipfile.BadZipFile) as error:
-        raise DataError(f"{path}: not an .npz with arrays x and y ({error})") from None
-    _check_image_shape(x.shape, path)
-    x = x[:, None] if x.ndim == 3 else x
+        raise DataError(f"{shown}: not an .npz with arrays x and y ({error})") from None
+    _check_image_shape(x.shape, shown)
+    found = image_layout(x.shape, layout, shown)
+    x = x[:, None] if found == "NHW" else x.transpose(0, 3, 1, 2) if found == "NHWC" else x
     if x.dtype == np.uint8:
         x = x.astype(np.float32) / np.float32(255)
     elif x.dtype.kind == "f":
-        low, high = (float(x.min()), float(x.max())) if x.size else (0.0, 0.0)
-        if not (0 <= low and high <= 1):
-            raise DataError(f"{path}: float x must lie in [0, 1], found [{low}, {high}]; rescale it or store uint8")
+        if x.size and not (0 <= float(x.min()) and float(x.max()) <= 1):  # not shown: private extremes
+            raise DataError(f"{shown}: float x must lie in [0, 1]; rescale it or store uint8")
         x = x.astype(np.float32)
     else:
-        raise DataError(f"{path}: x must be uint8 or float in [0, 1], got {x.dtype}")
+        raise DataError(f"{shown}: x must be uint8 or float in [0, 1], got {x.dtype}")
     if y.ndim != 1 or len(y) != len(x) or y.dtype.kind not in "biu":
-        raise DataError(f"{path}: y must be {len(x)} integer labels, got {y.dtype} of shape {y.shape}")
-    return x, y
+        raise DataError(f"{shown}: y must be {len(x)} integer labels, got {y.dtype} of shape {y.shape}")
+    return np.ascontiguousarray(x), y
 
 
 def _check_image_shape(shape: tuple[int, ...], path: Path | str) -> None:
     if len(shape) not in (3, 4):
-        raise DataError(f"{path}: x must be [N, H, W] or [N, C, H, W], got shape {list(shape)}")
+        raise DataError(f"{path}: x must be [N, H, W], [N, C, H, W] or [N, H, W, C], got shape {list(shape)}")
 
 
 def _npz_header(path: str) -> tuple[tuple[int, ...], np.ndarray]:

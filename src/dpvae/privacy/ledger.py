@@ -11,10 +11,15 @@ the two is the run's headline ε (the one its target is checked against). A rele
 differentially private at all (e.g. P3GM's non-private centring mean) says why in `not_dp` and has no
 sound accounting.
 
+An accounting may also carry `preprocessing`: pure ε-DP mechanisms run on the private data before the
+method (a declared dataset's domain estimate, `dpvae.data.domain`), composed sequentially: their ε adds to
+the accountant's at the same δ (`with_preprocessing`).
+
 JSON layout of a ledger (`Ledger.to_dict`)::
 
     {epsilon, order, delta, accountant, conversion, adjacency, orders,
      mechanisms: [{name, noise_multiplier, sample_rate, steps, sensitivity, sampling}, ...],  # the headline
+     [preprocessing: [{name, noise_multiplier, ...}, ...]],             # only when there is some
      headline: "paper" | "sound",
      paper: {...same keys...}, sound: {...same keys...},                 # only with a sound accounting
      not_dp: null | "why the release is not DP", target_epsilon, notes}
@@ -44,6 +49,7 @@ from dpvae.privacy.accounting import (
     Sampling,
     account,
     mechanism_rdp,
+    pure_epsilon,
 )
 from dpvae.privacy.accounting import epsilon as composed_epsilon
 
@@ -102,7 +108,10 @@ class Mechanism:
 
 
 _ACCOUNTING_KEYS = ("epsilon", "order", "delta", "accountant", "conversion", "adjacency", "orders", "mechanisms")
-_LEDGER_KEYS = (*_ACCOUNTING_KEYS, "headline", "paper", "sound", "not_dp", "target_epsilon", "notes")
+_OPTIONAL_ACCOUNTING_KEYS = ("preprocessing",)
+_LEDGER_KEYS = (
+    *_ACCOUNTING_KEYS, *_OPTIONAL_ACCOUNTING_KEYS, "headline", "paper", "sound", "not_dp", "target_epsilon", "notes"
+)  # fmt: skip
 Headline = Literal["paper", "sound"]
 HEADLINES: tuple[str, ...] = get_args(Headline)
 
@@ -114,7 +123,9 @@ class Accounting:
     `accountant` is "rdp" (RDP sum over `orders`), "rdp-order-search" (continuous order search in
     [min(orders), max(orders)], pyvacy) or "<part>+… (sequential)" (one of rdp/moments/zcdp/gaussian
     per mechanism, δ split equally, ε summed); see `dpvae.privacy.accounting.parse_accountant`.
-    `order` is the optimal RDP order (None for sequential accountants).
+    `order` is the optimal RDP order (None for sequential accountants). `preprocessing`: pure ε-DP
+    mechanisms (multiplier = 1/ε per step, `accounting.pure_epsilon`) that ran before, composed sequentially:
+    `epsilon` is the accountant's ε at `delta` plus theirs.
     """
 
     mechanisms: tuple[Mechanism, ...]
@@ -123,6 +134,7 @@ class Accounting:
     accountant: str = "rdp"
     conversion: Conversion = "improved"
     orders: tuple[float, ...] = DEFAULT_ORDERS
+    preprocessing: tuple[Mechanism, ...] = ()
     epsilon: float = field(init=False)
     order: float | None = field(init=False)
 
@@ -137,12 +149,15 @@ class Accounting:
         object.__setattr__(self, "mechanisms", mechanisms)
         object.__setattr__(self, "delta", float(self.delta))
         object.__setattr__(self, "orders", tuple(float(a) for a in self.orders))
+        object.__setattr__(self, "preprocessing", tuple(self.preprocessing))
         eps, order = account(mechanisms, self.delta, self.accountant, self.conversion, self.orders, self.adjacency)
+        if self.preprocessing:
+            eps += pure_epsilon(self.preprocessing)
         object.__setattr__(self, "epsilon", float(eps))
         object.__setattr__(self, "order", None if order is None else float(order))
 
     def to_dict(self) -> dict:
-        return {
+        data = {
             "epsilon": self.epsilon,
             "order": self.order,
             "delta": self.delta,
@@ -152,6 +167,9 @@ class Accounting:
             "orders": list(self.orders),
             "mechanisms": [m.to_dict() for m in self.mechanisms],
         }
+        if self.preprocessing:
+            data["preprocessing"] = [m.to_dict() for m in self.preprocessing]
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping) -> Accounting:
@@ -166,6 +184,7 @@ class Accounting:
             accountant=data["accountant"],
             conversion=data["conversion"],
             orders=tuple(data["orders"]),
+            preprocessing=tuple(Mechanism.from_dict(m) for m in data.get("preprocessing", ())),
         )
         stored = float(data["epsilon"])
         if not (stored == accounting.epsilon or math.isclose(stored, accounting.epsilon, rel_tol=1e-9)):
@@ -333,3 +352,25 @@ def check_budget(
     if achieved > target_epsilon:
         raise PrivacyBudgetExceeded(target_epsilon, achieved)
     return achieved
+
+
+def with_preprocessing(ledger: Ledger, paper: Mechanism, sound: Mechanism, target: float | None) -> Ledger:
+    """`ledger` composed sequentially after a pure ε-DP mechanism on the same data (`paper`: its record under
+    the paper accounting's adjacency, `sound`: under the sound one's), judged against `target`."""
+    from dataclasses import replace
+
+    def composed(accounting: Accounting, record: Mechanism) -> Accounting:
+        return replace(accounting, preprocessing=(*accounting.preprocessing, record))
+
+    return replace(
+        ledger,
+        paper=composed(ledger.paper, paper),
+        sound=None if ledger.sound is None else composed(ledger.sound, sound),
+        target_epsilon=target,
+    )
+
+
+def marked_not_dp(ledger: Ledger, reason: str) -> Ledger:
+    """`ledger` for a release that is not DP for `reason` (its sound accounting dropped: there is no bound)."""
+    why = reason if ledger.not_dp is None else f"{ledger.not_dp}; {reason}"
+    return Ledger(ledger.paper, None, ledger.target_epsilon, ledger.notes, "paper", why)

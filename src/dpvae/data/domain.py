@@ -1,0 +1,421 @@
+"""The public domain of a declared dataset: the values every column and the label may take.
+
+Nothing that shapes a release may come from the private records unnoised: a column's range, its category
+set, the label set. A declaration (config key `datasets.<id>`, or `dpvae synth --declare FILE`) says where
+the domain comes from (`domain:`):
+
+* `declared` (the default): every feature column under `columns` with `bounds: [lo, hi]` (values outside
+  are clipped, never widened) or `categories: [...]` (an unseen value maps to the declared `other`, or is
+  refused); the label set as `labels` (or `positive`, which makes it {not <positive>, <positive>}).
+* `estimate`: the bounds of the numeric columns not declared are estimated under ε = `domain_epsilon`
+  (pure ε-DP: Laplace counts over a fixed, data-independent grid of ±2^k bins, thresholded; see
+  `estimate_bounds`), spent from every run's target and recorded in its ledger (`preprocessing`). Category
+  sets and the label set must still be declared.
+* `from_data`: ranges, categories and labels are read from the training split, unnoised. Not DP: every
+  run's ledger says so in `not_dp`, and `dpvae synth` refuses it unless told `--allow-not-dp`.
+
+Fitting happens after the split, on the training split only; the test split never shapes the domain.
+Images: pixels lie in [0, 1] by the file format (uint8/255, or floats in [0, 1]); their label set is declared
+as `labels: K` (0..K-1) or a list.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, get_args
+
+import numpy as np
+
+from dpvae.data.errors import DataError
+
+Source = Literal["declared", "estimate", "from_data"]
+SOURCES: tuple[str, ...] = get_args(Source)
+
+#: The estimate's grid: bin edges ±2^k for k in [GRID_MIN_POWER, GRID_MAX_POWER] (fixed, data-independent);
+#: values beyond ±2^GRID_MAX_POWER fall into the outermost bins.
+GRID_MIN_POWER, GRID_MAX_POWER = -20, 60
+#: Probability that the threshold lets an empty bin through somewhere on a column's grid (Laplace tail).
+ESTIMATE_FAILURE = 0.05
+
+NOT_DP_FROM_DATA = (
+    "domain: from_data - the columns' ranges, category sets and the label set were read unnoised from the "
+    "training split, so one record can show in the output (declare the domain or use domain: estimate)"
+)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One feature column's public domain: numeric `bounds` (lo < hi) or a `categories` list (+ `other`)."""
+
+    name: str
+    bounds: tuple[float, float] | None = None
+    categories: tuple[str, ...] | None = None
+    other: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return "categorical" if self.categories is not None else "continuous"
+
+    def described(self) -> dict[str, Any]:
+        """The column as the prepared meta's `columns` entry (read by samplers, `synth` and discretizers)."""
+        if self.categories is not None:
+            k = len(self.categories)
+            return {"name": self.name, "kind": "categorical", "categories": list(self.categories), "min": 0.0,
+                    "max": float(k - 1)}  # fmt: skip
+        assert self.bounds is not None
+        return {"name": self.name, "kind": "continuous", "min": self.bounds[0], "max": self.bounds[1]}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The ledgered estimate of numeric columns' bounds: a Laplace histogram per column on the fixed grid.
+
+    Add/remove-one: one record adds 1 to one bin of each of the d columns (L1 sensitivity d); the noise
+    scale is d / epsilon, so the release is epsilon-DP (2 epsilon under replace-one: two bins per column).
+    """
+
+    epsilon: float
+    columns: tuple[str, ...]
+    threshold: float
+
+    @property
+    def scale(self) -> float:
+        return len(self.columns) / self.epsilon
+
+    def sensitivity(self, adjacency: str) -> float:
+        """L1 sensitivity of the d histograms: d under add/remove-one, 2d under replace-one."""
+        return float(len(self.columns) * (1 if adjacency == "add/remove-one" else 2))
+
+
+@dataclass(frozen=True)
+class Domain:
+    """A dataset's domain: its feature columns (tables), its label names in code order, where it came from."""
+
+    source: Source
+    labels: tuple[str, ...]
+    columns: tuple[Column, ...] = ()
+    estimate: Estimate | None = None
+
+    @property
+    def not_dp(self) -> str | None:
+        """Why releases over this domain are not DP (None: the domain is public or paid for)."""
+        return NOT_DP_FROM_DATA if self.source == "from_data" else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "labels": list(self.labels),
+            "columns": [{k: v for k, v in asdict(c).items() if v is not None} for c in self.columns],
+            "estimate": None if self.estimate is None else asdict(self.estimate),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Domain:
+        estimate = data.get("estimate")
+        return cls(
+            data["source"],
+            tuple(data["labels"]),
+            tuple(
+                Column(
+                    c["name"],
+                    tuple(c["bounds"]) if "bounds" in c else None,
+                    tuple(c["categories"]) if "categories" in c else None,
+                    c.get("other"),
+                )
+                for c in data.get("columns", ())
+            ),
+            None
+            if estimate is None
+            else Estimate(estimate["epsilon"], tuple(estimate["columns"]), estimate["threshold"]),
+        )
+
+
+# -- the declaration ----------------------------------------------------------------------------------------
+
+
+def source(entry: Mapping[str, Any]) -> Source:
+    return entry.get("domain") or "declared"
+
+
+def declared_labels(entry: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """The declared label values in code order ({not p, p} with `positive`), or None (from_data)."""
+    if entry.get("positive") is not None:
+        return (f"not {entry['positive']}", entry["positive"])
+    labels = entry.get("labels")
+    if labels is None:
+        return None
+    return tuple(range(labels)) if isinstance(labels, int) and not isinstance(labels, bool) else tuple(labels)
+
+
+def problems(key: str, entry: Mapping[str, Any], kind: str, features: Sequence[str], numeric: set[str]) -> list[str]:
+    """What is wrong with a declaration's domain (`key` = 'datasets.<id>'), each naming the config key."""
+    found = []
+    mode = source(entry)
+    if mode not in SOURCES:
+        return [f"config key '{key}.domain': {mode!r} is not one of {', '.join(SOURCES)}"]
+    labels = entry.get("labels")
+    if labels is not None and entry.get("positive") is not None:
+        found.append(f"config key '{key}.labels': give labels or positive, not both")
+    elif isinstance(labels, bool) or (isinstance(labels, int) and labels < 2):
+        found.append(f"config key '{key}.labels': {labels!r}: give the number of classes (>= 2) or the label values")
+    elif isinstance(labels, list) and (len(labels) < 2 or len(set(map(_text, labels))) != len(labels)):
+        found.append(f"config key '{key}.labels': {labels!r}: at least two distinct values")
+    elif labels is None and entry.get("positive") is None and mode != "from_data":
+        found.append(
+            f"config key '{key}.labels': declare the label set (a list, or the number of classes K for 0..K-1) "
+            "or `positive`; the labels may not be read from the private file (or set domain: from_data, not DP)"
+        )
+    epsilon = entry.get("domain_epsilon")
+    if mode == "estimate" and not (isinstance(epsilon, int | float) and math.isfinite(epsilon) and epsilon > 0):
+        found.append(
+            f"config key '{key}.domain_epsilon': domain: estimate needs the ε it spends (> 0), got {epsilon!r}"
+        )
+    elif mode != "estimate" and epsilon is not None:
+        found.append(f"config key '{key}.domain_epsilon': only domain: estimate spends an ε on the domain")
+    columns = entry.get("columns") or {}
+    if kind == "image":
+        if columns:
+            found.append(f"config key '{key}.columns': image pixels lie in [0, 1]; columns are for tables")
+        return found
+    if entry.get("categorical") and mode != "from_data":
+        found.append(
+            f"config key '{key}.categorical': declare each categorical column's categories under "
+            f"`columns` instead (`categorical` is for domain: from_data)"
+        )
+    for name in sorted(set(columns) - set(features)):
+        found.append(f"config key '{key}.columns.{name}': no such feature column (features: {', '.join(features)})")
+    for name in features:
+        spec = columns.get(name)
+        where = f"config key '{key}.columns.{name}'"
+        if spec is None:
+            if mode == "declared":
+                found.append(f"{where}: declare its bounds: [lo, hi] or categories: [...] (domain: declared)")
+            elif mode == "estimate" and name not in numeric:
+                found.append(f"{where}: not numbers: declare its categories (domain: estimate estimates bounds only)")
+            continue
+        found.extend(_column_problems(where, spec))
+    return found
+
+
+def _column_problems(where: str, spec: Any) -> list[str]:
+    if not isinstance(spec, Mapping) or set(spec) - {"bounds", "categories", "other"}:
+        return [f"{where}: {spec!r}: write {{bounds: [lo, hi]}} or {{categories: [...], other: <one of them>}}"]
+    if ("bounds" in spec) == ("categories" in spec):
+        return [f"{where}: give exactly one of bounds or categories"]
+    if "bounds" in spec:
+        bounds = spec["bounds"]
+        ok = isinstance(bounds, list) and len(bounds) == 2 and all(isinstance(b, int | float) for b in bounds)
+        if not ok or not (math.isfinite(bounds[0]) and math.isfinite(bounds[1]) and bounds[0] < bounds[1]):
+            return [f"{where}.bounds: {bounds!r}: two finite numbers lo < hi"]
+        if "other" in spec:
+            return [f"{where}.other: only a categorical column has an `other` category"]
+        return []
+    categories = spec["categories"]
+    if not isinstance(categories, list) or not categories or len(set(map(_text, categories))) != len(categories):
+        return [f"{where}.categories: {categories!r}: a non-empty list of distinct values"]
+    if "other" in spec and _text(spec["other"]) not in set(map(_text, categories)):
+        return [f"{where}.other: {spec['other']!r} is not one of its categories"]
+    return []
+
+
+def declared_columns(entry: Mapping[str, Any], features: Sequence[str]) -> dict[str, Column]:
+    """The columns the declaration states (by name)."""
+    found = {}
+    for name, spec in (entry.get("columns") or {}).items():
+        if name not in features:
+            continue
+        if "bounds" in spec:
+            found[name] = Column(name, bounds=(float(spec["bounds"][0]), float(spec["bounds"][1])))
+        else:
+            other = spec.get("other")
+            found[name] = Column(
+                name, categories=tuple(map(_text, spec["categories"])), other=None if other is None else _text(other)
+            )
+    return found
+
+
+# -- fitting on the training split ------------------------------------------------------------------------------
+
+
+def fit_table(
+    entry: Mapping[str, Any], train: Any, label: str, features: Sequence[str], rng: np.random.Generator
+) -> Domain:
+    """The domain of a table declaration, fitted (where it says so) on the training split `train` only."""
+    import pandas as pd
+
+    mode = source(entry)
+    columns = declared_columns(entry, features)
+    categorical = set(entry.get("categorical") or ())
+    estimated = []
+    for name in features:
+        if name in columns:
+            continue
+        values = train[name]
+        if mode == "from_data":
+            is_numeric = pd.api.types.is_numeric_dtype(values) and name not in categorical
+            if is_numeric:
+                low, high = float(values.min()), float(values.max())
+                columns[name] = Column(name, bounds=(low, high if high > low else low + 1.0))
+            else:
+                columns[name] = Column(name, categories=tuple(sorted(set(_as_text(values)))))
+        else:  # estimate (problems() refused anything else)
+            estimated.append(name)
+    estimate = None
+    if estimated:
+        estimate = Estimate(
+            float(entry["domain_epsilon"]),
+            tuple(estimated),
+            _threshold(len(estimated) / float(entry["domain_epsilon"])),
+        )
+        for name in estimated:
+            columns[name] = Column(
+                name, bounds=estimate_bounds(train[name].to_numpy(dtype=np.float64), estimate, rng, name)
+            )
+    labels = declared_labels(entry)
+    if labels is None:
+        labels = tuple(_sorted_labels(train[label].to_numpy()))
+    return Domain(mode, tuple(map(_text, labels)), tuple(columns[name] for name in features), estimate)
+
+
+def fit_images(entry: Mapping[str, Any], train_labels: np.ndarray) -> Domain:
+    """The domain of image arrays: pixels in [0, 1] by format; the declared label set (from_data: the training
+    split's)."""
+    labels = declared_labels(entry)
+    if labels is None:
+        labels = tuple(_sorted_labels(train_labels))
+    return Domain(source(entry), tuple(map(_text, labels)))
+
+
+def grid() -> np.ndarray:
+    """The estimate's fixed bin edges: -2^60 ... -2^-20, 2^-20 ... 2^60 (ascending)."""
+    powers = 2.0 ** np.arange(GRID_MIN_POWER, GRID_MAX_POWER + 1)
+    return np.concatenate([-powers[::-1], powers])
+
+
+def _threshold(scale: float) -> float:
+    """The noisy count a bin needs: an empty bin passes with probability <= ESTIMATE_FAILURE per column."""
+    bins = len(grid()) - 1
+    return scale * math.log(bins / (2 * ESTIMATE_FAILURE))
+
+
+def estimate_bounds(values: np.ndarray, estimate: Estimate, rng: np.random.Generator, name: str) -> tuple[float, float]:
+    """[lo, hi] of a column from Laplace-noised counts on the fixed grid: from the lower edge of the lowest
+    bin whose noisy count exceeds the threshold to the upper edge of the highest one."""
+    edges = grid()
+    if np.isnan(values).any():
+        raise DataError(f"column {name!r} has empty cells: fill them or drop the column")
+    index = np.clip(np.searchsorted(edges, values, side="right") - 1, 0, len(edges) - 2)
+    counts = np.bincount(index, minlength=len(edges) - 1).astype(np.float64)
+    noisy = counts + rng.laplace(0.0, estimate.scale, size=counts.shape)
+    passed = np.flatnonzero(noisy > estimate.threshold)
+    if passed.size == 0:
+        raise DataError(
+            f"column {name!r}: no bin of the domain estimate passed its threshold ({estimate.threshold:.0f} noisy "
+            f"records at domain_epsilon={estimate.epsilon} over {len(estimate.columns)} column(s)): declare its "
+            "bounds, or raise domain_epsilon"
+        )
+    return float(edges[passed[0]]), float(edges[passed[-1] + 1])
+
+
+# -- encoding --------------------------------------------------------------------------------------------------
+
+
+def encode_table(domain: Domain, frame: Any, where: str) -> np.ndarray:
+    """The features scaled into [0, 1] by the domain: bounds clipped then (v - lo) / (hi - lo); a category's
+    code k of K scaled to k / (K - 1); an unseen category to `other`, else refused (naming `where`)."""
+    out = np.empty((len(frame), len(domain.columns)), dtype=np.float32)
+    for j, column in enumerate(domain.columns):
+        values = frame[column.name]
+        if column.categories is None:
+            assert column.bounds is not None
+            numbers = values.to_numpy(dtype=np.float64)
+            if np.isnan(numbers).any():
+                raise DataError(
+                    f"{where}: column {column.name!r} has {int(np.isnan(numbers).sum())} empty cells; fill them, "
+                    "declare the column categorical (an empty cell is then the category '') or drop it"
+                )
+            low, high = column.bounds
+            out[:, j] = (np.clip(numbers, low, high) - low) / (high - low)
+            continue
+        codes = {c: k for k, c in enumerate(column.categories)}
+        text = _as_text(values)
+        unseen = sorted({v for v in text if v not in codes})
+        if unseen and column.other is None:
+            raise DataError(
+                f"{where}: column {column.name!r} holds {len(unseen)} value(s) outside its declared categories "
+                f"(e.g. {unseen[0]!r}): add them, or declare `other` to map unseen values to"
+            )
+        fallback = codes.get(column.other, 0) if column.other is not None else 0
+        k = len(column.categories)
+        out[:, j] = np.array([codes.get(v, fallback) for v in text], dtype=np.float64) / (k - 1 if k > 1 else 1)
+    return out
+
+
+def encode_labels(domain: Domain, values: np.ndarray, entry: Mapping[str, Any], where: str) -> np.ndarray:
+    """Label codes 0..K-1 in the domain's order (1 for `positive`, 0 for any other value)."""
+    import pandas as pd
+
+    if pd.isna(values).any():
+        raise DataError(f"{where}: the label has empty cells; fill or remove those rows")
+    if entry.get("positive") is not None:
+        positive = entry["positive"]
+        return np.array([text == _text(positive) for text in _as_text(values)], dtype=np.int64)
+    codes = {name: k for k, name in enumerate(domain.labels)}
+    text = _as_text(values)
+    unseen = sorted({v for v in text if v not in codes})
+    if unseen:
+        raise DataError(
+            f"{where}: {len(unseen)} label value(s) outside the declared labels (e.g. {unseen[0]!r}): "
+            "add them to `labels`, or remove those rows"
+        )
+    return np.array([codes[v] for v in text], dtype=np.int64)
+
+
+def _text(value: Any) -> str:
+    """A category or label as text ('' for an empty cell; 3.0 read from a CSV as '3')."""
+    import pandas as pd
+
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _as_text(values: Any) -> list[str]:
+    return [_text(v) for v in np.asarray(values, dtype=object).tolist()]
+
+
+def _sorted_labels(values: np.ndarray) -> list[Any]:
+    """Distinct labels, numbers numerically, anything else as text (domain: from_data)."""
+    keys = values if values.dtype.kind in "biuf" else values.astype(str)
+    return np.unique(keys).tolist()
+
+
+# -- what a run's ledger owes to its domain ----------------------------------------------------------------------
+
+
+def of_run(spec: Mapping[str, Any]) -> Domain | None:
+    """The domain recorded in a run's prepared dataset (None: a built-in dataset, no domain record)."""
+    import json
+    from pathlib import Path
+
+    meta = Path(spec["data_root"]) / "prepared" / spec["dataset"] / "meta.json"
+    recorded = json.loads(meta.read_text()).get("domain") if meta.is_file() else None
+    return None if recorded is None else Domain.from_dict(recorded)
+
+
+def training_epsilon(spec: Mapping[str, Any], fitted: Domain | None) -> float:
+    """What a private run's method may spend: its target less the domain estimate's ε (refused if nothing is left)."""
+    target = float(spec["epsilon"])
+    if fitted is None or fitted.estimate is None:
+        return target
+    left = target - fitted.estimate.epsilon
+    if not left > 0:
+        raise DataError(
+            f"run {spec.get('run_id', spec['run'])}: target ε {target} does not exceed the domain estimate's "
+            f"domain_epsilon {fitted.estimate.epsilon} of dataset '{spec['dataset']}'"
+        )
+    return left
