@@ -32,7 +32,7 @@ import numpy as np
 from dpvae.data import domain
 from dpvae.data.errors import DataError
 from dpvae.data.sources import RemoteFile, copy_verified, file_digests
-from dpvae.data.store import Prepared, Split, holdout_split
+from dpvae.data.store import Prepared, Split, holdout_rows
 from dpvae.files import write_json, write_text
 
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
@@ -333,9 +333,7 @@ def _split(sizes: list[int], seed: int, test_fraction: float) -> tuple[np.ndarra
     if len(sizes) == 2:
         rows = np.arange(sum(sizes))
         return rows[: sizes[0]], rows[sizes[0] :], {"rule": "train and test files as declared"}
-    rows = np.arange(sizes[0])
-    train, test, rule = holdout_split(rows, rows, seed=seed, test_fraction=test_fraction)
-    return train.x, test.x, rule
+    return holdout_rows(sizes[0], seed=seed, test_fraction=test_fraction)
 
 
 def image_layout(shape: Sequence[int], declared: str | None, path: Path | str) -> str:

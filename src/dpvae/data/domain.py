@@ -300,14 +300,19 @@ def _threshold(scale: float) -> float:
     return scale * math.log(bins / (2 * ESTIMATE_FAILURE))
 
 
+def histogram(values: np.ndarray) -> np.ndarray:
+    """A column's clean counts on the fixed grid (one record adds 1 to exactly one bin: `Estimate`'s sensitivity)."""
+    edges = grid()
+    index = np.clip(np.searchsorted(edges, values, side="right") - 1, 0, len(edges) - 2)
+    return np.bincount(index, minlength=len(edges) - 1).astype(np.float64)
+
+
 def estimate_bounds(values: np.ndarray, estimate: Estimate, rng: np.random.Generator, name: str) -> tuple[float, float]:
     """[lo, hi] of a column from Laplace-noised counts on the fixed grid: from the lower edge of the lowest
     bin whose noisy count exceeds the threshold to the upper edge of the highest one."""
-    edges = grid()
     if np.isnan(values).any():
         raise DataError(f"column {name!r} has empty cells: fill them or drop the column")
-    index = np.clip(np.searchsorted(edges, values, side="right") - 1, 0, len(edges) - 2)
-    counts = np.bincount(index, minlength=len(edges) - 1).astype(np.float64)
+    counts = histogram(values)
     noisy = counts + rng.laplace(0.0, estimate.scale, size=counts.shape)
     passed = np.flatnonzero(noisy > estimate.threshold)
     if passed.size == 0:
@@ -316,6 +321,7 @@ def estimate_bounds(values: np.ndarray, estimate: Estimate, rng: np.random.Gener
             f"records at domain_epsilon={estimate.epsilon} over {len(estimate.columns)} column(s)): declare its "
             "bounds, or raise domain_epsilon"
         )
+    edges = grid()
     return float(edges[passed[0]]), float(edges[passed[-1] + 1])
 
 

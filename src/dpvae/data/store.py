@@ -66,26 +66,30 @@ class Prepared:
         return Prepared(Split(self.train.x[rows], self.train.y[rows]), self.test, meta)
 
 
-def holdout_split(x: np.ndarray, y: np.ndarray, *, seed: int, test_fraction: float = 0.1) -> tuple[Split, Split, dict]:
-    """Shuffle the records with ``numpy.random.default_rng(seed)`` and hold out ``ceil(test_fraction * N)``.
-
-    The test size follows scikit-learn's ``train_test_split`` rule (P3GM's split), but the permutation is
-    seeded. Returns (train, test, split description for ``meta.json``); both splits keep the shuffled order.
-    """
+def holdout_rows(n_records: int, *, seed: int, test_fraction: float = 0.1) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Row indices (train, test) of the seeded holdout of ``n_records`` and its description (`holdout_split`)."""
     if not 0 < test_fraction < 1:
         raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
-    n_records = len(y)
     n_test = math.ceil(test_fraction * n_records)
     if not 0 < n_test < n_records:
         raise ValueError(f"x/y with {n_records} records is too small for test_fraction={test_fraction}")
     order = np.random.default_rng(seed).permutation(n_records)
-    test_rows, train_rows = order[:n_test], order[n_test:]
     rule = {
         "rule": "seeded random holdout: numpy default_rng(seed).permutation, "
         f"first ceil({test_fraction}*N) rows -> test",
         "test_fraction": test_fraction,
         "seed": seed,
     }
+    return order[n_test:], order[:n_test], rule
+
+
+def holdout_split(x: np.ndarray, y: np.ndarray, *, seed: int, test_fraction: float = 0.1) -> tuple[Split, Split, dict]:
+    """Shuffle the records with ``numpy.random.default_rng(seed)`` and hold out ``ceil(test_fraction * N)``.
+
+    The test size follows scikit-learn's ``train_test_split`` rule (P3GM's split), but the permutation is
+    seeded. Returns (train, test, split description for ``meta.json``); both splits keep the shuffled order.
+    """
+    train_rows, test_rows, rule = holdout_rows(len(y), seed=seed, test_fraction=test_fraction)
     return Split(x[train_rows], y[train_rows]), Split(x[test_rows], y[test_rows]), rule
 
 
