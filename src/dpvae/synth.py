@@ -179,7 +179,8 @@ def _declare(path: Path, request: Request, private: bool) -> dict:
 
 
 def _declaration_file(path: Path | None) -> dict[str, Any]:
-    """--declare's YAML mapping (keys as under the config key datasets.<id>, without path)."""
+    """--declare's YAML mapping (keys as under the config key datasets.<id>, without path), or the one dataset
+    of a config overlay (e.g. examples/own-data/*.yaml; its `path` is --data's)."""
     if path is None:
         return {}
     import yaml
@@ -190,6 +191,11 @@ def _declaration_file(path: Path | None) -> dict[str, Any]:
         raise ConfigError(f"--declare {path}: cannot read it ({error.strerror})") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"--declare {path}: not valid YAML ({error})") from None
+    if isinstance(loaded, dict) and isinstance(loaded.get("datasets"), dict):  # a config overlay: its one dataset
+        if len(loaded["datasets"]) != 1:
+            raise ConfigError(f"--declare {path}: its `datasets` declares {len(loaded['datasets'])} datasets, not one")
+        (loaded,) = loaded["datasets"].values()
+        loaded = {k: v for k, v in loaded.items() if k != "path"} if isinstance(loaded, dict) else loaded
     if not isinstance(loaded, dict):
         raise ConfigError(f"--declare {path}: a mapping of keys (columns, labels, domain, ...) is needed")
     if unknown := sorted(set(loaded) - set(DECLARE_KEYS)):

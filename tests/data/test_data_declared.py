@@ -27,6 +27,15 @@ def _table(n: int, seed: int) -> pd.DataFrame:
     )
 
 
+DOMAIN = {
+    "columns": {
+        "age": {"bounds": [0, 120]},
+        "colour": {"categories": ["red", "green", "blue"]},
+        "income": {"bounds": [0, 100]},
+    }
+}
+
+
 def _prepared(entry: dict, tmp_path, seed: int = 0):
     entry = {**entry, "identity": declared.identity(entry)}
     raw = tmp_path / "raw"
@@ -38,7 +47,7 @@ def test_parquet_with_a_test_file_keeps_the_files_as_splits(tmp_path):
     _table(40, 0).to_parquet(tmp_path / "train.parquet")
     _table(10, 1).to_parquet(tmp_path / "test.parquet")
     entry = {"path": str(tmp_path / "train.parquet"), "test_path": str(tmp_path / "test.parquet"), "label": "y"}
-    entry |= {"drop": ["id"], "positive": "yes"}
+    entry |= {"drop": ["id"], "positive": "yes", **DOMAIN}
     assert declared.problems("mine", entry) == []
     facts = declared.facts(entry)
     assert (facts.n_train, facts.n_test, facts.record_shape, facts.classes) == (40, 10, (3,), 2)
@@ -54,7 +63,7 @@ def test_parquet_and_csv_of_one_table_prepare_the_same_records(tmp_path):
     frame = _table(60, 2)
     frame.to_parquet(tmp_path / "t.parquet")
     frame.to_csv(tmp_path / "t.csv", index=False)
-    options = {"label": "y", "drop": ["id"], "test_fraction": 0.2}
+    options = {"label": "y", "drop": ["id"], "test_fraction": 0.2, "labels": ["no", "yes"], **DOMAIN}
     a = _prepared({"path": str(tmp_path / "t.parquet"), **options}, tmp_path / "a")
     b = _prepared({"path": str(tmp_path / "t.csv"), **options}, tmp_path / "b")
     np.testing.assert_allclose(a.train.x, b.train.x)
@@ -89,7 +98,7 @@ def test_image_arrays_become_nchw_in_unit_range(tmp_path, layout):
         expected = x
     y = rng.integers(0, 3, 30)
     np.savez(tmp_path / "img.npz", x=x, y=y)
-    entry = {"path": str(tmp_path / "img.npz"), "test_fraction": 0.2}
+    entry = {"path": str(tmp_path / "img.npz"), "test_fraction": 0.2, "labels": 3}
     facts = declared.facts(entry)
     assert (
         facts.kind == "image" and facts.record_shape == expected.shape[1:] and (facts.n_train, facts.n_test) == (24, 6)

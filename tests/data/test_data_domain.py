@@ -86,6 +86,10 @@ def test_an_undeclared_category_or_label_is_refused_not_added(tmp_path):
         _prepare(tmp_path, "a", _with_extreme(_table(50)), columns=columns, positive="yes")
     with pytest.raises(DataError, match="outside the declared labels"):
         _prepare(tmp_path, "b", _with_extreme(_table(50)), columns=COLUMNS, labels=["no", "yes"])
+    with pytest.raises(DataError, match="outside the declared labels"):
+        _prepare(tmp_path, "c", _with_extreme(_table(50)), columns=COLUMNS, labels=["no", "yes"], positive="yes")
+    named = _prepare(tmp_path, "d", _table(50), columns=COLUMNS, labels=["no", "yes"], positive="yes")
+    assert named.meta["label_names"] == ["no", "yes"]
 
 
 def test_the_domain_and_the_labels_must_be_declared(tmp_path):

@@ -141,9 +141,12 @@ def source(entry: Mapping[str, Any]) -> Source:
 
 def declared_labels(entry: Mapping[str, Any]) -> tuple[Any, ...] | None:
     """The declared label values in code order ({not p, p} with `positive`), or None (from_data)."""
-    if entry.get("positive") is not None:
-        return (f"not {entry['positive']}", entry["positive"])
     labels = entry.get("labels")
+    if entry.get("positive") is not None:
+        positive = entry["positive"]
+        if isinstance(labels, list):  # two declared values: the other one names the negative class
+            return (next(v for v in labels if _text(v) != _text(positive)), positive)
+        return (f"not {positive}", positive)
     if labels is None:
         return None
     return tuple(range(labels)) if isinstance(labels, int) and not isinstance(labels, bool) else tuple(labels)
@@ -156,8 +159,10 @@ def problems(key: str, entry: Mapping[str, Any], kind: str, features: Sequence[s
     if mode not in SOURCES:
         return [f"config key '{key}.domain': {mode!r} is not one of {', '.join(SOURCES)}"]
     labels = entry.get("labels")
-    if labels is not None and entry.get("positive") is not None:
-        found.append(f"config key '{key}.labels': give labels or positive, not both")
+    positive = entry.get("positive")
+    if labels is not None and positive is not None:
+        if not (isinstance(labels, list) and len(labels) == 2 and _text(positive) in map(_text, labels)):
+            found.append(f"config key '{key}.labels': with positive, the two label values, one of them {positive!r}")
     elif isinstance(labels, bool) or (isinstance(labels, int) and labels < 2):
         found.append(f"config key '{key}.labels': {labels!r}: give the number of classes (>= 2) or the label values")
     elif isinstance(labels, list) and (len(labels) < 2 or len(set(map(_text, labels))) != len(labels)):
@@ -360,22 +365,23 @@ def encode_table(domain: Domain, frame: Any, where: str) -> np.ndarray:
 
 
 def encode_labels(domain: Domain, values: np.ndarray, entry: Mapping[str, Any], where: str) -> np.ndarray:
-    """Label codes 0..K-1 in the domain's order (1 for `positive`, 0 for any other value)."""
+    """Label codes 0..K-1 in the domain's order; with `positive`, 1 for it and 0 for any other value. A value
+    outside declared `labels` is refused."""
     import pandas as pd
 
     if pd.isna(values).any():
         raise DataError(f"{where}: the label has empty cells; fill or remove those rows")
-    if entry.get("positive") is not None:
-        positive = entry["positive"]
-        return np.array([text == _text(positive) for text in _as_text(values)], dtype=np.int64)
-    codes = {name: k for k, name in enumerate(domain.labels)}
     text = _as_text(values)
-    unseen = sorted({v for v in text if v not in codes})
-    if unseen:
+    positive = entry.get("positive")
+    allowed = domain.labels if positive is None or isinstance(entry.get("labels"), list) else None
+    if allowed is not None and (unseen := sorted(set(text) - set(allowed))):
         raise DataError(
             f"{where}: {len(unseen)} label value(s) outside the declared labels (e.g. {unseen[0]!r}): "
             "add them to `labels`, or remove those rows"
         )
+    if positive is not None:
+        return np.array([v == _text(positive) for v in text], dtype=np.int64)
+    codes = {name: k for k, name in enumerate(domain.labels)}
     return np.array([codes[v] for v in text], dtype=np.int64)
 
 
