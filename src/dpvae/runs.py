@@ -11,6 +11,7 @@ import copy
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dpvae.paths import run_dir
 from dpvae.schema import format_eps
@@ -187,5 +188,36 @@ def recomputed_ledger(run: str | Path) -> tuple[str, str]:
     spec = json.loads((run / "train.json").read_text())["spec"]
     method = get_method(spec["method"])
     params = method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params", name=method.name)
-    ledger = method.recompute_ledger(params, spec, json.loads(written))
-    return written, json_text(ledger.to_dict())
+    budgeted, fitted = domain_budget(spec)
+    ledger = method.recompute_ledger(params, budgeted, json.loads(written))
+    return written, json_text(charge_domain(ledger, fitted, spec["epsilon"]).to_dict())
+
+
+def domain_budget(spec: dict) -> tuple[dict, Any]:
+    """(the spec its method trains under, the run's dataset domain or None): a declared dataset's domain
+    estimate (`dpvae.data.domain`) is paid from a private run's target ε before the method spends the rest."""
+    from dpvae.data import domain
+
+    fitted = domain.of_run(spec)
+    if not spec["private"] or fitted is None or fitted.estimate is None:
+        return spec, fitted
+    return {**spec, "epsilon": domain.training_epsilon(spec, fitted)}, fitted
+
+
+def charge_domain(ledger: Any, fitted: Any, target: float) -> Any:
+    """A method's ledger with its dataset's domain cost: the estimate (pure ε-DP Laplace histograms) composed
+    before it in both accountings (`Ledger` preprocessing), a domain read from the data marked not DP."""
+    from dpvae.privacy.ledger import Mechanism, marked_not_dp, with_preprocessing
+
+    if fitted is None:
+        return ledger
+    if (estimate := fitted.estimate) is not None:
+
+        def record(adjacency: str) -> Mechanism:
+            sensitivity = estimate.sensitivity(adjacency)
+            name = f"domain estimate: Laplace histograms of {len(estimate.columns)} column(s)' bounds"
+            return Mechanism(name, noise_multiplier=estimate.scale / sensitivity, sensitivity=sensitivity)
+
+        sound = ledger.sound.adjacency if ledger.sound is not None else "replace-one"
+        ledger = with_preprocessing(ledger, record(ledger.paper.adjacency), record(sound), target)
+    return ledger if fitted.not_dp is None else marked_not_dp(ledger, fitted.not_dp)

@@ -20,7 +20,6 @@ import numpy as np
 import pandas as pd
 
 from dpvae.analyses import TIDY_COLUMNS, run_analysis
-from dpvae.data import domain
 from dpvae.devices import device_name, repeatable, resolve_device
 from dpvae.errors import DataError, NotBuiltError
 from dpvae.eval.base import EvalContext
@@ -30,8 +29,8 @@ from dpvae.methods.base import RunContext, stage1_context
 from dpvae.methods.checkpoint import CHECKPOINT_NAME
 from dpvae.methods.registry import get_method, run_context
 from dpvae.models import precision
-from dpvae.privacy.ledger import Ledger, Mechanism, marked_not_dp, with_preprocessing
 from dpvae.provenance import git_commit, machine, sha256_json
+from dpvae.runs import charge_domain, domain_budget
 from dpvae.tables import read_spec
 
 
@@ -57,10 +56,9 @@ def train(spec: dict) -> Path:
     started, commit = time.time(), git_commit()  # the code that trains, not what the checkout holds at the end
     if spec.get("audit") and not spec["private"]:
         raise DataError(f"run {spec['run_id']}: only a private run can be audited (variant '{spec['variant']}')")
-    fitted = domain.of_run(spec)  # a declared dataset's domain: its estimate is paid from the run's target
-    budget = {"epsilon": domain.training_epsilon(spec, fitted)} if spec["private"] else {}
+    budgeted, fitted = domain_budget(spec)  # a declared dataset's domain estimate is paid from the run's target
     with atomic_directory(run_dir / "model") as partial:
-        ctx = run_context({**spec, **budget}, model_dir=partial)
+        ctx = run_context(budgeted, model_dir=partial)
         _seed_everything(ctx)
         session = _canary_session(ctx)
         with session.active() if session else contextlib.nullcontext(), precision.training(ctx.precision):
@@ -68,7 +66,7 @@ def train(spec: dict) -> Path:
         if spec["private"]:
             if ledger is None:
                 raise RuntimeError(f"private method '{method.name}' returned no privacy ledger")
-            ledger = _charge_domain(ledger, fitted, spec["epsilon"])
+            ledger = charge_domain(ledger, fitted, spec["epsilon"])
             check_budget(ledger, spec["epsilon"], spec["delta"])  # no tolerance: epsilon <= target exactly
             ledger.write(ctx.ledger_path)
             if session:
@@ -87,23 +85,6 @@ def train(spec: dict) -> Path:
     (run_dir / CHECKPOINT_NAME).unlink(missing_ok=True)  # the model is in place: a resume point is moot
     write_json(run_dir / "train.json", _provenance(ctx, started, commit, spec))  # the spec as planned
     return run_dir / "model"
-
-
-def _charge_domain(ledger: Ledger, fitted: domain.Domain | None, target: float) -> Ledger:
-    """A method's ledger with its dataset's domain cost: the estimate (pure ε-DP Laplace histograms) composed
-    before it in both accountings, a domain read from the data marked not DP."""
-    if fitted is None:
-        return ledger
-    if (estimate := fitted.estimate) is not None:
-
-        def record(adjacency: str) -> Mechanism:
-            sensitivity = estimate.sensitivity(adjacency)
-            name = f"domain estimate: Laplace histograms of {len(estimate.columns)} column(s)' bounds"
-            return Mechanism(name, noise_multiplier=estimate.scale / sensitivity, sensitivity=sensitivity)
-
-        sound = ledger.sound.adjacency if ledger.sound is not None else "replace-one"
-        ledger = with_preprocessing(ledger, record(ledger.paper.adjacency), record(sound), target)
-    return ledger if fitted.not_dp is None else marked_not_dp(ledger, fitted.not_dp)
 
 
 def stage1(spec: dict) -> Path:

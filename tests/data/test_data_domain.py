@@ -16,7 +16,7 @@ from dpvae.data import declared, domain
 from dpvae.data.store import holdout_rows
 from dpvae.errors import DataError
 
-EXTREME = {"age": 45, "income": 9_999_999.0, "colour": "purple", "y": "HIV+"}
+EXTREME = {"age": 45, "income": 7_777_777.7, "colour": "purple", "y": "HIV+"}
 COLUMNS = {
     "age": {"bounds": [0, 120]},
     "income": {"bounds": [0, 200_000]},

@@ -17,9 +17,15 @@ PRIVBAYES_NOTES = (
     "releases of (k+1)-way counts, scale (d-k)/(epsilon/2), L1-sensitivity 1 under add/remove-one). "
     "DataSynthesizer's additional epsilon-Laplace 1-way histograms are not computed: correlated-mode "
     "generation never reads them. Strict: replace-one adjacency, under which a count histogram's "
-    "L1-sensitivity is 2 (the conditionals then cost epsilon). Bin edges of continuous columns use the "
-    "training split's observed min/max, as DataSynthesizer does (the data are min-max scaled by the preparers)."
+    "L1-sensitivity is 2 (the conditionals then cost epsilon). "
 )
+#: Where the bin edges of continuous columns come from: a papers' dataset (the preparers min-max scaled it) or
+#: a declared dataset (its public domain, `dpvae.data.domain`).
+PRIVBAYES_EDGES_OBSERVED = (
+    "Bin edges of continuous columns use the training split's observed min/max, as DataSynthesizer does (the "
+    "data are min-max scaled by the preparers)."
+)
+PRIVBAYES_EDGES_PUBLIC = "Bin edges of continuous columns span [0, 1], the dataset's declared public domain."
 #: match3's `moments_calibration`: RDP orders 2..4095, TF-Privacy's (classic) conversion of 2018.
 MATCH3_ORDERS = tuple(float(a) for a in range(2, 4096))
 RYAN_NOTES = (
@@ -32,8 +38,9 @@ RYAN_NOTES = (
 )
 
 
-def privbayes_ledger(n_attributes: int, degree: int, epsilon: float, delta: float):
-    """The pure-DP ledger of one fit, and the (structure, conditionals) budgets the fit must use."""
+def privbayes_ledger(n_attributes: int, degree: int, epsilon: float, delta: float, public_domain: bool = False):
+    """The pure-DP ledger of one fit, and the (structure, conditionals) budgets the fit must use (`public_domain`:
+    the bin edges come from a declared dataset's domain, not from the data)."""
     half = epsilon / 2 * BUDGET_SAFETY
     d, k = n_attributes, min(degree, n_attributes - 1)
     structure = Mechanism(
@@ -53,7 +60,8 @@ def privbayes_ledger(n_attributes: int, degree: int, epsilon: float, delta: floa
 
     paper = Accounting((structure, conditionals(1.0)), delta, accountant="pure")
     strict = Accounting((structure, conditionals(2.0)), delta, adjacency="replace-one", accountant="pure")
-    return Ledger(paper, strict, epsilon, PRIVBAYES_NOTES), half
+    edges = PRIVBAYES_EDGES_PUBLIC if public_domain else PRIVBAYES_EDGES_OBSERVED
+    return Ledger(paper, strict, epsilon, PRIVBAYES_NOTES + edges), half
 
 
 def ryan_mechanisms(sigma: float, replace_one: bool = False):
@@ -91,7 +99,8 @@ def ryan_ledger(sigma: float, delta: float, target: float | None) -> Ledger:
 def recompute_privbayes_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
     """PrivBayes' ledger computed again from its parameters and the attribute count d it records (d − 1 picks)."""
     structure = recorded_mechanisms(recorded)[0]
-    return privbayes_ledger(structure.steps + 1, params.degree, spec["epsilon"], spec["delta"])[0]
+    public = PRIVBAYES_EDGES_PUBLIC in recorded.get("notes", "")
+    return privbayes_ledger(structure.steps + 1, params.degree, spec["epsilon"], spec["delta"], public)[0]
 
 
 def recompute_ryan_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:

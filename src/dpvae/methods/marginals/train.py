@@ -20,7 +20,7 @@ def train_privbayes(ctx: RunContext) -> Ledger:
     classes = len(data.meta.get("label_names") or np.unique(data.train.y))
     discretizer = build_discretizer(data.train.x, data.meta, classes, p.histogram_bins, p.pixel_bins)
     codes = discretizer.encode(data.train.x, data.train.y)
-    ledger, half = privbayes_ledger(codes.shape[1], p.degree, ctx.epsilon, ctx.delta)
+    ledger, half = privbayes_ledger(codes.shape[1], p.degree, ctx.epsilon, ctx.delta, "domain" in data.meta)
     model = privbayes.fit(codes, discretizer.sizes, p.degree, half, half, ctx.rng("privbayes"), p.max_candidates)
     discretizer.save(ctx.model_dir / "discretizer.json")
     privbayes.save(model, ctx.model_dir / "network.npz")
