@@ -120,6 +120,21 @@ def _reference_errors(config: dict) -> Iterator[str]:
             if _is_private(config, vname) and not exp["epsilons"]:
                 yield f"config key '{key}.epsilons': variant '{vname}' is private and needs target epsilons"
             yield from _fit_errors(config, name, exp, vname, i)
+        if any(_is_private(config, v) for v in exp["variants"] if v in variants and variants[v]["method"] in METHODS):
+            yield from _domain_budget_errors(config, key, exp)
+
+
+def _domain_budget_errors(config: dict, key: str, exp: dict) -> Iterator[str]:
+    """A private target ε must exceed the domain_epsilon a declared dataset's domain estimate spends first."""
+    for dataset in exp.get("datasets", []):
+        spent = (config.get("datasets", {}).get(dataset) or {}).get("domain_epsilon")
+        for eps in exp["epsilons"]:
+            if isinstance(spent, int | float) and eps <= spent:
+                yield (
+                    f"config key '{key}.epsilons': ε = {eps} leaves nothing after dataset '{dataset}''s domain "
+                    f"estimate (datasets.{dataset}.domain_epsilon = {spent})"
+                )
+                return
 
 
 def _did_you_mean(name: str, known: list[str]) -> str:

@@ -120,6 +120,12 @@ def _checked(request: Request) -> tuple[Any, dict, str, dict | None]:
         except (KeyError, ValueError) as error:
             raise ConfigError(f"--data {request.data!r}: neither a file nor a dataset id ({error})") from None
         dataset, entry = request.data, None
+    spent = (entry or {}).get("domain_epsilon")
+    if method.private and spent is not None and request.epsilon is not None and request.epsilon <= spent:
+        raise ConfigError(
+            f"--epsilon {request.epsilon}: leaves nothing after the domain estimate's domain_epsilon {spent} "
+            f"(--declare {request.declare})"
+        )
     if request.out.suffix.lower() == ".csv" and facts is not None and facts.kind == "image":
         raise ConfigError(f"--out {request.out}: '{request.data}' holds images; write .npz")
     _check_fit(method, params, facts, request)
@@ -162,7 +168,7 @@ def _declare(path: Path, request: Request, private: bool) -> dict:
             f"--declare {request.declare}: domain: from_data reads ranges, categories and labels from the private "
             "file, unnoised (not DP); declare them, use domain: estimate, or pass --allow-not-dp"
         )
-    if request.declare is None and private:
+    if request.declare is None and private and not request.allow_not_dp:
         raise ConfigError(
             f"--data {path}: a private method needs the data's public domain: --declare FILE (each column's "
             "bounds or categories and the labels, or domain: estimate with domain_epsilon), or --allow-not-dp to "

@@ -110,3 +110,21 @@ def test_a_domain_estimate_is_paid_from_the_target_and_recomputed_bit_for_bit(tm
     assert ledger.epsilon <= 3.0 and ledger.paper.epsilon - 1.0 == pytest.approx(2.0, rel=1e-6)
     written, again = recomputed_ledger(run)
     assert written == again
+
+
+def test_synth_needs_a_domain_or_an_explicit_not_dp(tmp_path):
+    _table().to_csv(tmp_path / "data.csv", index=False)
+    base = dict(method="privbayes", data=str(tmp_path / "data.csv"), epsilon=1.0, delta=1e-5, params={}, n=20)
+    base |= dict(out=tmp_path / "o" / "s.csv", root=tmp_path / "data", device="cpu")
+    with pytest.raises(ConfigError, match=r"--data .*needs the data's public domain: --declare FILE"):
+        synth(Request(**base))
+    (tmp_path / "from_data.yaml").write_text(yaml.safe_dump({"domain": "from_data", "positive": "yes"}))
+    with pytest.raises(ConfigError, match="not DP.*--allow-not-dp"):
+        synth(Request(**base, declare=tmp_path / "from_data.yaml"))
+    (tmp_path / "estimate.yaml").write_text(yaml.safe_dump({**DECLARATION, "domain": "estimate", "domain_epsilon": 1}))
+    with pytest.raises(ConfigError, match="--epsilon 1.0: leaves nothing after the domain estimate"):
+        synth(Request(**base, declare=tmp_path / "estimate.yaml"))
+    assert not (tmp_path / "o").exists() and not (tmp_path / "data").exists()  # refused before any work
+    out = synth(Request(**base, allow_not_dp=True))
+    ledger = Ledger.read(out.with_name(out.name + ".run") / "privacy.json")
+    assert ledger.not_dp is not None and "domain: from_data" in ledger.not_dp and ledger.sound is None
