@@ -321,9 +321,10 @@ def _run(args: argparse.Namespace) -> int:
         request = Request(**given, params=parse_params(args.params))  # --n left out: synth.DEFAULT_N
         print(synth(request).report)
     elif args.stage == "ledger":
+        from dpvae.methods.registry import METHODS
         from dpvae.privacy.summary import screen
 
-        print(screen(args.path))
+        print(screen(args.path, lambda name: METHODS.get(name).releases_n if name in METHODS else ""))
     elif args.stage == "fetch":
         if args.declared is not None:
             from dpvae.data.declared import copy_in

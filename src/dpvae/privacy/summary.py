@@ -8,6 +8,7 @@ depends on the number N of training records (`Method.releases_n`), and which pre
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -97,9 +98,10 @@ def _prepared_meta(spec: dict) -> tuple[dict | None, str]:
         return None, str(where)
 
 
-def screen(path: str | Path) -> str:
+def screen(path: str | Path, releases_n: Callable[[str], str]) -> str:
     """One screen on the ledger at PATH: the headline ε and its accounting, the paper's and the sound ε at δ, the
-    adjacency and accountant, each mechanism, why it is not DP (if so), the target and what is public."""
+    adjacency and accountant, each mechanism, why it is not DP (if so), the target and what is public
+    (`releases_n`: a method's `Method.releases_n` by its name)."""
     file, data, spec = read_release(path)
     if not isinstance(data, dict):
         raise DataError(f"{file}: not a privacy ledger (a JSON {type(data).__name__})")
@@ -109,12 +111,9 @@ def screen(path: str | Path) -> str:
         ledger = Ledger.from_dict(data)
     except (ValueError, KeyError, TypeError) as error:
         raise DataError(f"{file}: not a privacy ledger ({error})") from None
-    releases_n, n_train, domain = "", None, domain_of(None, "")
+    depends, n_train, domain = "", None, domain_of(None, "")
     if spec is not None:
-        from dpvae.methods.registry import METHODS
-
-        method = METHODS.get(spec["method"]) if spec["method"] in METHODS else None
-        releases_n = getattr(method, "releases_n", "")
+        depends = releases_n(spec["method"])
         meta, where = _prepared_meta(spec)
         domain = domain_of(meta, where)
         if meta is not None:
@@ -132,5 +131,5 @@ def screen(path: str | Path) -> str:
             lines += [f"mechanisms ({kind}):", *(f"  {mechanism_line(m)}" for m in accounting.mechanisms)]
     if ledger.not_dp:
         lines.append(f"not DP: {ledger.not_dp}")
-    lines.append(public_line(ledger, releases_n, n_train, domain))
+    lines.append(public_line(ledger, depends, n_train, domain))
     return "\n".join(lines)
