@@ -1,6 +1,6 @@
 """`python -m dpvae <command> ...`: the stages the Snakemake rules call, and the user's commands.
 
-User commands: check-config, status, plan, methods, metrics, record, scorecard. A user-fixable problem
+User commands: check-config, status, plan, methods, metrics, synth, ledger, record, scorecard. A user-fixable problem
 (bad config, data, target, privacy budget, a missing or unreadable file) prints one or two lines naming the
 key, file or value and exits 2; anything else is a bug: its traceback, then one line naming the command and
 the exception (in a workflow job: the traceback in the job's log, the line on the terminal too), exit 1.
@@ -65,9 +65,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, type=Path, help="synthetic.csv (a table) or synthetic.npz (x, y)")
     p.add_argument(
         "--audit", nargs="?", type=int, const=1000, default=None, metavar="CANARIES",
-        help="train with a one-run canary audit (audit.json beside privacy.json; default 1000 canaries)",
+        help="train with a one-run canary audit (x.audit.json beside x.privacy.json; default 1000 canaries)",
     )  # fmt: skip
-    p.add_argument("--n", type=int, default=None, help="records to draw (default: the training split's size)")
+    p.add_argument(
+        "--headline", choices=("sound", "paper"), default="sound",
+        help="the epsilon held to the target: sound (a proven bound; default) or paper (the paper's claim)",
+    )  # fmt: skip
+    p.add_argument("--n", type=int, default=None, help="records to draw (default 1000, whatever the data's size)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--label", default=None, help="a table's label column (default: one named label/target/y/class)")
     p.add_argument("--positive", default=None, help="a table's positive label value (y = 1 for it, 0 otherwise)")
@@ -82,6 +86,9 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument("--root", type=Path, default=Path("data"), help="the data root (default: data, as the workflow)")
     p.add_argument("--device", default="auto", help="torch device: auto, cpu or cuda")
+
+    p = sub.add_parser("ledger", help="a release's privacy ledger on one screen: epsilons, mechanisms, what is public")
+    p.add_argument("path", type=Path, help="a privacy.json, synth's x.privacy.json beside x.csv, or a run directory")
 
     p = sub.add_parser("fetch", help="download or copy from the mirror, and verify, a dataset's raw files")
     p.add_argument("--source", required=True, help="raw source name (data/raw/<source>)")
@@ -319,13 +326,15 @@ def _run(args: argparse.Namespace) -> int:
         from dpvae.synth import Request, parse_params, synth
 
         fields = ("method", "data", "epsilon", "delta", "out", "audit", "n", "seed", "root", "label", "positive")
-        fields += ("declare", "allow_not_dp")
-        request = Request(**{k: getattr(args, k) for k in fields}, params=parse_params(args.params), device=args.device)
-        out = synth(request)
-        print(
-            f"wrote {out} and {out.parent / 'privacy.json'}"
-            + (f" and {out.parent / 'audit.json'}" if args.audit else "")
-        )
+        fields += ("declare", "allow_not_dp", "device", "headline")
+        given = {k: getattr(args, k) for k in fields if getattr(args, k) is not None}
+        request = Request(**given, params=parse_params(args.params))  # --n left out: synth.DEFAULT_N
+        print(synth(request).report)
+    elif args.stage == "ledger":
+        from dpvae.methods.registry import METHODS
+        from dpvae.privacy.summary import screen
+
+        print(screen(args.path, lambda name: METHODS.get(name).releases_n if name in METHODS else ""))
     elif args.stage == "fetch":
         if args.declared is not None:
             from dpvae.data.declared import copy_in

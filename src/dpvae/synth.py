@@ -3,14 +3,24 @@
 The data is a file (a table or image arrays, declared as under the config key `datasets`) or a built-in id.
 It is prepared into the data root like the workflow's (a file under the id `<stem>-<sha256[:8]>`, so another
 version of it is another dataset), trained by the workflow's own train stage (ledger, budget check, canary
-audit) in `<out>.run/`, sampled by its sample stage, and the samples written to `--out` (`.csv`: the table's
-columns in their own units, the label last; `.npz`: `x` and `y` as prepared) with `privacy.json` (and with
-`--audit`, `audit.json`) beside them. Everything is checked before any training; a problem is one line naming
-the option and value.
+audit) in `<out>.run/`, sampled by its sample stage (`--n` records, DEFAULT_N unless given: never the private
+training-set size), and the samples written to `--out` (`.csv`: the table's columns in their own units, the
+label last; `.npz`: `x` and `y` as prepared) with the ledger `x.privacy.json` (and with `--audit`,
+`x.audit.json`) beside `x.csv`.
+
+Every argument is checked before anything is written; a problem is one line naming the option and value. The
+headline ε is the sound one: a private method whose sound ε (a ledger that is not DP: unbounded) exceeds the
+target is refused, before training where the method computes its ledger from the data's facts
+(`Method.planned_ledger`), else after training and before any sample is written; `--headline paper` releases
+under the paper's claim instead. The outputs are staged in the run directory and moved beside `--out` at the
+end (ledger, audit, then the samples), so a failure leaves the previous outputs (or none) as they were.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -24,6 +34,8 @@ from dpvae.files import atomic_write
 
 LABEL_GUESSES = ("label", "target", "y", "class")
 OUT_SUFFIXES = (".csv", ".npz")
+DEFAULT_N = 1000  # records drawn unless --n says: a fixed number, so the samples do not tell the training-set size
+DEVICES = re.compile(r"auto|cpu|cuda(:\d+)?")
 
 
 @dataclass(frozen=True)
@@ -37,14 +49,30 @@ class Request:
     params: dict[str, Any]
     out: Path
     audit: int | None = None  # canaries, or None: no audit
-    n: int | None = None  # records to draw (None: as many as the training split)
+    n: int = DEFAULT_N  # records to draw
     seed: int = 0
     root: Path = Path("data")
     label: str | None = None
     positive: Any = None
     device: str = "auto"
+    headline: str = "sound"  # the ε a private release is held to: "sound" (a proven bound) or "paper" (its claim)
     declare: Path | None = None  # YAML: the data's public domain and options (as a config `datasets` entry)
     allow_not_dp: bool = False  # a private method may read the domain from the data (not DP)
+
+
+@dataclass(frozen=True)
+class Release:
+    """What `synth` wrote, and the few lines a user must know of it."""
+
+    samples: Path
+    ledger: Path
+    audit: Path | None
+    report: str
+
+
+def beside(out: Path) -> tuple[Path, Path]:
+    """The ledger and the audit written beside `out`: x.csv -> x.privacy.json, x.audit.json."""
+    return out.with_name(f"{out.stem}.privacy.json"), out.with_name(f"{out.stem}.audit.json")
 
 
 def parse_params(pairs: list[str]) -> dict[str, Any]:
@@ -63,37 +91,76 @@ def parse_params(pairs: list[str]) -> dict[str, Any]:
     return params
 
 
-def synth(request: Request) -> Path:
-    """Check, prepare, train, sample; write the samples to `request.out` with the ledger beside them."""
-    method, params, dataset, entry = _checked(request)
-    prepared = _prepare(dataset, entry, request)
+def synth(request: Request) -> Release:
+    """Check, (refuse,) prepare, train, (refuse,) sample; write the samples to `request.out`, the ledger beside."""
+    method, params, dataset, entry, facts = _checked(request)
     run_dir = request.out.with_name(request.out.name + ".run")
-    spec = _spec(request, method, params, dataset, entry, run_dir)
+    spec = _spec(request, method, params.to_dict(), dataset, entry, run_dir)
+    if method.private and facts is not None and (planned := method.planned_ledger(params, spec, facts)) is not None:
+        _headlined(method, planned, request)  # refused before training where the ledger is known now
+    prepared = _prepare(dataset, entry, request)
     from dpvae import stages
     from dpvae.data.store import load_prepared
-    from dpvae.privacy.canaries import AUDIT_FILE
+    from dpvae.privacy.ledger import Ledger
     from dpvae.tables import read_spec
 
     if not _trained(run_dir, spec, read_spec):
         shutil.rmtree(run_dir, ignore_errors=True)
         stages.train(spec)
-    samples = np.load(stages.sample(run_dir, request.n or _n_train(prepared)))
-    _write_samples(samples, load_prepared(prepared).meta, request.out)
-    for name in ("privacy.json", AUDIT_FILE):
-        if (run_dir / name).is_file():
-            shutil.copyfile(run_dir / name, request.out.parent / name)
-    return request.out
+    ledger = None
+    if method.private:
+        try:
+            ledger = _headlined(method, Ledger.read(run_dir / "privacy.json"), request)
+        except ConfigError:
+            shutil.rmtree(run_dir)
+            raise
+    samples = np.load(stages.sample(run_dir, request.n))
+    meta = load_prepared(prepared).meta
+    release = _publish(run_dir, samples, meta, ledger, request)
+    n_train = facts.n_train if facts is not None else _n_train(prepared)
+    return dataclasses.replace(release, report=_report(method, ledger, release, request, n_train, meta, prepared))
 
 
-def _checked(request: Request) -> tuple[Any, dict, str, dict | None]:
-    """The method, its parameters, the dataset id and its declaration (None: built-in), all checked."""
+def _check_arguments(request: Request) -> None:
+    """The numbers and names of the command line, each refused in one line naming the option and its value."""
+    if request.out.suffix.lower() not in OUT_SUFFIXES:
+        raise ConfigError(f"--out {request.out}: write .csv (a table) or .npz (x and y arrays)")
+    if request.out.is_dir():
+        raise ConfigError(f"--out {request.out}: a directory; name the file to write")
+    if request.out.resolve() == Path(request.data).resolve():
+        raise ConfigError(f"--out {request.out}: the --data file itself; write the samples elsewhere")
+    if request.epsilon is not None and not (math.isfinite(request.epsilon) and request.epsilon > 0):
+        raise ConfigError(f"--epsilon {request.epsilon}: the target epsilon must be finite and > 0")
+    if not 0 < request.delta < 1:
+        raise ConfigError(f"--delta {request.delta}: the target delta must be in (0, 1)")
+    if request.n < 1:
+        raise ConfigError(f"--n {request.n}: draw at least 1 record")
+    if request.audit is not None and request.audit < 1:
+        raise ConfigError(f"--audit {request.audit}: audit with at least 1 canary")
+    if request.seed < 0:
+        raise ConfigError(f"--seed {request.seed}: the seed must be >= 0")
+    if request.headline not in ("sound", "paper"):
+        raise ConfigError(f"--headline {request.headline!r}: sound (a proven bound) or paper (the paper's claim)")
+    if not DEVICES.fullmatch(request.device):
+        raise ConfigError(f"--device {request.device!r}: auto, cpu, cuda or cuda:<index>")
+    if request.device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError(f"--device {request.device}: no CUDA device is visible here")
+    if request.root.exists() and not request.root.is_dir():
+        raise ConfigError(f"--root {request.root}: not a directory")
+
+
+def _checked(request: Request) -> tuple[Any, Any, str, dict | None, Any]:
+    """The method, its typed parameters, the dataset id, its declaration (None: built-in) and the run's facts
+    (`n_train` after `max_train`; None where unknown), all checked."""
     from dpvae.data import declared
     from dpvae.data.registry import get_dataset
     from dpvae.methods.registry import METHODS
     from dpvae.registry import did_you_mean
 
-    if request.out.suffix.lower() not in OUT_SUFFIXES:
-        raise ConfigError(f"--out {request.out}: write .csv (a table) or .npz (x and y arrays)")
+    _check_arguments(request)
     if request.method not in METHODS or not METHODS.get(request.method).implemented:
         known = [n for n in sorted(METHODS) if METHODS.get(n).implemented]
         hint = did_you_mean(request.method, known)
@@ -104,6 +171,8 @@ def _checked(request: Request) -> tuple[Any, dict, str, dict | None]:
     params = method.Params.parse(request.params, name=method.name)
     if method.private and request.epsilon is None:
         raise ConfigError(f"--epsilon: method '{method.name}' is private and needs a target epsilon")
+    if not method.private and request.epsilon is not None:
+        raise ConfigError(f"--epsilon {request.epsilon}: method '{method.name}' is not private; leave it out")
     if request.audit is not None and not method.private:
         raise ConfigError(f"--audit: method '{method.name}' is not private; there is nothing to audit")
     path = Path(request.data)
@@ -128,8 +197,11 @@ def _checked(request: Request) -> tuple[Any, dict, str, dict | None]:
         )
     if request.out.suffix.lower() == ".csv" and facts is not None and facts.kind == "image":
         raise ConfigError(f"--out {request.out}: '{request.data}' holds images; write .npz")
+    if facts is not None:
+        limit = getattr(params, "max_train", None) or facts.n_train
+        facts = dataclasses.replace(facts, n_train=min(facts.n_train, limit))
     _check_fit(method, params, facts, request)
-    return method, params.to_dict(), dataset, entry
+    return method, params, dataset, entry, facts
 
 
 DECLARE_KEYS = (
@@ -210,9 +282,7 @@ def _declaration_file(path: Path | None) -> dict[str, Any]:
 
 
 def _check_fit(method: Any, params: Any, facts: Any, request: Request) -> None:
-    """The method takes the data, its batch fits the training split, its own size checks hold."""
-    import dataclasses
-
+    """The method takes the data, its batch fits the run's training records, its own size checks hold."""
     if facts is None:
         return
     if facts.kind not in method.kinds:
@@ -225,11 +295,10 @@ def _check_fit(method: Any, params: Any, facts: Any, request: Request) -> None:
                 else f"{list(facts.record_shape)} records (a table)"
             )
         )
-    n_train = min(facts.n_train, getattr(params, "max_train", None) or facts.n_train)
     batch = getattr(params, "batch_size", None)
-    if isinstance(batch, int) and batch > n_train:
-        raise ConfigError(f"--params batch_size={batch} is larger than the {n_train} training records")
-    for name, why in method.data_errors(params, dataclasses.replace(facts, n_train=n_train)):
+    if isinstance(batch, int) and batch > facts.n_train:
+        raise ConfigError(f"--params batch_size={batch} is larger than the {facts.n_train} training records")
+    for name, why in method.data_errors(params, facts):
         where = f"--params {name}" if name else f"--method {method.name}"
         raise ConfigError(f"{where} does not fit --data {request.data}: {why}")
 
@@ -286,6 +355,86 @@ def _trained(run_dir: Path, spec: dict, read_spec: Any) -> bool:
         return (run_dir / "model").is_dir() and read_spec(run_dir) == spec
     except (OSError, ValueError, KeyError, DataError):
         return False
+
+
+def _headlined(method: Any, ledger: Any, request: Request) -> Any:
+    """The ledger released under `--headline`; under "sound", a sound ε above the target is refused (a ledger
+    without a sound accounting, e.g. not DP, is unbounded)."""
+    from dpvae.privacy.summary import num
+
+    target = num(request.epsilon)
+    claim = f"(paper's accounting: {num(ledger.paper.epsilon)}); "
+    paper = "pass --headline paper to release it under the paper's claim"
+    if request.headline == "sound" and ledger.sound is None:
+        why = ledger.not_dp or "no sound accounting"
+        raise ConfigError(f"--method {method.name}: its sound ε at target {target} is unbounded ({why}) {claim}{paper}")
+    if request.headline == "sound" and ledger.sound.epsilon > request.epsilon:
+        raise ConfigError(
+            f"--method {method.name}: its sound ε at target {target} is {num(ledger.sound.epsilon)} > {target} "
+            f"{claim}lower --epsilon, or {paper}"
+        )
+    return dataclasses.replace(ledger, headline=request.headline)
+
+
+def _publish(run_dir: Path, samples: Any, meta: dict, ledger: Any, request: Request) -> Release:
+    """Stage the ledger, the audit and the samples in the run directory, then move them beside `--out` (the
+    samples last); a stale audit of an earlier run of this `--out` is removed."""
+    from dpvae.privacy.canaries import AUDIT_FILE
+
+    ledger_path, audit_path = beside(request.out)
+    staged = run_dir / "release"
+    staged.mkdir(exist_ok=True)
+    if ledger is not None:
+        ledger.write(staged / ledger_path.name)
+    else:  # a non-private run's record, as it is
+        shutil.copyfile(run_dir / "privacy.json", staged / ledger_path.name)
+    audited = request.audit is not None and (run_dir / AUDIT_FILE).is_file()
+    if audited:
+        shutil.copyfile(run_dir / AUDIT_FILE, staged / audit_path.name)
+    _write_samples(samples, meta, staged / request.out.name)
+    request.out.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(staged / ledger_path.name, ledger_path)
+    if audited:
+        os.replace(staged / audit_path.name, audit_path)
+    else:
+        audit_path.unlink(missing_ok=True)
+    os.replace(staged / request.out.name, request.out)
+    staged.rmdir()
+    return Release(request.out, ledger_path, audit_path if audited else None, "")
+
+
+def _report(
+    method: Any, ledger: Any, release: Release, request: Request, n_train: int, meta: dict, prepared: Path
+) -> str:
+    """A few lines: what was written where, both ε at δ, the mechanisms, what is public, the audit."""
+    import json
+
+    from dpvae.privacy.summary import domain_of, num, public_line
+
+    lines = [f"wrote {request.n} synthetic records to {release.samples} (method {method.name}, seed {request.seed})"]
+    if ledger is None:
+        lines.append(f"not private: method '{method.name}' gives no differential-privacy guarantee")
+    else:
+        sound = "unbounded" if ledger.sound is None else num(ledger.sound.epsilon)
+        under = "the sound bound" if ledger.headline == "sound" else "the paper's claim, not a proven bound"
+        lines += [
+            f"privacy: sound ε = {sound}, paper's ε = {num(ledger.paper.epsilon)} at δ = {num(ledger.delta)} "
+            f"(target ε {num(request.epsilon)}); released under {under}"
+            + (f"; not DP: {ledger.not_dp}" if ledger.not_dp else ""),
+            f"mechanisms: {'; '.join(m.name for m in ledger.headline_accounting.mechanisms)}",
+            public_line(ledger, method.releases_n, n_train, domain_of(meta, str(prepared / "meta.json"))),
+        ]
+    if release.audit is not None:
+        record = json.loads(release.audit.read_text())
+        scope = record["engine"]["kind"] + " engine's steps" if "engine" in record else record["release"]["name"]
+        lines.append(
+            f"audit: {record['canaries']} canaries in this one run, on the {scope} only: ε >= {num(record['lower'])} "
+            f"measured (a test of the implementation, not a bound): {release.audit}"
+        )
+    elif method.private:
+        lines.append("audit: not run (--audit [CANARIES] tests the implementation with canaries in one run)")
+    lines.append(f"ledger: {release.ledger} (python -m dpvae ledger {release.ledger}); the run: {release.samples}.run/")
+    return "\n".join(lines)
 
 
 def _n_train(prepared: Path) -> int:

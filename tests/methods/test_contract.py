@@ -3,7 +3,8 @@
 For each implemented method, at tiny scale on a dataset of one of its smoke-config experiments: it trains through
 the train stage (after its shared first stage, if it has one, as the workflow does); a private run's ledger states
 an epsilon no larger than its target, Google's dp-accounting re-derives every accounting in it, and the method's
-`recompute_ledger` computes it again from the run's spec, bit for bit; samples have the prepared data's per-record
+`recompute_ledger` computes it again from the run's spec, bit for bit, and its `planned_ledger` (where it has one)
+computes it before training from the data's facts alone; samples have the prepared data's per-record
 shape, float32 inputs and int64 labels in the data's label range; the same run sampled twice gives identical
 samples. A new method gets these checks by registering. Every check runs on every device there is: the CPU, and CUDA
 where a GPU is visible (`gpu` marker; skipped with the reason elsewhere); a method with two model families (PriVAE's
@@ -19,7 +20,9 @@ import numpy as np
 import pytest
 
 from dpvae import stages
+from dpvae.data.declared import Facts
 from dpvae.data.registry import get_dataset
+from dpvae.files import json_text
 from dpvae.methods.registry import METHODS
 from dpvae.runs import Run, experiment_runs, recomputed_ledger, run_spec, stage1_of
 from support.dp_accounting_check import rederive
@@ -97,6 +100,11 @@ def test_method_meets_the_contract(trained):
                 ), other
         written, again = recomputed_ledger(run)
         assert again == written, "the ledger computed again from the run's spec differs from the written one"
+        ctx = stages.run_context(spec)
+        train = ctx.data.train
+        facts = Facts(tuple(train.x.shape[1:]), len(train.y), len(ctx.data.test.y), int(train.y.max()) + 1)
+        if (planned := method.planned_ledger(ctx.params, spec, facts)) is not None:
+            assert json_text(planned.to_dict()) == written, "the ledger planned before training differs"
     else:
         assert ledger["private"] is False and ledger["epsilon"] is None
 

@@ -7,6 +7,7 @@ them), then checks what they made; the refusals run `check-config` on the README
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import shutil
@@ -97,7 +98,8 @@ def test_breast_cancer_walkthrough(tmp_path, mirror):
     synthetic = pd.read_csv(tmp_path / "synthetic" / "breast-cancer.csv")
     real = pd.read_csv(tmp_path / "mydata" / "breast-cancer.csv")
     assert list(synthetic.columns) == list(real.columns) and set(synthetic["target"]) <= {"malignant", "benign"}
-    assert (tmp_path / "synthetic" / "privacy.json").is_file() and (tmp_path / "synthetic" / "audit.json").is_file()
+    ledger, audit = (tmp_path / "synthetic" / f"breast-cancer.{kind}.json" for kind in ("privacy", "audit"))
+    assert ledger.is_file() and audit.is_file() and json.loads(ledger.read_text())["headline"] == "paper"
 
     data = tmp_path / "mydata" / "breast-cancer.csv"
     stat = data.stat()
@@ -124,7 +126,7 @@ def test_digits_walkthrough(tmp_path, mirror):
 
     with np.load(tmp_path / "synthetic" / "digits.npz") as arrays:
         assert arrays["x"].shape[1:] == (1, 8, 8) and len(arrays["y"]) == len(arrays["x"])
-    assert (tmp_path / "synthetic" / "privacy.json").is_file()
+    assert json.loads((tmp_path / "synthetic" / "digits.privacy.json").read_text())["headline"] == "sound"
 
 
 @pytest.fixture

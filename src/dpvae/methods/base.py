@@ -165,6 +165,10 @@ class Method(ABC):
         "validation refuses a `batch_size` larger than the training split."
     )
 
+    #: how a private release depends on the number N of training records, which it thereby makes public (bounded
+    #: DP): e.g. q = B/N and T = epochs·N/B in the DP-SGD ledger; "" where neither the model nor the ledger does
+    releases_n: ClassVar[str] = ""
+
     def data_errors(self, params: MethodParams, facts: Facts) -> list[tuple[str, str]]:
         """[(parameter or '', why)] where these parameters do not fit data with these facts (`n_train`: the run's
         training records, after `max_train`); checked at validation. Empty: they fit."""
@@ -199,6 +203,12 @@ class Method(ABC):
         `benchmarks/recompute_ledgers.py` compare it with the written ledger, bit for bit."""
         raise NotImplementedError(f"method '{self.name}' cannot recompute a run's ledger")
 
+    def planned_ledger(self, params: MethodParams, spec: dict, facts: Facts) -> Ledger | None:
+        """The ledger training would return, from the parameters, the spec's target (ε, δ) and the data's facts
+        (`n_train`: the run's training records, after `max_train`), without training; None where it depends on
+        more than these (it is then known only after training)."""
+        return None
+
     @abstractmethod
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
         """Draw `n` synthetic records (None = the method's natural size) as arrays 'x' and 'y'.
@@ -228,6 +238,8 @@ def subsets_error(count: int, facts: Facts) -> str | None:
 
 
 STAGE1_KIND = "stage1"
+#: `Method.releases_n` of a DP-SGD method that samples batches at q = B/N
+DPSGD_RELEASES_N = "DP-SGD's sample rate q = B/N and its steps (epochs·N/B) are in the ledger"
 
 
 def stage1_spec(spec: dict, params: MethodParams, method: Method) -> dict | None:

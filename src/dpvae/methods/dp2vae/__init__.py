@@ -57,6 +57,7 @@ class DP2VAE(Method):
     description = "DP2-VAE: non-private pre-trained encoders, DP decoder"
     Params = DP2VAEParams
     kinds = ("image",)
+    releases_n = "the K subsets hold N // K records each (the sound ledger's B = min(batch_size, N // K))"
 
     def data_errors(self, params: DP2VAEParams, facts: Facts) -> list[tuple[str, str]]:
         problems = [("hidden_channels", halvings_error(facts, len(params.hidden_channels)))]
@@ -100,6 +101,15 @@ class DP2VAE(Method):
         from dpvae.methods.dp2vae.accounting import recompute_ledger
 
         return recompute_ledger(params, spec, recorded)
+
+    def planned_ledger(self, params: DP2VAEParams, spec: dict, facts: Facts) -> Ledger:
+        """B = min(batch_size, N // K), as the partition into K subsets of N // K records gives it."""
+        from dpvae.methods.dp2vae.accounting import dp2vae_ledger, noise_multiplier
+
+        epsilon, delta, k = spec["epsilon"], spec["delta"], params.subsets
+        batch = min(params.batch_size, facts.n_train // k)
+        sigma = noise_multiplier(params, epsilon, delta, k, params.iters)
+        return dp2vae_ledger(sigma, k, params.iters, batch, params.clip, delta, target_epsilon=epsilon)
 
     def train_stage1(self, ctx: RunContext) -> dict[str, Any]:
         from dpvae.methods.dp2vae.train import train_stage1

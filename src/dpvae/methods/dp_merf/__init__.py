@@ -53,6 +53,7 @@ class DPMERF(Method):
     RESOURCES = Resources(threads=2, mem_mb=6000, runtime=120, gpu=True)
     precisions = PRECISIONS
     kinds = ("image",)
+    releases_n = "the mean embedding's noise is scaled to its sensitivity 2/N, which the ledger records"
 
     def data_errors(self, params: MethodParams, facts: Facts) -> list[tuple[str, str]]:
         problem = halvings_error(facts, len(params.gen_channels))  # one 2x upsampling per channel count
@@ -67,6 +68,12 @@ class DPMERF(Method):
         from dpvae.methods.dp_merf.accounting import recompute_ledger
 
         return recompute_ledger(params, spec, recorded)
+
+    def planned_ledger(self, params: MethodParams, spec: dict, facts: Facts) -> Ledger:
+        from dpvae.methods.dp_merf.accounting import ledger, noise_multiplier
+
+        epsilon, delta, n = spec["epsilon"], spec["delta"], facts.n_train
+        return ledger(noise_multiplier(params, epsilon, delta, n), n, delta, epsilon)
 
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
         from dpvae.methods.dp_merf.train import sample

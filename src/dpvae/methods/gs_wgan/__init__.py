@@ -53,6 +53,7 @@ class GSWGAN(Method):
     description = "GS-WGAN: gradient-sanitised WGAN with 1000 discriminators"
     Params = GSWGANParams
     kinds = ("image",)
+    releases_n = "the K subsets hold N // K records each (B = min(batch_size, N // K) in the ledger)"
 
     def data_errors(self, params: GSWGANParams, facts: Facts) -> list[tuple[str, str]]:
         problems = [("discriminators", subsets_error(params.discriminators, facts))]
@@ -76,6 +77,16 @@ class GSWGAN(Method):
         from dpvae.methods.gs_wgan.accounting import recompute_ledger
 
         return recompute_ledger(params, spec, recorded)
+
+    def planned_ledger(self, params: GSWGANParams, spec: dict, facts: Facts) -> Ledger:
+        """B = min(batch_size, N // K); the iterations as configured or the authors' for the target."""
+        from dpvae.methods.gs_wgan.accounting import authors_epsilon, authors_iters, ledger
+
+        sigma, k, delta, epsilon = params.noise_multiplier, params.discriminators, spec["delta"], spec["epsilon"]
+        batch = min(params.batch_size, facts.n_train // k)
+        iters = authors_iters(epsilon, sigma, k, batch, delta) if params.iters == "auto" else int(params.iters)
+        authors = authors_epsilon(sigma, k, iters, batch, delta)
+        return ledger(sigma, k, iters, batch, params.clip, delta, epsilon, authors)
 
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
         from dpvae.methods.gs_wgan.train import sample

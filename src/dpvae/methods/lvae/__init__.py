@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from dpvae.methods.base import Method, Resources, RunContext
+from dpvae.methods.base import DPSGD_RELEASES_N, Method, Resources, RunContext
 from dpvae.methods.registry import register_method
 from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
@@ -69,6 +69,7 @@ class LVAE(Method):
     description = "LVAE conv VAE: plain, DP-SGD, or Lipschitz-constrained decoder"
     Params = LVAEParams
     kinds = ("image",)
+    releases_n = DPSGD_RELEASES_N
 
     def data_errors(self, params: LVAEParams, facts: Facts) -> list[tuple[str, str]]:
         if facts.record_shape != (1, 28, 28):
@@ -93,6 +94,17 @@ class LVAE(Method):
         from dpvae.methods.lvae.accounting import recompute_ledger
 
         return recompute_ledger(params, spec, recorded)
+
+    def planned_ledger(self, params: LVAEParams, spec: dict, facts: Facts) -> Ledger | None:
+        """VAE-DPSGD's: q = B/N, T = ceil(epochs N / B) (a Lipschitz variant has no ledger: None)."""
+        from dpvae.methods.lvae import accounting
+
+        if params.constraint != "none":
+            return None
+        epsilon, delta, n = spec["epsilon"], spec["delta"], facts.n_train
+        q, steps = params.batch_size / n, math.ceil(params.epochs * n / params.batch_size)
+        sigma = accounting.noise_multiplier(params, epsilon, delta, q, steps)
+        return accounting.ledger(sigma, q, steps, params.clip, delta, epsilon)
 
     def load(self, ctx: RunContext, model_dir: Any = None) -> Any:
         """The trained network (eval mode, on the run's device)."""

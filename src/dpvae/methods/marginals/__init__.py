@@ -15,6 +15,7 @@ algorithms in `privbayes.py` and `match3.py`), `accounting.py` holds their ledge
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ from dpvae.methods.registry import register_method
 from dpvae.params import MethodParams, param
 
 if TYPE_CHECKING:
+    from dpvae.data.declared import Facts
     from dpvae.privacy.ledger import Ledger
 
 
@@ -76,6 +78,13 @@ class PrivBayes(Method):
 
         return recompute_privbayes_ledger(params, spec, recorded)
 
+    def planned_ledger(self, params: MethodParams, spec: dict, facts: Facts) -> Ledger:
+        """d attributes: every value of a record (a column or a pixel), then the label (`build_discretizer`)."""
+        from dpvae.methods.marginals.accounting import privbayes_ledger
+
+        d = math.prod(facts.record_shape) + 1
+        return privbayes_ledger(d, params.degree, spec["epsilon"], spec["delta"])[0]
+
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
         from dpvae.methods.marginals.train import sample_privbayes
 
@@ -87,6 +96,7 @@ class Ryan(Method):
     name = "ryan"
     paper = "p3gm"
     private = True
+    releases_n = "its public slice (public_fraction of the N training records) is used without privacy"
     description = "Ryan McKenna's NIST-2018 marginal method (public selection, Gaussian marginals, private-pgm)"
     Params = RyanParams
     RESOURCES = Resources(threads=1, mem_mb=4000, runtime=120)
@@ -105,6 +115,12 @@ class Ryan(Method):
         from dpvae.methods.marginals.accounting import recompute_ryan_ledger
 
         return recompute_ryan_ledger(params, spec, recorded)
+
+    def planned_ledger(self, params: MethodParams, spec: dict, facts: Facts) -> Ledger:
+        """σ calibrated to the target alone: the data only says which marginals are measured."""
+        from dpvae.methods.marginals.accounting import calibrate, ryan_ledger
+
+        return ryan_ledger(calibrate(spec["epsilon"], spec["delta"]), spec["delta"], spec["epsilon"])
 
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
         from dpvae.methods.marginals.train import sample_ryan

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from dpvae.methods.base import Method, Resources, RunContext
+from dpvae.methods.base import DPSGD_RELEASES_N, Method, Resources, RunContext
 from dpvae.methods.registry import register_method
 from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
@@ -195,6 +195,7 @@ class DPVAE(MLPVAEMethod):
     paper = "p3gm"
     private = True
     description = "MLP VAE trained end to end with DP-SGD"
+    releases_n = DPSGD_RELEASES_N
     Params = DPVAEParams
     RESOURCES = Resources(threads=2, mem_mb=3000, runtime=30)
 
@@ -223,6 +224,7 @@ class P3GM(MLPVAEMethod):
     paper = "p3gm"
     private = True
     description = "P3GM: DP-PCA + DP-EM encoder, DP-SGD decoder (also PGM and P3GM(AE) by parameters)"
+    releases_n = f"the DP centring mean is a noisy sum divided by N; {DPSGD_RELEASES_N}"
     Params = P3GMParams
     RESOURCES = Resources(threads=2, mem_mb=3000, runtime=30)
 
@@ -259,6 +261,7 @@ class DPGM(Method):
     paper = "p3gm"
     private = True
     description = "DP-GM: DP kernel k-means + one DP-SGD MLP VAE per cluster, sampled by noisy cluster sizes"
+    releases_n = "each cluster's DP-SGD sample rate B·k/N and its steps are in the ledger"
     Params = DPGMParams
     RESOURCES = Resources(threads=2, mem_mb=3000, runtime=60)
     precisions = PRECISIONS

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from dpvae.methods.base import Method, Resources, RunContext
+from dpvae.methods.base import DPSGD_RELEASES_N, Method, Resources, RunContext
 from dpvae.methods.registry import register_method
 from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
@@ -130,6 +130,7 @@ class PriVAE(VAEConv):
     name = "privae"
     private = True
     description = "PriVAE: conv/MLP VAE trained with term-wise DP-SGD or the aggregation baselines"
+    releases_n = DPSGD_RELEASES_N
     Params = PriVAEParams
     RESOURCES = Resources(threads=2, mem_mb=4000, runtime=120)
 

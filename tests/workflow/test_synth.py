@@ -1,0 +1,139 @@
+"""`python -m dpvae synth` and `python -m dpvae ledger` on a small table (PrivBayes, seconds): every argument checked
+before anything is written, the ledger named after the output, the sound ε held to the target, the report, a
+fixed default --n, and the ledger on one screen."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpvae.cli import main
+from dpvae.methods.marginals import PrivBayes
+from dpvae.privacy.ledger import Ledger
+from dpvae.synth import DEFAULT_N
+
+ROWS = 120
+
+
+@pytest.fixture
+def table(tmp_path, monkeypatch) -> Path:
+    """A working directory holding `data.csv`: 120 rows, two numeric columns and a label."""
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(0)
+    lines = ["a,b,label"] + [f"{x:.3f},{y:.3f},{'yes' if x > y else 'no'}" for x, y in rng.random((ROWS, 2))]
+    (tmp_path / "data.csv").write_text("\n".join(lines) + "\n")
+    return tmp_path
+
+
+def synth(*words: str, out: str = "out/x.csv") -> list[str]:
+    return ["synth", "--method", "privbayes", "--data", "data.csv", "--epsilon", "1", "--out", out, *words]
+
+
+def files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+@pytest.mark.parametrize(
+    "words, named",
+    [
+        (["--epsilon", "0"], "--epsilon 0"),
+        (["--epsilon", "-1"], "--epsilon -1"),
+        (["--epsilon", "inf"], "--epsilon inf"),
+        (["--delta", "1"], "--delta 1"),
+        (["--delta", "0"], "--delta 0"),
+        (["--n", "-5"], "--n -5"),
+        (["--audit", "0"], "--audit 0"),
+        (["--seed", "-1"], "--seed -1"),
+        (["--device", "gpu"], "--device 'gpu'"),
+        (["--method", "real"], "--epsilon 1"),  # a non-private method takes no target
+        (["--out", "data.csv"], "--out data.csv"),  # never over the data
+    ],
+)
+def test_bad_arguments_are_refused_in_one_line_leaving_nothing(table, capsys, words, named):
+    assert main(synth(*words)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and named in err, err
+    assert files(table) == {"data.csv"}
+
+
+def test_a_sound_epsilon_over_the_target_is_refused_before_training(table, capsys):
+    """PrivBayes' sound ε is 1.5 at target 1: refused naming both numbers, before the data is even prepared."""
+    assert main(synth()) == 2
+    err = capsys.readouterr().err
+    assert "--method privbayes: its sound ε at target 1 is 1.5 > 1 (paper's accounting: 1)" in err
+    assert "--headline paper" in err and files(table) == {"data.csv"}
+
+
+def test_a_method_known_only_after_training_is_refused_before_any_sample(table, capsys, monkeypatch):
+    """Without a planned ledger, the same refusal comes after training: the run is removed, nothing is written."""
+    monkeypatch.setattr(PrivBayes, "planned_ledger", lambda self, params, spec, facts: None)
+    assert main(synth()) == 2
+    assert "its sound ε at target 1 is 1.5 > 1" in capsys.readouterr().err
+    assert (table / "data" / "prepared").is_dir()  # it trained
+    assert not (table / "out").exists() or files(table / "out") == set()
+
+
+def test_headline_paper_releases_under_the_claim_and_reports_it(table, capsys):
+    """The ledger beside the output records the paper's headline (and stays a valid ledger); the report gives
+    both ε at δ, the mechanisms, what is public, the audit and where the files are; --n defaults to DEFAULT_N."""
+    assert main(synth("--headline", "paper")) == 0
+    report = capsys.readouterr().out
+    ledger = Ledger.from_dict(json.loads((table / "out" / "x.privacy.json").read_text()))
+    assert ledger.headline == "paper" and ledger.epsilon <= 1 < ledger.sound.epsilon
+    assert "sound ε = 1.5, paper's ε = 1 at δ = 1e-05" in report and "under the paper's claim" in report
+    assert "mechanisms: PrivBayes network" in report and "public: N = 108 protected" in report
+    assert "audit: not run" in report and "ledger: out/x.privacy.json" in report
+    assert len((table / "out" / "x.csv").read_text().splitlines()) == DEFAULT_N + 1 != ROWS + 1
+
+
+def test_ledger_and_audit_are_named_after_the_output(table):
+    """Two outputs in one folder keep both ledgers; an audit goes with its output and a rerun without --audit
+    removes the stale one."""
+    assert main(synth("--headline", "paper", "--audit", "20", out="out/a.csv")) == 0
+    assert main(synth("--headline", "paper", "--seed", "1", out="out/b.csv")) == 0
+    out = table / "out"
+    assert {p.name for p in out.iterdir() if p.is_file()} == {
+        "a.csv",
+        "a.privacy.json",
+        "a.audit.json",
+        "b.csv",
+        "b.privacy.json",
+    }
+    assert main(synth("--headline", "paper", out="out/a.csv")) == 0
+    assert not (out / "a.audit.json").exists()
+
+
+def test_a_failure_leaves_the_previous_release_whole(table, monkeypatch):
+    """Sampling fails after training: the earlier samples and their ledger stay as they were."""
+    assert main(synth("--headline", "paper")) == 0
+    before = {name: (table / "out" / name).read_bytes() for name in ("x.csv", "x.privacy.json")}
+
+    def broken(self, ctx, n):
+        raise RuntimeError("sampling broke")
+
+    monkeypatch.setattr(PrivBayes, "sample", broken)
+    assert main(synth("--headline", "paper", "--seed", "2")) == 1
+    assert {name: (table / "out" / name).read_bytes() for name in before} == before
+
+
+def test_ledger_command_shows_one_screen(table, capsys):
+    """The ledger of a release (file or run directory): headline, both accountings, mechanisms, public; a missing
+    file and a file that is not a ledger are one line each."""
+    assert main(synth("--headline", "paper")) == 0
+    capsys.readouterr()
+    for path in ("out/x.privacy.json", "out/x.csv.run"):
+        assert main(["ledger", path]) == 0
+        shown = capsys.readouterr().out
+        assert "headline: ε = 1 (paper accounting) at δ = 1e-05; target ε 1" in shown
+        assert "paper: ε = 1 at δ = 1e-05 (add/remove-one, accountant pure" in shown
+        assert "sound: ε = 1.5 at δ = 1e-05 (replace-one" in shown
+        assert "PrivBayes conditionals" in shown and "noise multiplier 2, sample rate 1 (poisson), steps 1" in shown
+        assert "public: N = 108 protected (add/remove-one); the domain: 2 columns" in shown
+        assert len(shown.splitlines()) <= 24
+    for path, why in (("out/none.json", "no such ledger"), ("data.csv", "not a privacy ledger")):
+        assert main(["ledger", path]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and path in err and why in err
