@@ -59,10 +59,10 @@ def _synth(tmp_path: Path, name: str, frame: pd.DataFrame, method: str, declarat
     (folder / "declare.yaml").write_text(yaml.safe_dump(declaration))
     request = Request(
         method=method, data=str(folder / "data.csv"), epsilon=10.0, delta=1e-5, params=TINY.get(method, {}),
-        out=folder / "out" / "synthetic.csv", n=200, root=folder / "data", declare=folder / "declare.yaml",
+        out=folder / "out" / "synthetic.csv", n=200, root=folder / "data", declare=folder / "declare.yaml", headline="paper",
         device="cpu",
     )  # fmt: skip
-    return synth(request)
+    return synth(request).samples
 
 
 def _used_domain(out: Path) -> tuple:
@@ -96,13 +96,13 @@ def test_a_domain_estimate_is_paid_from_the_target_and_recomputed_bit_for_bit(tm
     declaration = {"positive": "yes", "domain": "estimate", "domain_epsilon": 1.0}
     declaration["columns"] = {"colour": DECLARATION["columns"]["colour"]}
     frame = pd.concat([_table(3000)] * 2, ignore_index=True)  # bins of a few thousand records pass the threshold
-    request = dict(method="privbayes", epsilon=3.0, delta=1e-5, params={}, n=50, device="cpu")
+    request = dict(method="privbayes", epsilon=3.0, delta=1e-5, params={}, n=50, device="cpu", headline="paper")
     (tmp_path / "declare.yaml").write_text(yaml.safe_dump(declaration))
     frame.to_csv(tmp_path / "data.csv", index=False)
     out = synth(
         Request(**request, data=str(tmp_path / "data.csv"), out=tmp_path / "s.csv", root=tmp_path / "data",
                 declare=tmp_path / "declare.yaml")
-    )  # fmt: skip
+    ).samples  # fmt: skip
     run = out.with_name(out.name + ".run")
     ledger = Ledger.read(run / "privacy.json")
     assert pure_epsilon(ledger.paper.preprocessing) == pytest.approx(1.0)  # d / scale, add/remove-one
@@ -115,7 +115,7 @@ def test_a_domain_estimate_is_paid_from_the_target_and_recomputed_bit_for_bit(tm
 def test_synth_needs_a_domain_or_an_explicit_not_dp(tmp_path):
     _table().to_csv(tmp_path / "data.csv", index=False)
     base = dict(method="privbayes", data=str(tmp_path / "data.csv"), epsilon=1.0, delta=1e-5, params={}, n=20)
-    base |= dict(out=tmp_path / "o" / "s.csv", root=tmp_path / "data", device="cpu")
+    base |= dict(out=tmp_path / "o" / "s.csv", root=tmp_path / "data", device="cpu", headline="paper")
     with pytest.raises(ConfigError, match=r"--data .*needs the data's public domain: --declare FILE"):
         synth(Request(**base))
     (tmp_path / "from_data.yaml").write_text(yaml.safe_dump({"domain": "from_data", "positive": "yes"}))
@@ -125,6 +125,6 @@ def test_synth_needs_a_domain_or_an_explicit_not_dp(tmp_path):
     with pytest.raises(ConfigError, match="--epsilon 1.0: leaves nothing after the domain estimate"):
         synth(Request(**base, declare=tmp_path / "estimate.yaml"))
     assert not (tmp_path / "o").exists() and not (tmp_path / "data").exists()  # refused before any work
-    out = synth(Request(**base, allow_not_dp=True))
+    out = synth(Request(**base, allow_not_dp=True)).samples
     ledger = Ledger.read(out.with_name(out.name + ".run") / "privacy.json")
     assert ledger.not_dp is not None and "domain: from_data" in ledger.not_dp and ledger.sound is None

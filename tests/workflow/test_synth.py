@@ -20,16 +20,19 @@ ROWS = 120
 
 @pytest.fixture
 def table(tmp_path, monkeypatch) -> Path:
-    """A working directory holding `data.csv`: 120 rows, two numeric columns and a label."""
+    """A working directory holding `data.csv` (120 rows, two numeric columns and a label) and its domain."""
     monkeypatch.chdir(tmp_path)
     rng = np.random.default_rng(0)
     lines = ["a,b,label"] + [f"{x:.3f},{y:.3f},{'yes' if x > y else 'no'}" for x, y in rng.random((ROWS, 2))]
     (tmp_path / "data.csv").write_text("\n".join(lines) + "\n")
+    domain = "columns: {a: {bounds: [0, 1]}, b: {bounds: [0, 1]}}\nlabels: [\"no\", \"yes\"]\n"
+    (tmp_path / "declare.yaml").write_text(domain)  # the public domain
     return tmp_path
 
 
 def synth(*words: str, out: str = "out/x.csv") -> list[str]:
-    return ["synth", "--method", "privbayes", "--data", "data.csv", "--epsilon", "1", "--out", out, *words]
+    base = ["synth", "--method", "privbayes", "--data", "data.csv", "--declare", "declare.yaml", "--epsilon", "1"]
+    return [*base, "--out", out, *words]
 
 
 def files(root: Path) -> set[str]:
@@ -56,7 +59,7 @@ def test_bad_arguments_are_refused_in_one_line_leaving_nothing(table, capsys, wo
     assert main(synth(*words)) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and named in err, err
-    assert files(table) == {"data.csv"}
+    assert files(table) == {"data.csv", "declare.yaml"}
 
 
 def test_a_sound_epsilon_over_the_target_is_refused_before_training(table, capsys):
@@ -64,7 +67,7 @@ def test_a_sound_epsilon_over_the_target_is_refused_before_training(table, capsy
     assert main(synth()) == 2
     err = capsys.readouterr().err
     assert "--method privbayes: its sound ε at target 1 is 1.5 > 1 (paper's accounting: 1)" in err
-    assert "--headline paper" in err and files(table) == {"data.csv"}
+    assert "--headline paper" in err and files(table) == {"data.csv", "declare.yaml"}
 
 
 def test_a_method_known_only_after_training_is_refused_before_any_sample(table, capsys, monkeypatch):
