@@ -176,7 +176,7 @@ def test_image_method_on_a_table_refused(csv_dir):
     assert "'dp-merf'" in problems[0] and "'breast-cancer'" in problems[0] and "(a table)" in problems[0]
     refused = subprocess.run(
         [*DPVAE, "synth", "--method", "dp-merf", "--data", "mydata/breast-cancer.csv", "--epsilon", "1"]
-        + ["--out", "s.csv"],
+        + ["--declare", str(REPO_ROOT / "examples" / "own-data" / "breast-cancer.yaml"), "--out", "s.csv"],
         cwd=csv_dir,
         capture_output=True,
         text=True,
