@@ -71,6 +71,11 @@ def _parser() -> argparse.ArgumentParser:
         "--headline", choices=("sound", "paper"), default="sound",
         help="the epsilon held to the target: sound (a proven bound; default) or paper (the paper's claim)",
     )  # fmt: skip
+    p.add_argument(
+        "--calibrate-sound", action="store_true",
+        help="calibrate the noise so that the sound epsilon meets the target (methods whose ledger follows from the "
+        "data's size and shape)",
+    )  # fmt: skip
     p.add_argument("--n", type=int, default=None, help="records to draw (default 1000, whatever the data's size)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--label", default=None, help="a table's label column (default: one named label/target/y/class)")
@@ -326,7 +331,7 @@ def _run(args: argparse.Namespace) -> int:
         from dpvae.synth import Request, parse_params, synth
 
         fields = ("method", "data", "epsilon", "delta", "out", "audit", "n", "seed", "root", "label", "positive")
-        fields += ("declare", "allow_not_dp", "device", "headline")
+        fields += ("declare", "allow_not_dp", "device", "headline", "calibrate_sound")
         given = {k: getattr(args, k) for k in fields if getattr(args, k) is not None}
         request = Request(**given, params=parse_params(args.params))  # --n left out: synth.DEFAULT_N
         print(synth(request).report)

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from dpvae.paths import run_dir
 from dpvae.schema import format_eps
@@ -190,28 +193,35 @@ def recomputed_ledger(run: str | Path) -> tuple[str, str]:
     params = method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params", name=method.name)
     budgeted, fitted = domain_budget(spec)
     ledger = method.recompute_ledger(params, budgeted, json.loads(written))
-    return written, json_text(charge_domain(ledger, fitted, spec["epsilon"]).to_dict())
+    return written, json_text(released_ledger(ledger, fitted, spec).to_dict())
 
 
 def domain_budget(spec: dict) -> tuple[dict, Any]:
-    """(the spec its method trains under, the run's dataset domain or None): a declared dataset's domain
-    estimate (`dpvae.data.domain`) is paid from a private run's target ε before the method spends the rest."""
+    """(the spec its method trains under, the run's dataset domain or None). A private run's method spends its
+    target ε less a declared dataset's domain estimate (`dpvae.data.domain`), or the `calibrated_epsilon` its
+    spec names (chosen so that the whole release's sound ε meets the target: `sound_calibrated_epsilon`)."""
     from dpvae.data import domain
 
     fitted = domain.of_run(spec)
-    if not spec["private"] or fitted is None or fitted.estimate is None:
+    if not spec["private"]:
+        return spec, fitted
+    if spec.get("calibrated_epsilon") is not None:
+        return {**spec, "epsilon": float(spec["calibrated_epsilon"])}, fitted
+    if fitted is None or fitted.estimate is None:
         return spec, fitted
     return {**spec, "epsilon": domain.training_epsilon(spec, fitted)}, fitted
 
 
-def charge_domain(ledger: Any, fitted: Any, target: float) -> Any:
-    """A method's ledger with its dataset's domain cost: the estimate (pure ε-DP Laplace histograms) composed
-    before it in both accountings (`Ledger` preprocessing), a domain read from the data marked not DP."""
+def released_ledger(ledger: Any, fitted: Any, spec: dict) -> Any:
+    """A method's ledger as the run releases it: its dataset's domain cost composed in (the estimate's pure
+    ε-DP Laplace histograms before it in both accountings, `Ledger` preprocessing; a domain read from the data
+    marked not DP), judged against the spec's target; a sound-calibrated run's headline is its sound ε."""
+    import dataclasses
+
     from dpvae.privacy.ledger import Mechanism, marked_not_dp, with_preprocessing
 
-    if fitted is None:
-        return ledger
-    if (estimate := fitted.estimate) is not None:
+    target = spec["epsilon"]
+    if fitted is not None and (estimate := fitted.estimate) is not None:
 
         def record(adjacency: str) -> Mechanism:
             sensitivity = estimate.sensitivity(adjacency)
@@ -220,4 +230,37 @@ def charge_domain(ledger: Any, fitted: Any, target: float) -> Any:
 
         sound = ledger.sound.adjacency if ledger.sound is not None else "replace-one"
         ledger = with_preprocessing(ledger, record(ledger.paper.adjacency), record(sound), target)
-    return ledger if fitted.not_dp is None else marked_not_dp(ledger, fitted.not_dp)
+    if fitted is not None and fitted.not_dp is not None:
+        ledger = marked_not_dp(ledger, fitted.not_dp)
+    if spec.get("calibrated_epsilon") is not None and ledger.sound is not None:
+        ledger = dataclasses.replace(ledger, headline="sound", target_epsilon=target)
+    return ledger
+
+
+def sound_calibrated_epsilon(planned: Any, spec: dict, fitted: Any) -> float | None:
+    """The largest ε' (to 1e-6 relative) at which a method's planned ledger (`planned(ε')`, `Method.planned_ledger`
+    at target ε'), as released on `fitted`, has a sound ε within the spec's target; None if none in
+    [target * 1e-6, target] does (no sound accounting, or a method that cannot calibrate that low).
+
+    A log grid from the target down finds the first ε' that meets it, bisection then refines it against the
+    grid point above (a target the method's own calibration cannot reach counts as not meeting it)."""
+
+    def meets(eps: float) -> bool:
+        try:
+            released = released_ledger(planned(eps), fitted, {**spec, "calibrated_epsilon": eps})
+        except ValueError:  # e.g. a noise multiplier out of the calibration's range
+            return False
+        return released.sound is not None and released.sound.epsilon <= target
+
+    target = float(spec["epsilon"])
+    grid = target * np.logspace(0, -6, 61)
+    hits = [i for i, eps in enumerate(grid) if meets(eps)]
+    if not hits:
+        return None
+    if hits[0] == 0:
+        return target
+    low, high = grid[hits[0]], grid[hits[0] - 1]
+    while high - low > 1e-6 * low:
+        middle = math.sqrt(low * high)
+        low, high = (middle, high) if meets(middle) else (low, middle)
+    return float(low)

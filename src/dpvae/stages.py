@@ -30,7 +30,7 @@ from dpvae.methods.checkpoint import CHECKPOINT_NAME
 from dpvae.methods.registry import get_method, run_context
 from dpvae.models import precision
 from dpvae.provenance import git_commit, machine, sha256_json
-from dpvae.runs import charge_domain, domain_budget
+from dpvae.runs import domain_budget, released_ledger
 from dpvae.tables import read_spec
 
 
@@ -56,7 +56,7 @@ def train(spec: dict) -> Path:
     started, commit = time.time(), git_commit()  # the code that trains, not what the checkout holds at the end
     if spec.get("audit") and not spec["private"]:
         raise DataError(f"run {spec['run_id']}: only a private run can be audited (variant '{spec['variant']}')")
-    budgeted, fitted = domain_budget(spec)  # a declared dataset's domain estimate is paid from the run's target
+    budgeted, fitted = domain_budget(spec)  # what the method may spend (the domain estimate is paid first)
     with atomic_directory(run_dir / "model") as partial:
         ctx = run_context(budgeted, model_dir=partial)
         _seed_everything(ctx)
@@ -66,7 +66,7 @@ def train(spec: dict) -> Path:
         if spec["private"]:
             if ledger is None:
                 raise RuntimeError(f"private method '{method.name}' returned no privacy ledger")
-            ledger = charge_domain(ledger, fitted, spec["epsilon"])
+            ledger = released_ledger(ledger, fitted, spec)
             check_budget(ledger, spec["epsilon"], spec["delta"])  # no tolerance: epsilon <= target exactly
             ledger.write(ctx.ledger_path)
             if session:

@@ -58,6 +58,7 @@ class Request:
     headline: str = "sound"  # the ε a private release is held to: "sound" (a proven bound) or "paper" (its claim)
     declare: Path | None = None  # YAML: the data's public domain and options (as a config `datasets` entry)
     allow_not_dp: bool = False  # a private method may read the domain from the data (not DP)
+    calibrate_sound: bool = False  # the method's own target chosen so that the sound ε meets --epsilon
 
 
 @dataclass(frozen=True)
@@ -96,8 +97,8 @@ def synth(request: Request) -> Release:
     method, params, dataset, entry, facts = _checked(request)
     run_dir = request.out.with_name(request.out.name + ".run")
     spec = _spec(request, method, params.to_dict(), dataset, entry, run_dir)
-    if method.private and facts is not None and (planned := method.planned_ledger(params, spec, facts)) is not None:
-        _headlined(method, planned, request)  # refused before training where the ledger is known now
+    if method.private:
+        spec = _planned(method, params, spec, facts, entry, request)  # refused before training where it can be
     prepared = _prepare(dataset, entry, request)
     from dpvae import stages
     from dpvae.data.store import load_prepared
@@ -121,6 +122,45 @@ def synth(request: Request) -> Release:
     return dataclasses.replace(release, report=_report(method, ledger, release, request, n_train, meta, prepared))
 
 
+def _planned(method: Any, params: Any, spec: dict, facts: Any, entry: dict | None, request: Request) -> dict:
+    """The spec to train, after what the planned ledger (`Method.planned_ledger`, with the declared domain's cost)
+    says before any training: refused under `--headline sound` if its sound ε exceeds the target, or, with
+    `--calibrate-sound`, the method's own target lowered until it does not (`runs.sound_calibrated_epsilon`)."""
+    from dpvae.data import domain
+    from dpvae.runs import released_ledger, sound_calibrated_epsilon
+
+    planned = None if facts is None else method.planned_ledger(params, spec, facts)
+    if planned is None:
+        if request.calibrate_sound:
+            raise ConfigError(
+                f"--calibrate-sound: method '{method.name}''s ledger is known only after training, so its noise "
+                "cannot be calibrated to the sound bound here; lower --epsilon, or pass --headline paper"
+            )
+        return spec
+    fitted = None
+    if entry is not None:  # the declared domain's cost (an estimate costs its ε whatever its columns)
+        spent = entry.get("domain_epsilon")
+        estimate = None if spent is None else domain.Estimate(float(spent), ("planned",), 0.0)
+        fitted = domain.Domain(domain.source(entry), (), (), estimate)
+
+    def planned_at(eps: float) -> Any:
+        return method.planned_ledger(params, {**spec, "epsilon": eps}, facts)
+
+    if request.calibrate_sound:
+        calibrated = sound_calibrated_epsilon(planned_at, spec, fitted)
+        if calibrated is None:
+            raise ConfigError(
+                f"--calibrate-sound: no noise level gives method '{method.name}' a sound ε within --epsilon "
+                f"{request.epsilon} (its sound accounting is missing or exceeds it even at a millionth of the target)"
+            )
+        spec = {**spec, "calibrated_epsilon": calibrated}
+    training = spec.get("calibrated_epsilon") or spec["epsilon"] - (
+        fitted.estimate.epsilon if fitted and fitted.estimate else 0
+    )
+    _headlined(method, released_ledger(planned_at(training), fitted, spec), request)
+    return spec
+
+
 def _check_arguments(request: Request) -> None:
     """The numbers and names of the command line, each refused in one line naming the option and its value."""
     if request.out.suffix.lower() not in OUT_SUFFIXES:
@@ -139,6 +179,8 @@ def _check_arguments(request: Request) -> None:
         raise ConfigError(f"--audit {request.audit}: audit with at least 1 canary")
     if request.seed < 0:
         raise ConfigError(f"--seed {request.seed}: the seed must be >= 0")
+    if request.calibrate_sound and request.headline != "sound":
+        raise ConfigError("--calibrate-sound: calibrates to the sound bound; it cannot go with --headline paper")
     if request.headline not in ("sound", "paper"):
         raise ConfigError(f"--headline {request.headline!r}: sound (a proven bound) or paper (the paper's claim)")
     if not DEVICES.fullmatch(request.device):

@@ -140,3 +140,12 @@ def test_ledger_command_shows_one_screen(table, capsys):
         assert main(["ledger", path]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and path in err and why in err
+
+
+def test_calibrate_sound_meets_the_target_with_the_sound_bound(table):
+    """--calibrate-sound lowers PrivBayes' own target until its sound ε (replace-one: 1.5x) meets --epsilon."""
+    assert main(synth("--calibrate-sound")) == 0
+    ledger = Ledger.from_dict(json.loads((table / "out" / "x.privacy.json").read_text()))
+    assert ledger.headline == "sound" and 1 - 1e-5 <= ledger.sound.epsilon <= 1 and ledger.target_epsilon == 1
+    assert ledger.paper.epsilon == pytest.approx(2 / 3, rel=1e-5)
+    assert main(synth("--calibrate-sound", "--headline", "paper")) == 2
