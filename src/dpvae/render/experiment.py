@@ -134,7 +134,9 @@ def render_experiment(spec_path: str | Path, prefix: str | Path) -> pd.DataFrame
         + (f", sweep point ({sweep})" if sweep else "")
         + f" and metric; delta = {spec['delta']:g}.",
         "eps spent: the largest over seeds of the run's privacy ledger (privacy.json): the headline epsilon and, "
-        "where the method keeps both, its paper and sound accountings; empty = non-private.",
+        "where the method keeps both, its paper and sound accountings; empty = non-private. Each run's noise is "
+        "calibrated so that its headline (most often the paper's claim) meets the target; the sound epsilon is "
+        "the proven bound and may exceed the target (then the target holds only under the paper's analysis).",
         "train s/run: wall seconds of the training job, total s/run: training + sampling + every metric's "
         "evaluation (Snakemake benchmark files), mean over seeds; a shared first stage (stage1) is not counted.",
     ]
