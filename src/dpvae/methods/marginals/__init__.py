@@ -7,7 +7,8 @@
 * `ryan` — Ryan McKenna's NIST-2018 marginal method ("Match3"), P3GM's "Ryan's": a public slice of the
   training split (10 %, used without privacy, as the paper says Ryan's needs) selects the marginals; the rest
   of the split is measured with two Gaussian releases calibrated with the project's accountant; private-pgm
-  (`mbi`) estimates a graphical model and samples N records (`match3.py`).
+  (`mbi`) estimates a graphical model and samples N records (`match3.py`). The slice is private data read
+  without noise, so the ledger is marked not_dp, and a declared dataset (no public sample) is refused.
 
 Here: typed parameters and registered methods (light imports); `train.py` fits and samples them (with the
 algorithms in `privbayes.py` and `match3.py`), `accounting.py` holds their ledgers.
@@ -89,6 +90,11 @@ class Ryan(Method):
     private = True
     description = "Ryan McKenna's NIST-2018 marginal method (public selection, Gaussian marginals, private-pgm)"
     Params = RyanParams
+    needs_public_data = (
+        "it selects marginals and bin edges on a public sample of the data, which a declared dataset does not "
+        "give (a public sample is not yet supported); on the papers' datasets it reads a slice of the training "
+        "split without noise and its ledger says not_dp"
+    )
     RESOURCES = Resources(threads=1, mem_mb=4000, runtime=120)
 
     def resources(self, params: MethodParams, dataset: str) -> Resources:
