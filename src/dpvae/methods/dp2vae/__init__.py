@@ -56,6 +56,7 @@ class DP2VAE(Method):
     private = True
     description = "DP2-VAE: non-private pre-trained encoders, DP decoder"
     Params = DP2VAEParams
+    released = ("decoder.pt",)  # the DP decoder (the encoders stay in the shared first stage's directory)
     kinds = ("image",)
 
     def data_errors(self, params: DP2VAEParams, facts: Facts) -> list[tuple[str, str]]:

@@ -52,6 +52,7 @@ class GSWGAN(Method):
     private = True
     description = "GS-WGAN: gradient-sanitised WGAN with 1000 discriminators"
     Params = GSWGANParams
+    released = ("generator.pt",)  # trained on sanitised gradients only
     kinds = ("image",)
 
     def data_errors(self, params: GSWGANParams, facts: Facts) -> list[tuple[str, str]]:

@@ -69,6 +69,7 @@ class LVAE(Method):
     description = "LVAE conv VAE: plain, DP-SGD, or Lipschitz-constrained decoder"
     Params = LVAEParams
     kinds = ("image",)
+    released = ("model.pt",)  # DP-SGD's iterate (a private run writes no Lipschitz claim)
 
     def data_errors(self, params: LVAEParams, facts: Facts) -> list[tuple[str, str]]:
         if facts.record_shape != (1, 28, 28):

@@ -65,6 +65,7 @@ class PrivBayes(Method):
     private = True
     description = "PrivBayes (DataSynthesizer's correlated-attribute mode, vectorised)"
     Params = PrivBayesParams
+    released = ("network.npz",)  # the exponential mechanism's network and the Laplace conditionals
     RESOURCES = Resources(threads=1, mem_mb=3000, runtime=60)
 
     def train(self, ctx: RunContext):
@@ -90,6 +91,7 @@ class Ryan(Method):
     private = True
     description = "Ryan McKenna's NIST-2018 marginal method (public selection, Gaussian marginals, private-pgm)"
     Params = RyanParams
+    released = ("model.npz", "supports.npz")  # from the Gaussian measurements (selection.json: the public slice)
     needs_public_data = (
         "it selects marginals and bin edges on a public sample of the data, which a declared dataset does not "
         "give (a public sample is not yet supported); on the papers' datasets it reads a slice of the training "

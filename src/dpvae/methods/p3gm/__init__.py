@@ -208,6 +208,7 @@ class DPVAE(MLPVAEMethod):
     private = True
     description = "MLP VAE trained end to end with DP-SGD"
     Params = DPVAEParams
+    released = ("model.pt", "snapshots.pt")  # DP-SGD's iterates
     RESOURCES = Resources(threads=2, mem_mb=3000, runtime=30)
 
     def resources(self, params: MethodParams, dataset: str) -> Resources:
@@ -237,6 +238,7 @@ class P3GM(MLPVAEMethod):
     description = "P3GM: DP-PCA + DP-EM encoder, DP-SGD decoder (also PGM and P3GM(AE) by parameters)"
     Params = P3GMParams
     RESOURCES = Resources(threads=2, mem_mb=3000, runtime=30)
+    released = ("model.pt", "snapshots.pt", "model.json")  # the DP-PCA encoder, DP-SGD's iterates, the DP-EM prior
 
     def data_errors(self, params: P3GMParams, facts: Facts) -> list[tuple[str, str]]:
         """Pre-training draws `pretrain_batch_size` records a step from the training split."""
@@ -273,6 +275,7 @@ class DPGM(Method):
     description = "DP-GM: DP kernel k-means + one DP-SGD MLP VAE per cluster, sampled by noisy cluster sizes"
     Params = DPGMParams
     RESOURCES = Resources(threads=2, mem_mb=3000, runtime=60)
+    released = ("dp_gm.json", "cluster*/model.pt")  # the noisy cluster sizes, each cluster's DP-SGD model
     precisions = PRECISIONS
 
     def data_errors(self, params: DPGMParams, facts: Facts) -> list[tuple[str, str]]:

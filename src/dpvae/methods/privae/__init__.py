@@ -132,6 +132,7 @@ class PriVAE(VAEConv):
     description = "PriVAE: conv/MLP VAE trained with term-wise DP-SGD or the aggregation baselines"
     Params = PriVAEParams
     RESOURCES = Resources(threads=2, mem_mb=4000, runtime=120)
+    released = ("model.pt",)  # the engine's iterate
 
     def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
         from dpvae.methods.privae.accounting import recompute_ledger
