@@ -9,7 +9,6 @@ import numpy as np
 
 from dpvae.errors import ConfigError
 from dpvae.methods.base import RunContext
-from dpvae.methods.marginals import Ryan
 from dpvae.methods.marginals.accounting import calibrate, privbayes_ledger, ryan_ledger
 from dpvae.privacy.ledger import Ledger
 
@@ -52,8 +51,8 @@ def _use_float64_jax() -> None:
 
 def train_ryan(ctx: RunContext) -> Ledger:
     if ctx.spec.get("data_identity") is not None:  # a declared dataset (the config's `datasets`, `dpvae synth`)
-        dataset = ctx.spec["dataset"]
-        raise ConfigError(f"method 'ryan' cannot take declared dataset '{dataset}': {Ryan.needs_public_data}")
+        dataset, why = ctx.spec["dataset"], ctx.method.needs_public_data
+        raise ConfigError(f"method 'ryan' cannot take declared dataset '{dataset}': {why}")
     _use_float64_jax()
     from dpvae.methods.marginals import match3
     from dpvae.methods.marginals.discretize import build_discretizer
