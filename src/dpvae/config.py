@@ -239,6 +239,12 @@ def _fit_errors(config: dict, exp_name: str, exp: dict, variant: str, index: int
                 f"{_describe(facts)}"
             )
             continue
+        if method.needs_public_data and ds in config.get("datasets", {}):
+            yield (
+                f"config key 'experiments.{exp_name}.variants[{index}]': method '{method.name}' (variant '{variant}') "
+                f"cannot take declared dataset '{ds}': {method.needs_public_data}"
+            )
+            continue
         for eps in epsilons:
             for point in points:
                 params = resolve_params(config, variant, ds, eps, exp.get("sweep"), point)

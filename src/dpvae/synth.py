@@ -243,6 +243,8 @@ def _checked(request: Request) -> tuple[Any, Any, str, dict | None, Any]:
         limit = getattr(params, "max_train", None) or facts.n_train
         facts = dataclasses.replace(facts, n_train=min(facts.n_train, limit))
     _check_fit(method, params, facts, request)
+    if entry is not None and method.needs_public_data:
+        raise ConfigError(f"--method {method.name} cannot take --data {request.data}: {method.needs_public_data}")
     return method, params, dataset, entry, facts
 
 

@@ -155,8 +155,12 @@ def test_pgm_and_the_autoencoder_variant(data_root, tmp_path):
     )
     assert torch.equal(model.fc1.weight, initial.fc1.weight) and torch.equal(model.fc22.bias, initial.fc22.bias)
     assert not torch.equal(model.fc4.weight, initial.fc4.weight)
-    assert len(store.load_snapshots(tmp_path / "ae" / "run" / "model")) == 2
-    assert len(store.load_recon_loss(tmp_path / "ae" / "run" / "model")) == math.ceil(2 * N_TRAIN / 50)
+    # kept: the decoder (the PCA is frozen) after both epochs and at iterations spaced in log scale from the first
+    snapshots = store.load_snapshots(tmp_path / "ae" / "run" / "model")
+    steps = math.ceil(2 * N_TRAIN / 50)
+    assert list(snapshots) == Schedule("poisson", N_TRAIN, 50, 2).snapshot_steps()
+    assert {1, steps // 2, steps} <= set(snapshots) and len(snapshots) > 2
+    assert set(snapshots[steps]) == {"fc3.weight", "fc3.bias", "fc4.weight", "fc4.bias"}
 
 
 def test_dp_vae_ledger_is_its_engine_record_and_vae_is_nonprivate(data_root, tmp_path):

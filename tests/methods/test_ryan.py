@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from dpvae.methods.marginals import match3
-from dpvae.methods.marginals.accounting import calibrate, ryan_accounting
+from dpvae.methods.marginals.accounting import calibrate, ryan_accounting, ryan_ledger
+from dpvae.privacy.ledger import Ledger
 from support.dp_accounting_check import rederive
 
 
@@ -43,7 +44,13 @@ def test_sigma_meets_the_target_and_is_rederived():
     accounting = ryan_accounting(sigma, 1e-5)
     assert accounting.epsilon <= 1.0 and accounting.epsilon == pytest.approx(1.0, rel=1e-6)
     assert rederive(accounting.to_dict()) == pytest.approx(accounting.epsilon, rel=1e-6)
-    assert ryan_accounting(sigma, 1e-5, replace_one=True).epsilon > 1.0
+
+
+def test_the_ledger_is_marked_not_dp_naming_the_public_share():
+    """The public slice is private data read without noise: no sound accounting, the share named."""
+    ledger = ryan_ledger(calibrate(1.0, 1e-5), 1e-5, 1.0, 0.1)
+    assert ledger.sound is None and ledger.not_dp.startswith("not DP: a random 0.1 of the private training split")
+    assert Ledger.from_dict(ledger.to_dict()) == ledger and ledger.epsilon <= 1.0
 
 
 def test_measurement_compresses_small_cells_and_expansion_inverts_it():

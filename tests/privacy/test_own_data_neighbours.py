@@ -59,8 +59,8 @@ def _synth(tmp_path: Path, name: str, frame: pd.DataFrame, method: str, declarat
     (folder / "declare.yaml").write_text(yaml.safe_dump(declaration))
     request = Request(
         method=method, data=str(folder / "data.csv"), epsilon=10.0, delta=1e-5, params=TINY.get(method, {}),
-        out=folder / "out" / "synthetic.csv", n=200, root=folder / "data", declare=folder / "declare.yaml", headline="paper",
-        device="cpu",
+        out=folder / "out" / "synthetic.csv", n=200, root=folder / "data", declare=folder / "declare.yaml",
+        headline="paper", device="cpu",
     )  # fmt: skip
     return synth(request).samples
 

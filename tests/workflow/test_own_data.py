@@ -194,3 +194,21 @@ def test_declared_file_problems_name_the_key(csv_dir):
     problems = _refusals(csv_dir, {"datasets": {"breast-cancer": {"label": "diagnosis"}}})
     assert len(problems) == 1 and "no column 'diagnosis'" in problems[0], problems
     shutil.rmtree(csv_dir / "mydata")
+
+
+def test_ryans_method_on_a_declared_dataset_refused(csv_dir):
+    """Ryan's method needs a public sample, which a declared dataset does not give: one line at validation
+    naming the method and the dataset, and `dpvae synth` refuses it before training (no model written)."""
+    exp = {**overlay("breast-cancer.yaml")["experiments"]["own_breast_cancer"], "variants": ["ryan"]}
+    problems = _refusals(csv_dir, {"experiments": {"own_breast_cancer": exp}})
+    assert len(problems) == 1, problems
+    assert "'ryan'" in problems[0] and "'breast-cancer'" in problems[0] and "public sample" in problems[0]
+    refused = subprocess.run(
+        [*DPVAE, "synth", "--method", "ryan", "--data", "mydata/breast-cancer.csv", "--epsilon", "1"]
+        + ["--out", "s.csv"],
+        cwd=csv_dir,
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "public sample" in refused.stderr
+    assert not (csv_dir / "s.csv.run" / "model").exists() and not (csv_dir / "s.csv").exists()

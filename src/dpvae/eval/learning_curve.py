@@ -1,10 +1,13 @@
 """P3GM Fig. 7 (learning efficiency): reconstruction loss per iteration and utility per epoch.
 
-Reads what a method trained with `record_every_epoch` kept (P3GM, P3GM(AE), DP-VAE, VAE: the batch mean of
-the reconstruction term at every step, and the decoder at the end of every epoch) and, for every epoch,
-draws a synthetic set from that epoch's decoder and scores it like the final model: MNIST-like images with
-P3GM's CNN (accuracy), tabular data with the four classifiers (AUROC / AUPRC, their mean `mean4`).
-Rows: `recon_loss` with `step` = iteration (1-based); the utility rows with `step` = epoch.
+Reads what a method trained with `record_every_epoch` kept (P3GM, P3GM(AE), DP-VAE, VAE): its model after
+every epoch and at 16 iterations spaced evenly in log scale. The reconstruction curve is the mean over the
+test split (`max_test`) of Σ(decoder(μ(x)) − x)² of each kept model, μ the encoder mean (P3GM: the frozen
+PCA) — post-processing of the released iterates and held-out data, like every metric; it is not the loss of
+the training batches the paper plots, which a private run does not release. For every epoch it draws a
+synthetic set from that epoch's decoder and scores it like the final model: MNIST-like images with P3GM's CNN
+(accuracy), tabular data with the four classifiers (AUROC / AUPRC, their mean `mean4`).
+Rows: `recon_loss` with `step` = iteration (1-based, the kept ones); the utility rows with `step` = epoch.
 """
 
 from __future__ import annotations
@@ -77,17 +80,17 @@ def learning_curve(ctx: EvalContext) -> Rows:
     from dpvae.methods.registry import get_method
 
     method = get_method(ctx.run.spec["method"])
-    if not hasattr(method, "recon_loss"):
+    if not hasattr(method, "recon_curve"):
         raise TypeError(f"method '{method.name}' keeps no training curve (learning_curve needs an MLP-VAE method)")
-    losses = method.recon_loss(ctx.run)
-    rows: Rows = [{"metric": "recon_loss", "step": i + 1, "value": float(v)} for i, v in enumerate(losses)]
-    if ctx.options.utility == "none":
-        return rows
     epochs = method.snapshot_count(ctx.run)
     if epochs == 0:
-        raise ValueError(
-            f"run {ctx.run.spec['run_id']} kept no per-epoch decoders; train it with record_every_epoch: true"
-        )
+        raise ValueError(f"run {ctx.run.spec['run_id']} kept no snapshots; train it with record_every_epoch: true")
+    test = ctx.data.test
+    keep = slice(None) if ctx.options.max_test is None else slice(ctx.options.max_test)
+    curve = method.recon_curve(ctx.run, test.x[keep], test.y[keep])
+    rows: Rows = [{"metric": "recon_loss", "step": step, "value": value} for step, value in curve]
+    if ctx.options.utility == "none":
+        return rows
     for index in range(epochs):
         samples = method.sample_snapshot(ctx.run, index, ctx.options.n_samples)
         rows += epoch_utility(samples, ctx, index + 1)

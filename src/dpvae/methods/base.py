@@ -148,6 +148,13 @@ class Method(ABC):
     `description` (one line), `Params` (its typed parameters), `RESOURCES` (a training job's needs) and
     `precisions` (the config's `precision` values its training applies, `dpvae.models.precision`: under any
     other it trains at fp32, and its runs' specs, ids and hashes stay as they are).
+
+    What a private run's directory may hold beyond its spec and provenance (`train.json`) and its ledger
+    (`privacy.json`): `released`, glob patterns relative to `model/` of the files its ledgered mechanisms
+    release (weights, snapshots of them, noisy statistics, and what is computed from those alone); every other
+    file must be the same for neighbouring datasets (tests/privacy/test_run_directory_neighbours.py checks).
+    `needs_public_data`: why the method reads a public sample of the data's distribution without noise (None:
+    it does not); a dataset declared by the user has no such sample, so validation refuses the pair.
     """
 
     name: ClassVar[str]
@@ -159,6 +166,8 @@ class Method(ABC):
     precisions: ClassVar[tuple[str, ...]] = (DEFAULT_PRECISION,)
     implemented: ClassVar[bool] = True
     kinds: ClassVar[tuple[str, ...]] = ("table", "image")  # the data it trains on: [d] records, [C, H, W] images
+    released: ClassVar[tuple[str, ...]] = ()
+    needs_public_data: ClassVar[str | None] = None
     #: how its defaults scale with the data (widths, batch, epochs), or which parameter a small dataset needs
     data_scaling: ClassVar[str] = (
         "Defaults are fixed sizes, not fractions of the data; `max_train` caps the records it trains on and "

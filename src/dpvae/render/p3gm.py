@@ -379,8 +379,9 @@ def p3gm_fig5(ctx: RenderContext) -> None:
 
 @register_renderer("p3gm/fig7")
 def p3gm_fig7(ctx: RenderContext) -> None:
-    """(a, b) reconstruction loss per iteration on MNIST / credit; (c) MNIST CNN accuracy per epoch;
-    (d) credit AUROC."""
+    """(a, b) reconstruction loss on MNIST / credit of the models a run kept at iterations spaced in log scale,
+    on the test split (`dpvae.eval.learning_curve`; not the training batches' loss the paper plots, which a
+    private run does not release); (c) MNIST CNN accuracy per epoch; (d) credit AUROC."""
     from dpvae.render.output import apply_style, pyplot
 
     apply_style()
@@ -389,8 +390,8 @@ def p3gm_fig7(ctx: RenderContext) -> None:
     mnist = next((d for d in datasets if paper_dataset(d.removesuffix(STANDIN)) == "mnist"), None)
     credit = next((d for d in datasets if paper_dataset(d.removesuffix(STANDIN)) == "credit"), None)
     panels = [
-        (mnist, "recon_loss", None, "(a) MNIST", "iteration", "reconstruction loss"),
-        (credit, "recon_loss", None, "(b) Kaggle Credit", "iteration", "reconstruction loss"),
+        (mnist, "recon_loss", None, "(a) MNIST", "iteration", "reconstruction loss (test split)"),
+        (credit, "recon_loss", None, "(b) Kaggle Credit", "iteration", "reconstruction loss (test split)"),
         (mnist, "accuracy", "cnn", "(c) MNIST", "epoch", "CNN accuracy"),
         (credit, "auroc", "mean4", "(d) Kaggle Credit", "epoch", "AUROC (mean of 4 classifiers)"),
     ]
@@ -422,7 +423,8 @@ def p3gm_fig7(ctx: RenderContext) -> None:
                 curve.index,
                 curve["mean"],
                 label=f"{LABELS[variant]} (n={int(curve['count'].max())})",
-                marker="o" if metric != "recon_loss" else None,
+                marker="o",
+                markersize=3 if metric == "recon_loss" else 6,
                 lw=1 if metric == "recon_loss" else 1.5,
             )
             ax.fill_between(
@@ -434,7 +436,7 @@ def p3gm_fig7(ctx: RenderContext) -> None:
                 lw=0,
             )
         if metric == "recon_loss":
-            ax.set_yscale("log")
+            ax.set(xscale="log", yscale="log")
         ax.legend(fontsize=7)
     fig.suptitle(
         "P3GM Fig. 7 - learning efficiency at $\\varepsilon$ = 1: P3GM vs DP-VAE vs P3GM(AE) (mean ± sd over seeds)",

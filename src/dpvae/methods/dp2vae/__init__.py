@@ -56,6 +56,7 @@ class DP2VAE(Method):
     private = True
     description = "DP2-VAE: non-private pre-trained encoders, DP decoder"
     Params = DP2VAEParams
+    released = ("decoder.pt",)  # the DP decoder (the encoders stay in the shared first stage's directory)
     kinds = ("image",)
     releases_n = "the K subsets hold N // K records each (the sound ledger's B = min(batch_size, N // K))"
 

@@ -51,6 +51,7 @@ class DPMERF(Method):
     description = "DP-MERF: random-feature mean embeddings, one Gaussian release"
     Params = DPMERFParams
     RESOURCES = Resources(threads=2, mem_mb=6000, runtime=120, gpu=True)
+    released = ("generator.pt",)  # fitted to the one noisy mean embedding
     precisions = PRECISIONS
     kinds = ("image",)
     releases_n = "the mean embedding's noise is scaled to its sensitivity 2/N, which the ledger records"

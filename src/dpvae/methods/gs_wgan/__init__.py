@@ -52,6 +52,7 @@ class GSWGAN(Method):
     private = True
     description = "GS-WGAN: gradient-sanitised WGAN with 1000 discriminators"
     Params = GSWGANParams
+    released = ("generator.pt",)  # trained on sanitised gradients only
     kinds = ("image",)
     releases_n = "the K subsets hold N // K records each (B = min(batch_size, N // K) in the ledger)"
 

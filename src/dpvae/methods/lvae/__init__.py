@@ -70,6 +70,7 @@ class LVAE(Method):
     Params = LVAEParams
     kinds = ("image",)
     releases_n = DPSGD_RELEASES_N
+    released = ("model.pt",)  # DP-SGD's iterate (a private run writes no Lipschitz claim)
 
     def data_errors(self, params: LVAEParams, facts: Facts) -> list[tuple[str, str]]:
         if facts.record_shape != (1, 28, 28):

@@ -7,7 +7,8 @@
 * `ryan` — Ryan McKenna's NIST-2018 marginal method ("Match3"), P3GM's "Ryan's": a public slice of the
   training split (10 %, used without privacy, as the paper says Ryan's needs) selects the marginals; the rest
   of the split is measured with two Gaussian releases calibrated with the project's accountant; private-pgm
-  (`mbi`) estimates a graphical model and samples N records (`match3.py`).
+  (`mbi`) estimates a graphical model and samples N records (`match3.py`). The slice is private data read
+  without noise, so the ledger is marked not_dp, and a declared dataset (no public sample) is refused.
 
 Here: typed parameters and registered methods (light imports); `train.py` fits and samples them (with the
 algorithms in `privbayes.py` and `match3.py`), `accounting.py` holds their ledgers.
@@ -66,6 +67,7 @@ class PrivBayes(Method):
     private = True
     description = "PrivBayes (DataSynthesizer's correlated-attribute mode, vectorised)"
     Params = PrivBayesParams
+    released = ("network.npz",)  # the exponential mechanism's network and the Laplace conditionals
     RESOURCES = Resources(threads=1, mem_mb=3000, runtime=60)
 
     def train(self, ctx: RunContext):
@@ -99,6 +101,12 @@ class Ryan(Method):
     releases_n = "its public slice (public_fraction of the N training records) is used without privacy"
     description = "Ryan McKenna's NIST-2018 marginal method (public selection, Gaussian marginals, private-pgm)"
     Params = RyanParams
+    released = ("model.npz", "supports.npz")  # from the Gaussian measurements (selection.json: the public slice)
+    needs_public_data = (
+        "it selects marginals and bin edges on a public sample of the data, which a declared dataset does not "
+        "give (a public sample is not yet supported); on the papers' datasets it reads a slice of the training "
+        "split without noise and its ledger says not_dp"
+    )
     RESOURCES = Resources(threads=1, mem_mb=4000, runtime=120)
 
     def resources(self, params: MethodParams, dataset: str) -> Resources:
@@ -120,7 +128,9 @@ class Ryan(Method):
         """σ calibrated to the target alone: the data only says which marginals are measured."""
         from dpvae.methods.marginals.accounting import calibrate, ryan_ledger
 
-        return ryan_ledger(calibrate(spec["epsilon"], spec["delta"]), spec["delta"], spec["epsilon"])
+        return ryan_ledger(
+            calibrate(spec["epsilon"], spec["delta"]), spec["delta"], spec["epsilon"], params.public_fraction
+        )
 
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
         from dpvae.methods.marginals.train import sample_ryan

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from dpvae.privacy.accounting import solve_noise_multiplier
@@ -29,13 +28,21 @@ PRIVBAYES_EDGES_PUBLIC = "Bin edges of continuous columns span [0, 1], the datas
 #: match3's `moments_calibration`: RDP orders 2..4095, TF-Privacy's (classic) conversion of 2018.
 MATCH3_ORDERS = tuple(float(a) for a in range(2, 4096))
 RYAN_NOTES = (
-    "two Gaussian releases (round 1: every 1-way marginal, round 2: the selected 2-/3-way marginals on the "
-    "compressed domain), each weighted to L2-sensitivity 1 under add/remove-one (a record adds 1 to one cell "
-    "of every histogram) with the same sigma, composed by RDP over match3's orders 2..4095 with the classic "
-    "conversion (match3's moments_calibration). The public slice that selects the marginals and fixes the bin "
-    "edges is excluded from the measured records and used without privacy protection, as P3GM describes "
-    "Ryan's method. Strict: replace-one adjacency, under which each round's sensitivity is sqrt(2)."
+    "paper: the measured records' two Gaussian releases (round 1: every 1-way marginal, round 2: the selected "
+    "2-/3-way marginals on the compressed domain), each weighted to L2-sensitivity 1 under add/remove-one (a "
+    "record adds 1 to one cell of every histogram) with the same sigma, composed by RDP over match3's orders "
+    "2..4095 with the classic conversion (match3's moments_calibration). No sound accounting: the public slice "
+    "is part of the private training split, read without noise (not_dp)"
 )
+
+
+def not_dp_public_slice(public_fraction: float) -> str:
+    """Why a run of Ryan's method is not DP: the un-noised public slice of the private training split."""
+    return (
+        f"not DP: a random {public_fraction:g} of the private training split is the 'public' slice that selects "
+        "the marginals and fixes the bin edges without noise (P3GM's Ryan's needs a public sample; the papers' "
+        "datasets have none), so those records are released unprotected"
+    )
 
 
 def privbayes_ledger(n_attributes: int, degree: int, epsilon: float, delta: float, public_domain: bool = False):
@@ -64,10 +71,9 @@ def privbayes_ledger(n_attributes: int, degree: int, epsilon: float, delta: floa
     return Ledger(paper, strict, epsilon, PRIVBAYES_NOTES + edges), half
 
 
-def ryan_mechanisms(sigma: float, replace_one: bool = False):
-    sensitivity = math.sqrt(2) if replace_one else 1.0
+def ryan_mechanisms(sigma: float):
     return tuple(
-        Mechanism(name, sigma / sensitivity, 1.0, 1, sensitivity)
+        Mechanism(name, sigma, 1.0, 1, 1.0)
         for name in (
             "Ryan round 1: all 1-way marginals (weighted to unit L2-sensitivity)",
             "Ryan round 2: selected marginals on the compressed domain (weighted to unit L2-sensitivity)",
@@ -75,15 +81,8 @@ def ryan_mechanisms(sigma: float, replace_one: bool = False):
     )
 
 
-def ryan_accounting(sigma: float, delta: float, replace_one: bool = False):
-    return Accounting(
-        ryan_mechanisms(sigma, replace_one),
-        delta,
-        "replace-one" if replace_one else "add/remove-one",
-        "rdp",
-        "classic",
-        MATCH3_ORDERS,
-    )
+def ryan_accounting(sigma: float, delta: float):
+    return Accounting(ryan_mechanisms(sigma), delta, "add/remove-one", "rdp", "classic", MATCH3_ORDERS)
 
 
 def calibrate(epsilon: float, delta: float) -> float:
@@ -91,9 +90,10 @@ def calibrate(epsilon: float, delta: float) -> float:
     return solve_noise_multiplier(lambda sigma: ryan_accounting(sigma, delta).epsilon, epsilon)
 
 
-def ryan_ledger(sigma: float, delta: float, target: float | None) -> Ledger:
-    """The two releases under add/remove-one (paper) and replace-one (strict)."""
-    return Ledger(ryan_accounting(sigma, delta), ryan_accounting(sigma, delta, replace_one=True), target, RYAN_NOTES)
+def ryan_ledger(sigma: float, delta: float, target: float | None, public_fraction: float) -> Ledger:
+    """The two releases under add/remove-one (paper), marked not DP for the un-noised public slice."""
+    why = not_dp_public_slice(public_fraction)
+    return Ledger(ryan_accounting(sigma, delta), None, target, f"{why}; {RYAN_NOTES}", not_dp=why)
 
 
 def recompute_privbayes_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
@@ -104,5 +104,6 @@ def recompute_privbayes_ledger(params: Any, spec: dict, recorded: dict) -> Ledge
 
 
 def recompute_ryan_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
-    """Ryan's ledger computed again from the run's target (σ recalibrated)."""
-    return ryan_ledger(calibrate(spec["epsilon"], spec["delta"]), spec["delta"], spec["epsilon"])
+    """Ryan's ledger computed again from the run's target (σ recalibrated) and its public fraction."""
+    sigma = calibrate(spec["epsilon"], spec["delta"])
+    return ryan_ledger(sigma, spec["delta"], spec["epsilon"], params.public_fraction)

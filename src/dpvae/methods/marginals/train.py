@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 
+from dpvae.errors import ConfigError
 from dpvae.methods.base import RunContext
 from dpvae.methods.marginals.accounting import calibrate, privbayes_ledger, ryan_ledger
 from dpvae.privacy.ledger import Ledger
@@ -49,6 +50,9 @@ def _use_float64_jax() -> None:
 
 
 def train_ryan(ctx: RunContext) -> Ledger:
+    if ctx.spec.get("data_identity") is not None:  # a declared dataset (the config's `datasets`, `dpvae synth`)
+        dataset, why = ctx.spec["dataset"], ctx.method.needs_public_data
+        raise ConfigError(f"method 'ryan' cannot take declared dataset '{dataset}': {why}")
     _use_float64_jax()
     from dpvae.methods.marginals import match3
     from dpvae.methods.marginals.discretize import build_discretizer
@@ -82,7 +86,7 @@ def train_ryan(ctx: RunContext) -> Ledger:
             }
         )
     )
-    return ryan_ledger(sigma, ctx.delta, ctx.epsilon)
+    return ryan_ledger(sigma, ctx.delta, ctx.epsilon, p.public_fraction)
 
 
 def sample_ryan(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:

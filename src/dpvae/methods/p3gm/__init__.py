@@ -44,7 +44,7 @@ class MLPVAEParams(MethodParams):
     batch_size: int = param(100, "records per (expected) batch", minimum=1)
     batching: Batching = param("code", "the reference code's fixed batches drawn with replacement, or Poisson sampling")
     record_every_epoch: bool = param(
-        False, "record the reconstruction loss per iteration and the decoder per epoch (fig 7)"
+        False, "keep the model after every epoch and at iterations spaced in log scale (fig 7's curves)"
     )
 
 
@@ -104,7 +104,9 @@ class P3GMParams(MethodParams):
     batching: Batching = param(
         "poisson", "Poisson sampling (as accounted) or the code's fixed batches with replacement"
     )
-    record_every_epoch: bool = param(False, "record the decoder at the end of every epoch (fig 7's utility per epoch)")
+    record_every_epoch: bool = param(
+        False, "keep the decoder after every epoch and at iterations spaced in log scale (fig 7's curves)"
+    )
 
 
 @dataclass(frozen=True)
@@ -141,28 +143,38 @@ class MLPVAEMethod(Method):
         return store.reconstruct(model, info, store.to_vectors(x, y, info["classes"]))
 
     def snapshot_count(self, ctx: RunContext) -> int:
-        """How many per-epoch decoder snapshots the run kept (0 without record_every_epoch)."""
+        """How many per-epoch snapshots the run kept (0 without record_every_epoch)."""
         from dpvae.methods.p3gm import store
 
-        return len(store.load_snapshots(ctx.model_dir))
+        if not (ctx.model_dir / store.SNAPSHOTS).is_file():
+            return 0
+        return len(store.load_info(ctx.model_dir)["sgd"]["epoch_ends"])
 
     def sample_snapshot(self, ctx: RunContext, index: int, n: int | None) -> dict[str, np.ndarray]:
         """n records from the decoder as it was at the end of epoch `index + 1` (same prior as `sample`)."""
         from dpvae.methods.p3gm import store
 
         model, info = store.load_model(ctx.model_dir)
-        snapshots = store.load_snapshots(ctx.model_dir)
-        if not 0 <= index < len(snapshots):
-            raise IndexError(f"run {ctx.spec['run_id']} kept {len(snapshots)} epoch snapshots, asked for #{index}")
-        model.load_state_dict({**model.state_dict(), **snapshots[index]})
+        snapshots, ends = store.load_snapshots(ctx.model_dir), info["sgd"]["epoch_ends"]
+        if not snapshots or not 0 <= index < len(ends):
+            kept = len(ends) if snapshots else 0
+            raise IndexError(f"run {ctx.spec['run_id']} kept {kept} epoch snapshots, asked for #{index}")
+        model.load_state_dict({**model.state_dict(), **snapshots[ends[index]]})
         count = len(ctx.data.train.y) if n is None else int(n)
         return store.generate(model, info, count, ctx.torch_generator(f"sample-epoch{index + 1}", device="cpu"))
 
-    def recon_loss(self, ctx: RunContext) -> np.ndarray:
-        """Batch mean of the reconstruction term at every training step."""
+    def recon_curve(self, ctx: RunContext, x: np.ndarray, y: np.ndarray) -> list[tuple[int, float]]:
+        """(iteration, reconstruction loss of records x, y) for every snapshot the run kept: the model's
+        released states (DP-SGD's iterates) scored on data outside training, never a loss of training batches."""
         from dpvae.methods.p3gm import store
 
-        return store.load_recon_loss(ctx.model_dir)
+        model, info = store.load_model(ctx.model_dir)
+        vectors = store.to_vectors(x, y, info["classes"])
+        curve = []
+        for step, state in store.load_snapshots(ctx.model_dir).items():
+            model.load_state_dict({**model.state_dict(), **state})
+            curve.append((step, store.recon_loss(model, vectors)))
+        return curve
 
 
 @register_method
@@ -197,6 +209,7 @@ class DPVAE(MLPVAEMethod):
     description = "MLP VAE trained end to end with DP-SGD"
     releases_n = DPSGD_RELEASES_N
     Params = DPVAEParams
+    released = ("model.pt", "snapshots.pt")  # DP-SGD's iterates
     RESOURCES = Resources(threads=2, mem_mb=3000, runtime=30)
 
     def resources(self, params: MethodParams, dataset: str) -> Resources:
@@ -227,6 +240,7 @@ class P3GM(MLPVAEMethod):
     releases_n = f"the DP centring mean is a noisy sum divided by N; {DPSGD_RELEASES_N}"
     Params = P3GMParams
     RESOURCES = Resources(threads=2, mem_mb=3000, runtime=30)
+    released = ("model.pt", "snapshots.pt", "model.json")  # the DP-PCA encoder, DP-SGD's iterates, the DP-EM prior
 
     def data_errors(self, params: P3GMParams, facts: Facts) -> list[tuple[str, str]]:
         """Pre-training draws `pretrain_batch_size` records a step from the training split."""
@@ -264,6 +278,7 @@ class DPGM(Method):
     releases_n = "each cluster's DP-SGD sample rate B·k/N and its steps are in the ledger"
     Params = DPGMParams
     RESOURCES = Resources(threads=2, mem_mb=3000, runtime=60)
+    released = ("dp_gm.json", "cluster*/model.pt")  # the noisy cluster sizes, each cluster's DP-SGD model
     precisions = PRECISIONS
 
     def data_errors(self, params: DPGMParams, facts: Facts) -> list[tuple[str, str]]:

@@ -9,8 +9,9 @@
 * Private steps go through `dpvae.privacy.dpsgd.DPSGD` (vectorised per-example clipping at C over all
   trainable parameters, N(0, σ²C²) on the sum, divided by B — the code's `_noised_step`); `clip=None`
   is a plain mean-loss step (non-private VAE, PGM).
-* The loop records the batch mean of the reconstruction term per step (fig 7's curves) and, if asked,
-  a snapshot of chosen parameters at the end of every epoch.
+* If asked, the loop keeps a snapshot of chosen parameters after each of `Schedule.snapshot_steps` (every
+  epoch's end and iterations spaced evenly in log scale: fig 7's curves, computed from them at evaluation).
+  It keeps no statistic of the batches (a loss of private records is not released by DP-SGD).
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ from dpvae.methods.checkpoint import Checkpoint, restore_rng, rng_state
 from dpvae.models import precision as compute
 from dpvae.privacy.dpsgd import DPSGD, poisson_sample
 
-#: loss_fn(batch [B, d]) -> (per-example loss [B], per-example reconstruction term [B])
-LossFn = Callable[[Tensor], tuple[Tensor, Tensor]]
+#: loss_fn(batch [B, d]) -> per-example loss [B]
+LossFn = Callable[[Tensor], Tensor]
+#: iterations spaced evenly in log scale from the first to the last at which a recording run keeps a snapshot
+CURVE_POINTS = 16
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,12 @@ class Schedule:
         ends = [math.ceil(e * self.steps_per_epoch - 1e-9) for e in range(1, math.ceil(self.epochs - 1e-9) + 1)]
         return [min(end, self.steps) for end in ends]
 
+    def snapshot_steps(self) -> list[int]:
+        """Step counts after which a recording run keeps a snapshot: every epoch's end and `CURVE_POINTS`
+        iterations from 1 to the last, evenly spaced in log scale (data-independent, like the schedule)."""
+        grid = np.rint(np.geomspace(1, self.steps, CURVE_POINTS)).astype(int) if self.steps else []
+        return sorted({*map(int, grid), *self.epoch_ends()})
+
     def batch(self, generator: torch.Generator) -> Tensor:
         """Row indices of one step's batch."""
         if self.batching == "poisson":
@@ -87,8 +96,7 @@ class Schedule:
 class FitResult:
     """What a run of `fit` leaves besides the trained model."""
 
-    recon_loss: np.ndarray  # batch mean of the reconstruction term, per step
-    snapshots: list[dict[str, Tensor]] = field(default_factory=list)  # one per epoch, if asked
+    snapshots: dict[int, dict[str, Tensor]] = field(default_factory=dict)  # step -> parameters, if asked
     engine: DPSGD | None = None  # the private engine (its records pay for the steps)
 
 
@@ -140,22 +148,21 @@ def fit(
             budget=budget,
         )
     generators = (batch_generator, *((noise_generator,) if noise_generator is not None else ()), *other_generators)
-    recon, snapshots, start = [], [], 0
+    snapshots, start = {}, 0
     state = checkpoint.load() if checkpoint is not None else None
     if state is not None:
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         restore_rng(state["rng"], *generators)
-        start, recon, snapshots = state["step"], list(state["recon_loss"]), list(state["snapshots"])
+        start, snapshots = state["step"], dict(state["snapshots"])
         if engine is not None:
             engine.steps = state["engine_steps"]
-    ends = set(schedule.epoch_ends()) if snapshot is not None else set()
+    keep = set(schedule.snapshot_steps()) if snapshot is not None else set()
     model.train()
     for step in range(start, schedule.steps):
         batch = data[schedule.batch(batch_generator)]
         with compute.forward(precision, data.device, per_example=engine is not None):
-            losses, recon_terms = loss_fn(batch)
-        losses = losses.float()
+            losses = loss_fn(batch).float()
         opt.zero_grad(set_to_none=True)
         if engine is not None:
             with compute.private(precision):
@@ -164,9 +171,8 @@ def fit(
         elif len(batch):
             losses.mean().backward()
             opt.step()
-        recon.append(float(recon_terms.detach().mean()) if len(recon_terms) else float("nan"))
-        if step + 1 in ends:
-            snapshots.append({k: v.detach().clone() for k, v in snapshot(model).items()})
+        if step + 1 in keep:
+            snapshots[step + 1] = {k: v.detach().clone() for k, v in snapshot(model).items()}
         if checkpoint is not None and checkpoint.due(step) and step + 1 < schedule.steps:
             checkpoint.save(
                 {
@@ -174,7 +180,6 @@ def fit(
                     "optimizer": opt.state_dict(),
                     "step": step + 1,
                     "rng": rng_state(*generators),
-                    "recon_loss": recon,
                     "snapshots": snapshots,
                     "engine_steps": 0 if engine is None else engine.steps,
                 }
@@ -182,4 +187,4 @@ def fit(
     if engine is not None:
         engine.close()
     model.eval()
-    return FitResult(np.asarray(recon, dtype=np.float32), snapshots, engine)
+    return FitResult(snapshots, engine)

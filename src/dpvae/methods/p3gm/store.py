@@ -9,8 +9,11 @@ which the tabular metric's positive-class option handles). Model files:
 
     <model>/model.json        architecture, record layout, sampling prior (and DP-MoG), training summary
     <model>/model.pt          the MLPVAE state dict (P3GM's frozen PCA projection included)
-    <model>/snapshots.pt      decoder parameters at the end of every epoch (only with record_every_epoch)
-    <model>/recon_loss.npy    batch mean of the reconstruction term per training step
+    <model>/snapshots.pt      {"steps", "states"}: the decoder and the trained encoder mean (`snapshot_state`)
+                              after every epoch and at iterations spaced in log scale (only with record_every_epoch)
+
+Nothing else: a run keeps no statistic of its training batches (fig 7's reconstruction curve is computed from
+the snapshots on the test split, `recon_loss`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from dpvae.errors import DataError
 from dpvae.files import atomic_write
 from dpvae.models.mlp_vae import MLPVAE
 
@@ -56,7 +60,7 @@ def from_vectors(vectors: np.ndarray, record_shape: tuple[int, ...], classes: in
     }
 
 
-INFO, WEIGHTS, SNAPSHOTS, RECON = "model.json", "model.pt", "snapshots.pt", "recon_loss.npy"
+INFO, WEIGHTS, SNAPSHOTS = "model.json", "model.pt", "snapshots.pt"
 GENERATION_CHUNK = 8192
 
 
@@ -64,16 +68,15 @@ def save_model(
     model_dir: Path,
     model: MLPVAE,
     info: dict[str, Any],
-    recon_loss: np.ndarray,
-    snapshots: list[dict[str, Tensor]] = (),
+    snapshots: dict[int, dict[str, Tensor]] | None = None,
 ) -> None:
-    """Write the model files (each atomically) into `model_dir`."""
+    """Write the model files (each atomically) into `model_dir`; `snapshots`: step -> `snapshot_state`."""
     model_dir = Path(model_dir)
     model_dir.mkdir(parents=True, exist_ok=True)
     atomic_write(model_dir / WEIGHTS, lambda tmp: torch.save(model.state_dict(), tmp))
     if snapshots:
-        atomic_write(model_dir / SNAPSHOTS, lambda tmp: torch.save(list(snapshots), tmp))
-    atomic_write(model_dir / RECON, lambda tmp: np.save(tmp, np.asarray(recon_loss, dtype=np.float32)))
+        saved = {"steps": list(snapshots), "states": list(snapshots.values())}
+        atomic_write(model_dir / SNAPSHOTS, lambda tmp: torch.save(saved, tmp))
     atomic_write(model_dir / INFO, lambda tmp: Path(tmp).write_text(json.dumps(info, indent=2) + "\n"))
 
 
@@ -93,13 +96,31 @@ def load_model(model_dir: Path) -> tuple[MLPVAE, dict[str, Any]]:
     return model.eval(), info
 
 
-def load_snapshots(model_dir: Path) -> list[dict[str, Tensor]]:
+def snapshot_state(model: MLPVAE) -> dict[str, Tensor]:
+    """What a snapshot keeps: the decoder and, without P3GM's frozen PCA, the encoder mean (fc1, fc2)."""
+    kept = ("fc3.", "fc4.") if hasattr(model, "pca") else ("fc1.", "fc2.", "fc3.", "fc4.")
+    return {k: v for k, v in model.state_dict().items() if k.startswith(kept)}
+
+
+def load_snapshots(model_dir: Path) -> dict[int, dict[str, Tensor]]:
+    """step -> the snapshot kept after it (empty without record_every_epoch)."""
     path = Path(model_dir) / SNAPSHOTS
-    return torch.load(path, map_location="cpu", weights_only=True) if path.is_file() else []
+    if not path.is_file():
+        return {}
+    saved = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(saved, dict):
+        raise DataError(f"{path}: per-epoch decoders of an older version (no steps); train the run again")
+    return dict(zip(saved["steps"], saved["states"], strict=True))
 
 
-def load_recon_loss(model_dir: Path) -> np.ndarray:
-    return np.load(Path(model_dir) / RECON)
+@torch.no_grad()
+def recon_loss(model: MLPVAE, vectors: np.ndarray) -> float:
+    """Mean over records of Σ_features (decoder(μ(v)) − v)², μ the encoder mean (P3GM: the frozen PCA)."""
+    total = 0.0
+    for i in range(0, len(vectors), GENERATION_CHUNK):
+        v = torch.from_numpy(vectors[i : i + GENERATION_CHUNK])
+        total += float((model.decode(model.encode(v)[0]) - v).square().sum())
+    return total / max(len(vectors), 1)
 
 
 def sample_latent(info: dict[str, Any], n: int, generator: torch.Generator) -> Tensor:

@@ -128,7 +128,7 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
     prior = MixturePrior(*(torch.tensor(a, dtype=torch.float32) for a in (gmm.weights, gmm.means, gmm.variances)))
     reparam = ctx.torch_generator("reparameterisation", device="cpu")
 
-    def loss_fn(batch: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def loss_fn(batch: torch.Tensor) -> torch.Tensor:
         mu = model.pca(batch)  # [B, d'] frozen
         if zero_variance:
             z, kl = mu, torch.zeros(len(batch))
@@ -137,8 +137,7 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
             eps = torch.randn(mu.shape, generator=reparam)
             z = mu + eps * (0.5 * logvar).exp()
             kl = torch.zeros(len(batch)) if p.encoder_variance == "no_kl" else mixture_kl(mu, logvar, prior)
-        se = (model.decode(z) - batch).square().sum(1)  # [B]
-        return se + kl, se
+        return (model.decode(z) - batch).square().sum(1) + kl  # [B]
 
     budget = (
         StepBudget(lambda steps: paper_epsilon([*encoding, sgd_record(steps)], ctx.delta), ctx.epsilon)
@@ -159,10 +158,10 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
         other_generators=(reparam,),
         checkpoint=Checkpoint(ctx),
         budget=budget,
-        snapshot=decoder_state if p.record_every_epoch else None,
+        snapshot=store.snapshot_state if p.record_every_epoch else None,
         precision=ctx.precision,
     )
-    store.save_model(ctx.model_dir, model, info, result.recon_loss, result.snapshots)
+    store.save_model(ctx.model_dir, model, info, result.snapshots)
     LOG.info(
         "P3GM on %d x %d: encoding %.1f s (cpu %.1f s), pre-training %.1f s (cpu %.1f s), %d DP-SGD steps "
         "(sigma %.4g) %.1f s (cpu %.1f s)",
@@ -253,12 +252,11 @@ def train_vae(ctx: RunContext, *, clip: float | None = None, sigma: float = 0.0,
     model = MLPVAE(d, p.latent_dim, p.hidden)
     reparam = ctx.torch_generator("reparameterisation", device="cpu")
 
-    def loss_fn(batch: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def loss_fn(batch: torch.Tensor) -> torch.Tensor:
         mu, logvar = model.encode(batch)  # [B, d'] each
         z = mu + torch.randn(mu.shape, generator=reparam) * (0.5 * logvar).exp()
         se = (model.decode(z) - batch).square().sum(1)  # [B]
-        kl = gaussian_kl(mu, logvar, torch.zeros_like(mu), torch.ones_like(mu))
-        return se + kl, se
+        return se + gaussian_kl(mu, logvar, torch.zeros_like(mu), torch.ones_like(mu))
 
     schedule = schedule_of(ctx)
     result = fit(
@@ -275,7 +273,7 @@ def train_vae(ctx: RunContext, *, clip: float | None = None, sigma: float = 0.0,
         other_generators=(reparam,),
         checkpoint=Checkpoint(ctx),
         budget=budget,
-        snapshot=decoder_state if p.record_every_epoch else None,
+        snapshot=store.snapshot_state if p.record_every_epoch else None,
         precision=ctx.precision,
     )
     info = {
@@ -293,13 +291,8 @@ def train_vae(ctx: RunContext, *, clip: float | None = None, sigma: float = 0.0,
             "epoch_ends": schedule.epoch_ends(),
         },
     }
-    store.save_model(ctx.model_dir, model, info, result.recon_loss, result.snapshots)
+    store.save_model(ctx.model_dir, model, info, result.snapshots)
     return result
-
-
-def decoder_state(model: MLPVAE) -> dict[str, torch.Tensor]:
-    """The decoder's parameters (what a per-epoch snapshot keeps)."""
-    return {k: v for k, v in model.state_dict().items() if k.startswith(("fc3.", "fc4."))}
 
 
 def train_dp_vae(ctx: RunContext) -> Ledger | None:
@@ -398,15 +391,15 @@ def _train_cluster(
     model = MLPVAE(d, p.latent_dim, p.hidden)
     reparam = ctx.torch_generator(f"reparameterisation-{j}", device="cpu")
 
-    def loss_fn(batch: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def loss_fn(batch: torch.Tensor) -> torch.Tensor:
         mu, logvar = model.encode(batch)
         z = mu + torch.randn(mu.shape, generator=reparam) * (0.5 * logvar).exp()
         se = (model.decode(z) - batch).square().sum(1)
-        return se + gaussian_kl(mu, logvar, torch.zeros_like(mu), torch.ones_like(mu)), se
+        return se + gaussian_kl(mu, logvar, torch.zeros_like(mu), torch.ones_like(mu))
 
     # expected batch from the *noisy* size: the divisor of the noisy sum must not depend on the data
     schedule = ClusterSchedule(len(data), rate, steps, max(1.0, rate * noisy_count))
-    result = fit(
+    fit(
         model,
         data,
         loss_fn,
@@ -430,7 +423,7 @@ def _train_cluster(
         "sampling_prior": "normal",
         "sgd": {"sigma": sigma, "clip": p.clip, "steps": steps, "sample_rate": rate},
     }
-    store.save_model(ctx.model_dir / f"cluster{j}", model, info, result.recon_loss)
+    store.save_model(ctx.model_dir / f"cluster{j}", model, info)
 
 
 def sample_dp_gm(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
@@ -461,6 +454,3 @@ class ClusterSchedule:
         from dpvae.privacy.dpsgd import poisson_sample
 
         return poisson_sample(self.n, self.sample_rate, generator)
-
-    def epoch_ends(self) -> list[int]:
-        return [self.steps]

@@ -133,6 +133,7 @@ class PriVAE(VAEConv):
     releases_n = DPSGD_RELEASES_N
     Params = PriVAEParams
     RESOURCES = Resources(threads=2, mem_mb=4000, runtime=120)
+    released = ("model.pt",)  # the engine's iterate
 
     def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
         from dpvae.methods.privae.accounting import recompute_ledger

@@ -6,7 +6,8 @@ step per batch (term-wise: φ per example, ψ per sub-group; micro: φ_i + ψ(ba
 mean φ + ψ(batch)), then the optimiser step. Sub-groups are independent uniform labels (the sound
 reading of Algorithm 1, A-P5). Random streams (batches, reparameterisation/prior/sub-group draws,
 DP noise) are separate seeded generators, checkpointed with the model, so a resumed run ends with the
-same bytes.
+same bytes. No run keeps a loss history (a private run's would be a statistic of its batches that the engine
+does not release), and a private run's progress line prints no loss.
 """
 
 from __future__ import annotations
@@ -139,18 +140,15 @@ def train_vae(ctx: RunContext):
     groups_count = dp.groups if dp else p.groups
 
     checkpoint = Checkpoint(ctx)
-    start, order, history, totals = 0, torch.empty(0, dtype=torch.long), [], [0.0, 0.0, 0]
+    start, order = 0, torch.empty(0, dtype=torch.long)
     if (state := checkpoint.load()) is not None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         restore_rng(state["rng"], batches, draws, dp_noise)
-        start, order, history, totals = state["step"], state["order"], state["history"], state["totals"]
+        start, order = state["step"], state["order"]
         if dp:
             dp.engine.steps = state["engine_steps"]
         print(f"resumed at step {start}/{steps}", flush=True)
-    # the epoch's running sums of φ and ψ stay on the device (read once an epoch, not at every step)
-    sums, counted = torch.tensor(totals[:2], dtype=torch.float64, device=device), totals[2]
-
     started, last_log = time.monotonic(), time.monotonic()
     for step in range(start, steps):
         if private:
@@ -172,23 +170,11 @@ def train_vae(ctx: RunContext):
         else:
             (phi.mean() + psi.mean()).backward()
         optimizer.step()
-        sums += torch.stack([phi.detach().sum(), psi.detach().mean()]).double()
-        counted += len(phi)
-        if (step + 1) % per_epoch == 0 or step + 1 == steps:
-            phi_sum, psi_sum = sums.tolist()
-            history.append(
-                {"step": step + 1, "phi": phi_sum / max(counted, 1), "psi": psi_sum / ((step % per_epoch) + 1)}
-            )
-            sums.zero_()
-            counted = 0
         if time.monotonic() - last_log >= LOG_EVERY_SECONDS or step + 1 == steps:
             last_log = time.monotonic()
             rate = (step + 1 - start) / (last_log - started)
-            print(
-                f"step {step + 1}/{steps}  phi {float(phi.detach().mean()):.2f}  psi {float(psi.detach().mean()):.4g}"
-                f"  {rate:.2f} steps/s",
-                flush=True,
-            )
+            losses = "" if dp else f"  phi {float(phi.detach().mean()):.2f}  psi {float(psi.detach().mean()):.4g}"
+            print(f"step {step + 1}/{steps}{losses}  {rate:.2f} steps/s", flush=True)
         if step + 1 < steps and checkpoint.due(step):
             checkpoint.save(
                 {
@@ -197,15 +183,13 @@ def train_vae(ctx: RunContext):
                     "step": step + 1,
                     "rng": rng_state(batches, draws, dp_noise),
                     "order": order,
-                    "history": history,
-                    "totals": [*sums.tolist(), counted],
                     "engine_steps": dp.engine.steps if dp else 0,
                 }
             )
 
     if dp:
         dp.engine.close()
-    extra = {"method": ctx.spec["method"], "steps": steps, "history": history, "privacy": dp.summary() if dp else None}
+    extra = {"method": ctx.spec["method"], "steps": steps, "privacy": dp.summary() if dp else None}
     save_vae(model.cpu(), ctx.model_dir, extra)
     return dp.ledger() if dp else None
 
