@@ -150,14 +150,15 @@ def stage1_of(spec: dict) -> dict | None:
 
 
 def _data_identity(config: dict, dataset: str) -> dict:
-    """`{"data_identity": ...}` for a dataset declared in the config (its files' sha256 and options: a changed
-    file changes the spec, so its runs train again); nothing for a built-in one, whose specs stay as they were."""
+    """`{"data_identity": ...}` for a dataset declared in the config (the keyed fingerprint of its files' sha256
+    and options: a changed file changes the spec, so its runs train again); nothing for a built-in one, whose
+    specs stay as they were."""
     entry = (config.get("datasets") or {}).get(dataset)
     if entry is None:
         return {}
-    from dpvae.data.declared import identity
+    from dpvae.data.declared import fingerprint, identity
 
-    return {"data_identity": identity(entry)}
+    return {"data_identity": fingerprint(identity(entry), config["data"]["root"])}
 
 
 def _precision(config: dict, method: str) -> dict:

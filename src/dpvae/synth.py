@@ -94,11 +94,17 @@ def parse_params(pairs: list[str]) -> dict[str, Any]:
 
 def synth(request: Request) -> Release:
     """Check, (refuse,) prepare, train, (refuse,) sample; write the samples to `request.out`, the ledger beside."""
-    method, params, dataset, entry, facts = _checked(request)
+    method, params, entry, facts = _checked(request)
     run_dir = request.out.with_name(request.out.name + ".run")
-    spec = _spec(request, method, params.to_dict(), dataset, entry, run_dir)
+    spec = _spec(request, method, params.to_dict(), "", run_dir)  # a draft: the dataset is named below
     if method.private:
         spec = _planned(method, params, spec, facts, entry, request)  # refused before training where it can be
+    dataset = _dataset_id(request, entry)  # every check passed: the first write (the data root's key)
+    spec = {**spec, **_spec(request, method, params.to_dict(), dataset, run_dir)}
+    if entry is not None:  # a changed file is another dataset; keyed: no file hash in the run's spec
+        from dpvae.data import declared
+
+        spec["data_identity"] = declared.fingerprint(declared.identity(entry), request.root)
     prepared = _prepare(dataset, entry, request)
     from dpvae import stages
     from dpvae.data.store import load_prepared
@@ -194,7 +200,7 @@ def _check_arguments(request: Request) -> None:
         raise ConfigError(f"--root {request.root}: not a directory")
 
 
-def _checked(request: Request) -> tuple[Any, Any, str, dict | None, Any]:
+def _checked(request: Request) -> tuple[Any, Any, dict | None, Any]:
     """The method, its typed parameters, the dataset id, its declaration (None: built-in) and the run's facts
     (`n_train` after `max_train`; None where unknown), all checked."""
     from dpvae.data import declared
@@ -220,8 +226,6 @@ def _checked(request: Request) -> tuple[Any, Any, str, dict | None, Any]:
     path = Path(request.data)
     if path.is_file():
         entry = _declare(path, request, method.private)
-        dataset = f"{re.sub(r'[^a-z0-9_.-]+', '-', path.stem.lower()).strip('-.') or 'data'}-"
-        dataset += declared.sha256(path)[:8]  # another version of the file is another dataset
         facts = declared.facts(entry)
     else:
         if declared.kind_of(path) is not None:
@@ -230,7 +234,7 @@ def _checked(request: Request) -> tuple[Any, Any, str, dict | None, Any]:
             facts = get_dataset(request.data).facts
         except (KeyError, ValueError) as error:
             raise ConfigError(f"--data {request.data!r}: neither a file nor a dataset id ({error})") from None
-        dataset, entry = request.data, None
+        entry = None
     spent = (entry or {}).get("domain_epsilon")
     if method.private and spent is not None and request.epsilon is not None and request.epsilon <= spent:
         raise ConfigError(
@@ -245,7 +249,19 @@ def _checked(request: Request) -> tuple[Any, Any, str, dict | None, Any]:
     _check_fit(method, params, facts, request)
     if entry is not None and method.needs_public_data:
         raise ConfigError(f"--method {method.name} cannot take --data {request.data}: {method.needs_public_data}")
-    return method, params, dataset, entry, facts
+    return method, params, entry, facts
+
+
+def _dataset_id(request: Request, entry: dict | None) -> str:
+    """A built-in id as given; a file as `<stem>-<8 hex>`, keyed (`declared.fingerprint`): another version of the
+    file is another dataset, and the id does not name the file's hash."""
+    from dpvae.data import declared
+
+    if entry is None:
+        return request.data
+    path = Path(request.data)
+    stem = re.sub(r"[^a-z0-9_.-]+", "-", path.stem.lower()).strip("-.") or "data"
+    return f"{stem}-{declared.fingerprint({'sha256': declared.sha256(path)}, request.root)['hmac_sha256'][:8]}"
 
 
 DECLARE_KEYS = (
@@ -367,10 +383,8 @@ def _prepare(dataset: str, entry: dict | None, request: Request) -> Path:
     return prepare_dataset(dataset, request.root, seed=0)
 
 
-def _spec(request: Request, method: Any, params: dict, dataset: str, entry: dict | None, run_dir: Path) -> dict:
-    """A run spec as the workflow's (`dpvae.runs.run_spec`) for this one run."""
-    from dpvae.data import declared
-
+def _spec(request: Request, method: Any, params: dict, dataset: str, run_dir: Path) -> dict:
+    """A run spec as the workflow's (`dpvae.runs.run_spec`) for this one run (its data identity: `synth`)."""
     spec: dict[str, Any] = {
         "run_id": f"synth/{dataset}/{method.name}",
         "run": str(run_dir),
@@ -388,8 +402,6 @@ def _spec(request: Request, method: Any, params: dict, dataset: str, entry: dict
     }
     if request.audit is not None:
         spec["audit"] = {"canaries": request.audit}
-    if entry is not None:
-        spec["data_identity"] = declared.identity(entry)
     return spec
 
 

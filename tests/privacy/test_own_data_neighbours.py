@@ -9,6 +9,7 @@ file of the run or of its output may hold the record's extreme value or its new 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -81,10 +82,12 @@ def test_one_record_never_shapes_the_domain_or_shows_in_a_release(tmp_path, meth
         assert samples["age"].between(0, 120).all() and samples["income"].between(0, 200_000).all()
         assert set(samples["colour"]) <= {"red", "green", "blue", "other"}
         assert set(samples["label"]) <= {"not yes", "yes"}
+        digest = hashlib.sha256((out.parents[1] / "data.csv").read_bytes()).hexdigest().encode()
         released = [p for p in out.parent.rglob("*") if p.is_file()]  # the samples, the ledger, the run directory
         for path in released:
             text = path.read_bytes()
             assert b"purple" not in text and b"HIV+" not in text and b"7777777" not in text, path
+            assert digest[:8] not in text, path  # the private file's hash would fingerprint it
 
 
 def test_ryans_method_is_refused_on_own_data(tmp_path):

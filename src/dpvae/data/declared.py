@@ -11,9 +11,11 @@ in [0, 1]. The prepared meta records the domain (`domain`), which every run's le
 
 Identity: the sha256 of the file(s) with the preparation options (`identity`), never the path. The fetch
 step copies the files into `<root>/raw/<id>/` (as `data<suffix>`, `test<suffix>`), checking them against the
-sha256 computed while planning, and records the declaration there (`dataset.json`); the prepared meta and
-every run's spec carry the identity, so a changed file is a different dataset: its runs are trained again,
-and a run never loads a prepared set of another identity (`check_identity`).
+sha256 computed while planning, and records the declaration there (`dataset.json`); the prepared meta carries
+the identity and every run's spec its keyed fingerprint (`fingerprint`: an HMAC under the data root's secret
+key, so that a run directory does not name the private file's hash), so a changed file is a different
+dataset: its runs are trained again, and a run never loads a prepared set of another identity
+(`check_identity`).
 """
 
 from __future__ import annotations
@@ -265,16 +267,53 @@ def recorded(dataset_id: str, root: str | Path) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def check_identity(prepared: Prepared, expected: Mapping[str, Any], where: str) -> None:
-    """Refuse a prepared set made from another version of a declared dataset's files (or other options)."""
+def check_identity(prepared: Prepared, expected: Mapping[str, Any], where: str, root: str | Path) -> None:
+    """Refuse a prepared set made from another version of a declared dataset's files (or other options):
+    `expected` is a run spec's `data_identity` (`fingerprint`)."""
     found = prepared.meta.get("identity")
-    if found != dict(expected):
-        theirs = (found or {}).get("files_sha256")
+    if found is None or fingerprint(found, root) != dict(expected):
         raise DataError(
-            f"{where}: the prepared data (files sha256 {theirs}) is not the dataset this run was planned on "
-            f"(files sha256 {expected.get('files_sha256')}, options as declared): the file or its options changed. "
-            "Run the workflow again: it prepares the dataset anew and trains its runs again"
+            f"{where}: the prepared data is not the dataset this run was planned on: the file or its options "
+            "changed. Run the workflow again: it prepares the dataset anew and trains its runs again"
         )
+
+
+KEY_FILE = ".dataset-key"
+
+
+def fingerprint(identity_: Mapping[str, Any], root: str | Path) -> dict[str, str]:
+    """What a run spec (so its train.json) carries of a declared dataset's identity: an HMAC-SHA256 of it under
+    a secret key of the data root (`<root>/.dataset-key`, made on first use). It changes with the file like the
+    identity, but unlike the file's sha256 it does not let whoever holds a run and candidate files tell which
+    file trained it (membership by fingerprint)."""
+    import hashlib
+    import hmac
+
+    text = json.dumps(dict(identity_), sort_keys=True, default=str).encode()
+    return {"hmac_sha256": hmac.new(_secret_key(Path(root)), text, hashlib.sha256).hexdigest()}
+
+
+def _secret_key(root: Path) -> bytes:
+    """The data root's 32-byte key: read, or made once (exclusively; a racing maker's key wins for both)."""
+    import os
+    import secrets
+
+    path = root / KEY_FILE
+    if not path.is_file():
+        root.mkdir(parents=True, exist_ok=True)
+        try:
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass
+        else:
+            with os.fdopen(descriptor, "wb") as stream:
+                stream.write(secrets.token_bytes(32))
+    key = path.read_bytes()
+    if len(key) != 32:
+        raise DataError(
+            f"{path}: not a 32-byte key (remove it: a new one is made, and declared datasets' runs retrain)"
+        )
+    return key
 
 
 # -- the prepare step -----------------------------------------------------------------------------------

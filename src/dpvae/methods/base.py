@@ -127,7 +127,8 @@ class RunContext:
         if (expected := self.spec.get("data_identity")) is not None:  # a dataset declared in the config
             from dpvae.data.declared import check_identity
 
-            check_identity(prepared, expected, f"run {self.spec.get('run_id', self.spec['run'])}")
+            where = f"run {self.spec.get('run_id', self.spec['run'])}"
+            check_identity(prepared, expected, where, self.spec["data_root"])
         limit = getattr(self.params, "max_train", None)
         if limit and limit < len(prepared.train.y):
             keep = self.rng("max_train").choice(len(prepared.train.y), size=limit, replace=False)
