@@ -25,7 +25,7 @@ def table(tmp_path, monkeypatch) -> Path:
     rng = np.random.default_rng(0)
     lines = ["a,b,label"] + [f"{x:.3f},{y:.3f},{'yes' if x > y else 'no'}" for x, y in rng.random((ROWS, 2))]
     (tmp_path / "data.csv").write_text("\n".join(lines) + "\n")
-    domain = "columns: {a: {bounds: [0, 1]}, b: {bounds: [0, 1]}}\nlabels: [\"no\", \"yes\"]\n"
+    domain = 'columns: {a: {bounds: [0, 1]}, b: {bounds: [0, 1]}}\nlabels: ["no", "yes"]\n'
     (tmp_path / "declare.yaml").write_text(domain)  # the public domain
     return tmp_path
 
