@@ -384,12 +384,13 @@ def _run(args: argparse.Namespace) -> int:
             for path, n in prune(args.out_dir).items():
                 print(f"{path}: dropped {n} rows filed under an item that does not show their dataset")
     elif args.stage == "scorecard":
-        from dpvae.scorecard import scorecard, write_scorecard
+        from dpvae.scorecard import scorecard, summary_line, write_scorecard
 
         card = scorecard(paper=args.paper, reproductions_dir=args.reproductions)
         if args.out:
             write_scorecard(card, args.out)
         print(card.to_string(index=False, max_colwidth=40))
+        print(summary_line(card))
     return 0
 
 

@@ -1,14 +1,16 @@
 """Load and validate the papers' published numbers (`workflow/resources/published/`).
 
 Published numbers are comparison data for the renderers (a column or marker labelled "paper"), never
-results. One tidy CSV per paper holds the numbers; two small CSVs hold P3GM's text-only tables. The
-column dictionary and conventions are in the directory's README.md. A method id is the name a paper's tables use:
+results. One tidy CSV per paper holds the numbers; two small CSVs hold P3GM's text-only tables; `causes.csv` says
+why a cell our reproductions miss is missed (`load_causes`). The column dictionary and conventions are in the
+directory's README.md. A method id is the name a paper's tables use:
 one of our variants' for that paper (`published_as` in config.yaml, else the variant's own name), or any id on a
 row the paper only cites (`cited_from`).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import re
@@ -19,7 +21,7 @@ import pandas as pd
 
 from dpvae.data.registry import dataset_ids
 from dpvae.items import PAPERS, item_ids
-from dpvae.paths import PUBLISHED_DIR
+from dpvae.paths import PUBLISHED_DIR, REPO_ROOT
 from dpvae.reproductions import configured_variants, published_dataset, published_method
 
 PUBLISHED_DIR_ENV = "DPVAE_PUBLISHED_DIR"
@@ -64,6 +66,23 @@ TEXT_TABLES: dict[str, tuple[str, ...]] = {
 TABLE1_MARKS = frozenset({"✓", "–"})
 
 _SETTING = re.compile(r"^[a-z][a-z0-9_]*=[^=,;\s]+$")
+
+CAUSES_FILE = "causes.csv"
+CAUSE_COLUMNS: tuple[str, ...] = (*KEY_COLUMNS, "cause", "evidence")
+#: Why a cell misses (each defined in one line in the folder's README.md); `open` = no explanation yet.
+CAUSES = frozenset(
+    {
+        "paper-code-reports-another-quantity",
+        "protocol-differs",
+        "compute-cut",
+        "data-unreachable-standin",
+        "implementation-differs",
+        "open",
+    }
+)
+SEED_NOISE = "seed-noise"  # derived by the scorecard from the recorded seeds, never written
+WILDCARD = "*"  # in a key column of causes.csv: any value
+_EVIDENCE = r"docs/[\w.-]+\.md#[^\s#]+"
 
 
 def known_methods(paper: str) -> frozenset[str]:
@@ -117,6 +136,79 @@ def published_text_table(name: str) -> pd.DataFrame:
         ]
     _raise_if(_failures(path, table, checks))
     return table
+
+
+def load_causes(published: pd.DataFrame) -> pd.DataFrame:
+    """The validated rows of `causes.csv` (strings; `*` = any value in a key column), with `cells`: the positions
+    of the rows of `published` (every paper's cells) each one names.
+
+    Raises ValueError naming file and row for a cause outside `CAUSES`, evidence not of the form
+    `docs/<file>.md#<anchor>`, a row that names no published cell, or two rows naming one. Whether the anchor is a
+    heading of the file is `evidence_resolves` (the docs are not part of a build's inputs).
+    """
+    path = published_dir() / CAUSES_FILE
+    table = _read_strings(path, CAUSE_COLUMNS)
+    epsilon = pd.to_numeric(table["epsilon"].where(~table["epsilon"].isin(["", WILDCARD])), errors="coerce")
+    _raise_if(
+        _failures(
+            path,
+            table,
+            [
+                (table["cause"] == SEED_NOISE, "cause {cause!r} is derived from the recorded seeds, never written"),
+                (~table["cause"].isin(CAUSES | {SEED_NOISE}), f"cause {{cause!r}} is not one of {sorted(CAUSES)}"),
+                (~table["evidence"].str.fullmatch(_EVIDENCE), "evidence {evidence!r} is not docs/<file>.md#<anchor>"),
+                (
+                    ~table["epsilon"].isin(["", WILDCARD]) & ~(epsilon > 0),
+                    "epsilon {epsilon!r} is not empty, * or a number > 0",
+                ),
+            ],
+        )
+    )
+    table["cells"] = [np.flatnonzero(cause_matches(row, published)) for _, row in table.iterrows()]
+    problems = _failures(path, table, [(table["cells"].map(len) == 0, "names no published cell")])
+    for (i, first), (j, second) in itertools.combinations(table["cells"].items(), 2):
+        if shared := np.intersect1d(first, second).tolist():
+            key = dict(published.iloc[shared[0]][list(KEY_COLUMNS)])
+            problems.append(f"{path.name}: rows {i + 1} and {j + 1} both name {len(shared)} cell(s), e.g. {key}")
+    _raise_if(problems)
+    return table
+
+
+def cause_matches(row: pd.Series, cells: pd.DataFrame) -> np.ndarray:
+    """Which of `cells` (published key columns, epsilon a float) the cause `row` names."""
+    match = np.ones(len(cells), dtype=bool)
+    for column in KEY_COLUMNS:
+        want = row[column]
+        if want == WILDCARD:
+            continue
+        have = cells[column]
+        if column == "epsilon":
+            have = have.astype(float)
+            match &= have.isna().to_numpy() if want == "" else np.isclose(have, float(want))
+        else:
+            match &= (have.fillna("") == want).to_numpy()
+    return match
+
+
+def heading_anchors(markdown: str) -> set[str]:
+    """The anchors GitHub gives the headings of a Markdown text (lowercased, punctuation dropped, spaces to
+    hyphens, `-1`, `-2`… on repeats); lines inside code fences are not headings."""
+    anchors, seen, fenced = set(), {}, False
+    for line in markdown.splitlines():
+        fenced ^= line.startswith("```")
+        heading = None if fenced else re.match(r"^#{1,6}\s+(.+?)\s*$", line)
+        if heading:
+            slug = re.sub(r"[^\w\- ]", "", heading[1].lower()).replace(" ", "-")
+            anchors.add(f"{slug}-{seen[slug]}" if slug in seen else slug)
+            seen[slug] = seen.get(slug, 0) + 1
+    return anchors
+
+
+def evidence_resolves(evidence: str) -> bool:
+    """Whether `docs/<file>.md#<anchor>` names a file of the repository and the anchor one of its headings."""
+    file, _, anchor = evidence.partition("#")
+    path = REPO_ROOT / file
+    return path.is_file() and anchor in heading_anchors(path.read_text(encoding="utf-8"))
 
 
 def _read_numeric_file(path: Path) -> pd.DataFrame:
