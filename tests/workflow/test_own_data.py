@@ -205,7 +205,7 @@ def test_ryans_method_on_a_declared_dataset_refused(csv_dir):
     assert "'ryan'" in problems[0] and "'breast-cancer'" in problems[0] and "public sample" in problems[0]
     refused = subprocess.run(
         [*DPVAE, "synth", "--method", "ryan", "--data", "mydata/breast-cancer.csv", "--epsilon", "1"]
-        + ["--out", "s.csv"],
+        + ["--declare", str(REPO_ROOT / "examples" / "own-data" / "breast-cancer.yaml"), "--out", "s.csv"],
         cwd=csv_dir,
         capture_output=True,
         text=True,
