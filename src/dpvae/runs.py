@@ -113,6 +113,7 @@ def run_spec(config: dict, run: Run) -> dict:
     spec = config["variants"][base]
     private = is_private(config, run.variant)
     audit = {"audit": spec["audit"]} if spec.get("audit") else {}  # only audited runs carry the key
+    calibrate = {"calibrate": "sound"} if private and spec.get("calibrate") == "sound" else {}  # likewise
     precision = _precision(config, spec["method"])
     resolved = {
         "run_id": run.id,
@@ -129,6 +130,7 @@ def run_spec(config: dict, run: Run) -> dict:
         "device": config["device"],
         "data_root": config["data"]["root"],
         **audit,
+        **calibrate,
         **precision,
         **_data_identity(config, run.dataset),
     }
@@ -199,18 +201,47 @@ def recomputed_ledger(run: str | Path) -> tuple[str, str]:
 
 def domain_budget(spec: dict) -> tuple[dict, Any]:
     """(the spec its method trains under, the run's dataset domain or None). A private run's method spends its
-    target ε less a declared dataset's domain estimate (`dpvae.data.domain`), or the `calibrated_epsilon` its
-    spec names (chosen so that the whole release's sound ε meets the target: `sound_calibrated_epsilon`)."""
+    target ε less a declared dataset's domain estimate (`dpvae.data.domain`); a run calibrated to the sound
+    bound (spec `calibrate: sound`) spends the ε' at which the whole release's sound ε meets the target
+    (`sound_calibrated_epsilon` over the method's planned ledgers on the prepared data's facts)."""
     from dpvae.data import domain
 
     fitted = domain.of_run(spec)
     if not spec["private"]:
         return spec, fitted
-    if spec.get("calibrated_epsilon") is not None:
-        return {**spec, "epsilon": float(spec["calibrated_epsilon"])}, fitted
+    if spec.get("calibrate") == "sound":
+        return {**spec, "epsilon": _sound_budget(spec, fitted)}, fitted
     if fitted is None or fitted.estimate is None:
         return spec, fitted
     return {**spec, "epsilon": domain.training_epsilon(spec, fitted)}, fitted
+
+
+def _sound_budget(spec: dict, fitted: Any) -> float:
+    """The method's own target for a sound-calibrated run (refused, naming both, where none meets the target)."""
+    from dpvae.errors import PrivacyBudgetExceeded
+    from dpvae.methods.registry import METHODS
+
+    method = METHODS.get(spec["method"])
+    params = method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params", name=method.name)
+    facts = prepared_facts(spec, getattr(params, "max_train", None))
+    calibrated = sound_calibrated_epsilon(
+        lambda eps: method.planned_ledger(params, {**spec, "epsilon": eps}, facts), spec, fitted
+    )
+    if calibrated is None:
+        raise PrivacyBudgetExceeded(spec["epsilon"], float("inf"))
+    return calibrated
+
+
+def prepared_facts(spec: dict, max_train: int | None = None) -> Any:
+    """The `Facts` of a run's prepared dataset (its meta.json): record shape, split sizes (training after
+    `max_train`), label classes."""
+    from dpvae.data.declared import Facts
+
+    meta = json.loads((Path(spec["data_root"]) / "prepared" / spec["dataset"] / "meta.json").read_text())
+    n_train, n_test = meta["shapes"]["train"][0], meta["shapes"]["test"][0]
+    classes = len(meta.get("label_names") or []) or int(meta.get("classes", 0))
+    shape = tuple(meta["shapes"]["train"][1:])
+    return Facts(shape, min(n_train, max_train or n_train), n_test, classes)
 
 
 def released_ledger(ledger: Any, fitted: Any, spec: dict) -> Any:
@@ -233,7 +264,7 @@ def released_ledger(ledger: Any, fitted: Any, spec: dict) -> Any:
         ledger = with_preprocessing(ledger, record(ledger.paper.adjacency), record(sound), target)
     if fitted is not None and fitted.not_dp is not None:
         ledger = marked_not_dp(ledger, fitted.not_dp)
-    if spec.get("calibrated_epsilon") is not None and ledger.sound is not None:
+    if spec.get("calibrate") == "sound" and ledger.sound is not None:
         ledger = dataclasses.replace(ledger, headline="sound", target_epsilon=target)
     return ledger
 
@@ -248,7 +279,7 @@ def sound_calibrated_epsilon(planned: Any, spec: dict, fitted: Any) -> float | N
 
     def meets(eps: float) -> bool:
         try:
-            released = released_ledger(planned(eps), fitted, {**spec, "calibrated_epsilon": eps})
+            released = released_ledger(planned(eps), fitted, {**spec, "calibrate": "sound"})
         except ValueError:  # e.g. a noise multiplier out of the calibration's range
             return False
         return released.sound is not None and released.sound.epsilon <= target

@@ -152,17 +152,15 @@ def _planned(method: Any, params: Any, spec: dict, facts: Any, entry: dict | Non
     def planned_at(eps: float) -> Any:
         return method.planned_ledger(params, {**spec, "epsilon": eps}, facts)
 
-    if request.calibrate_sound:
-        calibrated = sound_calibrated_epsilon(planned_at, spec, fitted)
-        if calibrated is None:
+    training = spec["epsilon"] - (fitted.estimate.epsilon if fitted and fitted.estimate else 0)
+    if request.calibrate_sound:  # the train stage finds the same ε' on the prepared data (`runs.domain_budget`)
+        spec = {**spec, "calibrate": "sound"}
+        training = sound_calibrated_epsilon(planned_at, spec, fitted)
+        if training is None:
             raise ConfigError(
                 f"--calibrate-sound: no noise level gives method '{method.name}' a sound ε within --epsilon "
                 f"{request.epsilon} (its sound accounting is missing or exceeds it even at a millionth of the target)"
             )
-        spec = {**spec, "calibrated_epsilon": calibrated}
-    training = spec.get("calibrated_epsilon") or spec["epsilon"] - (
-        fitted.estimate.epsilon if fitted and fitted.estimate else 0
-    )
     _headlined(method, released_ledger(planned_at(training), fitted, spec), request)
     return spec
 

@@ -117,6 +117,10 @@ def test_defaults_are_filled_in():
             lambda c: c["experiments"]["p3gm_tabular"].update(seeds=0),
             "config key 'experiments.p3gm_tabular.seeds'",
         ),
+        (
+            lambda c: c["variants"]["p3gm"].update(calibrate="sound"),
+            "config key 'variants.p3gm.calibrate': method 'p3gm''s ledger is known only after training",
+        ),
     ],
 )
 def test_bad_config_names_the_offending_key(mutate, expected):

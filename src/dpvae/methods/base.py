@@ -213,6 +213,11 @@ class Method(ABC):
         `benchmarks/recompute_ledgers.py` compare it with the written ledger, bit for bit."""
         raise NotImplementedError(f"method '{self.name}' cannot recompute a run's ledger")
 
+    @property
+    def plans_its_ledger(self) -> bool:
+        """Whether `planned_ledger` is implemented (then the noise can be calibrated to the sound bound)."""
+        return type(self).planned_ledger is not Method.planned_ledger
+
     def planned_ledger(self, params: MethodParams, spec: dict, facts: Facts) -> Ledger | None:
         """The ledger training would return, from the parameters, the spec's target (ε, δ) and the data's facts
         (`n_train`: the run's training records, after `max_train`), without training; None where it depends on
