@@ -2,6 +2,8 @@
 # PriVAE fig1 at paper scale on a CPU, one run at a time in priority order (each target = one run's three
 # metrics; snakemake trains it first). Interrupted runs resume from their checkpoint. Usage, from the repo root:
 #   DPVAE_DATA_MIRROR=../shared/data nice -n 10 workflow/campaigns/privae-fig1-queue.sh
+# ONLY="micro-agg batch-agg micro-agg-sound batch-agg-sound" queues just those variants (the aggregation curves,
+# issue 40 Build 3; session 15 finished micro-agg eps10 seed0 with it at nice 19, ~50 min per run on a shared CPU).
 # then render with: snakemake --cores 2 --configfile=workflow/campaigns/privae-cpu.yaml figures/privae/fig1.pdf
 set -euo pipefail
 SNAKEMAKE=${SNAKEMAKE:-.venv/bin/snakemake}
@@ -23,6 +25,7 @@ for seed in 0 1 2; do
 done
 for entry in "${queue[@]}"; do
   read -r variant eps seed <<<"$entry"
+  [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $variant "* ]] && continue
   echo "== $(date -u +%FT%TZ) $variant eps$eps seed$seed"
   "$SNAKEMAKE" --cores 2 --configfile=workflow/campaigns/privae-cpu.yaml --quiet progress -- $(targets "$variant" "$eps" "$seed")
 done
