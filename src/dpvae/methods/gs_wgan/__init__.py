@@ -44,9 +44,11 @@ class GSWGANParams(MethodParams):
     lr: float = param(0.0001, "Adam learning rate of both networks (betas 0.5, 0.9)", exclusive_minimum=0)
     ema: float = param(0.999, "exponential moving average of the released generator", minimum=0, maximum=1)
     chunk: int = param(
-        16,
-        "warm-start discriminators trained at once (vectorised) and checkpointed together; memory grows with it "
-        "(about 0.3 GB per discriminator and its generator at model_dim 64, batch 32): chunk ≈ free memory / that",
+        8,
+        "warm-start discriminators trained at once (vectorised) and checkpointed together. Chosen by memory, "
+        "which grows linearly with it: about 0.45 GB per discriminator and its generator at model_dim 64, "
+        "batch 32 (CPU peak RSS; on CUDA the benchmark's peak_mb_per_pair), so chunk = free memory / that, no "
+        "larger than where steps/s stop rising; 8 pays on a CPU too (docs/dp2vae.md)",
         minimum=1,
     )
     vectorised: bool = param(True, "warm start on stacked parameters (False: one discriminator after another)")
