@@ -20,9 +20,9 @@ DEVICE=${DEVICE:-cuda}
 if [ "$DEVICE" = cuda ]; then
   engines=(--steps 20 --engines nonprivate opacus dpsgd termwise micro batch partial)
   dp2vae=(--widths 512,256 --batch 32 --encoders 100 --chunk 50 --iters 3 --steps 20 --repeats 3)
-  gswgan=(--discriminators 100 --steps 2 --model-dims 64)
+  gswgan=(--cases 100:64:32 --threads 2 --chunk 25 --iters 1 --repeats 2)
 else
-  engines=(--quick) dp2vae=(--quick) gswgan=(--discriminators 4 --steps 1 --model-dims 4 --repeats 1)
+  engines=(--quick) dp2vae=(--quick) gswgan=(--cases 4:2:4 --threads 1 --chunk 2 --iters 1 --repeats 1)
 fi
 mkdir -p "$OUTDIR"
 export PYTHONPATH=src:tests${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -47,6 +47,6 @@ part tests 240 "$PY" -m pytest -p no:cacheprovider -q -m gpu -o addopts="-ra --s
   "${gpu_tests[@]}"
 part engines 120 "$PY" benchmarks/dpsgd_step.py --device "$DEVICE" "${engines[@]}"
 part dp2vae 100 "$PY" benchmarks/dp2vae_stage1.py --device "$DEVICE" "${dp2vae[@]}"
-part gswgan 50 "$PY" benchmarks/gswgan_discriminators.py --device "$DEVICE" "${gswgan[@]}"
+part gswgan 150 "$PY" benchmarks/gswgan_discriminators.py --device "$DEVICE" "${gswgan[@]}"
 echo "== gpu.sh: ${#failed[@]} part(s) failed${failed[*]:+: ${failed[*]}}; logs in $OUTDIR"
 [ ${#failed[@]} -eq 0 ]

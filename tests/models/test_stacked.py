@@ -10,7 +10,7 @@ import torch
 
 from dpvae.models import gswgan as nets
 from dpvae.models.cvae import CVAE, stacked_loss
-from dpvae.models.stacked import StackedAdam, clip_per_model, stack, unstack
+from dpvae.models.stacked import StackedAdam, Streams, clip_per_model, stack, unstack
 
 
 @pytest.fixture()
@@ -83,9 +83,9 @@ def test_gswgan_networks_of_a_stack_do_not_interact():
     torch.manual_seed(0)
     g, gu = nets.init_generator(3, 4, 2)
     d, du = nets.init_discriminator(3, 2)
-    generator = torch.Generator().manual_seed(3)
-    z = nets.bernoulli_latent((3, 4, 4), generator, torch.device("cpu"))
-    y = torch.randint(10, (3, 4), generator=generator)
+    streams = Streams([torch.Generator().manual_seed(seed) for seed in range(3)])
+    z = nets.bernoulli_latent(streams, (4, 4))
+    y = streams.randint(10, (4,))
     images = nets.generator(g, dict(gu), z, y, update=False)
     scores = nets.discriminator(d, dict(du), images, y, update=False)
     assert images.shape == (3, 4, 1, 28, 28) and scores.shape == (3, 4)
@@ -107,3 +107,16 @@ def test_spectral_normalisation_converges_to_unit_spectral_norm():
         assert float(torch.linalg.matrix_norm(w[i].detach().reshape(w.shape[1], -1), ord=2)) == pytest.approx(
             1.0, rel=1e-3
         )
+
+
+def test_a_models_random_draws_do_not_depend_on_the_stack_it_is_in():
+    def streams(seeds: list[int]) -> Streams:
+        return Streams([torch.Generator().manual_seed(seed) for seed in seeds])
+
+    together, alone = streams([5, 6, 7]), [streams([seed]) for seed in (5, 6, 7)]
+    for _ in range(2):
+        uniform, integers = together.rand((4, 2)), together.randint(10, (3,))
+        assert uniform.shape == (3, 4, 2) and integers.shape == (3, 3)
+        for k, one in enumerate(alone):
+            assert torch.equal(uniform[k], one.rand((4, 2))[0]) and torch.equal(integers[k], one.randint(10, (3,))[0])
+    assert not torch.equal(uniform[0], uniform[1])

@@ -19,7 +19,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from dpvae.models.stacked import Stacked, from_groups, to_groups
+from dpvae.models.stacked import Stacked, Streams, from_groups, to_groups
 
 IMAGE = (1, 28, 28)
 
@@ -140,15 +140,16 @@ def discriminator(params: Stacked, u: Stacked, x: Tensor, y: Tensor, update: boo
     return out + (projection * h).sum(2)
 
 
-def bernoulli_latent(shape: tuple[int, ...], generator_: torch.Generator, device: torch.device) -> Tensor:
-    return (torch.rand(shape, generator=generator_, device=device) < 0.5).float()
+def bernoulli_latent(streams: Streams, shape: tuple[int, ...]) -> Tensor:
+    """Bernoulli(0.5) codes [K, *shape], model k's from stream k."""
+    return (streams.rand(shape) < 0.5).float()
 
 
 def gradient_penalty(
-    params: Stacked, u: Stacked, real: Tensor, fake: Tensor, y: Tensor, weight: float, generator_: torch.Generator
+    params: Stacked, u: Stacked, real: Tensor, fake: Tensor, y: Tensor, weight: float, streams: Streams
 ) -> Tensor:
     """WGAN-GP per model [K]: weight · mean_b (‖∇_x D(x̂_b)‖ − 1)², x̂ on the real-fake segment."""
-    alpha = torch.rand(*real.shape[:2], 1, 1, 1, generator=generator_, device=real.device)
+    alpha = streams.rand((real.shape[1], 1, 1, 1))
     mixed = (alpha * real + (1 - alpha) * fake).requires_grad_(True)
     scores = discriminator(params, u, mixed, y, update=False)
     (grad,) = torch.autograd.grad(scores.sum(), mixed, create_graph=True)

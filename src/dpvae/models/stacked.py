@@ -7,7 +7,8 @@ runs all of them: convolutions as grouped convolutions (groups = K'), linear lay
 products, GroupNorm as one GroupNorm with K'·g groups. Activations are laid out [B, K'·C, H, W] (model-major
 channels) or [B, K', F]. The models are independent, so the gradient of the summed loss is every model's
 own gradient; Adam is elementwise, so `StackedAdam` is exactly K' independent `torch.optim.Adam`s (tests
-check both against single models).
+check both against single models). `Streams` gives each model its own random stream, so that what a model
+draws does not depend on which models share its stack.
 """
 
 from __future__ import annotations
@@ -102,6 +103,24 @@ def clip_per_model(grads: Stacked, groups: Iterable[Iterable[str]], max_norm: fl
             grads[n].mul_(factor.view(-1, *([1] * (grads[n].dim() - 1))))
         all_norms.append(norms)
     return torch.stack(all_norms, 1)
+
+
+class Streams:
+    """One random stream per model of a stack: a draw of per-model shape S is [K', *S], row k from stream k.
+
+    A model's numbers are then the same in a stack of any size (one draw per model and per call: K' small
+    kernels, negligible beside a training step); with one stream, `rand(S)` is `torch.rand((1, *S))`.
+    """
+
+    def __init__(self, generators: Sequence[torch.Generator]) -> None:
+        self.generators = tuple(generators)
+        self.device = self.generators[0].device
+
+    def rand(self, shape: tuple[int, ...]) -> Tensor:
+        return torch.stack([torch.rand(shape, generator=g, device=self.device) for g in self.generators])
+
+    def randint(self, high: int, shape: tuple[int, ...]) -> Tensor:
+        return torch.stack([torch.randint(high, shape, generator=g, device=self.device) for g in self.generators])
 
 
 class StackedAdam:

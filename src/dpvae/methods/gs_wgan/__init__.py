@@ -1,11 +1,12 @@
 """GS-WGAN (Chen et al. 2020): gradient-sanitised WGAN with K discriminators (DP²-VAE baseline, Figs 2 and 4).
 
 The training split is cut into K disjoint subsets, one discriminator each. Warm start: every discriminator is
-pre-trained non-privately with its own generator (`pretrain_iters`, 0 = none), all K at once on stacked
-parameters. Main phase: each iteration draws a discriminator k, trains it `critic_iters` WGAN-GP steps on
-its subset, then updates the generator through it with the gradient w.r.t. each generated image clipped to
-C/B and perturbed with N(0, (2σC/B)²) ("gradient sanitisation"); the released generator is the exponential
-moving average of the generator. Accounting: see `dpvae.methods.gs_wgan.train` (authors' autodp way and the
+pre-trained non-privately with its own generator (`pretrain_iters`, 0 = none), `chunk` at a time on stacked
+parameters (each from its own seed and random stream: the chunking changes only float rounding). Main phase:
+each iteration draws a discriminator k, trains it `critic_iters` WGAN-GP steps on its subset, then updates the
+generator through it with the gradient w.r.t. each generated image clipped to C/B and perturbed with
+N(0, (2σC/B)²) ("gradient sanitisation"); the released generator is the exponential moving average of the
+generator. Accounting: see `dpvae.methods.gs_wgan.train` (authors' autodp way and the
 project's accountants).
 """
 
@@ -42,7 +43,15 @@ class GSWGANParams(MethodParams):
     clip: float = param(1.0, "clipping bound C of each generated image's gradient (times 1/B)", exclusive_minimum=0)
     lr: float = param(0.0001, "Adam learning rate of both networks (betas 0.5, 0.9)", exclusive_minimum=0)
     ema: float = param(0.999, "exponential moving average of the released generator", minimum=0, maximum=1)
-    chunk: int = param(50, "warm-start discriminators trained at once (vectorised)", minimum=1)
+    chunk: int = param(
+        8,
+        "warm-start discriminators trained at once (vectorised) and checkpointed together. Chosen by memory, "
+        "which grows linearly with it: about 0.45 GB per discriminator and its generator at model_dim 64, "
+        "batch 32 (CPU peak RSS; on CUDA the benchmark's peak_mb_per_pair), so chunk = free memory / that, no "
+        "larger than where steps/s stop rising; 8 pays on a CPU too (docs/dp2vae.md)",
+        minimum=1,
+    )
+    vectorised: bool = param(True, "warm start on stacked parameters (False: one discriminator after another)")
 
 
 @register_method

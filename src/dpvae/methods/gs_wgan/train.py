@@ -9,6 +9,7 @@ import json
 import logging
 import math
 import time
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -19,7 +20,7 @@ from dpvae.methods.checkpoint import Checkpoint, restore_rng, rng_state
 from dpvae.methods.conditional import balanced_labels, batches, device_of, disjoint_subsets, num_classes
 from dpvae.methods.gs_wgan.accounting import authors_epsilon, authors_iters, ledger
 from dpvae.models import gswgan as nets
-from dpvae.models.stacked import StackedAdam
+from dpvae.models.stacked import Stacked, StackedAdam, Streams
 from dpvae.privacy import canaries
 from dpvae.privacy.ledger import Ledger
 
@@ -39,52 +40,88 @@ def clip_images(image_grad: torch.Tensor, bound: float) -> torch.Tensor:
 
 
 def _real(
-    x: torch.Tensor, y: torch.Tensor, subsets: torch.Tensor, rows: torch.Tensor, batch: int, generator: torch.Generator
+    x: torch.Tensor, y: torch.Tensor, subsets: torch.Tensor, rows: torch.Tensor, batch: int, streams: Streams
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """A batch of B records of each subset in `rows` (without replacement): x [K', B, ...], y [K', B]."""
-    pick = torch.rand(len(rows), subsets.shape[1], generator=generator, device=x.device).argsort(1)[:, :batch]
+    pick = streams.rand((subsets.shape[1],)).argsort(1)[:, :batch]
     index = torch.gather(subsets[rows], 1, pick)
     return x[index], y[index]
 
 
-def _critic_loss(d: dict, du: dict, g: dict, gu: dict, real: torch.Tensor, y: torch.Tensor, p, rng) -> torch.Tensor:
+def _critic_loss(d: dict, du: dict, g: dict, gu: dict, real: torch.Tensor, y: torch.Tensor, p, streams) -> torch.Tensor:
     """Σ over models of WGAN-GP critic losses: D(fake) − D(real) + GP + ε-penalty·D(real)²."""
-    k, b = y.shape
-    z = nets.bernoulli_latent((k, b, p.z_dim), rng, real.device)
+    z = nets.bernoulli_latent(streams, (y.shape[1], p.z_dim))
     with torch.no_grad():
         fake = nets.generator(g, gu, z, y)
     d_real, d_fake = nets.discriminator(d, du, real, y), nets.discriminator(d, du, fake, y)
-    gp = nets.gradient_penalty(d, du, real, fake, y, p.gp_weight, rng)
+    gp = nets.gradient_penalty(d, du, real, fake, y, p.gp_weight, streams)
     return (d_fake.mean(1) - d_real.mean(1) + gp + p.logit_penalty * d_real.square().mean(1)).sum()
 
 
+def _torch_adam(params: Stacked, lr: float) -> Callable[[Stacked], None]:
+    """One model's `torch.optim.Adam` (the warm start's reference optimizer), stepped with given gradients."""
+    adam = torch.optim.Adam(list(params.values()), lr, betas=BETAS)
+
+    def step(grads: Stacked) -> None:
+        for name, t in params.items():
+            t.grad = grads[name]
+        adam.step()
+
+    return step
+
+
+def warm_start(
+    ctx: RunContext, x, y, subsets: torch.Tensor, rows: list[int], batch: int, classes: int
+) -> tuple[Stacked, Stacked]:
+    """Discriminators `rows`, each with its own generator, trained `pretrain_iters` non-private iterations
+    (`critic_iters` WGAN-GP steps, then a generator step) on their subsets, on stacked parameters with
+    `StackedAdam` (or, not `vectorised`, `torch.optim.Adam`: the reference, which `pretrain` then runs on one
+    model at a time). Model k starts from seed `pretrain-init-k` and draws from stream `pretrain-k`, so it
+    learns the same in a stack of any size."""
+    p, device = ctx.params, x.device
+    models = []  # (d, du, g, gu) of each model, K' = 1
+    for k in rows:
+        torch.manual_seed(ctx.seed_for(f"pretrain-init-{k}"))
+        d, du = nets.init_discriminator(1, p.model_dim, classes)
+        models.append((d, du, *nets.init_generator(1, p.z_dim, p.model_dim, classes)))
+    d, du, g, gu = (
+        {n: torch.cat([m[i][n] for m in models]).detach().to(device) for n in models[0][i]} for i in range(4)
+    )
+    for t in (*d.values(), *g.values()):
+        t.requires_grad_(True)
+    if p.vectorised:
+        d_step, g_step = StackedAdam(d, p.lr, BETAS).step, StackedAdam(g, p.lr, BETAS).step
+    else:
+        d_step, g_step = _torch_adam(d, p.lr), _torch_adam(g, p.lr)
+    streams = Streams([ctx.torch_generator(f"pretrain-{k}", str(device)) for k in rows])
+    index = torch.as_tensor(rows, device=device)
+    for _ in range(p.pretrain_iters):
+        for _ in range(p.critic_iters):
+            real, labels = _real(x, y, subsets, index, batch, streams)
+            grads = torch.autograd.grad(_critic_loss(d, du, g, gu, real, labels, p, streams), list(d.values()))
+            d_step(dict(zip(d, grads)))
+        z = nets.bernoulli_latent(streams, (batch, p.z_dim))
+        labels = streams.randint(classes, (batch,))
+        loss = -nets.discriminator(d, du, nets.generator(g, gu, z, labels), labels).mean(1).sum()
+        g_step(dict(zip(g, torch.autograd.grad(loss, list(g.values())))))
+    return {n: t.detach() for n, t in d.items()}, du
+
+
 def pretrain(ctx: RunContext, x, y, subsets, batch: int, classes: int, checkpoint: Checkpoint) -> tuple[dict, dict]:
-    """Warm start: each discriminator trained with its own non-private generator, `chunk` pairs at a time."""
+    """Warm start (`warm_start`) of all K discriminators, `chunk` at a time (one stack, or one after another
+    when not `vectorised`), checkpointed after each chunk."""
     p, k = ctx.params, len(subsets)
     state = checkpoint.load() or {}
     kept, kept_u, done = state.get("pre_d", {}), state.get("pre_u", {}), state.get("pre_done", 0)
     while done < k:
-        rows = torch.arange(done, min(k, done + p.chunk), device=x.device)
-        torch.manual_seed(ctx.seed_for(f"pretrain-init-{done}"))
-        d, du = nets.init_discriminator(len(rows), p.model_dim, classes)
-        g, gu = nets.init_generator(len(rows), p.z_dim, p.model_dim, classes)
-        d, du, g, gu = ({n: t.to(x.device) for n, t in s.items()} for s in (d, du, g, gu))
-        d_opt, g_opt = StackedAdam(d, p.lr, BETAS), StackedAdam(g, p.lr, BETAS)
-        rng = ctx.torch_generator(f"pretrain-{done}", str(x.device))
-        for _ in range(p.pretrain_iters):
-            for _ in range(p.critic_iters):
-                real, labels = _real(x, y, subsets, rows, batch, rng)
-                grads = torch.autograd.grad(_critic_loss(d, du, g, gu, real, labels, p, rng), list(d.values()))
-                d_opt.step(dict(zip(d, grads)))
-            z = nets.bernoulli_latent((len(rows), batch, p.z_dim), rng, x.device)
-            labels = torch.randint(classes, (len(rows), batch), generator=rng, device=x.device)
-            loss = -nets.discriminator(d, du, nets.generator(g, gu, z, labels), labels).mean(1).sum()
-            g_opt.step(dict(zip(g, torch.autograd.grad(loss, list(g.values())))))
-        for name, t in d.items():
-            kept.setdefault(name, []).append(t.detach().cpu())
-        for name, t in du.items():
-            kept_u.setdefault(name, []).append(t.cpu())
-        done = int(rows[-1]) + 1
+        rows = list(range(done, min(k, done + p.chunk)))
+        for group in [rows] if p.vectorised else [[row] for row in rows]:
+            d, du = warm_start(ctx, x, y, subsets, group, batch, classes)
+            for name, t in d.items():
+                kept.setdefault(name, []).append(t.cpu())
+            for name, t in du.items():
+                kept_u.setdefault(name, []).append(t.cpu())
+        done = rows[-1] + 1
         log.info("warm start: %d/%d discriminators", done, k)
         checkpoint.save({"pre_d": kept, "pre_u": kept_u, "pre_done": done})
     return (
@@ -130,6 +167,7 @@ def train(ctx: RunContext) -> Ledger:
     ema = {n: t.detach().clone() for n, t in g.items()}
     d_opt, g_opt = StackedAdam(d, p.lr, BETAS), StackedAdam(g, p.lr, BETAS)
     rng = ctx.torch_generator("main", str(device))
+    streams = Streams([rng])  # the drawn discriminator's draws: one model, one stream
     noise = ctx.torch_generator("sanitiser", str(device))
     step = 0
     if state and "step" in state:
@@ -148,15 +186,15 @@ def train(ctx: RunContext) -> Ledger:
         for _ in range(p.critic_iters):
             dk = {n: t[chosen].detach().requires_grad_(True) for n, t in d.items()}
             uk = {n: t[chosen] for n, t in du.items()}
-            real, labels = _real(x, y, subsets, chosen, batch, rng)
-            grads = torch.autograd.grad(_critic_loss(dk, uk, g, gu, real, labels, p, rng), list(dk.values()))
+            real, labels = _real(x, y, subsets, chosen, batch, streams)
+            grads = torch.autograd.grad(_critic_loss(dk, uk, g, gu, real, labels, p, streams), list(dk.values()))
             d_opt.step(dict(zip(dk, grads)), rows=chosen)
             for n, t in uk.items():
                 du[n][chosen] = t
         # generator step through the drawn discriminator, with sanitised gradients w.r.t. the images
         dk = {n: t[chosen].detach() for n, t in d.items()}
         uk = {n: t[chosen] for n, t in du.items()}
-        z = nets.bernoulli_latent((1, batch, p.z_dim), rng, device)
+        z = nets.bernoulli_latent(streams, (batch, p.z_dim))
         labels = torch.randint(classes, (1, batch), generator=rng, device=device)
         fake = nets.generator(g, gu, z, labels)
         (image_grad,) = torch.autograd.grad(-nets.discriminator(dk, uk, fake, labels).mean(), fake, retain_graph=True)
@@ -235,6 +273,6 @@ def sample(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
     out = np.empty((n, *nets.IMAGE), dtype=np.float32)
     for part in batches(n, 500):
         labels = torch.as_tensor(y[part], device=device)[None]
-        z = nets.bernoulli_latent((1, labels.shape[1], meta["z_dim"]), rng, device)
+        z = nets.bernoulli_latent(Streams([rng]), (labels.shape[1], meta["z_dim"]))
         out[part] = nets.generator(params, u, z, labels, update=False)[0].cpu().numpy()
     return {"x": out, "y": y}
