@@ -170,18 +170,19 @@ def test_oversize_attack_refused_at_validation(csv_dir):
 
 def test_image_method_on_a_table_refused(csv_dir):
     """DP-MERF (images) on the breast-cancer table: one line naming the method and the dataset."""
-    exp = {**overlay("breast-cancer.yaml")["experiments"]["own_breast_cancer"], "variants": ["dp-merf"]}
-    problems = _refusals(csv_dir, {"experiments": {"own_breast_cancer": exp}})
+    problems, refused = _refused_method(csv_dir, "dp-merf")
     assert len(problems) == 1, problems
     assert "'dp-merf'" in problems[0] and "'breast-cancer'" in problems[0] and "(a table)" in problems[0]
-    refused = subprocess.run(
-        [*DPVAE, "synth", "--method", "dp-merf", "--data", "mydata/breast-cancer.csv", "--epsilon", "1"]
-        + ["--declare", str(REPO_ROOT / "examples" / "own-data" / "breast-cancer.yaml"), "--out", "s.csv"],
-        cwd=csv_dir,
-        capture_output=True,
-        text=True,
-    )
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "dp-merf" in refused.stderr
+
+
+def _refused_method(cwd: Path, method: str) -> tuple[list[str], subprocess.CompletedProcess]:
+    """(check-config's problems with `method` as the breast-cancer experiment's one variant, `dpvae synth` of it)."""
+    exp = {**overlay("breast-cancer.yaml")["experiments"]["own_breast_cancer"], "variants": [method]}
+    problems = _refusals(cwd, {"experiments": {"own_breast_cancer": exp}})
+    declare = str(REPO_ROOT / "examples" / "own-data" / "breast-cancer.yaml")
+    words = ["synth", "--method", method, "--data", "mydata/breast-cancer.csv", "--epsilon", "1", "--declare", declare]
+    return problems, subprocess.run([*DPVAE, *words, "--out", "s.csv"], cwd=cwd, capture_output=True, text=True)
 
 
 def test_declared_file_problems_name_the_key(csv_dir):
@@ -199,16 +200,8 @@ def test_declared_file_problems_name_the_key(csv_dir):
 def test_ryans_method_on_a_declared_dataset_refused(csv_dir):
     """Ryan's method needs a public sample, which a declared dataset does not give: one line at validation
     naming the method and the dataset, and `dpvae synth` refuses it before training (no model written)."""
-    exp = {**overlay("breast-cancer.yaml")["experiments"]["own_breast_cancer"], "variants": ["ryan"]}
-    problems = _refusals(csv_dir, {"experiments": {"own_breast_cancer": exp}})
+    problems, refused = _refused_method(csv_dir, "ryan")
     assert len(problems) == 1, problems
     assert "'ryan'" in problems[0] and "'breast-cancer'" in problems[0] and "public sample" in problems[0]
-    refused = subprocess.run(
-        [*DPVAE, "synth", "--method", "ryan", "--data", "mydata/breast-cancer.csv", "--epsilon", "1"]
-        + ["--declare", str(REPO_ROOT / "examples" / "own-data" / "breast-cancer.yaml"), "--out", "s.csv"],
-        cwd=csv_dir,
-        capture_output=True,
-        text=True,
-    )
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "public sample" in refused.stderr
     assert not (csv_dir / "s.csv.run" / "model").exists() and not (csv_dir / "s.csv").exists()
