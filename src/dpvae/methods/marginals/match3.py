@@ -12,6 +12,10 @@
 5. *Estimation*: mirror descent over the marginal polytope (mbi `MirrorDescent`, `LinearMeasurement`s
    with standard deviation σ/w); `MarkovRandomField.synthetic_data` draws the records; merged cells are
    re-expanded uniformly at random (match3's `reverse_data`).
+
+mbi's attributes are the column indices (ints), not their strings: mbi iterates sets of attributes (e.g. the
+conditioning columns of `synthetic_data`, mbi 2.0.0 markov_random_field.py:135-136, `tuple(used ∩ ...)`), whose
+order for strings changes with PYTHONHASHSEED and so changed the samples between processes; an int's hash is itself.
 """
 
 from __future__ import annotations
@@ -109,7 +113,6 @@ def measure(
     from mbi import Domain, LinearMeasurement
 
     d = codes.shape[1]
-    names = [str(a) for a in range(d)]
     weight = 1.0 / np.sqrt(d)
     noise = lambda shape, std: std * rng.standard_normal(shape)  # noqa: E731  (canaries: an audited run only)
     round1, supports, mappings = [], [], []
@@ -120,10 +123,10 @@ def measure(
         mapping[support] = np.arange(int(support.sum()))
         mappings.append(mapping)
         supports.append(support)
-        round1.append(LinearMeasurement(y / weight, (names[a],), stddev=sigma / weight))
+        round1.append(LinearMeasurement(y / weight, (a,), stddev=sigma / weight))
     compressed_sizes = np.array([int(m.max()) + 1 for m in mappings], dtype=np.int64)
-    full = Domain(names, [int(s) for s in sizes])
-    measurements = [m.compress({names[a]: mappings[a]}, full) for a, m in zip(range(d), round1)]
+    full = Domain(range(d), [int(s) for s in sizes])
+    measurements = [m.compress({a: mappings[a]}, full) for a, m in zip(range(d), round1)]
 
     compressed = np.column_stack([mappings[a][codes[:, a]] for a in range(d)])
     kept = [c for c in round2 if np.prod([compressed_sizes[a] for a in c]) < max_domain]
@@ -132,7 +135,7 @@ def measure(
         for clique in kept:
             hist = histogram(compressed, clique, compressed_sizes)
             y = canaries.release(weight2 * hist, sigma, noise, sensitivity=weight2, name="match3")
-            measurements.append(LinearMeasurement(y / weight2, tuple(names[a] for a in clique), stddev=sigma / weight2))
+            measurements.append(LinearMeasurement(y / weight2, clique, stddev=sigma / weight2))
     return Measured(measurements, supports, compressed_sizes)
 
 
@@ -144,8 +147,7 @@ def estimate(measured: Measured, iterations: int):
     from mbi import Domain
     from mbi.estimation import MirrorDescent
 
-    names = [str(a) for a in range(len(measured.compressed_sizes))]
-    domain = Domain(names, [int(s) for s in measured.compressed_sizes])
+    domain = Domain(range(len(measured.compressed_sizes)), [int(s) for s in measured.compressed_sizes])
     return MirrorDescent().estimate(domain, measured.measurements, iters=iterations)
 
 

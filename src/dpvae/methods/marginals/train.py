@@ -104,7 +104,7 @@ def sample_ryan(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
     rows = len(ctx.data.train.y) if n is None else n
     np.random.seed(ctx.seed_for("ryan-mbi-sample"))  # mbi's synthetic_data draws from numpy's global RNG
     columns = model.synthetic_data(rows=rows).to_dict()
-    compressed = np.column_stack([columns[str(a)] for a in range(len(discretizer.columns))]).astype(np.int64)
+    compressed = np.column_stack([columns[a] for a in model.domain.attributes]).astype(np.int64)
     codes = match3.expand(compressed, supports, rng)
     x, y = discretizer.decode(codes, rng)
     return {"x": x, "y": y}
