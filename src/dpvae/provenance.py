@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import platform
 import subprocess
 from typing import Any
@@ -20,7 +21,8 @@ def sha256_json(payload: Any) -> str:
 
 @functools.cache
 def git_commit() -> str:
-    """The checkout's commit ('<sha>' or '<sha>-dirty'), or 'unknown' outside a git checkout."""
+    """The checkout's commit ('<sha>' or '<sha>-dirty'); outside a git checkout (a device's copy of the working
+    tree, without .git) $DPVAE_COMMIT, else 'unknown'."""
 
     def git(*args: str) -> str:
         return subprocess.run(
@@ -31,7 +33,7 @@ def git_commit() -> str:
         sha = git("rev-parse", "HEAD")
         dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
+        return os.environ.get("DPVAE_COMMIT") or "unknown"
     return f"{sha}-dirty" if dirty else sha
 
 

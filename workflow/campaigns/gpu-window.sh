@@ -1,19 +1,52 @@
 #!/usr/bin/env bash
 # One device call of the GPU queue (gpu-queue.yaml) on a CUDA machine of this workplace, from the repository root:
-#   workflow/campaigns/gpu-window.sh [BUDGET_MINUTES [--dry-run]]   (default 9; results under $OUT/queue; $PY: python3)
-# carrying .whl/ (workflow/campaigns/gpu-wheels.sh), .devdata/ (the entries' datasets from ../shared/data with its
+#   DPVAE_COMMIT=<sha> workflow/campaigns/gpu-window.sh [BUDGET_MINUTES [OPTION...]]
+# BUDGET_MINUTES: default 9; OPTIONs go to `gpu_queue.py run` (--dry-run, --queue FILE, --cores N, --device cpu);
+# results under $OUT/queue; $PY: python3. DPVAE_COMMIT: the commit the call's working tree is (`git rev-parse HEAD`
+# here, `-dirty` added for uncommitted changes), which the runs' train.json and so the recorded rows carry (the
+# copy on the device has no .git). GPU_WINDOW_KEEP: where the machine keeps the wheels' install and the joined
+# weights between calls (default /tmp).
+# Carrying .whl/ (workflow/campaigns/gpu-wheels.sh), .devdata/ (the entries' datasets from ../shared/data with its
 # MANIFEST.tsv) and, for FID, the Inception weights' parts .devinc<k>/ (workflow/campaigns/gpu-inception.sh split)
 # spread over consecutive calls: the machine keeps them, and /tmp, while it stays warm. Installs the wheels once,
 # joins the weights once every part is there, then runs the queue; `gpu_queue.py unpack $OUT/queue` here afterwards.
+#
+# Rehearsed on the CPU by tests/workflow/test_gpu_window.py: a copy of the working tree with toy carried folders,
+# two calls of this script on a toy queue (tests/config/gpu-rehearsal-queue.yaml, --device cpu): the join, entries
+# trained and evaluated, a budget stop resumed by the next call, what comes back under $OUT, `unpack`, the tables,
+# `dpvae record` and the scorecard. What only a device shows, and where the first call (`gpu-window.sh 9 --dry-run`,
+# about a minute: the device line, then the first entry planned) or the first entry shows it:
+#   * CUDA seen by torch, its name, free memory: `gpu_queue.py run`'s first line (queue.txt's too), "device: cuda:
+#     NVIDIA H100 ..., X of Y GiB free"; without CUDA the call stops there, saying so, before any entry.
+#   * CUDA kernels (per-example gradients, GroupNorm, noise from a CUDA generator): that line's 10 DP-SGD steps on
+#     the GPU; the methods' own CUDA code (DP²-VAE's vectorised encoders, FID's Inception, the classifiers): the
+#     first entry, whose failed job's log Snakemake prints (the call's output tail).
+#   * Deterministic CUDA settings (dpvae.devices.repeatable): "deterministic kernels on" in the device line; an op
+#     without a deterministic kernel warns in its job's log.
+#   * Memory: the free GiB in the device line; the paper widths' peak (1,000 encoders, 5.2 GiB): the first entry.
+#   * The wheels on the device's Python 3.12 and torch (2.11 there; the CPU rehearsal imports this checkout's
+#     environment and skips the install): this script's "gpu-window: installed ..." line, then the device line.
+#   * The warm machine keeping $GPU_WINDOW_KEEP and the carried folders between calls: the next call says
+#     "packages already importable" and, once every part came, "joined"; else it installs again / leaves FID.
+#   * nvidia-smi: the name and memory line below.
+#   * Paper-size timings and archive sizes (the toy entries take seconds and KiB): queue.txt's "ok in X min;
+#     <entry>.tar.gz: Y MiB" of the first entry, against its `minutes` and the 16 MiB limit of one file back.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-python3}
-PYTHONPATH=/tmp/site "$PY" -c "import snakemake, opacus" 2> /dev/null \
-  || "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site DPVAE_DATA_MIRROR=$PWD/.devdata
-weights=/tmp/pt_inception-2015-12-05-fc-zeroed.pth
+KEEP=${GPU_WINDOW_KEEP:-/tmp}
+if PYTHONPATH=$KEEP/site "$PY" -c "import snakemake, opacus" 2> /dev/null; then
+  echo "gpu-window: packages already importable"
+else
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$KEEP/site" .whl/*.whl
+  echo "gpu-window: installed $(ls .whl | wc -l) wheels into $KEEP/site"
+fi
+[ -n "${DPVAE_COMMIT:-}" ] || echo "gpu-window: DPVAE_COMMIT unset: the runs' train.json will say commit 'unknown'"
+export PYTHONPATH=$KEEP/site DPVAE_DATA_MIRROR=$PWD/.devdata
+weights=$KEEP/pt_inception-2015-12-05-fc-zeroed.pth
 if [ ! -f "$weights" ] && compgen -G ".devinc*/*.part*" > /dev/null; then
-  workflow/campaigns/gpu-inception.sh join "$weights" || echo "gpu-window: FID left for a later call (a part missing)"
+  workflow/campaigns/gpu-inception.sh join "$weights" > /dev/null && echo "gpu-window: joined $weights" \
+    || echo "gpu-window: FID left for a later call (a part missing)"
 fi
 [ -f "$weights" ] && export DPVAE_INCEPTION_WEIGHTS=$weights
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true

@@ -30,7 +30,8 @@ Fashion-MNIST (30 MB) does not fit beside a weights part: on a machine that has 
 [.devdata/MANIFEST.tsv, .devdata/fashion-mnist] with the call that runs its entries (the MNIST ones come first).
 (`.whl/`: workflow/campaigns/gpu-wheels.sh; `.devdata/`: the entries' datasets copied from ../shared/data with its
 MANIFEST.tsv, MNIST 12 MB, Fashion-MNIST 30 MB; `.devinc<k>/`: workflow/campaigns/gpu-inception.sh split.) Checked
-here end to end with `PY=.venv/bin/python gpu-window.sh 200 --dry-run` (join, every entry planned); Snakemake from
+here end to end with `PY=.venv/bin/python gpu-window.sh 200 --dry-run --device cpu` (join, every entry planned)
+and rehearsed on the CPU by tests/workflow/test_gpu_window.py; Snakemake from
 the wheels planned an entry on one H200 (26 Nov 2026); no entry has yet run on a device.
 """
 
@@ -182,9 +183,54 @@ def build(command: list[str], seconds: float) -> str:
         return "stopped"
 
 
-def run(entries: list[Entry], out: Path, budget: float, cores: int, dry_run: bool) -> int:
+def check(device: str) -> str:
+    """One line on the machine the entries run on, after 10 DP-SGD steps there with the jobs' deterministic
+    kernels (dpvae.devices.repeatable); raises RuntimeError, naming what is missing, where `device` is not."""
+    import torch
+    from torch import nn
+
+    from dpvae.devices import device_name, repeatable, synchronize
+    from dpvae.privacy.dpsgd import DPSGD
+
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(f"no CUDA device (torch {torch.__version__}: torch.cuda.is_available() is False)")
+    repeatable(device)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 8, 4, 2, 1), nn.GroupNorm(2, 8), nn.Flatten(), nn.Linear(8 * 8 * 8, 1))
+    model = model.to(device)
+    engine = DPSGD(
+        model,
+        max_grad_norm=1.0,
+        noise_multiplier=1.0,
+        sample_rate=0.01,
+        expected_batch_size=16,
+        generator=torch.Generator(device).manual_seed(0),
+    )
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.rand(16, 1, 16, 16, device=device)
+    started = time.monotonic()
+    for _ in range(10):
+        optimizer.zero_grad()
+        engine.step(model(x).square().sum(1))
+        optimizer.step()
+    synchronize(device)
+    line = f"device: {device_name(device)}, torch {torch.__version__} (CUDA {torch.version.cuda})"
+    if device == "cuda":
+        free, total = torch.cuda.mem_get_info()
+        deterministic = torch.are_deterministic_algorithms_enabled() and os.environ.get("CUBLAS_WORKSPACE_CONFIG")
+        line += f", {free / 2**30:.1f} of {total / 2**30:.1f} GiB free"
+        line += f", deterministic kernels {'on' if deterministic else 'OFF'}"
+    return f"{line}; 10 DP-SGD steps in {time.monotonic() - started:.2f} s"
+
+
+def run(entries: list[Entry], out: Path, budget: float, cores: int, dry_run: bool, device: str = "cuda") -> int:
     out.mkdir(parents=True, exist_ok=True)
-    report, left, failed = [], budget, 0
+    try:
+        report, left, failed = [check(device)], budget, 0
+    except RuntimeError as error:
+        (out / "queue.txt").write_text(f"device: {error}; nothing ran\n")
+        print(f"gpu_queue: {error}; nothing ran", file=sys.stderr)
+        return 2
     shutil.rmtree(ROOT / ".snakemake" / "locks", ignore_errors=True)  # a call stopped at its limit leaves them
     snakemake = [sys.executable, "-m", "snakemake", "--cores", str(cores), "--set-threads", "train=1", "evaluate=1"]
     snakemake += ["--rerun-incomplete"]
@@ -274,21 +320,26 @@ def unpack(out: Path, entries: list[Entry]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--queue", type=Path, default=QUEUE, help="the queue file (default: gpu-queue.yaml)")
     sub = parser.add_subparsers(dest="verb", required=True)
-    sub.add_parser("status")
-    p = sub.add_parser("run")
+    sub.add_parser("status", parents=[common])
+    p = sub.add_parser("run", parents=[common])
     p.add_argument("out", type=Path)
     p.add_argument("--budget", type=float, default=9.0, help="minutes of work for this call")
     p.add_argument("--cores", type=int, default=16)
     p.add_argument("--dry-run", action="store_true", help="snakemake -n for each entry that would run")
-    p = sub.add_parser("unpack")
+    p.add_argument(
+        "--device", choices=("cuda", "cpu"), default="cuda", help="where the entries must run (cpu: a rehearsal)"
+    )
+    p = sub.add_parser("unpack", parents=[common])
     p.add_argument("out", type=Path)
     args = parser.parse_args(argv)
-    entries = load_queue()
+    entries = load_queue(args.queue)
     if args.verb == "status":
         status(entries)
     elif args.verb == "run":
-        return run(entries, args.out, args.budget, args.cores, args.dry_run)
+        return run(entries, args.out, args.budget, args.cores, args.dry_run, args.device)
     else:
         unpack(args.out, entries)
     return 0
