@@ -17,6 +17,8 @@ from dpvae.methods.registry import METHODS
 from support.hash_seed_runs import TINY, write_data
 from support.toy_runs import toy_spec
 
+pytestmark = pytest.mark.slow  # ~55 s of CPU per process, the two side by side
+
 HASH_SEEDS = ("1", "2")
 IMPLEMENTED = sorted(m.name for m in METHODS.values() if m.implemented)
 TESTS = Path(__file__).parents[1]
