@@ -168,7 +168,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--pending", type=_json, default={})
     p.add_argument("--out", required=True)
 
-    p = sub.add_parser("record", help="record paper-scale results of built runs into reproductions/<paper>.csv")
+    p = sub.add_parser(
+        "record",
+        help="record paper-scale results of built runs into reproductions/<paper>.csv (refused while a file on the "
+        "jobs' path is modified: src/, workflow/, envs/, Snakefile, config.yaml, the overlay --command names)",
+    )
     p.add_argument("tables", nargs="*", help="tidy tables (results/paper/tables/<experiment>/<dataset>.csv)")
     p.add_argument("--command", default=None, help="the command that produced them (default: this one)")
     p.add_argument("--out-dir", default=None, help="default: <repo>/reproductions")

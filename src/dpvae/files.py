@@ -99,6 +99,18 @@ def atomic_write(path: str | Path, write: Callable[[str], None]) -> Path:
     return path
 
 
+def save_torch(path: str | Path, obj: Any) -> Path:
+    """torch.save `obj` to `path` atomically, through an open file: given a path, torch names the archive's top
+    folder after it (here the random temporary), so the same object would not give the same bytes."""
+    import torch
+
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as stream:
+            torch.save(obj, stream)
+
+    return atomic_write(path, write)
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

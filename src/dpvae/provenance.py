@@ -19,19 +19,45 @@ def sha256_json(payload: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+#: where a job's code and configuration live: a modified or untracked file here makes the checkout's commit
+#: '<sha>-dirty'; elsewhere (docs/, README, tests/, reproductions/) it changes no result
+CODE_PATHS = ("src/", "workflow/", "envs/", "Snakefile", "config.yaml")
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(REPO_ROOT), *args], capture_output=True, text=True, check=True, timeout=10
+    ).stdout
+
+
+def changed_files() -> list[str]:
+    """The checkout's modified, staged, deleted and untracked (not ignored) files, relative to its root, a rename's
+    both names; OSError or SubprocessError outside a git checkout."""
+    fields = iter(_git("status", "--porcelain", "-z", "--untracked-files=all").split("\0"))
+    files = []
+    for entry in fields:
+        if entry:
+            files.append(entry[3:])
+            if entry[0] in "RC":  # a rename or copy: the original's name is the next field
+                files.append(next(fields))
+    return files
+
+
+def on_code_path(files: list[str], named: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """Those of `files` (relative to the checkout) a job's result may depend on: under `CODE_PATHS`, or one of
+    `named` (e.g. the campaign overlay a command names)."""
+    extra = {os.path.normpath(n) for n in named}
+    return [f for f in files if f.startswith(CODE_PATHS) or os.path.normpath(f) in extra]
+
+
 @functools.cache
 def git_commit() -> str:
-    """The checkout's commit ('<sha>' or '<sha>-dirty'); outside a git checkout (a device's copy of the working
+    """The checkout's commit: '<sha>', '<sha>-dirty' if a file on a job's path is modified or untracked
+    (`on_code_path`; other changes leave the sha clean); outside a git checkout (a device's copy of the working
     tree, without .git) $DPVAE_COMMIT, else 'unknown'."""
-
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(REPO_ROOT), *args], capture_output=True, text=True, check=True, timeout=10
-        ).stdout.strip()
-
     try:
-        sha = git("rev-parse", "HEAD")
-        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+        sha = _git("rev-parse", "HEAD").strip()
+        dirty = bool(on_code_path(changed_files()))
     except (OSError, subprocess.SubprocessError):
         return os.environ.get("DPVAE_COMMIT") or "unknown"
     return f"{sha}-dirty" if dirty else sha

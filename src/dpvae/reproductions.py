@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +27,7 @@ from dpvae.errors import DataError
 from dpvae.files import atomic_write
 from dpvae.items import ITEMS, PAPERS
 from dpvae.paths import REPO_ROOT
-from dpvae.provenance import git_commit
+from dpvae.provenance import changed_files, git_commit, on_code_path
 from dpvae.runs import split_variant
 from dpvae.schema import format_eps, read_config
 
@@ -216,13 +217,33 @@ def thin_series(table: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([table[table["step"].isna()], *thinned]).sort_index()
 
 
+def check_tree(command: str) -> None:
+    """Refuse (DataError) to record from a checkout where a file on a recorded job's path is modified or untracked
+    (`provenance.on_code_path`: src/, workflow/, envs/, Snakefile, config.yaml and the files `command` names, such
+    as its campaign overlay): the commit recorded would not name the code. Other changes pass; so does a tree
+    outside git (its commit reads 'unknown')."""
+    try:
+        files = changed_files()
+    except (OSError, subprocess.SubprocessError):
+        return
+    named = [part for token in command.split() for part in token.split("=") if part]
+    if changed := on_code_path(files, named):
+        shown = ", ".join(changed[:10]) + (f" and {len(changed) - 10} more" if len(changed) > 10 else "")
+        raise DataError(
+            f"record: {len(changed)} file(s) on the recorded jobs' path differ from the commit: {shown}; commit or "
+            "revert them first (changes under docs/, tests/, reproductions/ and README may stay)"
+        )
+
+
 def record(tables: list[str | Path], command: str, out_dir: str | Path | None = None) -> list[Path]:
     """Merge the rows of `tables` into reproductions/<paper>.csv, or reproductions/studies/<experiment>.csv for an
-    experiment no item reads (same key + seed replaced); return the files."""
+    experiment no item reads (same key + seed replaced); return the files. Refused from a checkout whose code
+    differs from its commit (`check_tree`)."""
     out = Path(out_dir) if out_dir else REPRODUCTIONS_DIR
     studies = [t for t in tables if not _items_reading(_experiment_of(Path(t))[1])]
     study_frames = [(t, study_rows(t, command)) for t in studies]  # every table read before anything is written
     papers = [reproduction_rows(t, command) for t in tables if t not in studies]
+    check_tree(command)
     new = pd.concat(papers, ignore_index=True) if papers else pd.DataFrame(columns=list(COLUMNS))
     written = [_record_study(t, rows, out) for t, rows in study_frames]
     for paper, rows in new.groupby("paper"):

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from dpvae.analyses import TIDY_COLUMNS, run_analysis
+from dpvae.data.store import save_npz
 from dpvae.devices import device_name, repeatable, resolve_device
 from dpvae.errors import DataError, NotBuiltError
 from dpvae.eval.base import EvalContext
@@ -135,7 +136,7 @@ def sample(run_dir: str | Path, n: int | None) -> Path:
     ctx = run_context(read_spec(run_dir))
     _seed_everything(ctx)
     arrays = get_method(ctx.spec["method"]).sample(ctx, n)
-    atomic_write(ctx.samples_path, lambda tmp: np.savez_compressed(tmp, **arrays))
+    atomic_write(ctx.samples_path, lambda tmp: save_npz(Path(tmp), arrays))  # fixed timestamps: same bytes
     return ctx.samples_path
 
 

@@ -502,8 +502,10 @@ def _write_samples(samples: Any, meta: dict, out: Path) -> None:
     x, y = samples["x"], samples["y"] if "y" in samples else None
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.suffix.lower() == ".npz":
+        from dpvae.data.store import save_npz
+
         arrays = {"x": x, **({"y": y} if y is not None else {})}
-        atomic_write(out, lambda tmp: np.savez_compressed(tmp, **arrays))
+        atomic_write(out, lambda tmp: save_npz(Path(tmp), arrays))
         return
     import pandas as pd
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from dpvae import reproductions
 from dpvae.errors import DataError
 from dpvae.paths import PUBLISHED_DIR
 from dpvae.render.published import (
@@ -24,6 +25,12 @@ from dpvae.render.published import (
 )
 from dpvae.reproductions import COLUMNS, prune, published_key, record, recorded
 from dpvae.scorecard import cause_problems, item_summary, scorecard
+
+
+@pytest.fixture(autouse=True)
+def clean_checkout(monkeypatch) -> None:
+    """`record` as from a checkout whose files are as committed, whatever this one's state."""
+    monkeypatch.setattr(reproductions, "changed_files", lambda: [])
 
 
 def _write(directory: Path, paper: str, rows: list[dict]) -> None:
@@ -156,6 +163,24 @@ def test_record_writes_paper_scale_rows_with_provenance(tmp_path):
         & (card["source"] == "paper")
     ]
     assert cell["verdict"].item() == "within tolerance"
+
+
+def test_record_refuses_a_checkout_changed_on_the_jobs_path_and_allows_other_changes(tmp_path, monkeypatch):
+    train = {"device_name": "cpu", "commit": "abc", "seconds": 1.0}
+    table = paper_run_table(tmp_path, "p3gm_images", "mnist-p3gm", "p3gm", train)
+    row = {"experiment": "p3gm_images", "dataset": "mnist-p3gm", "variant": "p3gm", "method": "p3gm"}
+    pd.DataFrame([{**row, "epsilon": 1.0, "seed": 0, "metric": "accuracy", "classifier": "cnn", "value": 0.8}]).to_csv(
+        table, index=False
+    )
+    out = tmp_path / "reproductions"
+    command = "snakemake --configfile=overlay.yaml t.csv"
+    monkeypatch.setattr(reproductions, "changed_files", lambda: ["docs/p3gm.md", "overlay.yaml", "src/dpvae/x.py"])
+    with pytest.raises(DataError, match=r"2 file\(s\) on the recorded jobs' path .*: overlay.yaml, src/dpvae/x.py;"):
+        record([table], command=command, out_dir=out)
+    assert not out.exists(), "nothing written"
+    monkeypatch.setattr(reproductions, "changed_files", lambda: ["docs/p3gm.md", "tests/x.py", "reproductions/a.csv"])
+    (written,) = record([table], command=command, out_dir=out)
+    assert pd.read_csv(written)["commit"].eq("abc").all()
 
 
 def test_record_files_a_row_only_under_the_items_that_show_its_dataset(tmp_path):

@@ -201,7 +201,7 @@ def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> str:
             member = zipfile.ZipInfo(f"{name}.npy", date_time=ZIP_DATE)
             member.compress_type = zipfile.ZIP_DEFLATED
             with archive.open(member, "w", force_zip64=True) as stream:
-                np.lib.format.write_array(stream, np.ascontiguousarray(array), allow_pickle=False)
+                np.lib.format.write_array(stream, np.asarray(array, order="C"), allow_pickle=False)  # 0-d stays 0-d
     return _sha256(path)
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from dpvae.errors import ConfigError
-from dpvae.files import atomic_write
+from dpvae.files import save_torch
 from dpvae.methods.base import RunContext
 from dpvae.provenance import sha256_json
 
@@ -80,10 +80,8 @@ class Checkpoint:
         return time.monotonic() - self._last >= self.every_seconds
 
     def save(self, state: dict[str, Any]) -> None:
-        import torch
-
         payload = {"key": self.key, "state": state, "global_rng": _global_rng()}
-        atomic_write(self.path, lambda tmp: torch.save(payload, tmp))
+        save_torch(self.path, payload)
         self._last = time.monotonic()
 
     def clear(self) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from dpvae.errors import DataError
-from dpvae.files import atomic_write, write_json
+from dpvae.files import save_torch, write_json
 from dpvae.models.conv_vae import ConvVAE
 from dpvae.models.latent_vae import LatentVAE
 from dpvae.models.pinwheel_vae import PinwheelVAE
@@ -22,7 +22,7 @@ def save_vae(model: LatentVAE, directory: str | Path, extra: dict[str, Any] | No
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    atomic_write(directory / MODEL_FILE, lambda tmp: torch.save(state, tmp))
+    save_torch(directory / MODEL_FILE, state)
     meta = {"class": type(model).__name__, "config": model.config, **(extra or {})}
     write_json(directory / CONFIG_FILE, meta)
 

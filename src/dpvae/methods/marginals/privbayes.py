@@ -28,6 +28,7 @@ from itertools import combinations
 
 import numpy as np
 
+from dpvae.data.store import save_npz
 from dpvae.methods.marginals.counts import JointCounter, combine, mutual_information_table
 from dpvae.privacy import canaries
 
@@ -206,7 +207,7 @@ def save(model: PrivBayesModel, path) -> None:
     network = np.array(
         [[child, len(parents), *parents, *([-1] * (8 - len(parents)))] for child, parents in model.network]
     )
-    np.savez_compressed(path, root=model.root, network=network, sizes=model.sizes, **arrays)
+    save_npz(path, {"root": np.asarray(model.root), "network": network, "sizes": model.sizes, **arrays})
 
 
 def load(path) -> PrivBayesModel:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 
 import numpy as np
 
+from dpvae.data.store import save_npz
 from dpvae.errors import ConfigError
 from dpvae.methods.base import RunContext
 from dpvae.methods.marginals.accounting import calibrate, privbayes_ledger, ryan_ledger
@@ -74,8 +76,11 @@ def train_ryan(ctx: RunContext) -> Ledger:
     discretizer.save(ctx.model_dir / "discretizer.json")
     import mbi
 
-    mbi.save(model, ctx.model_dir / "model.npz")
-    np.savez_compressed(ctx.model_dir / "supports.npz", *measured.supports)
+    saved = io.BytesIO()
+    mbi.save(model, saved)  # an .npz whose members carry the time: written again with fixed ones
+    with np.load(io.BytesIO(saved.getvalue())) as members:
+        save_npz(ctx.model_dir / "model.npz", {name: members[name] for name in members.files})
+    save_npz(ctx.model_dir / "supports.npz", {f"arr_{i}": s for i, s in enumerate(measured.supports)})
     (ctx.model_dir / "selection.json").write_text(
         json.dumps(
             {

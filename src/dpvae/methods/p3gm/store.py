@@ -27,7 +27,7 @@ import torch
 from torch import Tensor
 
 from dpvae.errors import DataError
-from dpvae.files import atomic_write
+from dpvae.files import atomic_write, save_torch
 from dpvae.models.mlp_vae import MLPVAE
 
 
@@ -73,10 +73,10 @@ def save_model(
     """Write the model files (each atomically) into `model_dir`; `snapshots`: step -> `snapshot_state`."""
     model_dir = Path(model_dir)
     model_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write(model_dir / WEIGHTS, lambda tmp: torch.save(model.state_dict(), tmp))
+    save_torch(model_dir / WEIGHTS, model.state_dict())
     if snapshots:
         saved = {"steps": list(snapshots), "states": list(snapshots.values())}
-        atomic_write(model_dir / SNAPSHOTS, lambda tmp: torch.save(saved, tmp))
+        save_torch(model_dir / SNAPSHOTS, saved)
     atomic_write(model_dir / INFO, lambda tmp: Path(tmp).write_text(json.dumps(info, indent=2) + "\n"))
 
 
