@@ -110,7 +110,10 @@ def seed_summary(table: pd.DataFrame, metric: str, by: list[str], classifier: st
 
 
 def mean_sd(mean: float, sd: float, n: int) -> str:
-    return "--" if pd.isna(mean) else f"{mean:.4f} ± {sd:.4f} (n={int(n)})"
+    """'mean ± sd (n=k)' over seeds; one seed has no sd to show."""
+    if pd.isna(mean):
+        return "--"
+    return f"{mean:.4f} (n=1)" if n <= 1 else f"{mean:.4f} ± {sd:.4f} (n={int(n)})"
 
 
 def published_value(
