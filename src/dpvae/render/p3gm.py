@@ -660,7 +660,7 @@ def p3gm_table6(ctx: RenderContext) -> None:
         "(PrivBayes: pure epsilon-DP).",
         "Adult: AUPRC with the positive class of evaluation.tabular_classifiers.adult_positive (default '>50K', the "
         "paper's text); 'other class positive' = AUPRC with the other class positive ('<=50K', the code's arg-min). "
-        "The paper's P3GM Adult cells are the code's [AUPRC, AUROC] with '<=50K' positive, swapped (docs/papers.md A-G2): "
+        "The paper's P3GM Adult cells are the code's [AUPRC, AUROC] ('<=50K' positive), swapped (docs/papers.md A-G2): "
         "compare the paper's AUROC cell with our P3GM AUPRC (other class positive) and its AUPRC cell with our "
         "AUROC; AUROC does not depend on the positive class.",
         "Paper: Table VI; 'notebook' = the reference code's printed P3GM run where it differs (credit: the "
