@@ -30,7 +30,7 @@ STANDIN_SUFFIX = "-standin"
 
 @dataclass(frozen=True)
 class StandinSchema:
-    """What a stand-in copies from its real dataset (PAPERS.md §3.2 / the real preparers)."""
+    """What a stand-in copies from its real dataset (docs/papers.md §3.2 / the real preparers)."""
 
     real_id: str
     n_records: int

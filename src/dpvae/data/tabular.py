@@ -1,9 +1,9 @@
-"""P3GM's tabular datasets: Adult, Kaggle Credit (ULB), UCI ISOLET and UCI ESR (PAPERS.md §3.2).
+"""P3GM's tabular datasets: Adult, Kaggle Credit (ULB), UCI ISOLET and UCI ESR (docs/papers.md §3.2).
 
 Each follows the reference code (``tkgsn/P3GM`` ``data_process.py``) unless stated otherwise: string
 columns label-encoded (codes in sorted order, as scikit-learn's ``LabelEncoder``), columns min-max
 scaled to [0, 1] on the whole (sub)set before the split, and a seeded 90/10 holdout (the reference's
-split is unseeded). ``x`` never contains the label; ``y`` is the binary label of §3.3.
+split is unseeded). ``x`` never contains the label; ``y`` is the binary label of docs/papers.md §3.3.
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def build_adult(raw_dir: Path, seed: int, *, drop_missing: bool) -> Prepared:
     scaling = "label-encode strings (sorted), min-max every column on the whole set"
     meta = _binary_meta(ADULT_LABELS, split_meta, columns, scaling)
     meta["notes"] = (
-        "P3GM's code scores the arg-min of the one-hot label, i.e. treats '<=50K' as positive (PAPERS.md A-G2); "
+        "P3GM's code scores the arg-min of the one-hot label, i.e. treats '<=50K' as positive (docs/papers.md A-G2); "
         "here y = 1 means '>50K'"
     )
     meta["options"] = {"drop_missing": drop_missing}
@@ -261,5 +261,5 @@ def build_esr(raw_dir: Path, seed: int) -> Prepared:
     train, test, split_meta = holdout_split(x, (classes == 1).astype(np.int64), seed=seed)
     labels = ("non-seizure (y 2..5)", "seizure (y 1)")
     meta = _binary_meta(labels, split_meta, columns, "min-max every feature on the whole set")
-    meta["notes"] = "P3GM read a pre-processed local file; label and scaling here are PAPERS.md §3.2's [choice]"
+    meta["notes"] = "P3GM read a pre-processed local file; label and scaling here are docs/papers.md §3.2's [choice]"
     return Prepared(train, test, meta)

@@ -1,4 +1,4 @@
-"""DP²-VAE (Jiang et al. 2022; PAPERS.md §4.1-4.2, 4.5-4.6): non-private pre-trained encoders, DP decoder.
+"""DP²-VAE (Jiang et al. 2022; docs/papers.md §4.1-4.2, 4.5-4.6): non-private pre-trained encoders, DP decoder.
 
 The training split is shuffled and cut into K disjoint subsets. Stage 1 pre-trains one encoder per subset
 (each with a throw-away decoder, batch gradients clipped, no noise), all K at once (`models.stacked`).
