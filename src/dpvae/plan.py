@@ -91,6 +91,16 @@ class Estimate:
     runs: frozenset[str] = frozenset()  # the measurements (or device-log lines) used
     declared: Declared | None = None  # the declaration used, or the one a GPU job cannot use
 
+    def __post_init__(self) -> None:
+        if (
+            self.on_gpu
+            and self.seconds is not None
+            and not all(device_class(d) == "cuda" for d in self.devices or [""])
+        ):
+            raise ValueError(
+                f"a GPU estimate from {self.devices or self.declared}: only CUDA measurements and rates are"
+            )
+
     @property
     def impractical(self) -> bool:
         return self.seconds is not None and self.seconds > IMPRACTICAL_DAYS * 86400
