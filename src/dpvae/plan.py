@@ -63,7 +63,7 @@ from dpvae.workflow import Plan
 __all__ = ["CPU_MACHINE", "GPU_MACHINE", "CostPlan", "Estimate", "cost_plan", "describe", "device_class"]
 
 GPU_MACHINE, CPU_MACHINE = "gpu_machine", "cpu_2core"
-_CPUS = {GPU_MACHINE: ("cpu2", "cpu", ""), CPU_MACHINE: ("cpu2", "cpu", "")}  # device classes a CPU job runs on
+_CPUS = ("cpu2", "cpu", "")  # the device classes a job that runs on a CPU is measured on, in order
 DEVICE_LOGS = REPO_ROOT / "benchmarks" / "measured"  # committed device logs (*.log) and benchmark records (*.tsv)
 IMPRACTICAL_DAYS = 30  # a job longer than this on a machine is impractical there
 SOURCES = ("measured", "similar", "rule", "logged", "declared", "no GPU rate", "none")
@@ -98,7 +98,7 @@ class Estimate:
             and not all(device_class(d) == "cuda" for d in self.devices or [""])
         ):
             raise ValueError(
-                f"a GPU estimate from {self.devices or self.declared}: only CUDA measurements and rates are"
+                f"a GPU estimate comes from CUDA measurements or rates only, not {self.devices or self.declared}"
             )
 
     @property
@@ -299,7 +299,7 @@ class Measurements:
         uses_gpu = machine == GPU_MACHINE and device_setting != "cpu"
         wanted = ("cuda",) if uses_gpu else ()
         if not (uses_gpu and job.gpu):
-            wanted += _CPUS[machine]
+            wanted += _CPUS
         pools = [("measured", self.by_key.get(self.settings.key(job.rule, job.wildcards), {}))]
         if self.settings.plan.scale != "paper":
             pools += [

@@ -242,9 +242,9 @@ def test_a_gpu_row_never_takes_a_cpu_declaration_or_measurement(smoke_settings, 
 def test_a_planted_cpu_minutes_as_gpu_estimate_fails():
     """The regression of issue 38: a CPU-reference declaration (or a CPU measurement) reused as GPU-hours."""
     cpu_ref = Declared(CPU_REF_MIN, DeviceClass.CPU_REFERENCE)
-    with pytest.raises(ValueError, match="only CUDA"):
+    with pytest.raises(ValueError, match="CUDA measurements or rates only"):
         Estimate(CPU_REF_MIN * 60, "declared", True, declared=cpu_ref)
-    with pytest.raises(ValueError, match="only CUDA"):
+    with pytest.raises(ValueError, match="CUDA measurements or rates only"):
         Estimate(50.0, "measured", True, ("cpu: test x2",))
 
 
