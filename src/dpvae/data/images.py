@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from dpvae.data.domain import images_domain
 from dpvae.data.errors import DataError
 from dpvae.data.sources import RemoteFile
 from dpvae.data.store import Prepared, Split, holdout_split
@@ -118,7 +119,9 @@ def _unit_interval(images: np.ndarray) -> np.ndarray:
 
 
 def _label_meta(family: str) -> dict:
-    return {"label_names": list(LABEL_NAMES[family])}
+    """The label names and the public domain: pixels 0..255 by the IDX format (unsigned bytes), /255 into [0, 1];
+    the ten published classes."""
+    return {"label_names": list(LABEL_NAMES[family]), "domain": images_domain(LABEL_NAMES[family]).to_dict()}
 
 
 def build_official(raw_dir: Path, seed: int, *, family: str) -> Prepared:

@@ -67,6 +67,7 @@ def domain_of(meta: dict | None, where: str) -> str:
         "estimate": f"declared, bounds of {len((recorded.get('estimate') or {}).get('columns', ()))} column(s) "
         "estimated under the ledger's preprocessing",
         "from_data": "read from the training split (not DP)",
+        "reference_code": "read from the whole set by P3GM's reference code's preprocessing (not DP)",
     }[recorded["source"]]
     return f"the domain: {records}, {classes} label classes, {source} ({where})"
 
