@@ -113,15 +113,17 @@ def build_standin(raw_dir: Path | None, seed: int, *, real_id: str) -> Prepared:
     public = standin_domain(schema)
     frame = pd.DataFrame(x, columns=[c.name for c in public.columns])
     prepared = prepare_table(frame, y, public, seed, "public", f"stand-in {standin_id(real_id)}")
-    prepared.meta |= {
-        "scaling": f"generated in tanh's range {list(GENERATOR_RANGE)} (the declared domain); split first, then "
-        "(v + 1) / 2 into [0, 1]",
-        "standin_of": real_id,
-        "notes": (
-            f"STAND-IN DATA: generated with the schema of {schema.real_description}; not the real dataset, "
-            "which cannot be downloaded on this machine"
-        ),
-    }
+    prepared.meta.update(
+        {
+            "scaling": f"generated in tanh's range {list(GENERATOR_RANGE)} (the declared domain); split first, then "
+            "(v + 1) / 2 into [0, 1]",
+            "standin_of": real_id,
+            "notes": (
+                f"STAND-IN DATA: generated with the schema of {schema.real_description}; not the real dataset, "
+                "which cannot be downloaded on this machine"
+            ),
+        }
+    )
     prepared.meta["options"] |= {
         "n_records": schema.n_records,
         "n_features": schema.n_features,
