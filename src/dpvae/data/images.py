@@ -4,6 +4,9 @@
 * P3GM: train+test concatenated, seeded 90/10 holdout, flattened (N, 784) in [0, 1];
 * Mathieu/PriVAE Fashion-MNIST 32×32: PIL bilinear resize, clamped to [1e-6, 1 - 1e-6];
 * LVAE: binarised MNIST, 9,999 seeded training images plus one all-white outlier.
+
+Their public domain (recorded in the prepared meta as `domain`): pixels are unsigned bytes by the IDX format,
+so /255 lies in [0, 1] whatever the images; the label set is the ten published classes.
 """
 
 from __future__ import annotations

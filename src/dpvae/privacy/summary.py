@@ -60,7 +60,7 @@ def domain_of(meta: dict | None, where: str) -> str:
     size = "x".join(map(str, shape))
     records = f"{size} images" if len(shape) > 1 else f"{size} columns with their ranges and categories"
     recorded = meta.get("domain")
-    if recorded is None:  # a papers' dataset: its preparers' description
+    if recorded is None:  # a generated set (pinwheel, two Gaussians) or one prepared before domains were recorded
         return f"the domain: {records}, {classes} label classes (as prepared: {where})"
     source = {
         "declared": "declared (public)",

@@ -18,8 +18,9 @@ PRIVBAYES_NOTES = (
     "generation never reads them. Strict: replace-one adjacency, under which a count histogram's "
     "L1-sensitivity is 2 (the conditionals then cost epsilon). "
 )
-#: Where the bin edges of continuous columns come from: a papers' dataset (the preparers min-max scaled it) or
-#: a declared dataset (its public domain, `dpvae.data.domain`).
+#: Where the bin edges of continuous columns come from: a prepared set without a recorded domain (a generated
+#: one, or one prepared before the papers' domains were declared) or one with it (the papers' datasets and
+#: declared datasets, `dpvae.data.domain`).
 PRIVBAYES_EDGES_OBSERVED = (
     "Bin edges of continuous columns use the training split's observed min/max, as DataSynthesizer does (the "
     "data are min-max scaled by the preparers)."
