@@ -128,12 +128,14 @@ class Ryan(Method):
         return recompute_ryan_ledger(params, spec, recorded)
 
     def planned_ledger(self, params: MethodParams, spec: dict, facts: Facts) -> Ledger:
-        """σ calibrated to the target alone: the data only says which marginals are measured."""
+        """σ calibrated to the target alone: the data only says which marginals are measured (and, without a
+        recorded domain, the bin edges)."""
+        from dpvae.data.domain import of_run
         from dpvae.methods.marginals.accounting import calibrate, ryan_ledger
 
-        return ryan_ledger(
-            calibrate(spec["epsilon"], spec["delta"]), spec["delta"], spec["epsilon"], params.public_fraction
-        )
+        sigma = calibrate(spec["epsilon"], spec["delta"])
+        public = "data_root" in spec and of_run(spec) is not None
+        return ryan_ledger(sigma, spec["delta"], spec["epsilon"], params.public_fraction, public)
 
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
         from dpvae.methods.marginals.train import sample_ryan
