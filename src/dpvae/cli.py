@@ -48,6 +48,11 @@ def _parser() -> argparse.ArgumentParser:
     output = p.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="the plan as JSON")
     output.add_argument("--markdown", action="store_true", help="one row per target (markdown)")
+    output.add_argument(
+        "--record",
+        action="store_true",
+        help="the build's benchmark files as a record (TSV) for benchmarks/measured/<machine>-<date>/",
+    )
 
     p = sub.add_parser("methods", help="every method with its typed parameters (markdown)")
     p.add_argument("name", nargs="?", help="only this method")
@@ -320,13 +325,16 @@ def _run(args: argparse.Namespace) -> int:
         from dpvae.plan import cost_plan
 
         plan = cost_plan(args.targets, args.configfile, args.directory)
-        print(
-            json.dumps(plan.to_dict(), indent=1)
-            if args.json
-            else plan.to_markdown()
-            if args.markdown
-            else plan.to_text()
-        )
+        if args.record:
+            sys.stdout.write(plan.to_records())
+        else:
+            print(
+                json.dumps(plan.to_dict(), indent=1)
+                if args.json
+                else plan.to_markdown()
+                if args.markdown
+                else plan.to_text()
+            )
     elif args.stage in ("methods", "metrics"):
         from dpvae.catalog import method_catalog, metric_catalog
 

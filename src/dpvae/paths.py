@@ -57,7 +57,14 @@ def item_prefix(paper: str, item: str) -> str:
     return f"{FIGURES}/{paper}/{item}"
 
 
+#: where `make smoke` and a fresh clone find the verified data: `../shared/data` beside the repository
+SIBLING_MIRROR = REPO_ROOT.parent / "shared" / "data"
+
+
 def data_mirror(configured: str | None) -> str | None:
-    """The mirror directory: the config key if set, else $DPVAE_DATA_MIRROR, else None (download)."""
-    mirror = configured or os.environ.get("DPVAE_DATA_MIRROR") or None
+    """The mirror directory: the config key if set, else $DPVAE_DATA_MIRROR (set but empty: none, download), else
+    `SIBLING_MIRROR` where it exists, else None (download)."""
+    mirror = configured or os.environ.get("DPVAE_DATA_MIRROR")
+    if mirror is None and SIBLING_MIRROR.is_dir():
+        mirror = str(SIBLING_MIRROR)
     return str(Path(mirror).resolve()) if mirror else None

@@ -22,6 +22,7 @@ from dpvae.items import ITEMS, PAPERS, SECTIONS, Item, get_item, item_datasets, 
 from dpvae.methods.base import Resources
 from dpvae.methods.registry import METHODS
 from dpvae.paths import analysis_table, item_prefix, reference_file, results_dir, stage1_dir, stage1_id
+from dpvae.render.output import scale_note
 from dpvae.runs import Run, experiment_runs, run_spec, split_variant, stage1_of
 from dpvae.status import RENDERERS, done_items, missing_parts
 
@@ -303,14 +304,8 @@ class Plan:
         """The item's report caption (workflow/report/<paper>/<item>.rst) and its scale."""
         path = self.basedir / "workflow" / "report" / paper / f"{item_id}.rst"
         text = path.read_text().strip() if path.is_file() else get_item(f"{paper}/{item_id}").title
-        scale = (
-            ""
-            if self.scale == "paper"
-            else (
-                f"\n\n**Scale: {self.scale}** — not the paper's setting; "
-                "numbers are a check that the pipeline runs, not a reproduction."
-            )
-        )
+        note = scale_note(self.scale)
+        scale = f"\n\n**Scale: {self.scale}** — {note}." if note else ""
         return text + scale
 
     def _pending(self, item: Item) -> list[str]:

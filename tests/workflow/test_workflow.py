@@ -259,7 +259,7 @@ def test_fig9_rdp_composition_is_below_the_baseline(smoke_build):
         for _, curve in wide[column].groupby(level="variant"):
             assert np.all(np.diff(curve.to_numpy()) < 0)
     assert wide.loc[("K=1", 1.4), "rdp-improved"] == pytest.approx(0.986, abs=0.002)  # MNIST exp.sh setting
-    assert wide.loc[("K=1", 1.4), "baseline"] == pytest.approx(2.208, rel=0.01)  # PAPERS.md [computed]
+    assert wide.loc[("K=1", 1.4), "baseline"] == pytest.approx(2.208, rel=0.01)  # docs/papers.md p3gm/fig9 [computed]
 
 
 def built_tex_tables(smoke_build) -> list[Path]:

@@ -1,4 +1,4 @@
-"""CelebA at 32×32 conditioned on gender, as DP²-VAE uses it (PAPERS.md §4.3).
+"""CelebA at 32×32 conditioned on gender, as DP²-VAE uses it (docs/papers.md §4.3).
 
 Train: 60,000 images drawn (seeded, without replacement) from the official training partition;
 test: the whole official test partition. Each aligned 178×218 image is centre-cropped to 178×178

@@ -34,7 +34,7 @@ GENERATOR_RANGE = (-1.0, 1.0)  # tanh's range: the generator's declared domain o
 
 @dataclass(frozen=True)
 class StandinSchema:
-    """What a stand-in copies from its real dataset (PAPERS.md §3.2 / the real preparers)."""
+    """What a stand-in copies from its real dataset (docs/papers.md §3.2 / the real preparers)."""
 
     real_id: str
     n_records: int

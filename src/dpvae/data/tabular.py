@@ -1,10 +1,10 @@
-"""P3GM's tabular datasets: Adult, Kaggle Credit (ULB), UCI ISOLET and UCI ESR (PAPERS.md §3.2).
+"""P3GM's tabular datasets: Adult, Kaggle Credit (ULB), UCI ISOLET and UCI ESR (docs/papers.md §3.2).
 
 Each dataset's public domain is declared here (`dpvae.data.domain`'s `Domain`/`Column`), every bound and
 category list with its source: the rows are split first (a seeded 90/10 holdout; the reference's split is
 unseeded), then both splits are encoded through the domain into [0, 1] (bounds clipped, categories in sorted
 order, as scikit-learn's ``LabelEncoder`` numbers them, as k / (K - 1)); nothing is fitted on the records.
-``x`` never contains the label; ``y`` is the binary label of §3.3.
+``x`` never contains the label; ``y`` is the binary label of docs/papers.md §3.3.
 
 ``scaling="reference-code"`` (the ``-refcode`` dataset ids) keeps the reference code's (``tkgsn/P3GM``
 ``data_process.py``) preprocessing instead: string columns label-encoded as found and every column min-max
@@ -283,8 +283,8 @@ def build_adult(raw_dir: Path, seed: int, *, drop_missing: bool, scaling: Scalin
     features = frame[list(ADULT_FEATURES)]
     prepared = prepare_table(features, y, public, seed, scaling, str(raw_dir / "adult.data"), ADULT_CATEGORICAL)
     prepared.meta["notes"] = (
-        "P3GM's code scores the arg-min of the one-hot label, i.e. treats '<=50K' as positive (PAPERS.md A-G2); "
-        "here y = 1 means '>50K'"
+        "P3GM's code scores the arg-min of the one-hot label, i.e. treats '<=50K' as positive (docs/papers.md "
+        "A-G2); here y = 1 means '>50K'"
     )
     prepared.meta["options"]["drop_missing"] = drop_missing
     return prepared
@@ -387,5 +387,5 @@ def build_esr(raw_dir: Path, seed: int, *, scaling: Scaling = "public") -> Prepa
         raise DataError(f"{path}: y must be in 1..5")
     seizure = (classes == 1).astype(np.int64)
     prepared = prepare_table(frame[list(ESR_FEATURES)], seizure, ESR_DOMAIN, seed, scaling, str(path))
-    prepared.meta["notes"] = "P3GM read a pre-processed local file; the label here is PAPERS.md §3.2's [choice]"
+    prepared.meta["notes"] = "P3GM read a pre-processed local file; the label here is docs/papers.md §3.2's [choice]"
     return prepared

@@ -1,4 +1,4 @@
-"""Fréchet Inception Distance with torch-fidelity's InceptionV3 and the offline FID weights (PAPERS.md §4.3).
+"""Fréchet Inception Distance with torch-fidelity's InceptionV3 and the offline FID weights (docs/papers.md §4.3).
 
 Protocol (written on every item that shows FID):
 * extractor: torch-fidelity 0.4 `inception-v3-compat` (the TF `inception-2015-12-05` graph ported), pool3

@@ -28,6 +28,7 @@ from dpvae.models.precision import DEFAULT as DEFAULT_PRECISION
 from dpvae.params import MethodParams
 from dpvae.paths import stage1_dir, stage1_id
 from dpvae.provenance import sha256_json
+from dpvae.runtimes import Work
 
 if TYPE_CHECKING:
     from dpvae.privacy.ledger import Ledger
@@ -39,8 +40,9 @@ class Resources:
 
     threads: int = 2
     mem_mb: int = 4000
-    runtime: int = 60  # minutes of wall time on the CPU reference machine
+    runtime: int = 60  # minutes of wall time on the CPU reference machine at paper scale (dpvae.runtimes)
     gpu: bool = False  # asks the cluster for a GPU (runs on CPU when none is there)
+    work: Work | None = None  # what it computes in a unit a device log times (dpvae.runtimes), if one does
 
 
 @dataclass

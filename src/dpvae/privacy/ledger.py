@@ -196,7 +196,7 @@ class Accounting:
 class Ledger:
     """A release's privacy record: the paper's own accounting, an optional sound one, and which is the headline.
 
-    `paper` is what the paper's analysis claims for this run (a claim: PAPERS.md §5 lists where it is not
+    `paper` is what the paper's analysis claims for this run (a claim: docs/papers.md §5 lists where it is not
     an upper bound); `sound` an upper bound on what the code can release (never set unless a property
     test shows its sensitivities hold); `headline` names the one whose ε is the run's ε (checked against
     `target_epsilon`). `not_dp` says why the release is not differentially private at all; such a ledger

@@ -1,4 +1,4 @@
-"""DP2-VAE's renderers (Jiang et al. 2022; PAPERS.md section 4).
+"""DP2-VAE's renderers (Jiang et al. 2022; docs/papers.md §4).
 
 Tables set our runs beside the paper's numbers (rows the paper copied from other papers marked "cited") and,
 for DP-MERF and GS-WGAN, beside DPImageBench's re-runs (a second reference). Figures show sample grids of

@@ -1,4 +1,4 @@
-"""LVAE's renderers (Groß & Wunder; PAPERS.md §2): Figs 1-3, one model each.
+"""LVAE's renderers (Groß & Wunder; docs/papers.md §2): Figs 1-3, one model each.
 
 Left: the membership-inference trade-off curves (type-I error α = non-members flagged, type-II error
 β = members missed) of the Monte-Carlo attack (the paper's) and of the white-box ELBO attack, one line per

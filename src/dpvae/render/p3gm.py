@@ -1,4 +1,4 @@
-"""P3GM's renderers (Takagi et al.; PAPERS.md section 3)."""
+"""P3GM's renderers (Takagi et al.; docs/papers.md §3)."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def p3gm_table3(ctx: RenderContext) -> None:
             "N counts train + test records of the prepared dataset; #feature excludes the label (the paper counts it "
             "for Adult and ESR).",
             "The reference code subsamples Kaggle Credit (492 frauds + 10,000 normal rows) and keeps Adult's '?' rows "
-            "(PAPERS.md A-G1, A-G13); the 'credit-full' and 'adult-dropna' datasets follow the paper's text.",
+            "(docs/papers.md A-G1, A-G13); the 'credit-full' and 'adult-dropna' datasets follow the paper's text.",
         ],
     )
 
@@ -110,7 +110,10 @@ def seed_summary(table: pd.DataFrame, metric: str, by: list[str], classifier: st
 
 
 def mean_sd(mean: float, sd: float, n: int) -> str:
-    return "--" if pd.isna(mean) else f"{mean:.4f} ± {sd:.4f} (n={int(n)})"
+    """'mean ± sd (n=k)' over seeds; one seed has no sd to show."""
+    if pd.isna(mean):
+        return "--"
+    return f"{mean:.4f} (n=1)" if n <= 1 else f"{mean:.4f} ± {sd:.4f} (n={int(n)})"
 
 
 def published_value(
@@ -200,7 +203,7 @@ def p3gm_table5(ctx: RenderContext) -> None:
         "ours: mean ± sd over seeds (n); VAE and PGM are non-private; P3GM at (1, 1e-5).",
         f"P3GM epsilon spent (headline accounting): {', '.join(f'{e:.4f}' for e in eps['eps'])}." if len(eps) else "",
         "Paper: Table V. The paper's XB AUROC for P3GM (0.9026) duplicates AB; its P3GM AUPRC for LR, AB, GBM do "
-        "not match the reference notebook (stale values, PAPERS.md A-G9); 'notebook' = the reference code's "
+        "not match the reference notebook (stale values, docs/papers.md A-G9); 'notebook' = the reference code's "
         "printed run (sigma_s 2.0, sigma_p 15), shown where it differs.",
         "PGM = P3GM without noise and without clipping (not an option of the reference code, A-G16).",
     ]
@@ -660,7 +663,7 @@ def p3gm_table6(ctx: RenderContext) -> None:
         "(PrivBayes: pure epsilon-DP).",
         "Adult: AUPRC with the positive class of evaluation.tabular_classifiers.adult_positive (default '>50K', the "
         "paper's text); 'other class positive' = AUPRC with the other class positive ('<=50K', the code's arg-min). "
-        "The paper's P3GM Adult cells are the code's [AUPRC, AUROC] with '<=50K' positive, swapped (PAPERS.md A-G2): "
+        "The paper's P3GM Adult cells are the code's [AUPRC, AUROC] ('<=50K' positive), swapped (docs/papers.md A-G2): "
         "compare the paper's AUROC cell with our P3GM AUPRC (other class positive) and its AUPRC cell with our "
         "AUROC; AUROC does not depend on the positive class.",
         "Paper: Table VI; 'notebook' = the reference code's printed P3GM run where it differs (credit: the "
@@ -715,7 +718,7 @@ def p3gm_table8(ctx: RenderContext) -> None:
         "ours: mean ± sd over seeds (n) of the average over all ordered column pairs (self-pairs included; "
         "features plus the one-hot label, P3GM's data layout) of half the L1 distance between 2-way histograms of "
         "the synthetic records and the real training split, 5 linearly spaced edges per column on the real range "
-        "(PAPERS.md 3.3). 'clipped bins': the 4 intervals between the edges, out-of-range values clipped in; "
+        "(docs/papers.md §3.3). 'clipped bins': the 4 intervals between the edges, out-of-range values clipped in; "
         "'notebook bins': show.ipynb's digitize(x, edges) - 1, whose -1 (below the minimum) wraps to the last cell.",
         "P3GM rows: samples from the prior; 'public reconstructions' = decoder(encoder mean) of the real test "
         "records, which is what the notebook scored (A-G10) and what reproduces the paper's P3GM column.",

@@ -1,4 +1,4 @@
-"""PriVAE's renderers (Takahashi et al. 2020; PAPERS.md section 1)."""
+"""PriVAE's renderers (Takahashi et al. 2020; docs/papers.md §1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DP²-VAE (Jiang et al. 2022; PAPERS.md §4.1-4.2, 4.5-4.6): non-private pre-trained encoders, DP decoder.
+"""DP²-VAE (Jiang et al. 2022; docs/papers.md §4.1-4.2, 4.5-4.6): non-private pre-trained encoders, DP decoder.
 
 The training split is shuffled and cut into K disjoint subsets. Stage 1 pre-trains one encoder per subset
 (each with a throw-away decoder, batch gradients clipped, no noise), all K at once (`models.stacked`).
@@ -22,6 +22,7 @@ import numpy as np
 from dpvae.methods.base import Method, Resources, RunContext, halvings_error, subsets_error
 from dpvae.methods.registry import register_method
 from dpvae.params import MethodParams, param
+from dpvae.runtimes import Work
 
 if TYPE_CHECKING:
     from dpvae.data.declared import Facts
@@ -67,7 +68,7 @@ class DP2VAE(Method):
     def resources(self, params: DP2VAEParams, dataset: str) -> Resources:
         """Cost ~ T stage-2 steps (a stage-2 step costs ~4 stage-1 steps) of a model as wide as its widest
         layer; stage 1 is its own job (`stage1_resources`)."""
-        return _sized(4 * params.iters, params)
+        return _sized(4 * params.iters, params, Work("dp2vae.stage2", params.iters, _shape(params)))
 
     def stage1_params(self, params: DP2VAEParams) -> dict[str, Any] | None:
         """Stage 1 reads the data subsample, the partition into K subsets, the architecture (its throw-away
@@ -91,7 +92,8 @@ class DP2VAE(Method):
 
     def stage1_resources(self, params: DP2VAEParams, dataset: str) -> Resources:
         """Cost ~ K·T_p stage-1 steps."""
-        return _sized(params.subsets * params.pretrain_iters, params)
+        steps = params.subsets * params.pretrain_iters
+        return _sized(steps, params, Work("dp2vae.stage1", steps, _shape(params)))
 
     def train(self, ctx: RunContext) -> Ledger:
         from dpvae.methods.dp2vae.train import train
@@ -123,7 +125,12 @@ class DP2VAE(Method):
         return sample(ctx, n)
 
 
-def _sized(steps: int, params: DP2VAEParams) -> Resources:
+def _sized(steps: int, params: DP2VAEParams, work: Work) -> Resources:
     """A job of `steps` stage-1-sized steps at ~0.02 s each per 512 channels of the widest layer."""
     width = max(params.hidden_channels) / 512
-    return Resources(threads=2, mem_mb=8000, runtime=max(10, int(steps * width * 0.02 / 60)), gpu=True)
+    return Resources(threads=2, mem_mb=8000, runtime=max(10, int(steps * width * 0.02 / 60)), gpu=True, work=work)
+
+
+def _shape(params: DP2VAEParams) -> tuple[tuple[str, str], ...]:
+    """What a step's time depends on, as benchmarks/dp2vae_stage1.py logs it."""
+    return (("width", ",".join(map(str, params.hidden_channels))), ("batch", str(params.batch_size)))

@@ -1,4 +1,4 @@
-"""DP²-VAE's privacy accounting: the paper's pyvacy way ("paper") and a sound way (PAPERS.md §4.1, §4.5).
+"""DP²-VAE's privacy accounting: the paper's pyvacy way ("paper") and a sound way (docs/papers.md §4.1, §4.5).
 
 The training data are shuffled and split into K fixed disjoint subsets D_k; every encoder θ_k is trained
 *non-privately on all of D_k* (stage 1, and again in stage 2); each decoder step draws k uniformly, a

@@ -1,4 +1,4 @@
-"""DP-MERF (Harder et al. 2021), the DP²-VAE paper's main baseline (PAPERS.md §0, §4.4 table1/2, A-D9).
+"""DP-MERF (Harder et al. 2021), the DP²-VAE paper's main baseline (docs/papers.md §0, §4.4 table1/2, A-D9).
 
 One Gaussian release: the label-conditional mean embedding of the training data in random Fourier features,
 with noise of std σ·2/n (replace-one sensitivity 2/n); the generator is then trained on that noisy

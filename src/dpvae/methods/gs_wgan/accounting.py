@@ -5,9 +5,9 @@ Gaussians (multiplier σ, probability 1/K) with autodp's bound for sampling *wit
 & Kasiviswanathan 2019, Thm 9) and the classic conversion: `authors_epsilon`. The ledger's "paper"
 accounting is the same composition under this project's RDP accountant (Poisson add/remove-one, classic
 conversion, continuous order): a tighter curve for the same mechanism list (GS-WGAN's default gives about
-5 where autodp says 10; PAPERS.md A-D10). Both treat each of the B sanitised image gradients of a step as
+5 where autodp says 10; docs/papers.md A-D10). Both treat each of the B sanitised image gradients of a step as
 a separately subsampled mechanism, although the drawn discriminator, trained non-privately on its whole
-subset, makes all B depend on every record of that subset (PAPERS.md §4.5.2, the same gap as DP²-VAE's).
+subset, makes all B depend on every record of that subset (docs/papers.md §4.5.2, the same gap as DP²-VAE's).
 """
 
 from __future__ import annotations

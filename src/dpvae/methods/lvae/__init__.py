@@ -1,4 +1,4 @@
-"""LVAE's family (Groß & Wunder; PAPERS.md §2): one conv VAE on binarised MNIST, three ways of training it.
+"""LVAE's family (Groß & Wunder; docs/papers.md §2): one conv VAE on binarised MNIST, three ways of training it.
 
 * `constraint: none`, variant not private  — the plain VAE (Fig. 1);
 * `constraint: none`, variant private      — VAE-DPSGD: standard DP-SGD (per-example clip C, Poisson
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class LVAEParams(MethodParams):
-    """LVAE's conv VAE on binarised MNIST (PAPERS.md 2.1); DP-SGD when the variant is private."""
+    """LVAE's conv VAE on binarised MNIST (docs/papers.md §2.1); DP-SGD when the variant is private."""
 
     constraint: Literal["none", "gradient_penalty", "spectral_norm"] = param(
         "none", "Lipschitz constraint of the decoder"

@@ -1,4 +1,4 @@
-"""The marginal-based competitors of P3GM (PAPERS.md §3.6), on integer-coded records (`discretize.py`).
+"""The marginal-based competitors of P3GM (docs/papers.md §3.6), on integer-coded records (`discretize.py`).
 
 * `privbayes` — PrivBayes as DataSynthesizer's correlated-attribute mode, pure ε-DP: ε/2 for the network (d−1
   exponential-mechanism picks) and ε/2 for the conditionals (d−k Laplace releases of (k+1)-way counts);

@@ -1,5 +1,5 @@
 """PriVAE's family: the VAEs of Mathieu et al. (2019) trained non-privately (`vae-conv`: PriVAE's reference curves,
-Adam; PAPERS.md §1.4) or by term-wise DP-SGD (`privae`, Takahashi et al. 2020; PAPERS.md §1.1).
+Adam; docs/papers.md §1.4) or by term-wise DP-SGD (`privae`, Takahashi et al. 2020; docs/papers.md §1.1).
 
 The model follows the data: 32×32 images get the conv VAE with the sparse prior (`models/conv_vae.py`;
 BatchNorm as Mathieu where `norm: batch`), 2-d points the pinwheel MLP VAE with the mixture prior
@@ -36,7 +36,7 @@ Optimizer = Literal["adam", "amsgrad", "sgd"]
 
 @dataclass(frozen=True)
 class VAEConvParams(MethodParams):
-    """Mathieu et al.'s conv VAE on 32x32 Fashion-MNIST, or their pinwheel MLP VAE (PAPERS.md 1.2)."""
+    """Mathieu et al.'s conv VAE on 32x32 Fashion-MNIST, or their pinwheel MLP VAE (docs/papers.md §1.2)."""
 
     epochs: float = param(10, "passes over the training set", minimum=0)
     batch_size: int = param(256, "records per (expected) batch B", minimum=1)
