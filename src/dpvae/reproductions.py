@@ -39,7 +39,7 @@ STUDY_KEY = ("experiment", "dataset", "method", "variant", "setting", "epsilon",
 STUDY_COLUMNS = (*STUDY_KEY, "seed", "value", *(c for c in PROVENANCE if c != "variant"))
 
 MAX_STEPS = 100  # steps recorded per series and run (see the module docstring)
-DATASET_SUFFIXES = ("-p3gm", "-32", "-lvae", "-dropna", "-full", "-standin")
+DATASET_SUFFIXES = ("-refcode", "-p3gm", "-32", "-lvae", "-dropna", "-full", "-standin")
 
 
 @functools.cache

@@ -81,11 +81,14 @@ class PrivBayes(Method):
         return recompute_privbayes_ledger(params, spec, recorded)
 
     def planned_ledger(self, params: MethodParams, spec: dict, facts: Facts) -> Ledger:
-        """d attributes: every value of a record (a column or a pixel), then the label (`build_discretizer`)."""
+        """d attributes: every value of a record (a column or a pixel), then the label (`build_discretizer`); the
+        edges' note from the prepared data's recorded domain where it is already prepared."""
+        from dpvae.data.domain import of_run
         from dpvae.methods.marginals.accounting import privbayes_ledger
 
         d = math.prod(facts.record_shape) + 1
-        return privbayes_ledger(d, params.degree, spec["epsilon"], spec["delta"])[0]
+        public = "data_root" in spec and of_run(spec) is not None
+        return privbayes_ledger(d, params.degree, spec["epsilon"], spec["delta"], public)[0]
 
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
         from dpvae.methods.marginals.train import sample_privbayes
@@ -125,12 +128,14 @@ class Ryan(Method):
         return recompute_ryan_ledger(params, spec, recorded)
 
     def planned_ledger(self, params: MethodParams, spec: dict, facts: Facts) -> Ledger:
-        """σ calibrated to the target alone: the data only says which marginals are measured."""
+        """σ calibrated to the target alone: the data only says which marginals are measured (and, without a
+        recorded domain, the bin edges)."""
+        from dpvae.data.domain import of_run
         from dpvae.methods.marginals.accounting import calibrate, ryan_ledger
 
-        return ryan_ledger(
-            calibrate(spec["epsilon"], spec["delta"]), spec["delta"], spec["epsilon"], params.public_fraction
-        )
+        sigma = calibrate(spec["epsilon"], spec["delta"])
+        public = "data_root" in spec and of_run(spec) is not None
+        return ryan_ledger(sigma, spec["delta"], spec["epsilon"], params.public_fraction, public)
 
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
         from dpvae.methods.marginals.train import sample_ryan
