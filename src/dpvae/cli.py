@@ -31,9 +31,9 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check-config", help="validate configuration files and summarise the run table")
     p.add_argument("configfiles", nargs="+")
 
-    p = sub.add_parser("status", help="print the item status table (markdown), or write it into README.md")
+    p = sub.add_parser("status", help="print the item status table (markdown), or write it into docs/status.md")
     p.add_argument("configfiles", nargs="*", default=["config.yaml"])
-    p.add_argument("--update-readme", metavar="README", help="replace the status block of this README")
+    p.add_argument("--update", metavar="FILE", help="replace the status block of this file (docs/status.md)")
 
     p = sub.add_parser("plan", help="the jobs some targets still need and their estimated GPU- and CPU-hours")
     p.add_argument("targets", nargs="*", help="files or rules, as for snakemake (default: every buildable item)")
@@ -313,12 +313,12 @@ def _run(args: argparse.Namespace) -> int:
         )
     elif args.stage == "status":
         from dpvae.config import load_config
-        from dpvae.status import readme_with_status, status_table
+        from dpvae.status import status_table, with_status
 
         config = load_config(args.configfiles)
-        if args.update_readme:
-            path = Path(args.update_readme)
-            path.write_text(readme_with_status(path.read_text(), config))
+        if args.update:
+            path = Path(args.update)
+            path.write_text(with_status(path.read_text(), config))
         else:
             print(status_table(config))
     elif args.stage == "plan":

@@ -56,8 +56,8 @@ def status_table(config: dict) -> str:
 STATUS_BEGIN, STATUS_END = "<!-- status:begin -->", "<!-- status:end -->"
 
 
-def readme_with_status(readme: str, config: dict) -> str:
-    """README text with the block between the status markers replaced by the current table."""
-    head, rest = readme.split(STATUS_BEGIN, 1)
+def with_status(text: str, config: dict) -> str:
+    """A page's text (docs/status.md) with the block between the status markers replaced by the current table."""
+    head, rest = text.split(STATUS_BEGIN, 1)
     _, tail = rest.split(STATUS_END, 1)
     return f"{head}{STATUS_BEGIN}\n{status_table(config)}\n{STATUS_END}{tail}"

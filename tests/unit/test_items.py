@@ -44,10 +44,10 @@ def test_items_with_id_gathers_across_papers():
     assert len(items_with_id("fig1")) == 4
 
 
-def test_readme_status_table_is_current(paper_config):
-    """README.md's status block equals `python -m dpvae status` (update it with --update-readme)."""
+def test_status_page_is_current(paper_config):
+    """docs/status.md's status block equals `python -m dpvae status` (update it with --update)."""
     from dpvae.paths import REPO_ROOT
-    from dpvae.status import readme_with_status
+    from dpvae.status import with_status
 
-    readme = (REPO_ROOT / "README.md").read_text()
-    assert readme == readme_with_status(readme, paper_config), "run: python -m dpvae status --update-readme README.md"
+    page = (REPO_ROOT / "docs" / "status.md").read_text()
+    assert page == with_status(page, paper_config), "run: python -m dpvae status --update docs/status.md"

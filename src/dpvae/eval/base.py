@@ -108,6 +108,6 @@ class Metric:
     def __call__(self, ctx: EvalContext) -> Rows:
         if self.fn is None:
             raise NotBuiltError(
-                f"metric '{self.name}' ({self.description}) is not implemented yet; see README.md's status table"
+                f"metric '{self.name}' ({self.description}) is not implemented yet; see docs/status.md"
             )
         return self.fn(ctx)

@@ -312,7 +312,7 @@ class PlannedMethod(Method):
 
     def _refuse(self) -> None:
         raise NotBuiltError(
-            f"method '{self.name}' ({self.description}) is not implemented yet; see README.md's status table"
+            f"method '{self.name}' ({self.description}) is not implemented yet; see docs/status.md"
         )
 
     def train(self, ctx: RunContext) -> Ledger | None:

@@ -10,7 +10,7 @@ PriVAE: each step Poisson-samples a batch (rate B/N), splits it into `groups` su
 labels, and releases g̃ = (Σ_i clip_C1 ∇φ(x_i) + N(0, (σ'C1)²))/B + (Σ_j clip_C2 ∇ψ(s_j) + N(0, (σ'C2)²))/b
 (`privacy.dpsgd.TermwiseDPSGD`), then takes a plain SGD step. σ' = κσ, σ being ordinary DP-SGD's
 multiplier for the target (ε, δ) at the same rate and step count; κ per the `kappa` option (the
-paper's closed form, √5, or the tight factor; README "Privacy accounting"). `engine: micro | batch` are
+paper's closed form, √5, or the tight factor; docs/privacy.md). `engine: micro | batch` are
 Table 1's aggregation baselines (clip C, noise σ on the paper's sensitivities B·C and C). Every run writes
 the paper's ledger and the sound one (`accounting.py`); training and sampling are in `train.py`.
 """
