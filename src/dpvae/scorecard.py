@@ -27,7 +27,7 @@ from dpvae.render.published import (
 )
 from dpvae.reproductions import COLUMNS, KEY, read_all
 
-# metric -> ("abs" | "rel", tolerance): the scorecard's verdict rule (docs/operations.md, "Recorded reproductions and the scorecard").
+# metric -> ("abs" | "rel", tolerance): the verdict rule (docs/operations.md, "Recorded reproductions …").
 TOLERANCES: dict[str, tuple[str, float]] = {
     "auroc": ("abs", 0.03),
     "auprc": ("abs", 0.03),

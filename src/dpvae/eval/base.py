@@ -107,7 +107,5 @@ class Metric:
 
     def __call__(self, ctx: EvalContext) -> Rows:
         if self.fn is None:
-            raise NotBuiltError(
-                f"metric '{self.name}' ({self.description}) is not implemented yet; see docs/status.md"
-            )
+            raise NotBuiltError(f"metric '{self.name}' ({self.description}) is not implemented yet; see docs/status.md")
         return self.fn(ctx)

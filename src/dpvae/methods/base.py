@@ -311,9 +311,7 @@ class PlannedMethod(Method):
         self.Params, self.RESOURCES = params, resources
 
     def _refuse(self) -> None:
-        raise NotBuiltError(
-            f"method '{self.name}' ({self.description}) is not implemented yet; see docs/status.md"
-        )
+        raise NotBuiltError(f"method '{self.name}' ({self.description}) is not implemented yet; see docs/status.md")
 
     def train(self, ctx: RunContext) -> Ledger | None:
         self._refuse()
