@@ -309,7 +309,7 @@ class Plan:
         return text + scale
 
     def _pending(self, item: Item) -> list[str]:
-        """What keeps an item from building: parts not implemented, or a setting its renderer cannot show."""
+        """What keeps an item from building: a renderer or analysis not written, or a setting it cannot show."""
         from dpvae.render.setting import setting_problem
 
         renderer = RENDERERS.get(item.key) if item.key in RENDERERS else None

@@ -43,6 +43,7 @@ from dpvae.privacy.accounting import (
     ADJACENCIES,
     CONVERSIONS,
     DEFAULT_ORDERS,
+    PYVACY_ORDER_BOUNDS,
     SAMPLINGS,
     Adjacency,
     Conversion,
@@ -280,6 +281,19 @@ class Ledger:
     def read(cls, path: str | os.PathLike) -> Ledger:
         with open(path) as stream:
             return cls.from_dict(json.load(stream))
+
+
+def pyvacy_accounting(mechanism: Mechanism, delta: float, adjacency: Adjacency = "add/remove-one") -> Accounting:
+    """One mechanism accounted as pyvacy does (DP²-VAE's and GS-WGAN's reference code): RDP with the order
+    searched continuously over `PYVACY_ORDER_BOUNDS`, classic conversion."""
+    return Accounting(
+        (mechanism,),
+        delta,
+        adjacency=adjacency,
+        accountant="rdp-order-search",
+        conversion="classic",
+        orders=PYVACY_ORDER_BOUNDS,
+    )
 
 
 def recorded_mechanisms(ledger: Mapping, accounting: Headline = "paper") -> tuple[Mechanism, ...]:

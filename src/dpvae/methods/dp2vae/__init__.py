@@ -17,9 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
-
-from dpvae.methods.base import Method, Resources, RunContext, halvings_error, subsets_error
+from dpvae.methods.base import Method, Resources, forward, halvings_error, subsets_error
 from dpvae.methods.registry import register_method
 from dpvae.params import MethodParams, param
 from dpvae.runtimes import Work
@@ -95,15 +93,9 @@ class DP2VAE(Method):
         steps = params.subsets * params.pretrain_iters
         return _sized(steps, params, Work("dp2vae.stage1", steps, _shape(params)))
 
-    def train(self, ctx: RunContext) -> Ledger:
-        from dpvae.methods.dp2vae.train import train
+    train = forward("dpvae.methods.dp2vae.train")
 
-        return train(ctx)
-
-    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
-        from dpvae.methods.dp2vae.accounting import recompute_ledger
-
-        return recompute_ledger(params, spec, recorded)
+    recompute_ledger = forward("dpvae.methods.dp2vae.accounting")
 
     def planned_ledger(self, params: DP2VAEParams, spec: dict, facts: Facts) -> Ledger:
         """B = min(batch_size, N // K), as the partition into K subsets of N // K records gives it."""
@@ -114,15 +106,9 @@ class DP2VAE(Method):
         sigma = noise_multiplier(params, epsilon, delta, k, params.iters)
         return dp2vae_ledger(sigma, k, params.iters, batch, params.clip, delta, target_epsilon=epsilon)
 
-    def train_stage1(self, ctx: RunContext) -> dict[str, Any]:
-        from dpvae.methods.dp2vae.train import train_stage1
+    train_stage1 = forward("dpvae.methods.dp2vae.train")
 
-        return train_stage1(ctx)
-
-    def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
-        from dpvae.methods.dp2vae.train import sample
-
-        return sample(ctx, n)
+    sample = forward("dpvae.methods.dp2vae.train")
 
 
 def _sized(steps: int, params: DP2VAEParams, work: Work) -> Resources:

@@ -16,8 +16,7 @@ import math
 from typing import Any
 
 from dpvae.errors import ConfigError
-from dpvae.privacy.accounting import PYVACY_ORDER_BOUNDS
-from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, recorded_mechanisms
+from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, pyvacy_accounting, recorded_mechanisms
 
 NOTES = (
     "paper: GS-WGAN's composition (iterations x batch-size Gaussians with multiplier sigma on the "
@@ -69,9 +68,7 @@ def accounting(sigma: float, discriminators: int, iters: int, batch: int, clip: 
         iters * batch,
         2 * clip / batch,
     )
-    return Accounting(
-        (mechanism,), delta, accountant="rdp-order-search", conversion="classic", orders=PYVACY_ORDER_BOUNDS
-    )
+    return pyvacy_accounting(mechanism, delta)
 
 
 def sound_accounting(
@@ -90,14 +87,7 @@ def sound_accounting(
         2 * clip / math.sqrt(batch),
         sampling="fixed-partition",
     )
-    return Accounting(
-        (mechanism,),
-        delta,
-        adjacency="replace-one",
-        accountant="rdp-order-search",
-        conversion="classic",
-        orders=PYVACY_ORDER_BOUNDS,
-    )
+    return pyvacy_accounting(mechanism, delta, adjacency="replace-one")
 
 
 def ledger(

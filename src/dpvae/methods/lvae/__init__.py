@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from dpvae.methods.base import DPSGD_RELEASES_N, Method, Resources, RunContext
+from dpvae.methods.base import DPSGD_RELEASES_N, Method, Resources, RunContext, forward
 from dpvae.methods.registry import register_method
 from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
@@ -86,15 +86,8 @@ class LVAE(Method):
         factor = 1.4 if params.constraint == "gradient_penalty" else 1.0
         return Resources(threads=2, mem_mb=3000, runtime=max(10, math.ceil(5 * params.epochs * n / 10_000 * factor)))
 
-    def train(self, ctx: RunContext) -> Any:
-        from dpvae.methods.lvae.train import train
-
-        return train(ctx)
-
-    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
-        from dpvae.methods.lvae.accounting import recompute_ledger
-
-        return recompute_ledger(params, spec, recorded)
+    train = forward("dpvae.methods.lvae.train")
+    recompute_ledger = forward("dpvae.methods.lvae.accounting")
 
     def planned_ledger(self, params: LVAEParams, spec: dict, facts: Facts) -> Ledger | None:
         """VAE-DPSGD's: q = B/N, T = ceil(epochs N / B) (a Lipschitz variant has no ledger: None)."""

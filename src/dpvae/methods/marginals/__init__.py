@@ -20,9 +20,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from dpvae.methods.base import Method, Resources, RunContext
+from dpvae.methods.base import Method, Resources, forward
 from dpvae.methods.registry import register_method
 from dpvae.params import MethodParams, param
 
@@ -70,15 +68,9 @@ class PrivBayes(Method):
     released = ("network.npz",)  # the exponential mechanism's network and the Laplace conditionals
     RESOURCES = Resources(threads=1, mem_mb=3000, runtime=60)
 
-    def train(self, ctx: RunContext):
-        from dpvae.methods.marginals.train import train_privbayes
+    train = forward("dpvae.methods.marginals.train", "train_privbayes")
 
-        return train_privbayes(ctx)
-
-    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
-        from dpvae.methods.marginals.accounting import recompute_privbayes_ledger
-
-        return recompute_privbayes_ledger(params, spec, recorded)
+    recompute_ledger = forward("dpvae.methods.marginals.accounting", "recompute_privbayes_ledger")
 
     def planned_ledger(self, params: MethodParams, spec: dict, facts: Facts) -> Ledger:
         """d attributes: every value of a record (a column or a pixel), then the label (`build_discretizer`); the
@@ -90,10 +82,7 @@ class PrivBayes(Method):
         public = "data_root" in spec and of_run(spec) is not None
         return privbayes_ledger(d, params.degree, spec["epsilon"], spec["delta"], public)[0]
 
-    def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
-        from dpvae.methods.marginals.train import sample_privbayes
-
-        return sample_privbayes(ctx, n)
+    sample = forward("dpvae.methods.marginals.train", "sample_privbayes")
 
 
 @register_method
@@ -117,15 +106,9 @@ class Ryan(Method):
         # minutes before the first of 7,500 iterations; 520-1,310 CPU-s a run, peak RSS 5.6-9.1 GB
         return replace(self.RESOURCES, mem_mb=12000) if "mnist" in dataset else self.RESOURCES
 
-    def train(self, ctx: RunContext):
-        from dpvae.methods.marginals.train import train_ryan
+    train = forward("dpvae.methods.marginals.train", "train_ryan")
 
-        return train_ryan(ctx)
-
-    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
-        from dpvae.methods.marginals.accounting import recompute_ryan_ledger
-
-        return recompute_ryan_ledger(params, spec, recorded)
+    recompute_ledger = forward("dpvae.methods.marginals.accounting", "recompute_ryan_ledger")
 
     def planned_ledger(self, params: MethodParams, spec: dict, facts: Facts) -> Ledger:
         """σ calibrated to the target alone: the data only says which marginals are measured (and, without a
@@ -137,7 +120,4 @@ class Ryan(Method):
         public = "data_root" in spec and of_run(spec) is not None
         return ryan_ledger(sigma, spec["delta"], spec["epsilon"], params.public_fraction, public)
 
-    def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
-        from dpvae.methods.marginals.train import sample_ryan
-
-        return sample_ryan(ctx, n)
+    sample = forward("dpvae.methods.marginals.train", "sample_ryan")
