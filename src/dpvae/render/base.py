@@ -1,8 +1,8 @@
 """What every renderer gets (`RenderContext`), the renderer registry, and helpers shared by the papers.
 
 A renderer lives in `render/<paper>.py` (or a module of the package `render/<paper>/`) and registers itself
-for one item key with `@register_renderer`; it reads only tidy tables, per-run artifacts and the published numbers, and writes through
-`render.output` (which labels every item that is not at paper scale).
+for one item key with `@register_renderer`; it reads only tidy tables, per-run artifacts and the published
+numbers, and writes through `render.output` (which labels every item that is not at paper scale).
 """
 
 from __future__ import annotations
