@@ -6,6 +6,7 @@ Every path the workflow writes is built here, so the Snakemake rules and the Pyt
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -25,6 +26,18 @@ def results_dir(scale: str) -> str:
 def run_dir(scale: str, run_id: str) -> str:
     """Directory of one run: results/<scale>/runs/<dataset>/<variant>/eps<eps>/seed<seed>."""
     return f"{results_dir(scale)}/runs/{run_id}"
+
+
+#: a run directory anywhere in a path: results/<scale>/runs/<dataset>/<variant>/eps<eps>/seed<seed>
+_RUN_DIR = re.compile(rf"(?:^|/){RESULTS}/(?P<scale>[^/]+)/runs/(?P<run_id>[^/]+/[^/]+/eps[^/]+/seed\d+)(?:/|$)")
+
+
+def run_dir_parts(path: str | Path) -> tuple[str, str]:
+    """The inverse of `run_dir`: (scale, run id) of a path at or under a run's directory (ValueError if none)."""
+    match = _RUN_DIR.search(Path(path).as_posix())
+    if match is None:
+        raise ValueError(f"{path}: not under {RESULTS}/<scale>/runs/<dataset>/<variant>/eps<eps>/seed<seed>")
+    return match["scale"], match["run_id"]
 
 
 def stage1_id(dataset: str, method: str, key: str, seed: int | str) -> str:

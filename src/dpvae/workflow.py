@@ -293,8 +293,11 @@ class Plan:
         item = get_item(f"{paper}/{item_id}")
         return [p for paths in self.item_tables(item).values() for p in paths] + self.item_artifacts(item)
 
-    def renderer_module(self, paper: str) -> str:
-        return str(self.basedir / "src" / "dpvae" / "render" / f"{paper}.py")
+    def renderer_files(self, paper: str) -> list[str]:
+        """The paper's renderer source: render/<paper>.py, or every module of the package render/<paper>/."""
+        render = self.basedir / "src" / "dpvae" / "render"
+        module = render / f"{paper}.py"
+        return [str(module)] if module.is_file() else sorted(str(p) for p in (render / paper).glob("*.py"))
 
     def published_files(self, paper: str) -> list[str]:
         directory = self.basedir / "workflow" / "resources" / "published"

@@ -152,7 +152,7 @@ def test_a_misspelt_item_names_the_valid_ones(tmp_path):
 
 def test_a_real_run_of_an_unbuilt_item_stops_at_once_naming_what_is_missing(tmp_path):
     repo = copy_repository(tmp_path)  # every item is built today: unregister one renderer
-    renderer = repo / "src" / "dpvae" / "render" / "p3gm.py"
+    renderer = repo / "src" / "dpvae" / "render" / "p3gm" / "utility_curves.py"
     renderer.write_text(renderer.read_text().replace('@register_renderer("p3gm/fig8")\n', ""))
     started = time.monotonic()
     result = snakemake("--cores", "1", smoke(repo), "figures/p3gm/fig8.pdf", cwd=repo, repo=repo)
@@ -219,7 +219,7 @@ def test_editing_a_renderer_or_published_file_rerenders_only_its_papers_items(sm
     result = snakemake("--cores", "2", smoke(smoke_build), "all", cwd=smoke_build, mirror=mirror, repo=smoke_build)
     assert result.returncode == 0, result.stderr[-3000:]
 
-    renderer = smoke_build / "src" / "dpvae" / "render" / "p3gm.py"
+    renderer = smoke_build / "src" / "dpvae" / "render" / "p3gm" / "utility_curves.py"
     renderer.write_text(renderer.read_text() + "\n# an edit of a plot\n")
     rules, papers = _planned_jobs(smoke_build, mirror)
     assert rules <= {"render_table", "render_figure"} and papers == {"p3gm"}, (rules, papers)
