@@ -19,7 +19,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from dpvae.paths import REPO_ROOT
+from dpvae.paths import REPO_ROOT, results_dir
+from dpvae.render.output import OWN_SCALE
 from support.workflow_runs import snakemake_command, snakemake_env
 
 README = REPO_ROOT / "README.md"
@@ -61,7 +62,7 @@ def target_of(lines: list[str]) -> str:
 def tables_of(cwd: Path, lines: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(the experiment's long-format table, its rendered table) as the walk-through left them."""
     name = Path(target_of(lines)).stem
-    (tidy,) = (cwd / "results" / "paper" / "tables" / name).glob("*.csv")
+    (tidy,) = (cwd / results_dir(OWN_SCALE) / "tables" / name).glob("*.csv")  # the overlays' `scale: own`
     rendered = cwd / "figures" / "experiments" / f"{name}.csv"
     assert (cwd / target_of(lines)).is_file() and rendered.with_suffix(".tex").is_file()
     return pd.read_csv(tidy), pd.read_csv(rendered)
