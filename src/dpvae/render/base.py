@@ -18,6 +18,7 @@ from dpvae.render.output import PAPER_LABEL
 from dpvae.render.published import load_published
 from dpvae.render.setting import HANDLES, Setting
 from dpvae.reproductions import published_dataset, published_method, recorded
+from dpvae.runs import split_variant
 
 Renderer = Callable[["RenderContext"], None]
 RENDERERS: Registry[Renderer] = Registry("renderer")
@@ -50,6 +51,19 @@ class RenderContext:
     config: dict = field(default_factory=dict)  # the experiments and variants the item uses
     # experiment -> how its configured setting compares with the paper's: checked while planning (`Plan`)
     settings: dict[str, Setting] = field(default_factory=dict)
+
+    @property
+    def experiment(self) -> str:
+        """The item's one experiment (`items.py` names it; its configuration is `ctx.config["experiments"]`)."""
+        if len(self.item.experiments) != 1:
+            raise ValueError(f"item {self.item.key} shows {len(self.item.experiments)} experiments, not one")
+        return self.item.experiments[0]
+
+    def variants(self, experiment: str | None = None) -> list[str]:
+        """The variants the experiment's config entry runs (sweep points folded into their base), in its order;
+        by default those of the item's one experiment."""
+        configured = self.config["experiments"][experiment or self.experiment]["variants"]
+        return list(dict.fromkeys(split_variant(v)[0] for v in configured))
 
     def published(self) -> pd.DataFrame:
         """The paper's numbers for this item (shown only as a column or marker labelled "paper")."""
