@@ -84,6 +84,7 @@ def _reference_errors(config: dict) -> Iterator[str]:
         for i, ds in enumerate(exp["datasets"]):
             if err := _dataset_error(config, f"{key}.datasets[{i}]", ds):
                 yield err
+        yield from _paper_setting_errors(key, exp, PAPERS)
         if "analysis" in exp:
             if exp["analysis"] not in ANALYSES:
                 yield (
@@ -127,6 +128,27 @@ def _reference_errors(config: dict) -> Iterator[str]:
             yield from _fit_errors(config, name, exp, vname, i)
         if any(_is_private(config, v) for v in exp["variants"] if v in variants and variants[v]["method"] in METHODS):
             yield from _domain_budget_errors(config, key, exp)
+
+
+def _paper_setting_errors(key: str, exp: dict, papers: tuple[str, ...]) -> Iterator[str]:
+    """`paper_setting` belongs to a paper's trained experiment, and names the papers' datasets (not our ids)."""
+    from dpvae.reproductions import published_dataset
+
+    setting = exp.get("paper_setting")
+    if setting is None:
+        return
+    if exp.get("paper") not in papers or "analysis" in exp:
+        yield (
+            f"config key '{key}.paper_setting': only a paper's experiment with runs has a paper setting "
+            f"(paper one of {', '.join(papers)}, no analysis)"
+        )
+        return
+    for i, name in enumerate(setting["datasets"]):
+        if published_dataset(name)[0] != name:
+            yield (
+                f"config key '{key}.paper_setting.datasets[{i}]': '{name}' is our id; the paper setting names the "
+                f"papers' dataset '{published_dataset(name)[0]}'"
+            )
 
 
 def _domain_budget_errors(config: dict, key: str, exp: dict) -> Iterator[str]:

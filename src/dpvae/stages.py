@@ -202,6 +202,7 @@ def render(spec_path: str | Path) -> None:
     from dpvae.paths import item_prefix
     from dpvae.render.base import RenderContext, load_renderers
     from dpvae.render.output import Stamp, stamped
+    from dpvae.render.setting import Setting
 
     spec = json.loads(Path(spec_path).read_text())
     item = get_item(spec["item"])
@@ -213,4 +214,6 @@ def render(spec_path: str | Path) -> None:
     stamp = Stamp(scale=spec["scale"], commit=git_commit(), config_sha256=sha256_json(spec), seeds=tuple(seeds))
     renderer = load_renderers().get(item.key)
     with stamped(stamp):
-        renderer(RenderContext(item, item_prefix(item.paper, item.id), frames, spec["artifacts"], spec["context"]))
+        settings = {name: Setting.from_json(s) for name, s in spec["settings"].items()}
+        prefix = item_prefix(item.paper, item.id)
+        renderer(RenderContext(item, prefix, frames, spec["artifacts"], spec["context"], settings))

@@ -227,6 +227,7 @@ class Plan:
                 "scale": self.scale,
                 "variants": {v: self.config["variants"][v] for v in sorted(variants)},
             },
+            "settings": {name: setting.to_json() for name, setting in self._check_setting(item).items()},
         }
 
     # -- one table for any experiment: figures/experiments/<experiment>.pdf ------------------------------
@@ -397,13 +398,14 @@ class Plan:
                 "`python -m dpvae status` lists what builds today)"
             )
 
-    def _check_setting(self, item: Item) -> None:
-        """Refuse an item whose renderer cannot show its experiments' configured data or epsilons (one line)."""
-        from dpvae.render.setting import check_setting
+    def _check_setting(self, item: Item) -> dict:
+        """Each of the item's experiments' Setting (`render.setting`); a ConfigError (one line) for an item whose
+        renderer cannot show its experiments' configured data or epsilons. The one check: rendering reads it."""
+        from dpvae.render.setting import checked_settings
 
         renderer = RENDERERS.get(item.key) if item.key in RENDERERS else None
         experiments = {n: self.config["experiments"][n] for n in item.experiments}
-        check_setting(item.key, experiments, getattr(renderer, "handles", frozenset()))
+        return checked_settings(item.key, experiments, getattr(renderer, "handles", frozenset()))
 
     def _target_items(self, target: str) -> list[Item]:
         if target in RULE_TARGETS or not target.startswith(("figures/", "./figures/")):

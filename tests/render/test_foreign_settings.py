@@ -1,7 +1,8 @@
 """Renderers never mislabel (issue 29, item 4): every paper item rendered on a dataset its paper did not use and a
 three-point epsilon grid either keeps epsilon and the dataset as axes (no pooled epsilons, no paper title or
-published number for foreign data, "not the paper's setting" on the page) or is refused with one line, while
-planning and when rendering. Synthetic tidy tables: each renderer runs in well under a second."""
+published number for foreign data, "not the paper's setting" on the page) or is refused with one line, once,
+while planning (the render job reads the outcome from the item's spec). Synthetic tidy tables: each renderer
+runs in well under a second."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from dpvae.errors import ConfigError
 from dpvae.items import ITEMS, get_item
 from dpvae.paths import REPO_ROOT
 from dpvae.render.base import RenderContext, load_renderers
-from dpvae.render.setting import PAPER_SETTINGS, experiment_setting
+from dpvae.render.setting import checked_settings, experiment_setting
+from dpvae.schema import read_config
 from dpvae.workflow import Plan
 
 GRID = [0.5, 1.0, 2.0]
@@ -44,30 +46,45 @@ def tabular_rows(dataset: str, experiment: str, variants: list[str], epsilons=GR
     return out
 
 
+PAPER_EXPERIMENTS = read_config([REPO_ROOT / "config.yaml"])["experiments"]
+
+
 def context(key: str, experiments: dict, tables: dict, tmp_path) -> RenderContext:
+    """The item's render context as the render job builds it: its Settings checked as planning checks them."""
+    experiments = {n: {"paper_setting": PAPER_EXPERIMENTS[n]["paper_setting"], **e} for n, e in experiments.items()}
     return RenderContext(
         get_item(key),
         str(tmp_path / key.replace("/", "-")),
         {k: tidy(v) for k, v in tables.items()},
         [],
         {"experiments": experiments, "delta": 1e-5, "scale": "smoke", "variants": {}},
+        planned(key, experiments),
     )
 
 
+def planned(key: str, experiments: dict) -> dict:
+    return checked_settings(key, experiments, load_renderers().get(key).handles)
+
+
 def foreign(key: str) -> dict:
-    """The item's experiments on a foreign dataset with a three-point epsilon grid."""
-    return {n: {"datasets": [FOREIGN], "epsilons": GRID, "variants": ["p3gm"]} for n in get_item(key).experiments}
+    """The item's experiments on a foreign dataset with a three-point epsilon grid (and the paper's setting)."""
+    return {
+        n: {**PAPER_EXPERIMENTS[n], "datasets": [FOREIGN], "epsilons": GRID, "variants": ["p3gm"]}
+        for n in get_item(key).experiments
+    }
 
 
-TRAINED_ITEMS = sorted(k for k, i in ITEMS.items() if any(e in PAPER_SETTINGS for e in i.experiments))
+TRAINED_ITEMS = sorted(
+    k for k, i in ITEMS.items() if any("paper_setting" in PAPER_EXPERIMENTS.get(e, {}) for e in i.experiments)
+)
 HANDLED = {"p3gm/table6", "p3gm/table8", "p3gm/fig4", "dp2vae/table1"}
 
 
 def test_every_trained_experiment_has_a_paper_setting(paper_config):
-    """The shipped configuration is the papers' setting: nothing in it is foreign."""
+    """Every paper's experiment with runs states its paper's setting, and the shipped configuration is in it."""
     for name, exp in paper_config["experiments"].items():
-        if "analysis" not in exp:
-            assert name in PAPER_SETTINGS, name
+        if "analysis" not in exp and exp.get("paper") != "audit":
+            assert "paper_setting" in exp, name
             assert experiment_setting(name, exp).is_paper, name
 
 
@@ -77,21 +94,30 @@ def test_smoke_configuration_is_the_papers_setting(smoke_config):
         assert experiment_setting(name, exp).is_paper, name
 
 
+def test_a_setting_reaches_the_renderer_through_the_spec():
+    """`Setting` travels in the item's spec as JSON and comes back equal."""
+    from dpvae.render.setting import Setting
+
+    setting = experiment_setting("p3gm_tabular", foreign("p3gm/table6")["p3gm_tabular"])
+    assert not setting.is_paper and setting.paper_datasets == {"credit", "esr", "adult", "isolet"}
+    assert Setting.from_json(setting.to_json()) == setting
+
+
 @pytest.mark.parametrize("key", sorted(set(TRAINED_ITEMS) - HANDLED))
 def test_items_that_cannot_show_it_refuse_with_one_line(key, tmp_path):
     with pytest.raises(ConfigError) as error:
-        load_renderers().get(key)(context(key, foreign(key), {}, tmp_path))
+        planned(key, foreign(key))
     message = str(error.value)
     assert "\n" not in message and key in message and "cannot show experiments." in message
     assert "figures/experiments/" in message
 
 
-def test_an_epsilon_axis_renderer_still_refuses_foreign_data(tmp_path):
+def test_an_epsilon_axis_renderer_still_refuses_foreign_data():
     """PriVAE Fig. 1 draws epsilon as its axis (any grid) but is titled Fashion-MNIST: foreign data is refused."""
-    experiments = {"privae_sparsity": {"datasets": ["fashion-mnist-32"], "epsilons": GRID}}
-    assert experiment_setting("privae_sparsity", experiments["privae_sparsity"]).foreign_epsilons == (0.5,)
+    experiments = {"privae_sparsity": {**PAPER_EXPERIMENTS["privae_sparsity"], "epsilons": GRID}}
+    assert planned("privae/fig1", experiments)["privae_sparsity"].foreign_epsilons == (0.5,)
     with pytest.raises(ConfigError, match="privae_sparsity.datasets breast-cancer"):
-        load_renderers().get("privae/fig1")(context("privae/fig1", foreign("privae/fig1"), {}, tmp_path))
+        planned("privae/fig1", foreign("privae/fig1"))
 
 
 @pytest.mark.parametrize("dataset", ["adult", FOREIGN])
@@ -176,7 +202,11 @@ def test_planning_refuses_an_item_that_cannot_show_the_grid(tmp_path):
     plan = Plan(config, REPO_ROOT)
     with pytest.raises(ConfigError, match=r"p3gm/fig6 cannot show experiments.p3gm_dimension.epsilons 0.5, 2"):
         plan.check_targets(["figures/p3gm/fig6.pdf"], built_only=False)
+    with pytest.raises(ConfigError, match=r"p3gm/fig6 cannot show"):
+        plan.item_spec("p3gm", "fig6")
     plan.check_targets(["figures/p3gm/table6.pdf", "figures/experiments/p3gm_dimension.pdf"], built_only=False)
+    settings = plan.item_spec("p3gm", "table6")["settings"]  # the render job's Setting: the check's outcome
+    assert settings["p3gm_tabular"]["foreign_epsilons"] == [0.5, 2.0]
     assert "figures/p3gm/fig6.pdf" not in plan.default_targets()
     assert "figures/p3gm/table6.pdf" in plan.default_targets()
     assert any("cannot show" in p for p in plan.gather_pending("fig6")["p3gm/fig6"])

@@ -118,6 +118,23 @@ def test_defaults_are_filled_in():
             "config key 'experiments.p3gm_tabular.seeds'",
         ),
         (
+            lambda c: c["experiments"]["p3gm_tabular"]["paper_setting"].update(epsilons=[]),
+            "config key 'experiments.p3gm_tabular.paper_setting.epsilons'",
+        ),
+        (
+            lambda c: c["experiments"]["p3gm_tabular"]["paper_setting"].update(grid=[1]),
+            "config key 'experiments.p3gm_tabular.paper_setting.grid'",
+        ),
+        (
+            lambda c: c["experiments"]["p3gm_images"]["paper_setting"].update(datasets=["mnist-p3gm"]),
+            "config key 'experiments.p3gm_images.paper_setting.datasets[0]': 'mnist-p3gm' is our id; the paper "
+            "setting names the papers' dataset 'mnist'",
+        ),
+        (
+            lambda c: c["experiments"]["p3gm_table3"].update(paper_setting={"datasets": ["adult"], "epsilons": [1]}),
+            "config key 'experiments.p3gm_table3.paper_setting': only a paper's experiment with runs",
+        ),
+        (
             lambda c: c["variants"]["p3gm"].update(calibrate="sound"),
             "config key 'variants.p3gm.calibrate': method 'p3gm''s ledger is known only after training",
         ),

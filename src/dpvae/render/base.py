@@ -7,7 +7,6 @@ numbers, and writes through `render.output` (which labels every item that is not
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -17,8 +16,9 @@ from dpvae.items import Item
 from dpvae.registry import Registry, discover
 from dpvae.render.output import PAPER_LABEL
 from dpvae.render.published import load_published
-from dpvae.render.setting import HANDLES, Setting, check_setting, experiment_setting
+from dpvae.render.setting import HANDLES, Setting
 from dpvae.reproductions import published_dataset, published_method, recorded
+from dpvae.runs import split_variant
 
 Renderer = Callable[["RenderContext"], None]
 RENDERERS: Registry[Renderer] = Registry("renderer")
@@ -28,21 +28,16 @@ def register_renderer(key: str, handles: tuple[str, ...] = ()) -> Callable[[Rend
     """Function decorator: render item `key` ('<paper>/<item id>') with `fn` (duplicates refused).
 
     `handles`: what of a setting the paper did not use the renderer shows correctly ("datasets", "epsilons";
-    `render.setting`); anything else is refused with one line, while planning and before rendering.
+    `render.setting`); an item configured with anything else is refused with one line while planning.
     """
     unknown = set(handles) - HANDLES
     if unknown:
         raise ValueError(f"renderer {key}: unknown handles {sorted(unknown)}; known: {sorted(HANDLES)}")
 
     def decorate(fn: Renderer) -> Renderer:
-        @functools.wraps(fn)
-        def checked(ctx: RenderContext) -> None:
-            check_setting(key, ctx.config.get("experiments", {}), handles)
-            fn(ctx)
-
-        checked.handles = frozenset(handles)
-        RENDERERS.add(key, checked)
-        return checked
+        fn.handles = frozenset(handles)
+        RENDERERS.add(key, fn)
+        return fn
 
     return decorate
 
@@ -54,6 +49,21 @@ class RenderContext:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)  # experiment -> tidy table
     artifacts: list[str] = field(default_factory=list)
     config: dict = field(default_factory=dict)  # the experiments and variants the item uses
+    # experiment -> how its configured setting compares with the paper's: checked while planning (`Plan`)
+    settings: dict[str, Setting] = field(default_factory=dict)
+
+    @property
+    def experiment(self) -> str:
+        """The item's one experiment (`items.py` names it; its configuration is `ctx.config["experiments"]`)."""
+        if len(self.item.experiments) != 1:
+            raise ValueError(f"item {self.item.key} shows {len(self.item.experiments)} experiments, not one")
+        return self.item.experiments[0]
+
+    def variants(self, experiment: str | None = None) -> list[str]:
+        """The variants the experiment's config entry runs (sweep points folded into their base), in its order;
+        by default those of the item's one experiment."""
+        configured = self.config["experiments"][experiment or self.experiment]["variants"]
+        return list(dict.fromkeys(split_variant(v)[0] for v in configured))
 
     def published(self) -> pd.DataFrame:
         """The paper's numbers for this item (shown only as a column or marker labelled "paper")."""
@@ -61,8 +71,9 @@ class RenderContext:
         return frame[frame["item"] == self.item.id]
 
     def setting(self, experiment: str) -> Setting:
-        """How the experiment's configured datasets and epsilons compare with the paper's (`render.setting`)."""
-        return experiment_setting(experiment, self.config["experiments"][experiment])
+        """How the experiment's configured datasets and epsilons compare with the paper's (`render.setting`),
+        as planning found it; a context built without planning (a test) is in the paper's setting."""
+        return self.settings.get(experiment) or Setting(experiment)
 
     def published_method(self, variant: str) -> str:
         """The method id this item's paper publishes our `variant` under (the variant's `published_as`)."""

@@ -1,10 +1,13 @@
-"""The paper's setting of each trained experiment, and the check that keeps a paper item from mislabelling.
+"""The paper's setting of an experiment against its configuration, and the check that keeps a paper item
+from mislabelling.
 
-A paper item is drawn for the datasets and the epsilon grid its paper used. Rendered on other data or another
-grid (a config overlay), a renderer either handles it (epsilon and dataset stay axes, the paper's title and
-published numbers are dropped for data the paper did not use, the page says "not the paper's setting"), and
-declares so at registration (`register_renderer(key, handles=("datasets", "epsilons"))`), or the item is
-refused with one line naming what it cannot show — while planning, before any job, and again when rendering.
+A paper's experiment states the setting its paper used (`paper_setting` in config.yaml: the papers' names of
+its datasets and its epsilon grid). Rendered on other data or another grid (a config overlay), a renderer
+either handles it (epsilon and dataset stay axes, the paper's title and published numbers are dropped for data
+the paper did not use, the page says "not the paper's setting"), and declares so at registration
+(`register_renderer(key, handles=("datasets", "epsilons"))`), or the item is refused with one line naming
+what it cannot show. The check runs once, while planning (`dpvae.workflow.Plan`); the render job reads its
+outcome, each experiment's `Setting`, from the item's spec.
 """
 
 from __future__ import annotations
@@ -17,30 +20,6 @@ from dpvae.reproductions import published_dataset
 NOT_PAPER = "not the paper's setting"
 HANDLES = frozenset({"datasets", "epsilons"})
 
-#: trained experiment -> (the papers' names of the datasets it was written for, the paper's epsilon grid)
-PAPER_SETTINGS: dict[str, tuple[frozenset[str], tuple[float, ...]]] = {
-    "privae_sparsity": (frozenset({"fashion-mnist"}), (1, 2, 5, 10, 20, 50, 100)),
-    "privae_clustering": (frozenset({"pinwheel"}), (10,)),
-    "lvae_mia": (frozenset({"mnist"}), (1,)),
-    "lvae_spectral": (frozenset({"mnist"}), (1,)),
-    "p3gm_credit_components": (frozenset({"credit"}), (1,)),
-    "p3gm_tabular": (frozenset({"credit", "esr", "adult", "isolet"}), (1,)),
-    "p3gm_images": (frozenset({"mnist", "fashion-mnist"}), (1,)),
-    "p3gm_credit_eps": (frozenset({"credit"}), (0.1, 0.5, 1, 5)),
-    "p3gm_pca_dim": (frozenset({"mnist"}), (1,)),
-    "p3gm_dimension": (frozenset({"twogauss"}), (1,)),
-    "p3gm_efficiency": (frozenset({"mnist", "credit"}), (1,)),
-    "p3gm_allocation": (frozenset({"credit", "adult"}), (1,)),
-    "dp2vae_eps10": (frozenset({"mnist", "fashion-mnist"}), (10,)),
-    "dp2vae_eps1": (frozenset({"mnist", "fashion-mnist", "celeba"}), (1,)),
-    "dp2vae_gswgan_eps1": (frozenset({"mnist", "fashion-mnist"}), (1,)),
-    "dp2vae_gswgan_ablation": (frozenset({"mnist"}), (10,)),
-    "dp2vae_ablation": (frozenset({"mnist"}), (10,)),
-    "dp2vae_celeba_eps10": (frozenset({"celeba"}), (10,)),
-    "dp2vae_eps02": (frozenset({"mnist", "fashion-mnist", "celeba"}), (0.2,)),
-    "dp2vae_lr": (frozenset({"mnist"}), (10,)),
-}
-
 
 @dataclass(frozen=True)
 class Setting:
@@ -51,6 +30,26 @@ class Setting:
     foreign_epsilons: tuple[float, ...] = ()  # configured target epsilons outside the paper's grid
     paper_datasets: frozenset[str] = frozenset()
     paper_epsilons: tuple[float, ...] = ()
+
+    def to_json(self) -> dict:
+        """The form an item's spec carries it in (`from_json` reads it back)."""
+        return {
+            "experiment": self.experiment,
+            "foreign_datasets": list(self.foreign_datasets),
+            "foreign_epsilons": list(self.foreign_epsilons),
+            "paper_datasets": sorted(self.paper_datasets),
+            "paper_epsilons": list(self.paper_epsilons),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> Setting:
+        return cls(
+            data["experiment"],
+            tuple(data["foreign_datasets"]),
+            tuple(data["foreign_epsilons"]),
+            frozenset(data["paper_datasets"]),
+            tuple(data["paper_epsilons"]),
+        )
 
     @property
     def is_paper(self) -> bool:
@@ -86,10 +85,11 @@ def _eps(values) -> str:
 
 
 def experiment_setting(experiment: str, exp: dict) -> Setting:
-    """The Setting of one configured experiment (the paper's setting for analyses and unknown experiments)."""
-    if experiment not in PAPER_SETTINGS or "analysis" in exp:
+    """The Setting of one configured experiment (the paper's setting where it states no `paper_setting`)."""
+    paper = exp.get("paper_setting")
+    if not paper or "analysis" in exp:
         return Setting(experiment)
-    datasets, epsilons = PAPER_SETTINGS[experiment]
+    datasets, epsilons = frozenset(paper["datasets"]), tuple(float(e) for e in paper["epsilons"])
     foreign = tuple(d for d in exp.get("datasets", ()) if published_dataset(d)[0] not in datasets)
     grid = tuple(float(e) for e in exp.get("epsilons", ()))
     outside = tuple(e for e in grid if not any(abs(e - p) < 1e-9 for p in epsilons))
@@ -114,7 +114,10 @@ def setting_problem(key: str, experiments: dict[str, dict], handles: frozenset[s
     return None
 
 
-def check_setting(key: str, experiments: dict[str, dict], handles: frozenset[str] | tuple[str, ...]) -> None:
-    """Refuse (ConfigError, one line) an item rendered on a setting its renderer cannot show."""
+def checked_settings(
+    key: str, experiments: dict[str, dict], handles: frozenset[str] | tuple[str, ...]
+) -> dict[str, Setting]:
+    """Each experiment's Setting for item `key`; a ConfigError (one line) if its renderer cannot show one."""
     if problem := setting_problem(key, experiments, handles):
         raise ConfigError(problem)
+    return {name: experiment_setting(name, exp) for name, exp in experiments.items()}

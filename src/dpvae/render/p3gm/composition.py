@@ -15,7 +15,7 @@ def p3gm_fig9(ctx: RenderContext) -> None:
     from dpvae.render.output import apply_style
 
     apply_style()
-    table = ctx.tables["p3gm_composition"]
+    table = ctx.tables[ctx.experiment]
     labels = {
         "baseline": "baseline (Gaussian PCA + zCDP EM + moments SGD)",
         "rdp-classic": "RDP composition, Theorem 4 (classic conversion)",
@@ -34,7 +34,7 @@ def p3gm_fig9(ctx: RenderContext) -> None:
         ax=ax,
         hue_order=list(labels.values()),
     )
-    params = ctx.config["experiments"]["p3gm_composition"]["params"]
+    params = ctx.config["experiments"][ctx.experiment]["params"]
     ax.set(
         xlabel="DP-SGD noise multiplier $\\sigma_s$",
         ylabel=f"$\\varepsilon$ at $\\delta$ = {ctx.config['delta']:g}",

@@ -27,12 +27,12 @@ from dpvae.seeds import seed_summary
 @register_renderer("p3gm/table7")
 def p3gm_table7(ctx: RenderContext) -> None:
     """MNIST and Fashion-MNIST at (1, 1e-5): CNN accuracy per method, ours beside the paper's."""
-    table, datasets = experiment_frame(ctx, "p3gm_images")
+    table, datasets = experiment_frame(ctx, ctx.experiment)
     published = ctx.published()
     summary = metric_summary(table, "accuracy", ["dataset", "variant"], "cnn")
     eps = spent_epsilon(table, ["dataset", "variant"])
-    order = ["vae-mlp", "dp-gm", "privbayes", "ryan", "p3gm", "dp-vae", "real"]
-    variants = [v.split("@")[0] for v in ctx.config["experiments"]["p3gm_images"]["variants"]]
+    order = ["vae-mlp", "dp-gm", "privbayes", "ryan", "p3gm", "dp-vae", "real"]  # the paper's rows, then ours
+    variants = ctx.variants()
     recorded = ctx.recorded()
     rows = []
     for dataset in datasets:
@@ -93,7 +93,7 @@ def p3gm_fig2(ctx: RenderContext) -> None:
         if run.variant not in grids:
             with np.load(Path(path).with_name("sample_grid.npz")) as grid:
                 grids[run.variant] = {k: grid[k] for k in grid.files}
-    eps = ctx.config["experiments"]["p3gm_images"]["epsilons"]
+    eps = ctx.config["experiments"][ctx.experiment]["epsilons"]
     fig, axes = pyplot().subplots(1, len(panels), figsize=(3.0 * len(panels), 3.4))
     for ax, (variant, title) in zip(axes, panels):
         ax.axis("off")
@@ -127,7 +127,7 @@ def p3gm_fig5(ctx: RenderContext) -> None:
     from dpvae.render.output import apply_style, pyplot
 
     apply_style()
-    table = ctx.tables["p3gm_pca_dim"]
+    table = ctx.tables[ctx.experiment]
     rows = table[(table["metric"] == "accuracy") & (table["classifier"] == "cnn")].copy()
     rows["d_p"] = rows["point"].astype(float)
     summary = seed_summary(rows, ["d_p"], sort=True)

@@ -17,7 +17,7 @@ def p3gm_fig7(ctx: RenderContext) -> None:
     from dpvae.render.output import apply_style, pyplot
 
     apply_style()
-    table = ctx.tables["p3gm_efficiency"]
+    table = ctx.tables[ctx.experiment]
     datasets = list(dict.fromkeys(table["dataset"])) if len(table) else []
     mnist = next((d for d in datasets if paper_dataset(real_dataset(d)) == "mnist"), None)
     credit = next((d for d in datasets if paper_dataset(real_dataset(d)) == "credit"), None)
@@ -27,7 +27,7 @@ def p3gm_fig7(ctx: RenderContext) -> None:
         (mnist, "accuracy", "cnn", "(c) MNIST", "epoch", "CNN accuracy"),
         (credit, "auroc", "mean4", "(d) Kaggle Credit", "epoch", "AUROC (mean of 4 classifiers)"),
     ]
-    order = ["p3gm-efficiency", "dp-vae", "p3gm-ae"]
+    order = ctx.variants()
     fig, axes = pyplot().subplots(2, 2, figsize=(10, 7))
     for ax, (dataset, metric, classifier, title, xlabel, ylabel) in zip(axes.flat, panels):
         ax.set(
@@ -54,7 +54,7 @@ def p3gm_fig7(ctx: RenderContext) -> None:
             (line,) = ax.plot(
                 curve.index,
                 curve["mean"],
-                label=f"{LABELS[variant]} (n={int(curve['n'].max())})",
+                label=f"{LABELS.get(variant, variant)} (n={int(curve['n'].max())})",
                 marker="o",
                 markersize=3 if metric == "recon_loss" else 6,
                 lw=1 if metric == "recon_loss" else 1.5,

@@ -39,7 +39,7 @@ def p3gm_table2(ctx: RenderContext) -> None:
 
 @register_renderer("p3gm/table3")
 def p3gm_table3(ctx: RenderContext) -> None:
-    ours = ctx.tables["p3gm_table3"]
+    ours = ctx.tables[ctx.experiment]
     table = side_by_side(
         ours,
         ctx.published(),
@@ -60,7 +60,7 @@ def p3gm_table3(ctx: RenderContext) -> None:
 
 @register_renderer("p3gm/table4")
 def p3gm_table4(ctx: RenderContext) -> None:
-    ours = ctx.tables["p3gm_table4"]
+    ours = ctx.tables[ctx.experiment]
     table = side_by_side(
         ours, ctx.published(), {"sigma_s": "sigma_s", "lr": "lr", "epochs": "#epochs", "batch_size": "batch"}
     )

@@ -25,7 +25,6 @@ LABELS = {
 }
 NOTEBOOK = "notebook"
 TABULAR_ORDER = ("credit", "esr", "adult", "isolet")  # the paper's row order
-COMPETITORS = ("privbayes", "ryan", "dp-gm", "p3gm", "real")
 UNREACHABLE = "not reachable here"
 NOT_BUILT = "not in this build"
 

@@ -9,7 +9,6 @@ from dpvae.render.base import RenderContext, register_renderer
 from dpvae.render.common import dataset_label
 from dpvae.render.output import PAPER_LABEL, save_table
 from dpvae.render.p3gm.shared import (
-    COMPETITORS,
     LABELS,
     NOTEBOOK,
     UNREACHABLE,
@@ -33,9 +32,9 @@ from dpvae.render.setting import NOT_PAPER
 @register_renderer("p3gm/table5")
 def p3gm_table5(ctx: RenderContext) -> None:
     """Kaggle Credit per classifier: non-private VAE and PGM, P3GM at (1, 1e-5); AUROC and AUPRC."""
-    table, datasets = experiment_frame(ctx, "p3gm_credit_components")
+    table, datasets = experiment_frame(ctx, ctx.experiment)
     published = ctx.published()
-    variants = ("vae-mlp", "pgm", "p3gm")
+    variants = ctx.variants()
     rows = []
     for dataset in datasets:
         missing = is_missing(table, dataset)
@@ -44,7 +43,7 @@ def p3gm_table5(ctx: RenderContext) -> None:
             for metric in ("auroc", "auprc"):
                 summary = metric_summary(table[table["dataset"] == dataset], metric, ["variant"], classifier)
                 for variant in variants:
-                    name = f"{metric.upper()} {LABELS[variant]}"
+                    name = f"{metric.upper()} {LABELS.get(variant, variant)}"
                     row[name] = UNREACHABLE if missing else cell(summary, variant=variant)
                     method = ctx.published_method(variant)
                     paper = published_value(published, dataset, method, metric, classifier)
@@ -65,7 +64,7 @@ def p3gm_table5(ctx: RenderContext) -> None:
         "printed run (sigma_s 2.0, sigma_p 15), shown where it differs.",
         "PGM = P3GM without noise and without clipping (not an option of the reference code, A-G16).",
     ]
-    notes = [*standin_note(datasets), *unreachable_note(ctx, "p3gm_credit_components", table, datasets), *notes]
+    notes = [*standin_note(datasets), *unreachable_note(ctx, ctx.experiment, table, datasets), *notes]
     save_table(out, ctx.prefix, "P3GM Table V - Kaggle Credit per classifier: VAE, PGM, P3GM", [n for n in notes if n])
 
 
@@ -75,10 +74,10 @@ def p3gm_table6(ctx: RenderContext) -> None:
 
     Outside the paper's setting (other data or another epsilon grid) one row per dataset, target epsilon and
     method, the paper's numbers only on its own data and epsilon."""
-    setting = ctx.setting("p3gm_tabular")
-    table, datasets = experiment_frame(ctx, "p3gm_tabular", published=setting.is_paper)
+    setting = ctx.setting(ctx.experiment)
+    table, datasets = experiment_frame(ctx, ctx.experiment, published=setting.is_paper)
     published = ctx.published()
-    variants = [v for v in COMPETITORS if v in ctx.config["experiments"]["p3gm_tabular"]["variants"]]
+    variants = ctx.variants()
     by = ["dataset", "variant", "epsilon"]
     summaries = {m: metric_summary(table, m, by, "mean4") for m in ("auroc", "auprc", "auprc_flipped")}
     eps = spent_epsilon(table, by)
@@ -86,7 +85,10 @@ def p3gm_table6(ctx: RenderContext) -> None:
     for dataset, epsilon, variant in setting_rows(setting, table, datasets, variants):
         missing = is_missing(table, dataset)
         method = ctx.published_method(variant)
-        row = {"dataset": dataset_label(dataset), "method": LABELS[variant] if variant != "real" else "original"}
+        row = {
+            "dataset": dataset_label(dataset),
+            "method": "original" if variant == "real" else LABELS.get(variant, variant),
+        }
         if not setting.is_paper:
             row["epsilon"] = epsilon
         shows_paper = setting.paper_dataset(dataset) and (
@@ -96,7 +98,7 @@ def p3gm_table6(ctx: RenderContext) -> None:
         for metric in ("auroc", "auprc"):
             name = metric.upper()
             row[f"{name} (ours)"] = (
-                missing_text(ctx, "p3gm_tabular", dataset) if missing else cell(summaries[metric], **where)
+                missing_text(ctx, ctx.experiment, dataset) if missing else cell(summaries[metric], **where)
             )
             paper = published_value(published, dataset, method, metric, "mean4") if shows_paper else float("nan")
             row[f"{name} ({PAPER_LABEL})"] = paper
@@ -112,7 +114,7 @@ def p3gm_table6(ctx: RenderContext) -> None:
         out = out.drop(columns="AUPRC, other class positive (ours)")
     notes = [
         *standin_note(datasets),
-        *unreachable_note(ctx, "p3gm_tabular", table, datasets),
+        *unreachable_note(ctx, ctx.experiment, table, datasets),
         "ours: mean ± sd over seeds (n) of the mean of the four classifiers (LR, AdaBoost, GBM, XGBoost regressor; "
         "the reference code's settings) trained on synthetic records and scored on the real test split; "
         "'original' = trained on the real training split. epsilon spent = headline accounting of the ledger "
@@ -138,10 +140,10 @@ def p3gm_table6(ctx: RenderContext) -> None:
 def p3gm_table8(ctx: RenderContext) -> None:
     """Average total-variation distance of all 2-way marginals (lower is better), ours beside the paper's;
     outside the paper's setting one row per dataset, target epsilon and method (as Table VI)."""
-    setting = ctx.setting("p3gm_tabular")
-    table, datasets = experiment_frame(ctx, "p3gm_tabular", published=setting.is_paper)
+    setting = ctx.setting(ctx.experiment)
+    table, datasets = experiment_frame(ctx, ctx.experiment, published=setting.is_paper)
     published = ctx.published()
-    variants = [v for v in COMPETITORS if v != "real" and v in ctx.config["experiments"]["p3gm_tabular"]["variants"]]
+    variants = [v for v in ctx.variants() if v != "real"]
     columns = {"tvd2_clipped": "TVD, clipped bins (ours)", "tvd2_notebook": "TVD, notebook bins (ours)"}
     by = ["dataset", "variant", "epsilon"]
     summaries = {m: metric_summary(table, m, by) for m in (*columns, "tvd2_public_clipped", "tvd2_public_notebook")}
@@ -150,7 +152,7 @@ def p3gm_table8(ctx: RenderContext) -> None:
         missing = is_missing(table, dataset)
         shows_paper = setting.paper_dataset(dataset) and (epsilon is None or setting.paper_epsilon(epsilon))
         where = {"dataset": dataset, "variant": variant, **({} if epsilon is None else {"epsilon": epsilon})}
-        entries = [(variant, LABELS[variant], "")]
+        entries = [(variant, LABELS.get(variant, variant), "")]
         if variant == "p3gm":
             entries.append(("p3gm", "P3GM (public reconstructions)", "_public"))
         for variant, label, public in entries:
@@ -160,7 +162,7 @@ def p3gm_table8(ctx: RenderContext) -> None:
                 row["epsilon"] = epsilon
             for metric, name in columns.items():
                 key = metric.replace("tvd2", f"tvd2{public}")
-                row[name] = missing_text(ctx, "p3gm_tabular", dataset) if missing else cell(summaries[key], **where)
+                row[name] = missing_text(ctx, ctx.experiment, dataset) if missing else cell(summaries[key], **where)
             paper = published_value(published, dataset, method, "tvd2") if shows_paper else float("nan")
             notebook = published_value(
                 published, dataset, method, "tvd2", setting="reading=notebook", source="reference-code"
@@ -170,7 +172,7 @@ def p3gm_table8(ctx: RenderContext) -> None:
             rows.append(row)
     notes = [
         *standin_note(datasets),
-        *unreachable_note(ctx, "p3gm_tabular", table, datasets),
+        *unreachable_note(ctx, ctx.experiment, table, datasets),
         "ours: mean ± sd over seeds (n) of the average over all ordered column pairs (self-pairs included; "
         "features plus the one-hot label, P3GM's data layout) of half the L1 distance between 2-way histograms of "
         "the synthetic records and the real training split, 5 linearly spaced edges per column on the real range "

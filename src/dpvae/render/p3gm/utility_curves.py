@@ -18,8 +18,6 @@ from dpvae.render.p3gm.shared import errorbar_lines, experiment_frame, is_missin
 class UtilityFigure:
     """What Fig. 4 and Fig. 8 differ in: AUROC and AUPRC (mean of 4 classifiers) per dataset against `x`."""
 
-    experiment: str
-    variants: tuple[str, ...]
     x: str  # the tidy column on the x axis
     xlabel: Callable[[RenderContext], str]
     log_x: bool
@@ -37,7 +35,7 @@ def utility_figure(ctx: RenderContext, figure: UtilityFigure) -> None:
     from dpvae.render.output import apply_style, pyplot
 
     apply_style()
-    table, datasets = experiment_frame(ctx, figure.experiment)
+    table, datasets = experiment_frame(ctx, ctx.experiment)
     published = ctx.published()
     notebook = published[(published["source"] == "reference-code") & (published["method"] == "p3gm")]
     notebook = notebook.assign(x=figure.notebook_x(notebook))
@@ -55,7 +53,7 @@ def utility_figure(ctx: RenderContext, figure: UtilityFigure) -> None:
                 no_data(ax, dataset)
                 continue
             rows = table[table["dataset"] == dataset]
-            errorbar_lines(ax, rows, lambda r: float(r[figure.x]), metric, "mean4", list(figure.variants))
+            errorbar_lines(ax, rows, lambda r: float(r[figure.x]), metric, "mean4", ctx.variants())
             points = notebook[(notebook["metric"] == metric) & (notebook["dataset"] == paper_dataset(dataset))]
             if len(points) and (figure.notebook_on_standins or not is_standin(dataset)):
                 points = points.sort_values("x")
@@ -63,7 +61,7 @@ def utility_figure(ctx: RenderContext, figure: UtilityFigure) -> None:
             ax.legend(fontsize=7)
     fig.suptitle(figure.title(ctx, datasets), fontsize=figure.title_size)
     fig.tight_layout()
-    setting = ctx.setting(figure.experiment) if figure.setting_notes else None
+    setting = ctx.setting(ctx.experiment) if figure.setting_notes else None
     if setting is not None and not setting.is_paper:
         fig.text(0.5, 1.03, "\n".join(setting.notes()), ha="center", va="bottom", fontsize=7, color="#b00020")
     save_figure(fig, ctx.prefix)
@@ -74,7 +72,7 @@ def _standin_suffix(datasets: list[str], text: str) -> str:
 
 
 def _fig4_title(ctx: RenderContext, datasets: list[str]) -> str:
-    if ctx.setting("p3gm_credit_eps").is_paper or all(paper_dataset(real_dataset(d)) == "credit" for d in datasets):
+    if ctx.setting(ctx.experiment).is_paper or all(paper_dataset(real_dataset(d)) == "credit" for d in datasets):
         suffix = _standin_suffix(datasets, " - STAND-IN DATA (generated, not Kaggle Credit)")
         return f"P3GM Fig. 4 - Kaggle Credit utility vs $\\varepsilon$ (mean ± sd over seeds){suffix}"
     names = ", ".join(dataset_label(d) for d in datasets)
@@ -82,8 +80,6 @@ def _fig4_title(ctx: RenderContext, datasets: list[str]) -> str:
 
 
 FIG4 = UtilityFigure(
-    experiment="p3gm_credit_eps",
-    variants=("p3gm", "dp-gm", "privbayes"),
     x="epsilon",
     xlabel=lambda ctx: f"$\\varepsilon$ ($\\delta$ = {ctx.config.get('delta', 1e-5):g})",
     log_x=True,
@@ -96,8 +92,6 @@ FIG4 = UtilityFigure(
     setting_notes=True,
 )
 FIG8 = UtilityFigure(
-    experiment="p3gm_allocation",
-    variants=("p3gm-allocation",),
     x="point",
     xlabel=lambda ctx: "encoder share of the budget (sweep label, epsilon_balance.sh)",
     log_x=False,
@@ -133,8 +127,8 @@ def p3gm_fig6(ctx: RenderContext) -> None:
     from dpvae.render.output import apply_style, pyplot
 
     apply_style()
-    table, datasets = experiment_frame(ctx, "p3gm_dimension")
-    variants = list(dict.fromkeys(ctx.config["experiments"]["p3gm_dimension"]["variants"]))
+    table, datasets = experiment_frame(ctx, ctx.experiment)
+    variants = ctx.variants()
     dims = sorted(int(d.removeprefix("twogauss-d")) for d in datasets)
     fig, ax = pyplot().subplots(figsize=(5.6, 3.8))
     errorbar_lines(ax, table, lambda r: int(str(r["dataset"]).removeprefix("twogauss-d")), "auroc", "mean4", variants)
