@@ -199,6 +199,21 @@ def recomputed_ledger(run: str | Path) -> tuple[str, str]:
     return written, json_text(released_ledger(ledger, fitted, spec).to_dict())
 
 
+def planned_release(spec: dict, facts: Any = None) -> Any:
+    """The ledger a private run of `spec` writes (its privacy.json, as a `Ledger`), computed before training: the
+    method's `planned_ledger` on the prepared data's facts (`prepared_facts`, or the `facts` given), with its
+    dataset's domain cost composed in as the train stage does (`domain_budget`, `released_ledger`); None where the
+    method cannot plan it (an LVAE Lipschitz variant has no ledger)."""
+    from dpvae.methods.registry import get_method  # here: aggregation imports this module without the methods
+
+    method = get_method(spec["method"])
+    params = method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params", name=method.name)
+    budgeted, fitted = domain_budget(spec)
+    facts = facts if facts is not None else prepared_facts(spec, getattr(params, "max_train", None))
+    planned = method.planned_ledger(params, budgeted, facts)
+    return None if planned is None else released_ledger(planned, fitted, spec)
+
+
 def domain_budget(spec: dict) -> tuple[dict, Any]:
     """(the spec its method trains under, the run's dataset domain or None). A private run's method spends its
     target ε less a declared dataset's domain estimate (`dpvae.data.domain`); a run calibrated to the sound
