@@ -421,11 +421,13 @@ def summary(rows: list[dict], analysis_rows: int = 0) -> tuple[str, int]:
     lines.append(f"facts: {len(done) - len(registry)} prepared datasets, {len(registry)} registry facts")
     for reason, count in sorted(Counter(r["not_dp"].split(";")[0][:100] for r in done if r["not_dp"]).items()):
         lines.append(f"not DP ({count}): {reason}")
-    below = [r for r in done if r["paper_equals_target"] == "false" and r not in over]
-    for r in below:
-        lines.append(
-            f"below target: {r['paper']} {r['dataset']} {r['variant']}: {r['paper_epsilon']} < {r['recorded_epsilon']}"
-        )
+    short: dict[tuple[str, str], list[dict]] = {}  # paper ε below the target, by variant (sweeps together)
+    for r in done:
+        if r["paper_equals_target"] == "false" and r not in over:
+            short.setdefault((r["paper"], r["variant"].split("@")[0]), []).append(r)
+    for (paper, variant), found in sorted(short.items()):
+        spent = sorted(f"{float(r['paper_epsilon']):.3g}/{float(r['recorded_epsilon']):g}" for r in found)
+        lines.append(f"paper ε below target: {paper} {variant} ({len(found)}): {', '.join(dict.fromkeys(spent))}")
     for r in over:
         lines.append(
             f"OVER TARGET: {r['paper']} {r['dataset']} {r['variant']}: {r['paper_epsilon']} > {r['recorded_epsilon']}"
@@ -449,7 +451,8 @@ def recorded_main(args: argparse.Namespace) -> int:
     write_csv(rows, Path(args.out))
     text, status = summary(rows, analysis_rows)
     print(text)
-    print(f"wrote {args.out}")
+    out = Path(args.out).resolve()
+    print(f"wrote {out.relative_to(REPO) if out.is_relative_to(REPO) else out}")
     return status
 
 
