@@ -309,16 +309,17 @@ def recompute_recorded(reproductions: Path, repo: Path, facts: Facts) -> tuple[l
         if config is None or run is None:
             why = source if config is None else f"no run of {recorded.item} in {source}"
             key = (paper, recorded.dataset, recorded.variant, recorded.epsilon, "", why)
-            group = groups.setdefault(key, {**base, "error": why, "config": source, "dataset_id": ""})
+            group = groups.setdefault(key, {**base, "error": why, "dataset_id": ""})
         else:
             if not is_private(config, run.variant):
                 continue
             spec = run_spec(config, run)
             key = (paper, run.dataset, run.variant, recorded.epsilon, spec_key(spec), "")
-            group = groups.setdefault(key, {**base, "spec": spec, "config": source, "dataset_id": run.dataset})
+            base["variant"] = run.variant  # with a study's sweep point
+            group = groups.setdefault(key, {**base, "spec": spec, "dataset_id": run.dataset})
         group.setdefault("items", set()).add(recorded.item)
         group.setdefault("commits", set()).add(recorded.commit[:7])
-        group.setdefault("sources", set()).add(group["config"])
+        group.setdefault("sources", set()).add(source)
         group["rows"] = group.get("rows", 0) + 1
         group["recorded_epsilon"] = recorded.epsilon
 
