@@ -4,7 +4,7 @@
                                        [--chunk 20] [--iters 3] [--steps 10] [--repeats 3] [--threads 2] [--quick]
                                        [--parts stage1 stage2]
 
-stage 1: `--encoders` K models (encoder + its own decoder, PAPERS.md §4.2 CVAE on 28×28 MNIST-shaped data),
+stage 1: `--encoders` K models (encoder + its own decoder, docs/papers.md §4.2 CVAE on 28×28 MNIST-shaped data),
 `--iters` Adam steps each on batches of `--batch`, batch gradients of encoder and decoder clipped to C = 1
 separately (Alg. 1). "loop" trains one `CVAE` after the other with torch.optim.Adam and clip_grad_norm_ (the
 reference way); "vectorised" trains `--chunk` of them at a time on stacked parameters (`stacked_loss`,

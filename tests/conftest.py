@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,17 +11,16 @@ import pytest
 from dpvae.config import load_config
 from dpvae.data import fetch_dataset, prepare_dataset
 from dpvae.paths import REPO_ROOT as REPO
+from dpvae.paths import data_mirror
 
 PAPER_CONFIG = REPO / "config.yaml"
 SMOKE_CONFIG = REPO / "tests" / "config" / "smoke.yaml"
 
 
 def mirror_dir() -> Path | None:
-    """The offline data mirror: $DPVAE_DATA_MIRROR, else ../shared/data beside the repository."""
-    for candidate in (os.environ.get("DPVAE_DATA_MIRROR"), REPO.parent / "shared" / "data"):
-        if candidate and Path(candidate, "MANIFEST.tsv").is_file():
-            return Path(candidate)
-    return None
+    """The offline data mirror where the workflow finds it (`paths.data_mirror`), if it holds a MANIFEST.tsv."""
+    found = data_mirror(None)
+    return Path(found) if found and Path(found, "MANIFEST.tsv").is_file() else None
 
 
 @pytest.fixture(scope="session")

@@ -19,10 +19,9 @@ def _fields(params: type[Params]) -> list[str]:
 def method_catalog(name: str | None = None) -> str:
     lines = []
     for method in [METHODS.get(name)] if name else sorted(METHODS.values(), key=lambda m: m.name):
-        status = "" if method.implemented else " — planned (not implemented yet)"
         r = method.RESOURCES
         lines += [
-            f"### `{method.name}` ({method.paper}; {'private' if method.private else 'non-private'}){status}",
+            f"### `{method.name}` ({method.paper}; {'private' if method.private else 'non-private'})",
             "",
             method.description,
             "",
@@ -41,9 +40,8 @@ def method_catalog(name: str | None = None) -> str:
 def metric_catalog(name: str | None = None) -> str:
     lines = []
     for metric in [METRICS.get(name)] if name else METRICS.values():
-        status = "" if metric.implemented else " — planned (not implemented yet)"
         lines += [
-            f"### `{metric.name}`{status}",
+            f"### `{metric.name}`",
             "",
             metric.description,
             "",

@@ -31,9 +31,9 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check-config", help="validate configuration files and summarise the run table")
     p.add_argument("configfiles", nargs="+")
 
-    p = sub.add_parser("status", help="print the item status table (markdown), or write it into README.md")
+    p = sub.add_parser("status", help="print the item status table (markdown), or write it into docs/status.md")
     p.add_argument("configfiles", nargs="*", default=["config.yaml"])
-    p.add_argument("--update-readme", metavar="README", help="replace the status block of this README")
+    p.add_argument("--update", metavar="FILE", help="replace the status block of this file (docs/status.md)")
 
     p = sub.add_parser("plan", help="the jobs some targets still need and their estimated GPU- and CPU-hours")
     p.add_argument("targets", nargs="*", help="files or rules, as for snakemake (default: every buildable item)")
@@ -48,6 +48,11 @@ def _parser() -> argparse.ArgumentParser:
     output = p.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="the plan as JSON")
     output.add_argument("--markdown", action="store_true", help="one row per target (markdown)")
+    output.add_argument(
+        "--record",
+        action="store_true",
+        help="the build's benchmark files as a record (TSV) for benchmarks/measured/<machine>-<date>/",
+    )
 
     p = sub.add_parser("methods", help="every method with its typed parameters (markdown)")
     p.add_argument("name", nargs="?", help="only this method")
@@ -308,25 +313,28 @@ def _run(args: argparse.Namespace) -> int:
         )
     elif args.stage == "status":
         from dpvae.config import load_config
-        from dpvae.status import readme_with_status, status_table
+        from dpvae.status import status_table, with_status
 
         config = load_config(args.configfiles)
-        if args.update_readme:
-            path = Path(args.update_readme)
-            path.write_text(readme_with_status(path.read_text(), config))
+        if args.update:
+            path = Path(args.update)
+            path.write_text(with_status(path.read_text(), config))
         else:
             print(status_table(config))
     elif args.stage == "plan":
         from dpvae.plan import cost_plan
 
         plan = cost_plan(args.targets, args.configfile, args.directory)
-        print(
-            json.dumps(plan.to_dict(), indent=1)
-            if args.json
-            else plan.to_markdown()
-            if args.markdown
-            else plan.to_text()
-        )
+        if args.record:
+            sys.stdout.write(plan.to_records())
+        else:
+            print(
+                json.dumps(plan.to_dict(), indent=1)
+                if args.json
+                else plan.to_markdown()
+                if args.markdown
+                else plan.to_text()
+            )
     elif args.stage in ("methods", "metrics"):
         from dpvae.catalog import method_catalog, metric_catalog
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from dpvae.errors import ConfigError, TargetError
 from dpvae.paths import REPO_ROOT
+from dpvae.runtimes import RUNTIME_RESOURCES, Declared
 
 _ERROR_PREFIX = "dpvae: error: "
 
@@ -32,7 +33,7 @@ class DagJob:
     rule: str
     wildcards: dict[str, str]
     built: bool  # Snakemake would not run it
-    runtime: float | None  # minutes its rule declares (resources: runtime), None if none
+    declared: Declared | None  # the runtime its rule declares (resources: runtime; dpvae.runtimes), None if none
     gpu: bool  # asks for a GPU (resources: gpu; 0 under `device: cpu`)
     targets: frozenset[str]  # the requested targets that need it
 
@@ -123,13 +124,13 @@ def _jobs(dag, targets: Sequence[str]) -> list[DagJob]:
     jobs = []
     for job in dag.jobs:
         resources = dict(job.resources.items())
-        runtime = resources.get("runtime")
+        declared = [Declared(float(resources[n]), d) for n, d in RUNTIME_RESOURCES.items() if n in resources]
         jobs.append(
             DagJob(
                 rule=job.rule.name,
                 wildcards=dict(job.wildcards_dict),
                 built=not dag.needrun(job),
-                runtime=float(runtime) if runtime is not None else None,
+                declared=declared[0] if declared else None,
                 gpu=bool(resources.get("gpu", 0)),
                 targets=frozenset(wanted.get(job, ())),
             )

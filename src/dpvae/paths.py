@@ -6,6 +6,7 @@ Every path the workflow writes is built here, so the Snakemake rules and the Pyt
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -25,6 +26,18 @@ def results_dir(scale: str) -> str:
 def run_dir(scale: str, run_id: str) -> str:
     """Directory of one run: results/<scale>/runs/<dataset>/<variant>/eps<eps>/seed<seed>."""
     return f"{results_dir(scale)}/runs/{run_id}"
+
+
+#: a run directory anywhere in a path: results/<scale>/runs/<dataset>/<variant>/eps<eps>/seed<seed>
+_RUN_DIR = re.compile(rf"(?:^|/){RESULTS}/(?P<scale>[^/]+)/runs/(?P<run_id>[^/]+/[^/]+/eps[^/]+/seed\d+)(?:/|$)")
+
+
+def run_dir_parts(path: str | Path) -> tuple[str, str]:
+    """The inverse of `run_dir`: (scale, run id) of a path at or under a run's directory (ValueError if none)."""
+    match = _RUN_DIR.search(Path(path).as_posix())
+    if match is None:
+        raise ValueError(f"{path}: not under {RESULTS}/<scale>/runs/<dataset>/<variant>/eps<eps>/seed<seed>")
+    return match["scale"], match["run_id"]
 
 
 def stage1_id(dataset: str, method: str, key: str, seed: int | str) -> str:
@@ -57,7 +70,14 @@ def item_prefix(paper: str, item: str) -> str:
     return f"{FIGURES}/{paper}/{item}"
 
 
+#: where `make smoke` and a fresh clone find the verified data: `../shared/data` beside the repository
+SIBLING_MIRROR = REPO_ROOT.parent / "shared" / "data"
+
+
 def data_mirror(configured: str | None) -> str | None:
-    """The mirror directory: the config key if set, else $DPVAE_DATA_MIRROR, else None (download)."""
-    mirror = configured or os.environ.get("DPVAE_DATA_MIRROR") or None
+    """The mirror directory: the config key if set, else $DPVAE_DATA_MIRROR (set but empty: none, download), else
+    `SIBLING_MIRROR` where it exists, else None (download)."""
+    mirror = configured or os.environ.get("DPVAE_DATA_MIRROR")
+    if mirror is None and SIBLING_MIRROR.is_dir():
+        mirror = str(SIBLING_MIRROR)
     return str(Path(mirror).resolve()) if mirror else None

@@ -1,20 +1,33 @@
 """`python -m dpvae plan`: the jobs some targets still need, and the hours they cost, before a run.
 
 Snakemake's own DAG (`dpvae.dag`) lists the jobs and which are built. Every job still to run gets an estimate
-on two machines, one GPU machine (an H100/H200 under `device: auto`) and a 2-core CPU machine:
+on two machines, one GPU machine (an H100/H200 under `device: auto`) and a 2-core CPU machine, from the first
+of these that has one for a device the job would run on there (`Estimate.source`):
 
-* **measured**, from jobs with the same settings: its rule and wildcards but the seed; for a run's jobs the
-  method, dataset and typed parameters instead of variant and epsilon (the epsilon does not change the work),
-  and for `evaluate` also the metric's typed options. Measurements are the benchmark files at this scale
-  (`benchmark:` of every rule; the device is the one the job's outputs or its run's train.json record) and,
-  at paper scale, the training `wall_s` of recorded runs (reproductions/*.csv; their settings are those of
-  the campaign overlay their command names). The median over runs is taken, preferring, on the GPU machine,
-  CUDA, then a CPU; on the 2-core machine a 2-core CPU, then another CPU; a device not recorded comes last.
-* else **declared**: the rule's `runtime` resource (minutes on the CPU reference machine; methods and metrics
-  declare it, `Resources.runtime`). A rule that declares none (bookkeeping) is not estimated.
+1. **measured**, jobs with the same settings: its rule and wildcards but the seed; for a run's jobs the
+   method, dataset and typed parameters instead of variant and epsilon (the epsilon does not change the work),
+   and for `evaluate` also the metric's typed options. Measurements are the benchmark files at this scale
+   (`benchmark:` of every rule; the device is the one the job's outputs or its run's train.json record), the
+   committed records of benchmark files (`benchmarks/measured/*/*.tsv`, `plan --record`) at this scale and,
+   at paper scale, the training `wall_s` of recorded runs (reproductions/*.csv; their settings are those of
+   the campaign overlay their command names).
+2. **similar** (not at paper scale): measured jobs of the same rule, method or metric and dataset at this
+   scale, other settings.
+3. **rule** (not at paper scale): measured jobs of the same rule at this scale. A small build's jobs are
+   mostly start-up and I/O, alike across settings and methods; at paper scale settings differ by orders of
+   magnitude (recorded campaigns ran reduced settings), so only the same settings count there.
+4. **logged**: the job's declared work (`Resources.work`) at a rate a committed device log measured
+   (`dpvae.runtimes`: DP²-VAE's stage-1 and stage-2 steps on an H200).
+5. **declared**: the rule's `runtime` resource, minutes on the CPU reference machine (a 2-core CPU) at paper
+   scale (`dpvae.runtimes.Declared`); at a smaller scale used as it is, a ceiling, and the text says so. A CPU
+   declaration is never a GPU's time: a job that asks for a GPU (`resources: gpu`, which `device: cpu` turns
+   off) has, on the GPU machine, only CUDA measurements and rates, else **no GPU rate**. A rule that declares
+   none (bookkeeping) is not estimated.
 
-On the GPU machine a job's hours are GPU-hours when it asks for a GPU (`resources: gpu`, which `device: cpu`
-turns off) or was measured on one, CPU-hours otherwise. Hours are job wall time, summed.
+On the GPU machine CUDA comes first, then a CPU (for a job that asks for no GPU); on the 2-core machine a
+2-core CPU, then another CPU, then a device not recorded; the median over the chosen measurements is taken.
+A job's hours are GPU-hours when it asks for a GPU or was measured on one, CPU-hours otherwise; hours are
+job wall time, summed. A job over `IMPRACTICAL_DAYS` on a machine is **impractical** there: counted, not summed.
 """
 
 from __future__ import annotations
@@ -34,13 +47,30 @@ from dpvae.methods.registry import METHODS
 from dpvae.paths import REPO_ROOT
 from dpvae.reproductions import published_dataset, read_all
 from dpvae.runs import Run, experiment_runs
+from dpvae.runtimes import (
+    Declared,
+    DeviceClass,
+    LoggedRate,
+    Work,
+    device_class,
+    rates_for,
+    read_device_logs,
+    seconds_of,
+)
 from dpvae.schema import format_eps, read_config
 from dpvae.workflow import Plan
 
+__all__ = ["CPU_MACHINE", "GPU_MACHINE", "CostPlan", "Estimate", "cost_plan", "describe", "device_class"]
+
 GPU_MACHINE, CPU_MACHINE = "gpu_machine", "cpu_2core"
-_PREFERENCE = {GPU_MACHINE: ("cuda", "cpu2", "cpu", ""), CPU_MACHINE: ("cpu2", "cpu", "")}
+_CPUS = ("cpu2", "cpu", "")  # the device classes a job that runs on a CPU is measured on, in order
+DEVICE_LOGS = REPO_ROOT / "benchmarks" / "measured"  # committed device logs (*.log) and benchmark records (*.tsv)
+IMPRACTICAL_DAYS = 30  # a job longer than this on a machine is impractical there
+SOURCES = ("measured", "similar", "rule", "logged", "declared", "no GPU rate", "none")
+_RECORD_COLUMNS = ("scale", "rule", "group", "ident", "key", "device", "seconds")
 _RUN_WILDCARDS = frozenset({"dataset", "variant", "eps", "seed"})
 _TRAIN_RULE = "train"  # the job whose time a recorded run's wall_s is (its train.json "seconds")
+_STAGE1_RULE = "stage1"
 _OVERLAY = re.compile(r"workflow/campaigns/[\w.-]+\.ya?ml")
 
 
@@ -54,11 +84,26 @@ class Measurement:
 class Estimate:
     """One job's hours on one machine and where they come from."""
 
-    seconds: float | None  # None: nothing measured, nothing declared
-    source: str  # 'measured' | 'declared' | 'none'
+    seconds: float | None  # None: nothing measured for the device, nothing declared for it
+    source: str  # one of SOURCES (module docstring)
     on_gpu: bool = False
     devices: tuple[str, ...] = ()
-    runs: frozenset[str] = frozenset()  # the measurements used
+    runs: frozenset[str] = frozenset()  # the measurements (or device-log lines) used
+    declared: Declared | None = None  # the declaration used, or the one a GPU job cannot use
+
+    def __post_init__(self) -> None:
+        if (
+            self.on_gpu
+            and self.seconds is not None
+            and not all(device_class(d) == "cuda" for d in self.devices or [""])
+        ):
+            raise ValueError(
+                f"a GPU estimate comes from CUDA measurements or rates only, not {self.devices or self.declared}"
+            )
+
+    @property
+    def impractical(self) -> bool:
+        return self.seconds is not None and self.seconds > IMPRACTICAL_DAYS * 86400
 
 
 @dataclass(frozen=True)
@@ -66,15 +111,6 @@ class JobCost:
     job: DagJob
     group: str
     estimates: dict[str, Estimate] = field(default_factory=dict)  # machine -> estimate; empty when built
-
-
-def device_class(device: str) -> str:
-    """'cuda', 'cpu2' (a 2-core CPU), 'cpu' or '' (not recorded) for a recorded device name."""
-    if device.startswith("cuda"):
-        return "cuda"
-    if device.startswith("cpu"):
-        return "cpu2" if re.search(r"\bx2$", device) else "cpu"
-    return ""
 
 
 class Settings:
@@ -115,12 +151,26 @@ class Settings:
                 self._specs[index] = None
         return self._specs[index]
 
-    def group(self, job: DagJob) -> str:
-        """The table row a job is counted in: metric or method, and dataset ('' for bookkeeping rules)."""
-        what = job.wildcards.get("metric") or job.wildcards.get("method")
-        if not what and _run_of(job.wildcards):
-            what = (self.spec(job.wildcards) or {}).get("method")
-        return " · ".join(p for p in (what, job.wildcards.get("dataset")) if p) if what else ""
+    def group(self, wildcards: dict[str, str], spec: dict | None = None) -> str:
+        """The table row a job is counted in: metric or method (of `spec` if given), and dataset ('' for
+        bookkeeping rules)."""
+        what = wildcards.get("metric") or wildcards.get("method")
+        if not what and _run_of(wildcards):
+            what = (spec or self.spec(wildcards) or {}).get("method")
+        return " · ".join(p for p in (what, wildcards.get("dataset")) if p) if what else ""
+
+    def work(self, job: DagJob) -> Work | None:
+        """The work a training job declares (`Resources.work`), None for other rules or none declared."""
+        try:
+            if job.rule == _TRAIN_RULE and _run_of(job.wildcards):
+                w = job.wildcards
+                return self.plan.train_resources(w["dataset"], w["variant"], w["eps"], w["seed"]).work
+            if job.rule == _STAGE1_RULE:
+                w = job.wildcards
+                return self.plan.stage1_resources(w["dataset"], w["method"], w["key"], w["seed"]).work
+        except (DpvaeError, KeyError):
+            return None
+        return None
 
     def _typed(self, kind: str, name: str, values: dict) -> str | None:
         """`values` parsed by the method's parameters or the metric's options (defaults filled), as JSON."""
@@ -135,15 +185,42 @@ class Settings:
         return self._canonical[index]
 
 
+@dataclass(frozen=True)
+class Record:
+    """One measured job as `plan --record` writes it (a row of benchmarks/measured/*/*.tsv)."""
+
+    scale: str
+    rule: str
+    group: str
+    ident: str
+    key: tuple
+    measurement: Measurement
+
+    def row(self) -> tuple[str, ...]:
+        key = json.dumps(self.key, separators=(",", ":"))
+        m = self.measurement
+        return (self.scale, self.rule, self.group, self.ident, key, m.device, f"{m.seconds:.3f}")
+
+
 class Measurements:
-    """Measured seconds by settings: benchmark files at this scale, and recorded paper-scale training runs."""
+    """Measured seconds by settings, by rule and group and by rule (module docstring), and device-log rates."""
 
     def __init__(self, settings: Settings, workdir: Path) -> None:
         self.settings = settings
         self.workdir = workdir
         self.by_key: dict[tuple, dict[str, Measurement]] = {}
+        self.by_group: dict[tuple[str, str], dict[str, Measurement]] = {}
+        self.by_rule: dict[str, dict[str, Measurement]] = {}
+        self.benchmarked: list[Record] = []  # this working directory's benchmark files, for `plan --record`
+        self.logged: list[LoggedRate] = []
         self._json: dict[Path, dict] = {}
         self._overlays: dict[str, Plan | None] = {}
+
+    def add(self, rule: str, group: str, ident: str, key: tuple, measurement: Measurement) -> None:
+        """One measured job, unless one added before measured the same job."""
+        self.by_key.setdefault(key, {}).setdefault(ident, measurement)
+        self.by_group.setdefault((rule, group), {}).setdefault(ident, measurement)
+        self.by_rule.setdefault(rule, {}).setdefault(ident, measurement)
 
     def add_benchmarks(self, files: Iterable[BenchmarkFile]) -> None:
         for bench in files:
@@ -151,9 +228,28 @@ class Measurements:
             device, spec, options = self._record(bench)
             key = self.settings.key(bench.rule, bench.wildcards, spec, options)
             if key is not None and seconds is not None:
-                self.by_key.setdefault(key, {})[_ident(bench.rule, bench.wildcards, bench.path)] = Measurement(
-                    seconds, device
+                group = self.settings.group(bench.wildcards, spec)
+                record = Record(
+                    self.settings.plan.scale,
+                    bench.rule,
+                    group,
+                    _ident(bench.rule, bench.wildcards, bench.path),
+                    key,
+                    Measurement(seconds, device),
                 )
+                self.benchmarked.append(record)
+                self.add(record.rule, record.group, record.ident, record.key, record.measurement)
+
+    def add_committed(self, root: Path = DEVICE_LOGS) -> None:
+        """The committed benchmark records (`plan --record`) at this scale, and the device logs' rates."""
+        for path in sorted(root.glob("*/*.tsv")):
+            with path.open(newline="") as handle:
+                for row in csv.DictReader(handle, delimiter="\t"):
+                    if row["scale"] == self.settings.plan.scale:
+                        key = _tuples(json.loads(row["key"]))
+                        measurement = Measurement(float(row["seconds"]), row["device"])
+                        self.add(row["rule"], row["group"], row["ident"], key, measurement)
+        self.logged = read_device_logs(root)
 
     def add_recorded(self, reproductions_dir: Path | None = None) -> None:
         """Training times of recorded paper-scale runs, unless a benchmark file measured the same run."""
@@ -191,30 +287,50 @@ class Measurements:
                     "eps": eps,
                     "seed": str(found[0].seed),
                 }
-                key = self.settings.key(_TRAIN_RULE, wildcards, plan.spec(**wildcards))
+                spec = plan.spec(**wildcards)
+                key = self.settings.key(_TRAIN_RULE, wildcards, spec)
                 if key is not None:
-                    self.by_key.setdefault(key, {}).setdefault(
-                        _ident(_TRAIN_RULE, wildcards, ""), Measurement(float(row.wall_s), str(row.device))
-                    )
+                    measurement = Measurement(float(row.wall_s), str(row.device))
+                    ident = _ident(_TRAIN_RULE, wildcards, "")
+                    self.add(_TRAIN_RULE, self.settings.group(wildcards, spec), ident, key, measurement)
 
     def estimate(self, job: DagJob, machine: str, device_setting: str) -> Estimate:
-        """The job's estimate on `machine` (GPU_MACHINE or CPU_MACHINE) under config `device`."""
-        found = self.by_key.get(self.settings.key(job.rule, job.wildcards), {})
+        """The job's estimate on `machine` (GPU_MACHINE or CPU_MACHINE) under config `device` (module docstring)."""
         uses_gpu = machine == GPU_MACHINE and device_setting != "cpu"
-        for wanted in _PREFERENCE[machine]:
-            if wanted == "cuda" and not uses_gpu:
-                continue
-            chosen = {k: m for k, m in found.items() if device_class(m.device) == wanted}
-            if chosen:
+        wanted = ("cuda",) if uses_gpu else ()
+        if not (uses_gpu and job.gpu):
+            wanted += _CPUS
+        pools = [("measured", self.by_key.get(self.settings.key(job.rule, job.wildcards), {}))]
+        if self.settings.plan.scale != "paper":
+            pools += [
+                ("similar", self.by_group.get((job.rule, self.settings.group(job.wildcards)), {})),
+                ("rule", self.by_rule.get(job.rule, {})),
+            ]
+        for source, found in pools:
+            for device in wanted:
+                chosen = {k: m for k, m in found.items() if device_class(m.device) == device}
+                if chosen:
+                    return Estimate(
+                        statistics.median(m.seconds for m in chosen.values()),
+                        source,
+                        uses_gpu and (job.gpu or device == "cuda"),
+                        tuple(sorted({m.device or "device not recorded" for m in chosen.values()})),
+                        frozenset(chosen),
+                    )
+        work = self.settings.work(job)
+        for device in wanted if work is not None else ():
+            if rates := rates_for(work, self.logged, device):
                 return Estimate(
-                    statistics.median(m.seconds for m in chosen.values()),
-                    "measured",
-                    uses_gpu and (job.gpu or wanted == "cuda"),
-                    tuple(sorted({m.device or "device not recorded" for m in chosen.values()})),
-                    frozenset(chosen),
+                    seconds_of(work, rates),
+                    "logged",
+                    device == "cuda",
+                    tuple(sorted({r.device for r in rates})),
+                    frozenset(r.source for r in rates),
                 )
-        if job.runtime is not None:
-            return Estimate(job.runtime * 60, "declared", uses_gpu and job.gpu)
+        if uses_gpu and job.gpu:  # a CPU declaration is no GPU's time
+            return Estimate(None, "no GPU rate", True, declared=job.declared)
+        if job.declared is not None and job.declared.device == DeviceClass.CPU_REFERENCE:
+            return Estimate(job.declared.minutes * 60, "declared", declared=job.declared)
         return Estimate(None, "none")
 
     def _record(self, bench: BenchmarkFile) -> tuple[str, dict | None, dict | None]:
@@ -260,6 +376,11 @@ def _run_of(wildcards: dict[str, str]) -> Run | None:
     return Run(wildcards["dataset"], wildcards["variant"], wildcards["eps"], int(wildcards["seed"]))
 
 
+def _tuples(value):
+    """JSON lists back to the tuples a settings key is made of."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
 def _ident(rule: str, wildcards: dict[str, str], path: str) -> str:
     """One measured job: rule, run id and metric for a run's job (its benchmark file and its recorded row are
     one measurement), else the benchmark file."""
@@ -289,10 +410,12 @@ class CostPlan:
     device: str
     jobs: list[JobCost]
     rules: tuple[str, ...]  # the workflow's rules in the order they are defined (rows follow it)
+    benchmarked: tuple[Record, ...] = ()  # the working directory's benchmark files (`to_records`)
 
     def totals(self, jobs: Sequence[JobCost] | None = None) -> dict:
         """Counts and hours of `jobs` (default: all): on the GPU machine GPU- and CPU-hours, on the 2-core machine
-        hours; how many jobs to run are measured, declared or not estimated (on the 2-core machine)."""
+        hours (impractical jobs left out); how many jobs to run each source estimates, and how many are
+        impractical, per machine."""
         jobs = self.jobs if jobs is None else jobs
         todo = [j for j in jobs if j.estimates]
         gpu = [j.estimates[GPU_MACHINE] for j in todo]
@@ -307,7 +430,8 @@ class CostPlan:
             },
             CPU_MACHINE: {"hours": _hours(cpu)},
             "sources": {
-                machine: {s: sum(e.source == s for e in ests) for s in ("measured", "declared", "none")}
+                machine: {s: sum(e.source == s for e in ests) for s in SOURCES}
+                | {"impractical": sum(e.impractical for e in ests)}
                 for machine, ests in ((GPU_MACHINE, gpu), (CPU_MACHINE, cpu))
             },
         }
@@ -345,6 +469,12 @@ class CostPlan:
             lines.append(f"| {name} | {todo} | {gpu} | {cpu} | {two} | {_sources_text(total)} |")
         return "\n".join(lines)
 
+    def to_records(self) -> str:
+        """The working directory's benchmark files as a benchmark record (TSV, sorted), for
+        benchmarks/measured/<machine>-<date>/<name>.tsv: later plans at this scale take them as measured."""
+        rows = sorted(r.row() for r in self.benchmarked)
+        return "".join("\t".join(row) + "\n" for row in [_RECORD_COLUMNS, *rows])
+
     def to_dict(self) -> dict:
         return {
             "targets": list(self.targets),
@@ -369,8 +499,11 @@ class CostPlan:
             f"{total['jobs']} jobs, {total['built']} built, {total['to_run']} to run.",
             "Hours: job wall time summed, one job after another. GPU machine: one H100/H200 (GPU-h for jobs",
             "that ask for a GPU or were measured on one, CPU-h for the rest). 2-core: a 2-core CPU machine.",
-            "",
+            f"Impractical: over {IMPRACTICAL_DAYS} days a job on that machine (not summed).",
         ]
+        if self.scale != "paper":
+            lines.append(f"Declared runtimes are for paper scale: at scale {self.scale} they are ceilings.")
+        lines.append("")
         header = ("rule", "group", "jobs", "built", "to run", "GPU-h", "CPU-h", "2-core h", "estimate from")
         body = [(r["rule"], r["group"], *_counts(r), _estimate_text(r["estimate"])) for r in self.rows()]
         body.append(("total", "", *_counts(total), _sources_text(total)))
@@ -389,8 +522,11 @@ def cost_plan(
     configfiles: Sequence[str] = (),
     workdir: str | Path = ".",
     reproductions_dir: Path | None = None,
+    measured_dir: Path = DEVICE_LOGS,
 ) -> CostPlan:
-    """The jobs `targets` need under config.yaml + `configfiles` in `workdir`, each built or estimated."""
+    """The jobs `targets` need under config.yaml + `configfiles` in `workdir`, each built or estimated
+    (measurements: `workdir`'s benchmark files, then `measured_dir`'s records and logs, then at paper scale
+    `reproductions_dir`'s recorded runs)."""
     config = read_config([REPO_ROOT / "config.yaml", *configfiles])
     plan = Plan(config, REPO_ROOT)  # validates: a bad config is one message
     plan.check_targets(targets, built_only=False)  # a misspelt item names the valid ones
@@ -398,38 +534,63 @@ def cost_plan(
     settings = Settings(plan)
     measured = Measurements(settings, Path(workdir))
     measured.add_benchmarks(dag.benchmarks)
+    measured.add_committed(measured_dir)
     if plan.scale == "paper":
         measured.add_recorded(reproductions_dir)
     device = str(config.get("device", "auto"))
     costs = [
         JobCost(
             job,
-            settings.group(job),
+            settings.group(job.wildcards),
             {} if job.built else {m: measured.estimate(job, m, device) for m in (GPU_MACHINE, CPU_MACHINE)},
         )
         for job in dag.jobs
     ]
-    return CostPlan(tuple(targets), tuple(str(f) for f in configfiles), plan.scale, device, costs, dag.rules)
+    return CostPlan(
+        tuple(targets),
+        tuple(str(f) for f in configfiles),
+        plan.scale,
+        device,
+        costs,
+        dag.rules,
+        tuple(measured.benchmarked),
+    )
 
 
 # -- text ------------------------------------------------------------------------------------------------
 
 
+_MEASURED_TEXT = {"measured": "measured", "similar": "similar jobs measured", "rule": "jobs of the rule measured"}
+
+
 def describe(estimates: Sequence[Estimate]) -> str:
-    """Where a row's estimates come from: 'measured: 3 runs on cuda: NVIDIA H200', 'declared 120 min', ..."""
+    """Where a row's estimates come from: 'measured: 3 runs on cuda: NVIDIA H200', 'declared 120 min for
+    cpu-reference', 'no GPU rate (declared 26 min for cpu-reference)', ...; '(n jobs)' after each when mixed."""
     parts = []
-    measured = [e for e in estimates if e.source == "measured"]
-    if measured:
-        runs = frozenset().union(*(e.runs for e in measured))
-        devices = sorted({d for e in measured for d in e.devices})
-        parts.append((len(measured), f"measured: {len(runs)} run{'s' * (len(runs) != 1)} on {', '.join(devices)}"))
-    declared = sorted({round(e.seconds / 60) for e in estimates if e.source == "declared"})
-    if declared:
-        span = f"{declared[0]}" if len(declared) == 1 else f"{declared[0]}-{declared[-1]}"
-        parts.append((sum(e.source == "declared" for e in estimates), f"declared {span} min"))
-    if none := sum(e.source == "none" for e in estimates):
-        parts.append((none, "no runtime declared"))
-    if len(parts) == 1:
+    for source in SOURCES:
+        chosen = [e for e in estimates if e.source == source]
+        if not chosen:
+            continue
+        runs = frozenset().union(*(e.runs for e in chosen))
+        devices = ", ".join(sorted({d for e in chosen for d in e.devices}))
+        minutes = sorted({round(e.declared.minutes) for e in chosen if e.declared})
+        span = f"{minutes[0]}" if len(minutes) == 1 else f"{minutes[0]}-{minutes[-1]}" if minutes else ""
+        declared_for = {e.declared.device for e in chosen if e.declared}
+        declared = f"declared {span} min for {', '.join(sorted(declared_for))}" if minutes else ""
+        if source in _MEASURED_TEXT:
+            text = f"{_MEASURED_TEXT[source]}: {len(runs)} run{'s' * (len(runs) != 1)} on {devices}"
+        elif source == "logged":
+            text = f"device log rate on {devices} ({', '.join(sorted(runs))})"
+        elif source == "declared":
+            text = declared
+        elif source == "no GPU rate":
+            text = f"no GPU rate ({declared})" if declared else "no GPU rate"
+        else:
+            text = "no runtime declared"
+        parts.append((len(chosen), text))
+    if impractical := sum(e.impractical for e in estimates):
+        parts.append((impractical, f"impractical: over {IMPRACTICAL_DAYS} days a job"))
+    if len(parts) == 1 and not impractical:
         return parts[0][1]
     return "; ".join(f"{text} ({n} jobs)" for n, text in parts)
 
@@ -439,12 +600,20 @@ def _estimate_text(estimate: dict[str, str]) -> str:
     return gpu if gpu == cpu else f"GPU machine: {gpu} | 2-core: {cpu}"
 
 
+_COUNT_TEXT = {"no GPU rate": "without a GPU rate", "none": "not estimated"}
+
+
 def _sources_text(total: dict) -> str:
-    gpu, cpu = total["sources"][GPU_MACHINE], total["sources"][CPU_MACHINE]
-    text = f"{gpu['measured']} measured, {gpu['declared']} declared"
-    if cpu["measured"] != gpu["measured"]:
-        text += f" (2-core: {cpu['measured']} measured)"
-    return text + (f", {gpu['none']} not estimated" if gpu["none"] else "")
+    """'4 measured, 30 declared, 2 without a GPU rate, 20 not estimated' (the GPU machine's; the 2-core
+    machine's after it where they differ). Measured and declared are always named."""
+
+    def counts(machine: str) -> str:
+        found = total["sources"][machine]
+        named = [s for s in (*SOURCES, "impractical") if found[s] or s in ("measured", "declared")]
+        return ", ".join(f"{found[s]} {_COUNT_TEXT.get(s, s)}" for s in named)
+
+    gpu, cpu = counts(GPU_MACHINE), counts(CPU_MACHINE)
+    return gpu if gpu == cpu else f"{gpu} (2-core: {cpu})"
 
 
 def _counts(total: dict) -> tuple[str, ...]:
@@ -459,11 +628,12 @@ def _counts(total: dict) -> tuple[str, ...]:
 
 
 def _hours(estimates: Iterable[Estimate]) -> float:
-    return round(sum(e.seconds or 0.0 for e in estimates) / 3600, 3)
+    return round(sum(e.seconds or 0.0 for e in estimates if not e.impractical) / 3600, 3)
 
 
 def _h(hours: float) -> str:
-    return "-" if hours == 0 else ("<0.1" if hours < 0.05 else f"{hours:,.1f}")
+    """Hours to 0.1 h, or to 0.01 h under 0.1 (a small build)."""
+    return "-" if hours == 0 else "<0.01" if hours < 0.005 else f"{hours:.2f}" if hours < 0.095 else f"{hours:,.1f}"
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:

@@ -30,6 +30,7 @@ from dpvae.paths import REPO_ROOT
 from dpvae.provenance import changed_files, git_commit, on_code_path
 from dpvae.runs import split_variant
 from dpvae.schema import format_eps, read_config
+from dpvae.seeds import seed_summary
 
 REPRODUCTIONS_DIR = REPO_ROOT / "reproductions"
 KEY = ("paper", "item", "dataset", "method", "epsilon", "metric", "classifier", "setting")
@@ -39,7 +40,7 @@ STUDY_KEY = ("experiment", "dataset", "method", "variant", "setting", "epsilon",
 STUDY_COLUMNS = (*STUDY_KEY, "seed", "value", *(c for c in PROVENANCE if c != "variant"))
 
 MAX_STEPS = 100  # steps recorded per series and run (see the module docstring)
-DATASET_SUFFIXES = ("-p3gm", "-32", "-lvae", "-dropna", "-full", "-standin")
+DATASET_SUFFIXES = ("-refcode", "-p3gm", "-32", "-lvae", "-dropna", "-full", "-standin")
 
 
 @functools.cache
@@ -346,10 +347,5 @@ def recorded(paper: str, item: str, reproductions_dir: str | Path | None = None)
     keys = [k for k in KEY if k != "epsilon"] + ["epsilon"]
     if rows.empty:
         return pd.DataFrame(columns=[*keys, "mean", "sd", "n", "devices"])
-    grouped = rows.groupby(keys, dropna=False)
-    return grouped.agg(
-        mean=("value", "mean"),
-        sd=("value", "std"),
-        n=("value", "count"),
-        devices=("device", lambda d: ";".join(sorted(set(d.dropna().astype(str))))),
-    ).reset_index()
+    devices = rows.groupby(keys, dropna=False)["device"].agg(lambda d: ";".join(sorted(set(d.dropna().astype(str)))))
+    return seed_summary(rows, keys, sort=True).assign(devices=devices.to_numpy())

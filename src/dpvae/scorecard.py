@@ -26,8 +26,9 @@ from dpvae.render.published import (
     load_published,
 )
 from dpvae.reproductions import COLUMNS, KEY, read_all
+from dpvae.seeds import SeedStats
 
-# metric -> ("abs" | "rel", tolerance): the scorecard's verdict rule (README, "Scorecard").
+# metric -> ("abs" | "rel", tolerance): the verdict rule (docs/operations.md, "Recorded reproductions …").
 TOLERANCES: dict[str, tuple[str, float]] = {
     "auroc": ("abs", 0.03),
     "auprc": ("abs", 0.03),
@@ -164,13 +165,12 @@ def _misses(counts: dict[str, int]) -> str:
 
 def _ours(rows: pd.DataFrame) -> dict:
     """Mean, sd (n > 1), seed count and devices of the recorded rows of one cell."""
-    values = rows["value"].astype(float)
-    n = int(values.notna().sum())
+    stats = SeedStats.of(rows["value"].astype(float))
     return {
-        "ours_mean": float(values.mean()) if n else np.nan,
-        "ours_sd": float(values.std(ddof=1)) if n > 1 else np.nan,
-        "n": n,
-        "devices": ";".join(sorted(set(rows["device"].dropna().astype(str)))) if n else "",
+        "ours_mean": stats.mean,
+        "ours_sd": stats.sd,
+        "n": stats.n,
+        "devices": ";".join(sorted(set(rows["device"].dropna().astype(str)))) if stats.n else "",
     }
 
 

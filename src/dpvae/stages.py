@@ -171,7 +171,7 @@ def reference(data_dir: str | Path, metric: str, options: dict, out: str | Path,
     entry = METRICS.get(metric)
     parsed = entry.Options.parse(options, key=f"evaluation.{metric}", name=metric)
     if entry.reference is None:
-        raise NotBuiltError(f"metric '{metric}' has no reference builder (not implemented yet)")
+        raise NotBuiltError(f"metric '{metric}' has no reference builder")
     resolved = resolve_device(device)
     with precision.ieee_fp32():
         arrays = entry.reference(Path(data_dir), parsed, resolved)

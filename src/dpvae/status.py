@@ -1,15 +1,14 @@
 """Which items can be built today, derived from the registries (methods, metrics, analyses, renderers).
 
-An item is *done* when its renderer and every method, metric and analysis it needs are implemented. The
-README's status table is generated here (a test keeps it true).
+An item is *done* when its renderer and every analysis it needs exist (every method and metric an experiment
+names is registered, or the configuration is refused). docs/status.md's table is generated here (a test keeps
+it true).
 """
 
 from __future__ import annotations
 
 from dpvae.analyses import ANALYSES
-from dpvae.eval.registry import METRICS
 from dpvae.items import ITEMS, Item
-from dpvae.methods.registry import METHODS
 from dpvae.render.base import load_renderers
 
 RENDERERS = load_renderers()
@@ -23,10 +22,6 @@ def missing_parts(item: Item, config: dict) -> list[str]:
         if "analysis" in exp:
             missing += [] if (exp["analysis"] in ANALYSES) else [f"analysis {exp['analysis']}"]
             continue
-        for variant in exp["variants"]:
-            method = METHODS.get(config["variants"][variant]["method"])
-            missing += [] if method.implemented else [f"method {method.name}"]
-        missing += [f"metric {m}" for m in exp["metrics"] if not METRICS.get(m).implemented]
     return sorted(set(missing))
 
 
@@ -35,7 +30,7 @@ def done_items(config: dict) -> list[Item]:
 
 
 def status_table(config: dict) -> str:
-    """README's status table: every item, done / partial / not yet, what it still needs, and how many of its
+    """docs/status.md's table: every item, done / partial / not yet, what it still needs, and how many of its
     published cells the recorded paper-scale reproductions match (`python -m dpvae scorecard`)."""
     from dpvae.scorecard import item_summary, scorecard
 
@@ -56,8 +51,8 @@ def status_table(config: dict) -> str:
 STATUS_BEGIN, STATUS_END = "<!-- status:begin -->", "<!-- status:end -->"
 
 
-def readme_with_status(readme: str, config: dict) -> str:
-    """README text with the block between the status markers replaced by the current table."""
-    head, rest = readme.split(STATUS_BEGIN, 1)
+def with_status(text: str, config: dict) -> str:
+    """A page's text (docs/status.md) with the block between the status markers replaced by the current table."""
+    head, rest = text.split(STATUS_BEGIN, 1)
     _, tail = rest.split(STATUS_END, 1)
     return f"{head}{STATUS_BEGIN}\n{status_table(config)}\n{STATUS_END}{tail}"

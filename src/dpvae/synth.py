@@ -207,8 +207,8 @@ def _checked(request: Request) -> tuple[Any, Any, dict | None, Any]:
     from dpvae.registry import did_you_mean
 
     _check_arguments(request)
-    if request.method not in METHODS or not METHODS.get(request.method).implemented:
-        known = [n for n in sorted(METHODS) if METHODS.get(n).implemented]
+    if request.method not in METHODS:
+        known = sorted(METHODS)
         hint = did_you_mean(request.method, known)
         raise ConfigError(f"--method {request.method!r}: not a method{hint} (known: {', '.join(known)})")
     method = METHODS.get(request.method)

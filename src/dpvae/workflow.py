@@ -22,6 +22,7 @@ from dpvae.items import ITEMS, PAPERS, SECTIONS, Item, get_item, item_datasets, 
 from dpvae.methods.base import Resources
 from dpvae.methods.registry import METHODS
 from dpvae.paths import analysis_table, item_prefix, reference_file, results_dir, stage1_dir, stage1_id
+from dpvae.render.output import scale_note
 from dpvae.runs import Run, experiment_runs, run_spec, split_variant, stage1_of
 from dpvae.status import RENDERERS, done_items, missing_parts
 
@@ -292,8 +293,11 @@ class Plan:
         item = get_item(f"{paper}/{item_id}")
         return [p for paths in self.item_tables(item).values() for p in paths] + self.item_artifacts(item)
 
-    def renderer_module(self, paper: str) -> str:
-        return str(self.basedir / "src" / "dpvae" / "render" / f"{paper}.py")
+    def renderer_files(self, paper: str) -> list[str]:
+        """The paper's renderer source: render/<paper>.py, or every module of the package render/<paper>/."""
+        render = self.basedir / "src" / "dpvae" / "render"
+        module = render / f"{paper}.py"
+        return [str(module)] if module.is_file() else sorted(str(p) for p in (render / paper).glob("*.py"))
 
     def published_files(self, paper: str) -> list[str]:
         directory = self.basedir / "workflow" / "resources" / "published"
@@ -303,18 +307,12 @@ class Plan:
         """The item's report caption (workflow/report/<paper>/<item>.rst) and its scale."""
         path = self.basedir / "workflow" / "report" / paper / f"{item_id}.rst"
         text = path.read_text().strip() if path.is_file() else get_item(f"{paper}/{item_id}").title
-        scale = (
-            ""
-            if self.scale == "paper"
-            else (
-                f"\n\n**Scale: {self.scale}** — not the paper's setting; "
-                "numbers are a check that the pipeline runs, not a reproduction."
-            )
-        )
+        note = scale_note(self.scale)
+        scale = f"\n\n**Scale: {self.scale}** — {note}." if note else ""
         return text + scale
 
     def _pending(self, item: Item) -> list[str]:
-        """What keeps an item from building: parts not implemented, or a setting its renderer cannot show."""
+        """What keeps an item from building: a renderer or analysis not written, or a setting it cannot show."""
         from dpvae.render.setting import setting_problem
 
         renderer = RENDERERS.get(item.key) if item.key in RENDERERS else None

@@ -23,7 +23,8 @@ from dpvae.data.store import Prepared, Split, write_prepared
 EXPECTED_IDS = {
     "mnist", "fashion-mnist", "mnist-p3gm", "fashion-mnist-p3gm", "fashion-mnist-32", "mnist-lvae", "adult",
     "adult-dropna", "credit", "credit-full", "isolet", "esr", "celeba32", "pinwheel", "celeba32-standin",
-    "credit-standin", "isolet-standin", "esr-standin",
+    "credit-standin", "isolet-standin", "esr-standin", "adult-refcode", "adult-dropna-refcode", "credit-refcode",
+    "credit-full-refcode", "esr-refcode",
 }  # fmt: skip
 
 
@@ -33,6 +34,16 @@ def test_every_documented_id_is_registered() -> None:
         spec = get_dataset(dataset_id)
         assert spec.dataset_id == dataset_id and spec.description and spec.split and spec.scaling
         assert (spec.source is None) == (not spec.files), "generated datasets, and only they, have no raw files"
+
+
+def test_a_refcode_id_is_its_dataset_with_the_reference_codes_preprocessing() -> None:
+    for dataset_id in ("adult", "adult-dropna", "credit", "credit-full", "esr"):
+        spec, reference = get_dataset(dataset_id), get_dataset(f"{dataset_id}-refcode")
+        assert (reference.source, reference.files, reference.n_train, reference.n_test, reference.record_shape) == (
+            spec.source, spec.files, spec.n_train, spec.n_test, spec.record_shape,
+        )  # fmt: skip
+        assert reference.build.keywords["scaling"] == "reference-code" and "not DP" in reference.description
+    assert "isolet-refcode" not in dataset_ids(), "the reference code does not rescale ISOLET"
 
 
 def test_unknown_id_error_lists_the_known_ones() -> None:
@@ -49,7 +60,7 @@ def test_two_gaussians_needs_a_positive_integer_dimension(bad: str) -> None:
 def test_checksums_are_published_except_for_isolet_and_esr() -> None:
     for dataset_id in EXPECTED_IDS - {"pinwheel", "celeba32-standin"}:
         checksums = [remote.published_checksum for remote in get_dataset(dataset_id).files]
-        if dataset_id in {"isolet", "esr"}:
+        if dataset_id in {"isolet", "esr", "esr-refcode"}:
             assert checksums == [None] * len(checksums)
         else:
             assert all(checksum is not None for checksum in checksums), dataset_id

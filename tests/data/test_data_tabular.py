@@ -1,4 +1,5 @@
-"""Tabular preparation: Adult (mirror + fixture), Credit, ISOLET and ESR (fixtures in the raw formats)."""
+"""Tabular preparation: Adult (mirror + fixture), Credit, ISOLET and ESR (fixtures in the raw formats), through
+their public domains and, on the -refcode ids, as P3GM's reference code scales them."""
 
 from __future__ import annotations
 
@@ -32,13 +33,30 @@ def test_mirror_adult_counts_scaling_and_categories(prepared_from_mirror: Callab
     assert (stats["N"], stats["n_train"], stats["n_test"]) == (48_842, 43_957, 4_885)
     assert int(both(prepared, "y").sum()) == 11_687 and stats["pct_positive"] == pytest.approx(23.928, abs=1e-3)
     x = both(prepared, "x")
-    assert x.shape[1] == 14
-    assert np.array_equal(x.min(axis=0), np.zeros(14)) and np.array_equal(x.max(axis=0), np.ones(14))
+    assert x.shape[1] == 14 and x.min() >= 0 and x.max() <= 1
     columns = {column["name"]: column for column in prepared.meta["columns"]}
     assert columns["workclass"]["categories"][0] == "?" and columns["sex"]["categories"] == ["Female", "Male"]
+    assert len(columns["native-country"]["categories"]) == 41 + 1, "adult.names' 41 countries and '?'"
     ages = unscale(x[:, 0], columns["age"])
     assert (columns["age"]["min"], columns["age"]["max"]) == (17, 90) and np.allclose(ages, np.rint(ages), atol=1e-4)
     assert prepared.meta["label_names"] == ["<=50K", ">50K"] and prepared.meta["positive_class"] == 1
+    assert prepared.meta["domain"]["source"] == "declared" and prepared.meta["options"]["scaling"] == "public"
+
+
+def test_mirror_adult_differs_from_the_reference_code_in_fnlwgt_and_capital_loss_only(
+    prepared_from_mirror: Callable[[str], Path],
+) -> None:
+    """Every category of the published lists occurs in the file and age, education-num, capital-gain and
+    hours-per-week reach their declared bounds, so the reference code's whole-set min-max and the public
+    domain agree there; fnlwgt and capital-loss do not reach theirs."""
+    public = load_prepared(prepared_from_mirror("adult"))
+    reference = load_prepared(prepared_from_mirror("adult-refcode"))
+    assert np.array_equal(public.train.y, reference.train.y) and np.array_equal(public.test.y, reference.test.y)
+    x, x_reference = both(public, "x"), both(reference, "x")
+    assert x_reference.min(axis=0).tolist() == [0] * 14 and x_reference.max(axis=0).tolist() == [1] * 14
+    differ = {tabular.ADULT_FEATURES[j] for j in range(14) if not np.array_equal(x[:, j], x_reference[:, j])}
+    assert differ == {"fnlwgt", "capital-loss"}
+    assert reference.meta["domain"]["source"] == "reference_code"
 
 
 def test_mirror_adult_dropna_has_the_papers_row_count(prepared_from_mirror: Callable[[str], Path]) -> None:
@@ -60,7 +78,25 @@ def test_adult_parser_skips_the_cross_validator_line_and_strips_label_dots(tmp_p
     kept = tabular.build_adult(tmp_path, 0, drop_missing=False)
     dropped = tabular.build_adult(tmp_path, 0, drop_missing=True)
     assert len(both(kept, "y")) == 4 and int(both(kept, "y").sum()) == 2
-    assert len(both(dropped, "y")) == 3 and dropped.meta["columns"][1]["categories"] == ["Private", "State-gov"]
+    published = sorted(tabular.ADULT_PUBLISHED_CATEGORIES["workclass"])
+    assert len(both(dropped, "y")) == 3 and dropped.meta["columns"][1]["categories"] == published
+    assert kept.meta["columns"][1]["categories"] == ["?", *published], "'?' where the rows are kept"
+    workclass = {round(float(v) * (len(published)), 6) for v in both(kept, "x")[:, 1]}
+    assert workclass == {0.0, published.index("Private") + 1.0, published.index("State-gov") + 1.0}
+
+
+def test_adult_refuses_a_category_outside_the_published_lists(tmp_path: Path) -> None:
+    line = (
+        "39, Space-force, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, 0, 0, 40, "
+        "United-States, <=50K\n"
+    )
+    (tmp_path / "adult.data").write_text(line * 3)
+    (tmp_path / "adult.test").write_text(line.replace("<=50K", "<=50K."))
+    with pytest.raises(DataError, match="column 'workclass' holds 1 value.* outside its declared categories.*Space"):
+        tabular.build_adult(tmp_path, 0, drop_missing=False)
+    assert tabular.build_adult(tmp_path, 0, drop_missing=False, scaling="reference-code").meta["columns"][1][
+        "categories"
+    ] == ["Space-force"], "the reference code adds whatever it finds"
 
 
 def test_adult_rejects_unknown_labels(tmp_path: Path) -> None:
@@ -102,9 +138,12 @@ def test_credit_keeps_all_frauds_and_the_reference_sample_of_normals(credit_raw:
     reference_normals = random.sample([row for row in range(65) if row not in fraud], 20)
     assert sorted(rows) == sorted(reference_normals + sorted(fraud))
     assert np.array_equal(both(built, "y"), np.isin(rows, list(fraud)).astype(np.int64))
-    x = both(built, "x")
-    assert np.array_equal(x.min(axis=0), np.zeros(29)) and np.array_equal(x.max(axis=0), np.ones(29))
+    assert (columns["Amount"]["min"], columns["Amount"]["max"]) == (0, 32_768) and columns["V1"]["min"] == -128
     assert len(built.test) == 3 and built.meta["options"]["rows_time_sorted"] is True
+    reference = tabular.build_credit(credit_raw, seed=0, n_normal=20, scaling="reference-code")
+    x = both(reference, "x")
+    assert np.array_equal(x.min(axis=0), np.zeros(29)) and np.array_equal(x.max(axis=0), np.ones(29))
+    assert np.array_equal(both(reference, "y"), both(built, "y")), "the same rows in the same splits"
 
 
 def test_credit_full_keeps_every_row_and_seed_changes_the_sample(credit_raw: Path) -> None:
@@ -144,12 +183,13 @@ def test_isolet_reads_z_files_keeps_features_and_labels_vowels(tmp_path: Path) -
     (tmp_path / "isolet1+2+3+4.data.Z").write_bytes(unix_compress(isolet_text(features[:5], letters[:5])))
     (tmp_path / "isolet5.data.Z").write_bytes(unix_compress(isolet_text(features[5:], letters[5:])))
     built = tabular.build_isolet(tmp_path, seed=0)
-    x, y = both(built, "x"), both(built, "y")
+    x, y = 2 * both(built, "x") - 1, both(built, "y")  # the publisher's [-1, 1] into [0, 1] and back
     vowels = (1, 5, 9, 15, 21)
     vowel_of = {tuple(row.round(4)): letter in vowels for row, letter in zip(features.astype(np.float32), letters)}
     assert x.shape == (8, 617) and sorted(map(tuple, x.round(4))) == sorted(vowel_of)
     assert [vowel_of[tuple(row.round(4))] for row in x] == y.astype(bool).tolist()
     assert int(y.sum()) == 5 and built.meta["label_names"] == ["consonant", "vowel"]
+    assert {(c["min"], c["max"]) for c in built.meta["columns"]} == {(-1, 1)}
 
 
 def test_isolet_rejects_wrong_width_and_undecodable_files(tmp_path: Path) -> None:
@@ -180,7 +220,9 @@ def test_esr_drops_id_scales_features_and_marks_seizures(tmp_path: Path) -> None
     first = unscale(x[:, 0].astype(np.float64), columns[0])
     seizure_first = sorted(signals[classes == 1, 0])
     assert sorted(np.rint(first[y == 1]).astype(int)) == seizure_first
-    assert np.array_equal(x.min(axis=0), np.zeros(178)) and np.array_equal(x.max(axis=0), np.ones(178))
+    assert {(c["min"], c["max"]) for c in columns} == {(-2048, 2047)}
+    reference = both(tabular.build_esr(tmp_path, seed=0, scaling="reference-code"), "x")
+    assert np.array_equal(reference.min(axis=0), np.zeros(178)) and np.array_equal(reference.max(axis=0), np.ones(178))
 
 
 def test_esr_rejects_unexpected_columns(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dpvae.data.registry import get_dataset
-from dpvae.data.standins import SCHEMAS, build_standin, is_standin, standin_id
+from dpvae.data.standins import GENERATOR_RANGE, SCHEMAS, build_standin, is_standin, standin_id
 
 
 @pytest.mark.parametrize("real_id", sorted(SCHEMAS))
@@ -16,7 +16,9 @@ def test_standin_has_the_real_schema(real_id):
     x = np.concatenate([prepared.train.x, prepared.test.x])
     y = np.concatenate([prepared.train.y, prepared.test.y])
     assert x.shape == (schema.n_records, schema.n_features) and x.dtype == np.float32
-    assert (x.min(), x.max()) == pytest.approx(schema.value_range)
+    assert 0 <= x.min() < 0.1 and 0.9 < x.max() <= 1, "tanh's (-1, 1) into [0, 1]"
+    assert prepared.meta["domain"]["source"] == "declared"
+    assert {tuple(c["bounds"]) for c in prepared.meta["domain"]["columns"]} == {GENERATOR_RANGE}
     assert y.mean() == pytest.approx(schema.positive_rate, abs=1e-3)
     assert prepared.meta["label_names"] == list(schema.label_names) and "STAND-IN" in prepared.meta["notes"]
     again = build_standin(None, 0, real_id=real_id)

@@ -175,7 +175,7 @@ def test_dp_merf_accounting_matches_its_repository():
 def test_gs_wgan_accounting_the_authors_way_and_ours():
     from dpvae.methods.gs_wgan.accounting import accounting, authors_epsilon, authors_iters
 
-    # GS-WGAN's default configuration is its "epsilon = 10" (autodp); PAPERS.md A-D10: about 5.0 under a
+    # GS-WGAN's default configuration is its "epsilon = 10" (autodp); docs/papers.md A-D10: about 5.0 under a
     # Poisson add/remove-one accountant with the classic conversion
     assert authors_epsilon(1.07, 1000, 20000, 32, 1e-5) == pytest.approx(10.0, abs=0.05)
     assert accounting(1.07, 1000, 20000, 32, 1.0, 1e-5).epsilon == pytest.approx(5.0, abs=0.05)

@@ -1,4 +1,4 @@
-"""Adding a method touches its own package and the configuration, nothing else (README "Adding a method").
+"""Adding a method touches its own package and the configuration, nothing else (docs/developing.md, "Adding a method").
 
 In a copy of the repository: a toy private method family (`methods/toy/__init__.py`: parameters, the registered
 method, its ledger, `recompute_ledger` and `planned_ledger`) and one variant and experiment in config.yaml. The copy's

@@ -63,7 +63,7 @@ def test_the_ledger_from_the_mechanisms_records_equals_the_recipe():
     ledger = p3gm_ledger([pca.mechanism, *gmm.mechanisms, sgd], 1e-5, 20, 1, 1.0)
     setting = P3GMSetting(n_train=63000, batch_size=300, epochs=4, sgd_sigma=1.4, pca_sigma=5.0, centring="zero")
     assert ledger.paper.epsilon == pytest.approx(setting.ledger().paper.epsilon, rel=1e-9)
-    assert ledger.paper.epsilon == pytest.approx(0.986, abs=5e-4)  # PAPERS.md §3.4 [computed]
+    assert ledger.paper.epsilon == pytest.approx(0.986, abs=5e-4)  # docs/papers.md §3.4 [computed]
     assert ledger.sound.epsilon == pytest.approx(setting.ledger().sound.epsilon, rel=1e-9)
     # with the DP centring mean (rows clipped to R = sqrt(d), sigma_m = 20) the recipe agrees too
     dp = dp_pca(z, 3, 5.0, np.random.default_rng(1), mean="dp", mean_noise_multiplier=20.0, mean_clip=6**0.5)

@@ -1,4 +1,4 @@
-"""Each paper's accounting against the known values of PAPERS.md, sound variants, stated sensitivities."""
+"""Each paper's accounting against the [computed] values of docs/papers.md, sound variants, stated sensitivities."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def paper_code(*args, **kwargs) -> P3GMSetting:
 
 # ------------------------------------------------------------------------------------------------ P3GM
 
-# exp.sh (PAPERS.md §3.4): rows before the 90/10 split, B, epochs, σ_s, σ_p, [computed] ε.
+# exp.sh (docs/papers.md §3.4): rows before the 90/10 split, B, epochs, σ_s, σ_p, [computed] ε.
 EXP_SH = {
     "credit": (10_492, 100, 15, 2.1, 10.0, 0.976),
     "isolet": (7_797, 100, 2, 1.6, 5.0, 1.006),
@@ -80,7 +80,7 @@ def test_p3gm_fig4_epsilons(
 
 
 def test_p3gm_fig5_and_fig7_epsilons() -> None:
-    """Further [computed] values of PAPERS.md §3.5 (DP-VAE = the DP-SGD mechanism alone)."""
+    """Further [computed] values of docs/papers.md §3.5 (DP-VAE = the DP-SGD mechanism alone)."""
     assert paper_code(63000, 300, 3, 1.1, 10.0).ledger().epsilon == pytest.approx(0.957, rel=0.01)
     assert paper_code(63000, 300, 10, 1.27, 10.0).ledger().epsilon == pytest.approx(1.004, rel=0.01)
     assert paper_code(9442, 100, 30, 2.7, 10.0).ledger().epsilon == pytest.approx(1.025, rel=0.01)
@@ -89,7 +89,7 @@ def test_p3gm_fig5_and_fig7_epsilons() -> None:
     assert sgd_only.epsilon == pytest.approx(0.974, rel=0.01)
 
 
-FIG9 = {  # σ_s: (RDP ε, baseline ε), K = 1 and K = 3, classic conversion (PAPERS.md §3.5 fig9)
+FIG9 = {  # σ_s: (RDP ε, baseline ε), K = 1 and K = 3, classic conversion (docs/papers.md §3.5 fig9)
     1: {0.8: (2.750, 4.237), 1.0: (1.722, 3.019), 1.4: (1.205, 2.208), 2.0: (1.116, 1.836), 3.0: (1.078, 1.652)},
     3: {0.8: (2.774, 4.446), 1.0: (1.762, 3.228), 1.4: (1.282, 2.418), 2.0: (1.201, 2.046), 3.0: (1.166, 1.861)},
 }
@@ -181,7 +181,7 @@ def test_p3gm_setting_rejects_bad_input() -> None:
 # ---------------------------------------------------------------------------------------------- PriVAE
 
 PRIVAE_RATE, PRIVAE_STEPS = 256 / 60000, math.ceil(10 * 60000 / 256)
-# ε: (σ for (ε, δ), σ for (ε/2, δ/2)), PAPERS.md §1.4, classic conversion, δ = 1e-5.
+# ε: (σ for (ε, δ), σ for (ε/2, δ/2)), docs/papers.md §1.4, classic conversion, δ = 1e-5.
 PRIVAE_TABLE = {
     1: (1.322, 2.226),
     2: (0.939, 1.353),
@@ -292,7 +292,7 @@ def test_privae_pinwheel_sound_epsilons() -> None:
 
 # --------------------------------------------------------------------------------------------- DP²-VAE
 
-# T: σ for ε = 10, 1, 0.2 at q = 1/1000 (PAPERS.md §4.5; classic conversion, integer orders 2-256).
+# T: σ for ε = 10, 1, 0.2 at q = 1/1000 (docs/papers.md §4.5; classic conversion, integer orders 2-256).
 DP2VAE_TABLE = {
     1_000: (0.434, 0.977, 2.11),
     5_000: (0.461, 1.018, 2.31),

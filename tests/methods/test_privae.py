@@ -94,7 +94,7 @@ def test_termwise_noise_is_kappa_times_ordinary_sigma() -> None:
     params = PriVAEParams(**{**PINWHEEL, "batch_size": 256, "groups": 16, "clip_batch": 0.005})
     rate, steps = 256 / 60000, 2344
     paper = accounting.termwise_noise(params, 10.0, 1e-5, rate, steps)
-    assert paper.sigma == pytest.approx(0.5427, rel=1e-3)  # PAPERS.md §1.4 [computed]
+    assert paper.sigma == pytest.approx(0.5427, rel=1e-3)  # docs/papers.md §1.4 [computed]
     assert paper.factor == pytest.approx(abadi_kappa(1e-5), rel=1e-6)
     tight = accounting.termwise_noise(PriVAEParams(**{**params.to_dict(), "kappa": "tight"}), 10.0, 1e-5, rate, steps)
     c1, c2 = 0.05 / 256, 0.005 / 16

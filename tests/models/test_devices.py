@@ -1,6 +1,6 @@
 """Device mixing, caught on the CPU: the `meta` device stands in for a GPU (a tensor there has a device and a
 shape but no data), so code that leaves a tensor on the CPU while its inputs live elsewhere fails here as it
-would on CUDA. Each test failed on the code before the fix it guards (GPU-BASELINE.md's findings)."""
+would on CUDA. Each test failed on the code before the fix it guards (device errors of the first CUDA runs)."""
 
 from __future__ import annotations
 

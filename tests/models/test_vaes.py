@@ -109,7 +109,7 @@ def test_conv_vae_normalisation_choice(norm: str, kind: type | None) -> None:
 
 
 def test_conv_vae_sample_term_is_per_example_with_group_norm_but_not_batch_norm() -> None:
-    """φ(x_i) must not depend on other examples (PAPERS.md A-P1); BatchNorm breaks that."""
+    """φ(x_i) must not depend on other examples (docs/papers.md A-P1); BatchNorm breaks that."""
     torch.manual_seed(4)
     x, noise = torch.rand(4, 1, 32, 32), torch.randn(4, 1, 4)
     moved = x.clone()

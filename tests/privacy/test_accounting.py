@@ -246,7 +246,7 @@ def test_abadi_kappa_is_the_ratio_of_abadi_bounds() -> None:
         return 1.7 * 0.01 * math.sqrt(100 * math.log(1 / delta)) / eps
 
     assert acc.abadi_kappa(DELTA) == pytest.approx(bound(0.5, DELTA / 2) / bound(1.0, DELTA))
-    assert acc.abadi_kappa(DELTA) == pytest.approx(2.059, abs=5e-4)  # PAPERS.md §1.4
+    assert acc.abadi_kappa(DELTA) == pytest.approx(2.059, abs=5e-4)  # docs/papers.md §1.4
 
 
 # ----------------------------------------------------------------------------------- monotonicity

@@ -124,7 +124,7 @@ def test_p3gm_table6_and_table8_keep_epsilon_as_a_column(dataset, tmp_path):
 
 
 def test_p3gm_fig4_on_other_data_drops_the_credit_title_and_curve(tmp_path, monkeypatch):
-    import dpvae.render.p3gm as p3gm
+    import dpvae.render.p3gm.utility_curves as p3gm
 
     figures = []
     monkeypatch.setattr(p3gm, "save_figure", lambda fig, prefix: figures.append(fig))

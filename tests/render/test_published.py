@@ -13,7 +13,6 @@ import pytest
 
 from dpvae.render.published import (
     COLUMNS,
-    ITEMS,
     KEY_COLUMNS,
     PUBLISHED_DIR_ENV,
     load_published,
@@ -23,9 +22,7 @@ from dpvae.render.published import (
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 PAPERS_DIR = SHARED / "papers"
-PAPERS_MD = SHARED / "docs" / "PAPERS.md"
 needs_papers = pytest.mark.skipif(not PAPERS_DIR.is_dir(), reason="paper texts (../shared/papers) absent")
-needs_spec = pytest.mark.skipif(not PAPERS_MD.is_file(), reason="PAPERS.md (../shared/docs) absent")
 NUM = r"(\d+(?:\.\d+)?)"  # a printed number, without a sentence-ending full stop
 
 
@@ -214,28 +211,6 @@ def test_text_tables_load_and_reject_a_bad_mark(tmp_path: Path, monkeypatch: pyt
 
 
 # ----------------------------------------------------------------------------------------------------------
-# item ids against the PAPERS.md section-6 inventory
-# ----------------------------------------------------------------------------------------------------------
-def inventory_items() -> set[tuple[str, str]]:
-    text = PAPERS_MD.read_text(encoding="utf-8")
-    section = text[text.index("## 6. Output inventory") : text.index("## 7.")]
-    found = re.findall(r"`(privae|lvae|p3gm|dp2vae)/((?:table|fig)\d+)[a-z]?`", section)
-    return set(found)
-
-
-@needs_spec
-def test_every_item_used_exists_in_the_section_6_inventory(table: pd.DataFrame) -> None:
-    inventory = inventory_items()
-    used = set(zip(table["paper"], table["item"]))
-    assert used <= inventory, f"items not in PAPERS.md section 6: {sorted(used - inventory)}"
-
-
-@needs_spec
-def test_loader_item_vocabulary_mirrors_the_inventory() -> None:
-    assert {(paper, item) for paper, items in ITEMS.items() for item in items} == inventory_items()
-
-
-# ----------------------------------------------------------------------------------------------------------
 # cross-checks against the paper texts (every cell of the printed tables)
 # ----------------------------------------------------------------------------------------------------------
 P3GM_DATASETS = {"Kaggle Credit": "credit", "UCI ESR": "esr", "Adult": "adult", "UCI ISOLET": "isolet"}
@@ -407,67 +382,67 @@ def test_every_paper_sourced_number_is_printed_in_its_paper(table: pd.DataFrame)
 
 
 # ----------------------------------------------------------------------------------------------------------
-# reference-code values against the quotes in PAPERS.md (their only source)
+# reference-code values against the authors' printed notebook outputs (their only source)
 # ----------------------------------------------------------------------------------------------------------
-def spec_bullet(fragment: str) -> str:
-    """PAPERS.md text from `fragment` to the end of its bullet (next bullet, blank line or heading)."""
-    text = PAPERS_MD.read_text(encoding="utf-8")
-    start = text.index(fragment)
-    ends = [text.find(marker, start) for marker in ("\n*", "\n\n", "\n#")]
-    return " ".join(text[start : min(e for e in ends if e > 0)].split())
+SHOW_IPYNB = Path(__file__).with_name("p3gm_show_ipynb.txt")
+NOTEBOOK_LINE = re.compile(r"(?P<label>[\w ]+?) (?:\[(?P<vector>[^\]]*)\](?: (?P<tag>\S+))?|(?P<scalar>\S+))")
 
 
-@needs_spec
-def test_reference_code_sweeps_match_the_quotes_in_the_spec(table: pd.DataFrame) -> None:
+def notebook_cells() -> dict[int, list[tuple[str, list[float], str]]]:
+    """Each printed cell of `p3gm_show_ipynb.txt` as (label, numbers, trailing tag) per line."""
+    cells: dict[int, list[tuple[str, list[float], str]]] = {}
+    for line in SHOW_IPYNB.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## cell "):
+            cell = cells.setdefault(int(line.removeprefix("## cell ")), [])
+        elif line and not line.startswith("#"):
+            match = NOTEBOOK_LINE.fullmatch(line)
+            assert match, line
+            numbers = (match["vector"] or match["scalar"]).split()
+            cell.append((match["label"], [float(n) for n in numbers], match["tag"] or ""))
+    return cells
+
+
+def notebook_values() -> dict[tuple[str, str, str, str, str, float], float]:
+    """The notebook's numbers keyed as p3gm.csv keys its reference-code rows:
+    (item, dataset, metric, classifier, setting, epsilon) -> value."""
+    cells, values = notebook_cells(), {}
+    for label, (auroc, auprc, _), _ in cells[3][:4]:  # Table VI averages [AUROC, AUPRC, accuracy]
+        setting = "positive=le50K" if label == "adult" else ""  # the code's positive class (A-G2)
+        values["table6", label, "auroc", "mean4", "", 1.0] = auroc
+        values["table6", label, "auprc", "mean4", setting, 1.0] = auprc
+    for label, (accuracy,), _ in cells[3][4:]:  # Table VII, d' = 30
+        dataset = {"mnist": "mnist", "fashion": "fashion-mnist"}[label]
+        values["table7", dataset, "accuracy", "cnn", "", 1.0] = accuracy
+    names = {"LR": "lr", "XgBoost": "xgb", "ADB": "ab", "GBC": "gbm"}
+    for label, (auroc, auprc, _), _ in cells[5]:  # Table V per classifier
+        classifier = names[label.removeprefix("credit ")]
+        values["table5", "credit", "auroc", classifier, "", 1.0] = auroc
+        values["table5", "credit", "auprc", classifier, "", 1.0] = auprc
+    epsilons = {"credit_01": 0.1, "credit_05": 0.5, "credit_1": 1.0, "credit_5": 5.0}
+    for label, (auroc, auprc, _), _ in cells[7]:  # Fig 4, nominal epsilon of the run
+        values["fig4", "credit", "auroc", "mean4", "", epsilons[label]] = auroc
+        values["fig4", "credit", "auprc", "mean4", "", epsilons[label]] = auprc
+    for _, (auroc, auprc, _), ratio in cells[9]:  # Fig 8, the ratio printed after the scores
+        values["fig8", "credit", "auroc", "mean4", f"ratio={ratio}", 1.0] = auroc
+        values["fig8", "credit", "auprc", "mean4", f"ratio={ratio}", 1.0] = auprc
+    for label, (accuracy,), _ in cells[11]:  # Fig 5
+        values["fig5", "mnist", "accuracy", "cnn", f"d_p={label.removeprefix('z_dim_')}", 1.0] = accuracy
+    for label, (tvd,), _ in cells[13]:  # Table VIII on public reconstructions (A-G10)
+        values["table8", label, "tvd2", "", "reading=notebook", 1.0] = tvd
+    return values
+
+
+def test_reference_code_rows_are_the_notebook_outputs(table: pd.DataFrame) -> None:
+    """Every reference-code row of p3gm.csv is one printed notebook number, at the digits the CSV keeps."""
     rows = table[(table["paper"] == "p3gm") & (table["source"] == "reference-code")]
-    fig4 = re.findall(rf"(?:ε=|; ){NUM}: {NUM} / {NUM}", spec_bullet("P3GM values (AUROC / AUPRC): ε=0.1"))
-    assert len(fig4) == 4
-    for eps, auroc, auprc in fig4:
-        sweep = rows[(rows["item"] == "fig4") & (rows["epsilon"] == float(eps))]
-        assert sweep.set_index("metric")["value"].to_dict() == {"auroc": float(auroc), "auprc": float(auprc)}
-    fig5 = re.findall(r"(?:d_p = )?(\d+): (0\.\d+)", spec_bullet("`show.ipynb` values: d_p = 2"))
-    fig5_rows = rows[rows["item"] == "fig5"].set_index("setting")["value"].to_dict()
-    assert fig5_rows == {f"d_p={dp}": float(v) for dp, v in fig5}
-    fig8_text = spec_bullet("Notebook AUROC / AUPRC:")
-    fig8 = re.findall(rf"{NUM}: {NUM} / {NUM}", fig8_text[: fig8_text.index("Text:")])
-    assert len(fig8) == 8
-    for ratio, auroc, auprc in fig8:
-        sweep = rows[(rows["item"] == "fig8") & (rows["setting"] == f"ratio={ratio}")]
-        assert sweep.set_index("metric")["value"].to_dict() == {"auroc": float(auroc), "auprc": float(auprc)}
-
-
-@needs_spec
-def test_reference_code_table_values_match_the_quotes_in_the_spec(table: pd.DataFrame) -> None:
-    rows = table[(table["paper"] == "p3gm") & (table["source"] == "reference-code")]
-    per_classifier = re.findall(rf"(LR|XgBoost|AdaBoost|GBM) {NUM}/{NUM}", spec_bullet("LR 0.92644/0.84355"))
-    names = {"LR": "lr", "XgBoost": "xgb", "AdaBoost": "ab", "GBM": "gbm"}
-    assert len(per_classifier) == 4
-    for name, auroc, auprc in per_classifier:
-        for metric, value in (("auroc", auroc), ("auprc", auprc)):
-            key = dict(item="table5", dataset="credit", method="p3gm", metric=metric, classifier=names[name])
-            assert lookup(rows, **key, source="reference-code") == float(value), key
-    averages = re.findall(rf"(credit|ESR|ISOLET|Adult) \*{{0,2}}\[{NUM}, {NUM}, [\d.]+\]",
-                          spec_bullet("`show.ipynb` P3GM averages"))  # fmt: skip
-    assert len(averages) == 4
-    for name, auroc, auprc in averages:
-        for metric, value in (("auroc", auroc), ("auprc", auprc)):
-            key = dict(item="table6", dataset=name.lower(), method="p3gm", metric=metric, classifier="mean4")
-            if (name, metric) == ("Adult", "auprc"):  # keyed by the positive class the code used (A-G2)
-                key["setting"] = "positive=le50K"
-            assert lookup(rows, **key, source="reference-code") == float(value), key
-    tvd = re.search(rf"exactly \({NUM}, {NUM}, {NUM}, {NUM}\)", spec_bullet("reproduces the P3GM column"))
-    for dataset, value in zip(("credit", "esr", "adult", "isolet"), tvd.groups(), strict=True):
-        assert lookup(
-            rows,
-            item="table8",
-            dataset=dataset,
-            method="p3gm",
-            metric="tvd2",
-            setting="reading=notebook",
-            source="reference-code",
-        ) == float(value)  # fmt: skip   (public reconstructions, A-G10)
-    accuracy = re.search(rf"P3GM MNIST {NUM}, Fashion {NUM}", spec_bullet("`show.ipynb`: P3GM MNIST"))
-    for dataset, value in zip(("mnist", "fashion-mnist"), accuracy.groups(), strict=True):
-        key = dict(item="table7", dataset=dataset, method="p3gm", metric="accuracy", classifier="cnn")
-        assert lookup(rows, **key, source="reference-code") == float(value)
-    assert len(rows) == 8 + 8 + 4 + 2 + 8 + 7 + 16
+    recorded = {
+        (r.item, r.dataset, r.metric, r.classifier, r.setting, float(r.epsilon)): float(r.value)
+        for r in rows.itertuples()
+    }
+    expected = notebook_values()
+    assert len(expected) == len(rows) == 8 + 8 + 4 + 2 + 8 + 7 + 16
+    assert recorded.keys() == expected.keys()
+    wrong = {
+        k: (v, expected[k]) for k, v in recorded.items() if v not in (round(expected[k], 4), round(expected[k], 5))
+    }
+    assert not wrong, wrong

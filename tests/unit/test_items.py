@@ -30,12 +30,11 @@ def test_every_item_experiment_exists_in_both_configs(paper_config, smoke_config
 
 
 def test_status_is_derived_from_registries(paper_config, monkeypatch):
-    from dpvae.methods.registry import METHODS
+    from dpvae import status
 
-    assert {i.key for i in done_items(paper_config)} == set(ITEMS)  # every method and metric exists
-    planned = type("Planned", (), {"name": "dp2vae", "implemented": False})()
-    monkeypatch.setitem(METHODS._entries, "dp2vae", planned)  # as if its module were missing
-    assert "method dp2vae" in missing_parts(ITEMS["dp2vae/table1"], paper_config)
+    assert {i.key for i in done_items(paper_config)} == set(ITEMS)  # every renderer and analysis exists
+    monkeypatch.delitem(status.RENDERERS._entries, "dp2vae/table1")  # as if its renderer were missing
+    assert "renderer dp2vae/table1" in missing_parts(ITEMS["dp2vae/table1"], paper_config)
     assert "dp2vae/table1" not in {i.key for i in done_items(paper_config)}
 
 
@@ -44,10 +43,10 @@ def test_items_with_id_gathers_across_papers():
     assert len(items_with_id("fig1")) == 4
 
 
-def test_readme_status_table_is_current(paper_config):
-    """README.md's status block equals `python -m dpvae status` (update it with --update-readme)."""
+def test_status_page_is_current(paper_config):
+    """docs/status.md's status block equals `python -m dpvae status` (update it with --update)."""
     from dpvae.paths import REPO_ROOT
-    from dpvae.status import readme_with_status
+    from dpvae.status import with_status
 
-    readme = (REPO_ROOT / "README.md").read_text()
-    assert readme == readme_with_status(readme, paper_config), "run: python -m dpvae status --update-readme README.md"
+    page = (REPO_ROOT / "docs" / "status.md").read_text()
+    assert page == with_status(page, paper_config), "run: python -m dpvae status --update docs/status.md"

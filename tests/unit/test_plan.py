@@ -1,6 +1,8 @@
 """`python -m dpvae plan`: Snakemake's DAG at smoke scale in a temporary directory, one run faked as built
 with a benchmark file (nothing real is built): the right jobs are counted, the built ones marked built, the
-run with the same settings takes the measured estimate and says so, the others the declared one."""
+run with the same settings takes the measured estimate and says so, the others that of similar jobs. A GPU
+job's GPU estimate never comes from a CPU (declared or measured); device logs price DP²-VAE on a GPU; a
+smoke build is estimated from smoke measurements, a paper-scale one not."""
 
 from __future__ import annotations
 
@@ -13,9 +15,24 @@ import pytest
 
 from dpvae.cli import main
 from dpvae.config import load_config
+from dpvae.dag import DagJob
 from dpvae.paths import REPO_ROOT
-from dpvae.plan import CPU_MACHINE, GPU_MACHINE, Estimate, cost_plan, describe, device_class
+from dpvae.plan import (
+    CPU_MACHINE,
+    GPU_MACHINE,
+    IMPRACTICAL_DAYS,
+    CostPlan,
+    Estimate,
+    Measurement,
+    Measurements,
+    Record,
+    Settings,
+    cost_plan,
+    describe,
+    device_class,
+)
 from dpvae.runs import run_spec
+from dpvae.runtimes import Declared, DeviceClass, read_device_logs
 from dpvae.workflow import Plan
 
 TARGET = "figures/privae/fig2.pdf"
@@ -66,7 +83,7 @@ def faked(tmp_path_factory) -> tuple[Path, list[str], Plan, object]:
 
 def test_plan_counts_built_jobs_and_takes_measured_estimates(faked):
     root, args, plan, built = faked
-    result = cost_plan([TARGET], [SMOKE, root / "seeds.yaml"], root).to_dict()
+    result = cost_plan([TARGET], [SMOKE, root / "seeds.yaml"], root, measured_dir=root / "no-records").to_dict()
     assert result["scale"] == "smoke" and result["targets"] == [TARGET]
     rows = {(r["rule"], r["group"]): r for r in result["rows"]}
     train, prepare = rows[("train", "privae · pinwheel")], rows[("prepare", "")]
@@ -77,14 +94,14 @@ def test_plan_counts_built_jobs_and_takes_measured_estimates(faked):
     assert result["total"]["built"] == 2 and result["total"]["jobs"] == sum(r["jobs"] for r in result["rows"])
     assert result["per_target"][0]["jobs"] == result["total"]["jobs"]
 
-    # seed 1 of the same variant (same settings) is measured on the benchmark's device; the KL variant is declared
-    declared_min = plan.train_resources(built.dataset, "privae-kl-pinwheel", built.eps, 0).runtime
+    # seed 1 of the same variant (same settings) is measured on the benchmark's device; the KL variant (same
+    # method and dataset, other settings) takes the similar job's time at this (smoke) scale
     for machine in (GPU_MACHINE, CPU_MACHINE):
         assert train["estimate"][machine] == (
-            f"measured: 1 run on cpu: test x2 (1 jobs); declared {declared_min} min (2 jobs)"
+            "measured: 1 run on cpu: test x2 (1 jobs); similar jobs measured: 1 run on cpu: test x2 (2 jobs)"
         )
-        assert train["sources"][machine] == {"measured": 1, "declared": 2, "none": 0}
-    assert train[CPU_MACHINE]["hours"] == pytest.approx((MEASURED_S + 2 * declared_min * 60) / 3600, abs=1e-3)
+        assert {k: v for k, v in train["sources"][machine].items() if v} == {"measured": 1, "similar": 2}
+    assert train[CPU_MACHINE]["hours"] == pytest.approx(3 * MEASURED_S / 3600, abs=1e-3)
     assert train[GPU_MACHINE]["gpu_hours"] == 0  # PriVAE asks for no GPU, and ran on none
     assert Path.cwd() != root  # Snakemake's working directory is given back
 
@@ -129,10 +146,17 @@ def test_estimate_preferences_and_descriptions():
     ]
     gpu = Estimate(100.0, "measured", True, ("cuda: NVIDIA H200",), frozenset({"a", "b"}))
     assert describe([gpu, gpu]) == "measured: 2 runs on cuda: NVIDIA H200"
-    assert (
-        describe([gpu, Estimate(600.0, "declared"), Estimate(None, "none")])
-        == "measured: 2 runs on cuda: NVIDIA H200 (1 jobs); declared 10 min (1 jobs); no runtime declared (1 jobs)"
+    cpu_ref = Declared(10, DeviceClass.CPU_REFERENCE)
+    assert describe([gpu, Estimate(600.0, "declared", declared=cpu_ref), Estimate(None, "none")]) == (
+        "measured: 2 runs on cuda: NVIDIA H200 (1 jobs); declared 10 min for cpu-reference (1 jobs); "
+        "no runtime declared (1 jobs)"
     )
+    assert describe([Estimate(None, "no GPU rate", True, declared=cpu_ref)]) == (
+        "no GPU rate (declared 10 min for cpu-reference)"
+    )
+    slow = Estimate(IMPRACTICAL_DAYS * 86400 + 1, "declared", declared=cpu_ref)
+    assert slow.impractical and not Estimate(IMPRACTICAL_DAYS * 86400, "declared").impractical
+    assert describe([slow]).endswith(f"(1 jobs); impractical: over {IMPRACTICAL_DAYS} days a job (1 jobs)")
 
 
 def test_each_papers_recorded_run_keeps_its_own_measurement(tmp_path):
@@ -166,3 +190,120 @@ def test_each_papers_recorded_run_keeps_its_own_measurement(tmp_path):
     for wildcards, seconds in ((p3gm_real, 11.0), (dp2vae_real, 22.0)):
         found = measured.by_key.get(measured.settings.key("train", wildcards), {})
         assert [m.seconds for m in found.values()] == [seconds], wildcards["dataset"]
+
+
+# -- GPU estimates, device logs, scale ----------------------------------------------------------------------
+
+CPU_REF_MIN = 240
+
+
+@pytest.fixture(scope="module")
+def smoke_settings() -> Settings:
+    return Settings(Plan(load_config([REPO_ROOT / "config.yaml", SMOKE]), REPO_ROOT))
+
+
+def _reference_job(gpu: bool = True) -> DagJob:
+    """FID's reference job: it asks for a GPU, and declares CPU-reference minutes only."""
+    return DagJob(
+        "reference", {"dataset": "mnist", "metric": "fid"}, False, Declared(CPU_REF_MIN, DeviceClass.CPU_REFERENCE),
+        gpu, frozenset(),
+    )  # fmt: skip
+
+
+def _measured(settings: Settings, tmp_path: Path, *devices: str) -> Measurements:
+    measured = Measurements(settings, tmp_path)
+    job = _reference_job()
+    for i, device in enumerate(devices):
+        key = settings.key(job.rule, job.wildcards)
+        measured.add(job.rule, settings.group(job.wildcards), f"m{i}", key, Measurement(50.0 + i, device))
+    return measured
+
+
+def test_a_gpu_row_never_takes_a_cpu_declaration_or_measurement(smoke_settings, tmp_path):
+    job = _reference_job()
+    for measured in (_measured(smoke_settings, tmp_path), _measured(smoke_settings, tmp_path, "cpu: test x2")):
+        on_gpu = measured.estimate(job, GPU_MACHINE, "auto")
+        assert (on_gpu.seconds, on_gpu.source, on_gpu.on_gpu) == (None, "no GPU rate", True)
+        assert on_gpu.declared == Declared(CPU_REF_MIN, DeviceClass.CPU_REFERENCE)
+    assert _measured(smoke_settings, tmp_path).estimate(job, CPU_MACHINE, "auto").seconds == CPU_REF_MIN * 60
+    cpu_measured = _measured(smoke_settings, tmp_path, "cpu: test x2")
+    assert cpu_measured.estimate(job, CPU_MACHINE, "auto").seconds == 50.0
+    # under `device: cpu` the GPU machine runs it on its CPU: CPU-hours from the CPU's measurement
+    assert cpu_measured.estimate(job, GPU_MACHINE, "cpu") == Estimate(
+        50.0, "measured", False, ("cpu: test x2",), frozenset({"m0"})
+    )
+    both = _measured(smoke_settings, tmp_path, "cpu: test x2", "cuda: NVIDIA H200").estimate(job, GPU_MACHINE, "auto")
+    assert (both.seconds, both.on_gpu, both.devices) == (51.0, True, ("cuda: NVIDIA H200",))
+    # a job that asks for no GPU runs on the GPU machine's CPU: its declaration is CPU-hours there
+    cpu_job = _measured(smoke_settings, tmp_path).estimate(_reference_job(gpu=False), GPU_MACHINE, "auto")
+    assert (cpu_job.seconds, cpu_job.source, cpu_job.on_gpu) == (CPU_REF_MIN * 60, "declared", False)
+
+
+def test_a_planted_cpu_minutes_as_gpu_estimate_fails():
+    """The regression of issue 38: a CPU-reference declaration (or a CPU measurement) reused as GPU-hours."""
+    cpu_ref = Declared(CPU_REF_MIN, DeviceClass.CPU_REFERENCE)
+    with pytest.raises(ValueError, match="CUDA measurements or rates only"):
+        Estimate(CPU_REF_MIN * 60, "declared", True, declared=cpu_ref)
+    with pytest.raises(ValueError, match="CUDA measurements or rates only"):
+        Estimate(50.0, "measured", True, ("cpu: test x2",))
+
+
+def test_device_logs_price_dp2vae_on_a_gpu_only(tmp_path):
+    """The committed H200 logs hold DP²-VAE's stage-1 and stage-2 step times; a paper-scale DP²-VAE run is
+    priced from them on the GPU machine (no CUDA measurement of it exists), never on the 2-core machine."""
+    logs = read_device_logs(REPO_ROOT / "benchmarks" / "measured")
+    stage2 = [r for r in logs if r.kind == "dp2vae.stage2" and r.shape == (("width", "512,256"), ("batch", "32"))]
+    assert sorted(r.seconds_per_step for r in stage2) == [0.0118, 0.01418]
+    assert {r.device for r in stage2} == {"cuda: NVIDIA H200"}
+
+    plan = Plan(load_config([REPO_ROOT / "config.yaml"]), REPO_ROOT)
+    run = next(r for r in plan.all_runs() if r.variant == "dp2vae" and r.dataset == "mnist")
+    wildcards = {"dataset": run.dataset, "variant": run.variant, "eps": run.eps, "seed": str(run.seed)}
+    resources = plan.train_resources(run.dataset, run.variant, run.eps, run.seed)
+    job = DagJob("train", wildcards, False, Declared(resources.runtime, DeviceClass.CPU_REFERENCE), True, frozenset())
+    measured = Measurements(Settings(plan), tmp_path)
+    measured.logged = logs
+    gpu = measured.estimate(job, GPU_MACHINE, "auto")
+    assert gpu.source == "logged" and gpu.on_gpu and gpu.devices == ("cuda: NVIDIA H200",)
+    assert gpu.seconds == pytest.approx(resources.work.steps * (0.0118 + 0.01418) / 2)
+    assert measured.estimate(job, CPU_MACHINE, "auto").source == "declared"
+
+    log = tmp_path / "cpu-test" / "dp2vae.log"  # a CPU's log prices the CPU machine, not the GPU one
+    log.parent.mkdir()
+    log.write_text("device=cpu: test x2 torch=0\nstage2 width=512,256 batch=32 steps=3 private_s_per_step=2.5\n")
+    measured.logged = read_device_logs(tmp_path)
+    assert measured.estimate(job, CPU_MACHINE, "auto").seconds == pytest.approx(resources.work.steps * 2.5)
+    assert measured.estimate(job, GPU_MACHINE, "auto").source == "no GPU rate"
+
+
+def test_recorded_benchmarks_come_back_at_their_scale_only(smoke_settings, tmp_path):
+    job = _reference_job(gpu=False)
+    key = smoke_settings.key(job.rule, job.wildcards)
+    record = Record("smoke", job.rule, "fid · mnist", "p", key, Measurement(42.0, "cpu: test x2"))
+    plan = CostPlan((), (), "smoke", "auto", [], (), (record,))
+    (tmp_path / "cpu-test").mkdir()
+    (tmp_path / "cpu-test" / "smoke.tsv").write_text(plan.to_records())
+    assert plan.to_records() == plan.to_records()  # sorted: same benchmark files, same bytes
+
+    measured = Measurements(smoke_settings, tmp_path)
+    measured.add_committed(tmp_path)
+    assert measured.estimate(job, CPU_MACHINE, "auto") == Estimate(
+        42.0, "measured", False, ("cpu: test x2",), frozenset({"p"})
+    )
+    paper = Measurements(Settings(Plan(load_config([REPO_ROOT / "config.yaml"]), REPO_ROOT)), tmp_path)
+    paper.add_committed(tmp_path)
+    assert paper.by_key == {}
+
+
+def test_smoke_plan_from_smoke_measurements_paper_plan_not(tmp_path):
+    """P3GM Table VI at smoke scale: every training, sampling and evaluation job is estimated from the
+    committed smoke record of this 2-core machine (203 s of job time; the build took 241 s on 2 shared cores,
+    80 s in the issue), not from the paper-scale declarations (17.1 h before issue 38); at paper scale the
+    smoke record counts for nothing."""
+    smoke = cost_plan(["figures/p3gm/table6.pdf"], [SMOKE], tmp_path)
+    total = smoke.totals()
+    assert total["sources"][CPU_MACHINE]["measured"] == 25 and total["sources"][CPU_MACHINE]["declared"] == 0
+    assert 60 / 3600 < total[CPU_MACHINE]["hours"] < 600 / 3600
+    paper = cost_plan(["figures/p3gm/table6.pdf"], [], tmp_path).totals()
+    assert paper[CPU_MACHINE]["hours"] > 10
+    assert not any(paper["sources"][m][s] for m in (GPU_MACHINE, CPU_MACHINE) for s in ("similar", "rule"))

@@ -1,4 +1,4 @@
-"""The registries: registration beside the implementation, duplicates refused, planned entries kept apart,
+"""The registries: registration beside the implementation, duplicates refused,
 typed parameters and options, and configuration checks that stay light (no torch at validation time)."""
 
 from __future__ import annotations
@@ -10,10 +10,8 @@ import sys
 import pytest
 
 from dpvae.errors import TargetError
-from dpvae.eval.planned import PLANNED as PLANNED_METRICS
 from dpvae.eval.registry import METRICS
 from dpvae.methods.base import Method
-from dpvae.methods.planned import PLANNED as PLANNED_METHODS
 from dpvae.methods.registry import METHODS, register_method
 from dpvae.params import MethodParams, MetricOptions
 from dpvae.registry import Registry
@@ -41,12 +39,6 @@ def test_registering_a_second_method_with_a_taken_name_fails():
             def sample(self, ctx, n): ...
 
 
-def test_no_name_is_both_planned_and_implemented():
-    implemented = {n for n, m in METHODS.items() if m.implemented}
-    assert not implemented & {m.name for m in PLANNED_METHODS}
-    assert not {n for n, m in METRICS.items() if m.implemented} & {m.name for m in PLANNED_METRICS}
-
-
 def test_every_method_and_metric_has_typed_parameters_whose_defaults_parse():
     for method in METHODS.values():
         assert issubclass(method.Params, MethodParams), method.name
@@ -59,7 +51,8 @@ def test_every_method_and_metric_has_typed_parameters_whose_defaults_parse():
 
 def test_every_item_renderer_is_registered_in_its_papers_module():
     for key, renderer in load_renderers().items():
-        assert renderer.__module__ == f"dpvae.render.{key.split('/')[0]}", key
+        paper = f"dpvae.render.{key.split('/')[0]}"
+        assert renderer.__module__ == paper or renderer.__module__.startswith(f"{paper}."), key
 
 
 def test_validating_a_configuration_imports_no_heavy_library():

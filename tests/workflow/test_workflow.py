@@ -152,7 +152,7 @@ def test_a_misspelt_item_names_the_valid_ones(tmp_path):
 
 def test_a_real_run_of_an_unbuilt_item_stops_at_once_naming_what_is_missing(tmp_path):
     repo = copy_repository(tmp_path)  # every item is built today: unregister one renderer
-    renderer = repo / "src" / "dpvae" / "render" / "p3gm.py"
+    renderer = repo / "src" / "dpvae" / "render" / "p3gm" / "utility_curves.py"
     renderer.write_text(renderer.read_text().replace('@register_renderer("p3gm/fig8")\n', ""))
     started = time.monotonic()
     result = snakemake("--cores", "1", smoke(repo), "figures/p3gm/fig8.pdf", cwd=repo, repo=repo)
@@ -219,7 +219,7 @@ def test_editing_a_renderer_or_published_file_rerenders_only_its_papers_items(sm
     result = snakemake("--cores", "2", smoke(smoke_build), "all", cwd=smoke_build, mirror=mirror, repo=smoke_build)
     assert result.returncode == 0, result.stderr[-3000:]
 
-    renderer = smoke_build / "src" / "dpvae" / "render" / "p3gm.py"
+    renderer = smoke_build / "src" / "dpvae" / "render" / "p3gm" / "utility_curves.py"
     renderer.write_text(renderer.read_text() + "\n# an edit of a plot\n")
     rules, papers = _planned_jobs(smoke_build, mirror)
     assert rules <= {"render_table", "render_figure"} and papers == {"p3gm"}, (rules, papers)
@@ -259,7 +259,7 @@ def test_fig9_rdp_composition_is_below_the_baseline(smoke_build):
         for _, curve in wide[column].groupby(level="variant"):
             assert np.all(np.diff(curve.to_numpy()) < 0)
     assert wide.loc[("K=1", 1.4), "rdp-improved"] == pytest.approx(0.986, abs=0.002)  # MNIST exp.sh setting
-    assert wide.loc[("K=1", 1.4), "baseline"] == pytest.approx(2.208, rel=0.01)  # PAPERS.md [computed]
+    assert wide.loc[("K=1", 1.4), "baseline"] == pytest.approx(2.208, rel=0.01)  # docs/papers.md p3gm/fig9 [computed]
 
 
 def built_tex_tables(smoke_build) -> list[Path]:

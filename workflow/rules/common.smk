@@ -129,7 +129,7 @@ def _render_inputs(w):
     PLAN.check_buildable(f"figures/{w.paper}/{w.item}.pdf", dryrun=workflow.dryrun)
     return {
         "spec": f"{RESULTS}/items/{w.paper}/{w.item}.json",
-        "renderer": PLAN.renderer_module(w.paper),
+        "renderer": PLAN.renderer_files(w.paper),
         "published": PLAN.published_files(w.paper),
         "tables": PLAN.render_inputs(w.paper, w.item),
     }

@@ -1,4 +1,4 @@
-# render: one renderer per item (render/<paper>.py), reading only tidy tables, run artifacts and the
+# render: one renderer per item (render/<paper>.py or render/<paper>/), reading only tidy tables, run artifacts and the
 # paper's published numbers. A render job depends on its renderer module and its paper's published CSVs,
 # so editing a plot re-renders that paper's items and retrains nothing. Every item is in the report.
 

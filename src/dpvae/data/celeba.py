@@ -1,4 +1,4 @@
-"""CelebA at 32×32 conditioned on gender, as DP²-VAE uses it (PAPERS.md §4.3).
+"""CelebA at 32×32 conditioned on gender, as DP²-VAE uses it (docs/papers.md §4.3).
 
 Train: 60,000 images drawn (seeded, without replacement) from the official training partition;
 test: the whole official test partition. Each aligned 178×218 image is centre-cropped to 178×178
@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
+from dpvae.data.domain import images_domain
 from dpvae.data.errors import DataError
 from dpvae.data.sources import RemoteFile
 from dpvae.data.store import Prepared, Split
@@ -22,6 +23,7 @@ from dpvae.data.store import Prepared, Split
 IMAGE_SIZE = 32
 N_TRAIN = 60_000
 PARTITIONS = {"train": 0, "valid": 1, "test": 2}
+LABEL_NAMES = ("female", "male")  # the Male attribute: -1 / 1 in list_attr_celeba.txt
 CHECKSUM_NOTE = (
     "sha256 and size published by TensorFlow Datasets (tensorflow/datasets, "
     "tensorflow_datasets/datasets/celeb_a/checksums.tsv); md5 published by torchvision (datasets/celeba.py file_list)"
@@ -117,8 +119,9 @@ def build_celeba(raw_dir: Path, seed: int, *, n_train: int = N_TRAIN) -> Prepare
             "sorted by file name); test = official test partition",
             "seed": seed,
         },
-        "label_names": ["female", "male"],
+        "label_names": list(LABEL_NAMES),
         "positive_class": 1,
+        "domain": images_domain(LABEL_NAMES).to_dict(),  # 8-bit JPEG pixels /255; the Male attribute's two values
         "options": {"n_train": n_train, "image_size": IMAGE_SIZE, "label_attribute": "Male"},
     }
     return Prepared(splits["train"], splits["test"], meta)

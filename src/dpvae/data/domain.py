@@ -14,6 +14,11 @@ the domain comes from (`domain:`):
 * `from_data`: ranges, categories and labels are read from the training split, unnoised. Not DP: every
   run's ledger says so in `not_dp`, and `dpvae synth` refuses it unless told `--allow-not-dp`.
 
+The papers' datasets declare theirs in code (`dpvae.data.tabular`, `images`, `celeba`, `standins`), each fact
+with its public source. One source is theirs alone, never declarable: `reference_code`, P3GM's reference
+code's preprocessing (every column min-max scaled and the categories read from the whole set, training and
+test split together, before the split), kept as the `-refcode` dataset ids; not DP, as `from_data`.
+
 Fitting happens after the split, on the training split only; the test split never shapes the domain.
 Images: pixels lie in [0, 1] by the file format (uint8/255, or floats in [0, 1]); their label set is declared
 as `labels: K` (0..K-1) or a list.
@@ -30,8 +35,9 @@ import numpy as np
 
 from dpvae.data.errors import DataError
 
-Source = Literal["declared", "estimate", "from_data"]
-SOURCES: tuple[str, ...] = get_args(Source)
+Source = Literal["declared", "estimate", "from_data", "reference_code"]
+#: What a declaration's `domain:` may say (`reference_code` is the papers' code's preprocessing, never declared).
+SOURCES: tuple[str, ...] = tuple(s for s in get_args(Source) if s != "reference_code")
 
 #: The estimate's grid: bin edges ±2^k for k in [GRID_MIN_POWER, GRID_MAX_POWER] (fixed, data-independent);
 #: values beyond ±2^GRID_MAX_POWER fall into the outermost bins.
@@ -43,6 +49,14 @@ NOT_DP_FROM_DATA = (
     "domain: from_data - the columns' ranges, category sets and the label set were read unnoised from the "
     "training split, so one record can show in the output (declare the domain or use domain: estimate)"
 )
+NOT_DP_REFERENCE_CODE = (
+    "domain: reference_code - P3GM's reference code's preprocessing: every column min-max scaled and the "
+    "categories label-encoded as found in the whole set (training and test split together, before the split), "
+    "unnoised, so one record, even a test record, can show in the output (the dataset id without -refcode "
+    "uses the public domain)"
+)
+#: Why a domain of each source makes its releases not DP (a source not listed is public or paid for).
+NOT_DP = {"from_data": NOT_DP_FROM_DATA, "reference_code": NOT_DP_REFERENCE_CODE}
 
 
 @dataclass(frozen=True)
@@ -101,7 +115,7 @@ class Domain:
     @property
     def not_dp(self) -> str | None:
         """Why releases over this domain are not DP (None: the domain is public or paid for)."""
-        return NOT_DP_FROM_DATA if self.source == "from_data" else None
+        return NOT_DP.get(self.source)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -291,6 +305,12 @@ def fit_images(entry: Mapping[str, Any], train_labels: np.ndarray) -> Domain:
     if labels is None:
         labels = tuple(_sorted_labels(train_labels))
     return Domain(source(entry), tuple(map(_text, labels)))
+
+
+def images_domain(labels: Sequence[Any]) -> Domain:
+    """The public domain of a papers' image set: pixels in [0, 1] by format (8-bit grey levels / 255, a fixed
+    threshold or clamp; no columns) and its published label set."""
+    return Domain("declared", tuple(map(_text, labels)))
 
 
 def grid() -> np.ndarray:

@@ -4,6 +4,9 @@
 * P3GM: train+test concatenated, seeded 90/10 holdout, flattened (N, 784) in [0, 1];
 * Mathieu/PriVAE Fashion-MNIST 32×32: PIL bilinear resize, clamped to [1e-6, 1 - 1e-6];
 * LVAE: binarised MNIST, 9,999 seeded training images plus one all-white outlier.
+
+Their public domain (recorded in the prepared meta as `domain`): pixels are unsigned bytes by the IDX format,
+so /255 lies in [0, 1] whatever the images; the label set is the ten published classes.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from dpvae.data.domain import images_domain
 from dpvae.data.errors import DataError
 from dpvae.data.sources import RemoteFile
 from dpvae.data.store import Prepared, Split, holdout_split
@@ -118,7 +122,9 @@ def _unit_interval(images: np.ndarray) -> np.ndarray:
 
 
 def _label_meta(family: str) -> dict:
-    return {"label_names": list(LABEL_NAMES[family])}
+    """The label names and the public domain: pixels 0..255 by the IDX format (unsigned bytes), /255 into [0, 1];
+    the ten published classes."""
+    return {"label_names": list(LABEL_NAMES[family]), "domain": images_domain(LABEL_NAMES[family]).to_dict()}
 
 
 def build_official(raw_dir: Path, seed: int, *, family: str) -> Prepared:

@@ -1,9 +1,15 @@
-"""P3GM's tabular datasets: Adult, Kaggle Credit (ULB), UCI ISOLET and UCI ESR (PAPERS.md §3.2).
+"""P3GM's tabular datasets: Adult, Kaggle Credit (ULB), UCI ISOLET and UCI ESR (docs/papers.md §3.2).
 
-Each follows the reference code (``tkgsn/P3GM`` ``data_process.py``) unless stated otherwise: string
-columns label-encoded (codes in sorted order, as scikit-learn's ``LabelEncoder``), columns min-max
-scaled to [0, 1] on the whole (sub)set before the split, and a seeded 90/10 holdout (the reference's
-split is unseeded). ``x`` never contains the label; ``y`` is the binary label of §3.3.
+Each dataset's public domain is declared here (`dpvae.data.domain`'s `Domain`/`Column`), every bound and
+category list with its source: the rows are split first (a seeded 90/10 holdout; the reference's split is
+unseeded), then both splits are encoded through the domain into [0, 1] (bounds clipped, categories in sorted
+order, as scikit-learn's ``LabelEncoder`` numbers them, as k / (K - 1)); nothing is fitted on the records.
+``x`` never contains the label; ``y`` is the binary label of docs/papers.md §3.3.
+
+``scaling="reference-code"`` (the ``-refcode`` dataset ids) keeps the reference code's (``tkgsn/P3GM``
+``data_process.py``) preprocessing instead: string columns label-encoded as found and every column min-max
+scaled on the whole (sub)set before the split. Its domain is recorded as `reference_code`, so every run on it
+has a ledger marked not DP.
 """
 
 from __future__ import annotations
@@ -12,13 +18,18 @@ import io
 import random
 import subprocess
 from pathlib import Path
+from typing import Literal, get_args
 
 import numpy as np
 import pandas as pd
 
+from dpvae.data.domain import Column, Domain, encode_table
 from dpvae.data.errors import DataError
 from dpvae.data.sources import RemoteFile
-from dpvae.data.store import Prepared, holdout_split
+from dpvae.data.store import Prepared, Split, holdout_rows, holdout_split
+
+Scaling = Literal["public", "reference-code"]
+SCALINGS: tuple[str, ...] = get_args(Scaling)
 
 UCI = "https://archive.ics.uci.edu/ml/machine-learning-databases/"
 WAYBACK_UCI = "https://web.archive.org/web/20200318000445id_/http://archive.ics.uci.edu/ml/machine-learning-databases/"
@@ -49,6 +60,65 @@ ADULT_FILES = (
         checksum_source="sha256 from the verified shared copy's MANIFEST.tsv; md5 equals the commonly cited UCI md5",
     ),
 )  # fmt: skip
+
+#: Adult's categories as UCI's adult.names lists them (its "Listing of attributes"), in that order.
+ADULT_PUBLISHED_CATEGORIES = {
+    "workclass": (
+        "Private", "Self-emp-not-inc", "Self-emp-inc", "Federal-gov", "Local-gov", "State-gov", "Without-pay",
+        "Never-worked",
+    ),
+    "education": (
+        "Bachelors", "Some-college", "11th", "HS-grad", "Prof-school", "Assoc-acdm", "Assoc-voc", "9th", "7th-8th",
+        "12th", "Masters", "1st-4th", "10th", "Doctorate", "5th-6th", "Preschool",
+    ),
+    "marital-status": (
+        "Married-civ-spouse", "Divorced", "Never-married", "Separated", "Widowed", "Married-spouse-absent",
+        "Married-AF-spouse",
+    ),
+    "occupation": (
+        "Tech-support", "Craft-repair", "Other-service", "Sales", "Exec-managerial", "Prof-specialty",
+        "Handlers-cleaners", "Machine-op-inspct", "Adm-clerical", "Farming-fishing", "Transport-moving",
+        "Priv-house-serv", "Protective-serv", "Armed-Forces",
+    ),
+    "relationship": ("Wife", "Own-child", "Husband", "Not-in-family", "Other-relative", "Unmarried"),
+    "race": ("White", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other", "Black"),
+    "sex": ("Female", "Male"),
+    "native-country": (
+        "United-States", "Cambodia", "England", "Puerto-Rico", "Canada", "Germany", "Outlying-US(Guam-USVI-etc)",
+        "India", "Japan", "Greece", "South", "China", "Cuba", "Iran", "Honduras", "Philippines", "Italy", "Poland",
+        "Jamaica", "Vietnam", "Mexico", "Portugal", "Ireland", "France", "Dominican-Republic", "Laos", "Ecuador",
+        "Taiwan", "Haiti", "Columbia", "Hungary", "Guatemala", "Nicaragua", "Scotland", "Thailand", "Yugoslavia",
+        "El-Salvador", "Trinadad&Tobago", "Peru", "Hong", "Holand-Netherlands",
+    ),
+}  # fmt: skip
+#: The value the data use for unknown, and the columns that hold it (UCI's variables table: "Missing Values:
+#: yes" for these three only); `adult-dropna` removes those rows, so its domain has no '?'.
+ADULT_UNKNOWN = "?"
+ADULT_UNKNOWN_COLUMNS = ("workclass", "occupation", "native-country")
+#: Adult's numeric columns: [lo, hi] from the extraction and the Census coding, values outside clipped.
+ADULT_BOUNDS = {
+    "age": (17.0, 90.0),  # adult.names: extracted with AAGE > 16; 90 is the March CPS public-use age top-code
+    "fnlwgt": (1.0, 2_000_000.0),  # adult.names: AFNLWGT > 1; 2,000,000 a declared choice (no published bound)
+    "education-num": (1.0, 16.0),  # the number of the education level: adult.names lists 16 levels
+    "capital-gain": (0.0, 99_999.0),  # the CPS income field's top-code, $99,999 (five digits)
+    "capital-loss": (0.0, 99_999.0),  # declared choice: the same five-digit field as capital-gain
+    "hours-per-week": (1.0, 99.0),  # adult.names: HRSWK > 0; 99 is the CPS hours field's top-code (two digits)
+}
+
+
+def adult_domain(*, keep_unknown: bool) -> Domain:
+    """Adult's public domain: the published categories (sorted: the reference's codes), '?' in the three
+    columns that hold it unless its rows are dropped, `ADULT_BOUNDS`, labels {<=50K, >50K}. An unlisted
+    category is refused, never added."""
+    columns = []
+    for name in ADULT_FEATURES:
+        if name in ADULT_BOUNDS:
+            columns.append(Column(name, bounds=ADULT_BOUNDS[name]))
+            continue
+        unknown = (ADULT_UNKNOWN,) if keep_unknown and name in ADULT_UNKNOWN_COLUMNS else ()
+        columns.append(Column(name, categories=tuple(sorted(ADULT_PUBLISHED_CATEGORIES[name] + unknown))))
+    return Domain("declared", ADULT_LABELS, tuple(columns))
+
 
 CREDIT_FEATURES = tuple(f"V{index}" for index in range(1, 29)) + ("Amount",)
 CREDIT_N_NORMAL = 10_000
@@ -84,6 +154,29 @@ ESR_FILES = (
 )
 
 
+#: Kaggle Credit (ULB): V1..V28 are PCA scores and Amount a sum of money; neither has a published range.
+CREDIT_DOMAIN = Domain(
+    "declared",
+    ("normal", "fraud"),
+    tuple(Column(name, bounds=(-128.0, 128.0)) for name in CREDIT_FEATURES[:-1])  # declared choice
+    + (Column("Amount", bounds=(0.0, 32_768.0)),),  # declared choice; an amount is >= 0
+)
+#: UCI ISOLET: "All attributes are continuous, real-valued attributes scaled into the range -1.0 to 1.0"
+#: (isolet.names, the publisher's own scaling).
+ISOLET_DOMAIN = Domain(
+    "declared",
+    ("consonant", "vowel"),
+    tuple(Column(f"f{index + 1}", bounds=(-1.0, 1.0)) for index in range(ISOLET_N_FEATURES)),
+)
+#: UCI ESR: the Bonn EEG segments were digitised with 12-bit A/D conversion (Andrzejak et al. 2001, Phys. Rev.
+#: E 64, 061907), read as the signed range [-2048, 2047].
+ESR_DOMAIN = Domain(
+    "declared",
+    ("non-seizure (y 2..5)", "seizure (y 1)"),
+    tuple(Column(name, bounds=(-2048.0, 2047.0)) for name in ESR_FEATURES),
+)
+
+
 def scale_columns(frame: pd.DataFrame, categorical: tuple[str, ...] = ()) -> tuple[np.ndarray, list[dict]]:
     """Label-encode ``categorical`` columns (sorted codes), then min-max scale every column to [0, 1].
 
@@ -108,14 +201,55 @@ def scale_columns(frame: pd.DataFrame, categorical: tuple[str, ...] = ()) -> tup
     return scaler.transform(matrix).astype(np.float32), columns
 
 
-def _binary_meta(label_names: tuple[str, str], split_meta: dict, columns: list[dict], scaling: str) -> dict:
-    return {
-        "label_names": list(label_names),
+PUBLIC_SCALING = (
+    "split first; each column into [0, 1] by its declared public domain: bounds clipped then (v - lo) / (hi - lo), "
+    "category k of K (sorted) as k / (K - 1)"
+)
+REFERENCE_SCALING = (
+    "P3GM's reference code: label-encode strings as found (sorted), min-max every column on the whole set "
+    "before the split (not DP: the ranges and categories come from the records, test split included)"
+)
+
+
+def prepare_table(
+    frame: pd.DataFrame,
+    y: np.ndarray,
+    public: Domain,
+    seed: int,
+    scaling: Scaling,
+    where: str,
+    categorical: tuple[str, ...] = (),
+) -> Prepared:
+    """The seeded 90/10 holdout of `frame`'s rows (labels `y`), encoded through the `public` domain after the
+    split; or, with `scaling="reference-code"`, min-max scaled on the whole set first (`scale_columns`) with the
+    domain recorded as `reference_code`. Both splits take the same rows either way."""
+    if scaling not in SCALINGS:
+        raise ValueError(f"scaling must be one of {', '.join(SCALINGS)}, got {scaling!r}")
+    if scaling == "reference-code":
+        x, columns = scale_columns(frame, categorical)
+        train, test, split_meta = holdout_split(x, y, seed=seed)
+        observed = tuple(
+            Column(c["name"], categories=tuple(c["categories"]))
+            if c["kind"] == "categorical"
+            else Column(c["name"], bounds=(c["min"], c["max"]))
+            for c in columns
+        )
+        used, text = Domain("reference_code", public.labels, observed), REFERENCE_SCALING
+    else:
+        train_rows, test_rows, split_meta = holdout_rows(len(y), seed=seed)
+        train = Split(encode_table(public, frame.iloc[train_rows], where), y[train_rows])
+        test = Split(encode_table(public, frame.iloc[test_rows], where), y[test_rows])
+        used, text, columns = public, PUBLIC_SCALING, [c.described() for c in public.columns]
+    meta = {
+        "label_names": list(public.labels),
         "positive_class": 1,
         "split": split_meta,
         "columns": columns,
-        "scaling": scaling,
+        "scaling": text,
+        "domain": used.to_dict(),
+        "options": {"scaling": scaling},
     }
+    return Prepared(train, test, meta)
 
 
 def read_adult(raw_dir: Path) -> pd.DataFrame:
@@ -136,25 +270,24 @@ def read_adult(raw_dir: Path) -> pd.DataFrame:
     return frame
 
 
-def build_adult(raw_dir: Path, seed: int, *, drop_missing: bool) -> Prepared:
+def build_adult(raw_dir: Path, seed: int, *, drop_missing: bool, scaling: Scaling = "public") -> Prepared:
     """Adult (48,842 rows; '?' kept as a category) or, with ``drop_missing``, the 45,222 rows without '?'.
 
-    x: the 14 features, label-encoded and min-max scaled on the whole set; y = 1 for '>50K'.
+    x: the 14 features through `adult_domain` (or the reference code's scaling); y = 1 for '>50K'.
     """
     frame = read_adult(raw_dir)
     if drop_missing:
-        frame = frame[~(frame[list(ADULT_CATEGORICAL)] == "?").any(axis=1)].reset_index(drop=True)
-    x, columns = scale_columns(frame[list(ADULT_FEATURES)], ADULT_CATEGORICAL)
+        frame = frame[~(frame[list(ADULT_CATEGORICAL)] == ADULT_UNKNOWN).any(axis=1)].reset_index(drop=True)
     y = (frame["income"] == ">50K").to_numpy(dtype=np.int64)
-    train, test, split_meta = holdout_split(x, y, seed=seed)
-    scaling = "label-encode strings (sorted), min-max every column on the whole set"
-    meta = _binary_meta(ADULT_LABELS, split_meta, columns, scaling)
-    meta["notes"] = (
-        "P3GM's code scores the arg-min of the one-hot label, i.e. treats '<=50K' as positive (PAPERS.md A-G2); "
-        "here y = 1 means '>50K'"
+    public = adult_domain(keep_unknown=not drop_missing)
+    features = frame[list(ADULT_FEATURES)]
+    prepared = prepare_table(features, y, public, seed, scaling, str(raw_dir / "adult.data"), ADULT_CATEGORICAL)
+    prepared.meta["notes"] = (
+        "P3GM's code scores the arg-min of the one-hot label, i.e. treats '<=50K' as positive (docs/papers.md "
+        "A-G2); here y = 1 means '>50K'"
     )
-    meta["options"] = {"drop_missing": drop_missing}
-    return Prepared(train, test, meta)
+    prepared.meta["options"]["drop_missing"] = drop_missing
+    return prepared
 
 
 def read_arff(path: Path) -> pd.DataFrame:
@@ -174,14 +307,16 @@ def read_arff(path: Path) -> pd.DataFrame:
     )
 
 
-def build_credit(raw_dir: Path, seed: int, *, n_normal: int | None = CREDIT_N_NORMAL) -> Prepared:
-    """Kaggle Credit (ULB): drop Time; x = V1..V28 + Amount min-max scaled; y = 1 for fraud.
+def build_credit(
+    raw_dir: Path, seed: int, *, n_normal: int | None = CREDIT_N_NORMAL, scaling: Scaling = "public"
+) -> Prepared:
+    """Kaggle Credit (ULB): drop Time; x = V1..V28 + Amount through `CREDIT_DOMAIN`; y = 1 for fraud.
 
     With ``n_normal`` (P3GM's code) keep every fraud plus ``n_normal`` normal rows chosen by
     ``random.Random(seed).sample(positions of normal rows in file order, n_normal)``: for seed 0 this
     is exactly the reference's ``random.seed(0); random.sample(...)`` selection, provided the raw
     file's rows are in the order of the reference's creditcard.Rdata. Rows are ordered as in the
-    reference (sampled normals in draw order, then frauds in file order) before scaling and the split.
+    reference (sampled normals in draw order, then frauds in file order) before the split.
     ``n_normal=None`` keeps all 284,807 rows.
     """
     path = raw_dir / "creditcard.arff"
@@ -199,17 +334,16 @@ def build_credit(raw_dir: Path, seed: int, *, n_normal: int | None = CREDIT_N_NO
         if n_normal > len(normal_rows):
             raise ValueError(f"n_normal={n_normal} exceeds the {len(normal_rows)} normal rows of {path}")
         rows = np.array(random.Random(seed).sample(normal_rows, n_normal) + np.flatnonzero(fraud == 1).tolist())
-    x, columns = scale_columns(frame[list(CREDIT_FEATURES)].iloc[rows])
-    train, test, split_meta = holdout_split(x, fraud[rows].astype(np.int64), seed=seed)
-    meta = _binary_meta(("normal", "fraud"), split_meta, columns, "min-max every feature on the kept rows")
-    meta["options"] = {
+    features = frame[list(CREDIT_FEATURES)].iloc[rows]
+    prepared = prepare_table(features, fraud[rows].astype(np.int64), CREDIT_DOMAIN, seed, scaling, str(path))
+    prepared.meta["options"] |= {
         "n_normal": n_normal,
         "selection": None
         if n_normal is None
         else "random.Random(seed).sample(normal rows in file order, n_normal) + all frauds",
         "rows_time_sorted": bool(frame["Time"].is_monotonic_increasing),
     }
-    return Prepared(train, test, meta)
+    return prepared
 
 
 def decompress_unix_z(path: Path) -> bytes:
@@ -224,7 +358,8 @@ def decompress_unix_z(path: Path) -> bytes:
 
 
 def build_isolet(raw_dir: Path, seed: int) -> Prepared:
-    """ISOLET: isolet1+2+3+4 then isolet5 (7,797 rows); 617 features as-is; y = 1 for a vowel (a, e, i, o, u)."""
+    """ISOLET: isolet1+2+3+4 then isolet5 (7,797 rows); 617 features through `ISOLET_DOMAIN` ([-1, 1] -> [0, 1]);
+    y = 1 for a vowel (a, e, i, o, u). The reference code does not rescale ISOLET: there is no -refcode id."""
     parts = []
     for name in ISOLET_PARTS:
         table = pd.read_csv(io.BytesIO(decompress_unix_z(raw_dir / name)), header=None, skipinitialspace=True)
@@ -232,23 +367,16 @@ def build_isolet(raw_dir: Path, seed: int) -> Prepared:
             raise DataError(f"{raw_dir / name}: expected {ISOLET_N_FEATURES + 1} columns, found {table.shape[1]}")
         parts.append(table.to_numpy(dtype=np.float64))
     table = np.concatenate(parts)
-    x = table[:, :ISOLET_N_FEATURES].astype(np.float32)
     letters = table[:, ISOLET_N_FEATURES].astype(np.int64)
     if letters.min() < 1 or letters.max() > 26:
         raise DataError(f"{raw_dir}: ISOLET letter codes outside 1..26")
     y = np.isin(letters, list(ISOLET_VOWELS)).astype(np.int64)
-    columns = [
-        {"name": f"f{index + 1}", "kind": "continuous", "min": float(low), "max": float(high)}
-        for index, (low, high) in enumerate(zip(x.min(axis=0), x.max(axis=0)))
-    ]
-    train, test, split_meta = holdout_split(x, y, seed=seed)
-    scaling = "none: features kept as distributed (about [-1, 1]); min/max are observed"
-    meta = _binary_meta(("consonant", "vowel"), split_meta, columns, scaling)
-    return Prepared(train, test, meta)
+    features = pd.DataFrame(table[:, :ISOLET_N_FEATURES], columns=[c.name for c in ISOLET_DOMAIN.columns])
+    return prepare_table(features, y, ISOLET_DOMAIN, seed, "public", str(raw_dir / ISOLET_PARTS[0]))
 
 
-def build_esr(raw_dir: Path, seed: int) -> Prepared:
-    """UCI Epileptic Seizure Recognition: drop the id column; x = X1..X178 min-max scaled; y = 1 for y == 1."""
+def build_esr(raw_dir: Path, seed: int, *, scaling: Scaling = "public") -> Prepared:
+    """UCI Epileptic Seizure Recognition: drop the id column; x = X1..X178 through `ESR_DOMAIN`; y = 1 for y == 1."""
     path = raw_dir / "data.csv"
     frame = pd.read_csv(path)
     if tuple(frame.columns[1:]) != (*ESR_FEATURES, "y"):
@@ -257,9 +385,7 @@ def build_esr(raw_dir: Path, seed: int) -> Prepared:
     classes = frame["y"].to_numpy()
     if set(np.unique(classes)) - {1, 2, 3, 4, 5}:
         raise DataError(f"{path}: y must be in 1..5")
-    x, columns = scale_columns(frame[list(ESR_FEATURES)])
-    train, test, split_meta = holdout_split(x, (classes == 1).astype(np.int64), seed=seed)
-    labels = ("non-seizure (y 2..5)", "seizure (y 1)")
-    meta = _binary_meta(labels, split_meta, columns, "min-max every feature on the whole set")
-    meta["notes"] = "P3GM read a pre-processed local file; label and scaling here are PAPERS.md §3.2's [choice]"
-    return Prepared(train, test, meta)
+    seizure = (classes == 1).astype(np.int64)
+    prepared = prepare_table(frame[list(ESR_FEATURES)], seizure, ESR_DOMAIN, seed, scaling, str(path))
+    prepared.meta["notes"] = "P3GM read a pre-processed local file; the label here is docs/papers.md §3.2's [choice]"
+    return prepared

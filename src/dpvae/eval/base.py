@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from dpvae.data.declared import Facts
-from dpvae.errors import NotBuiltError
 from dpvae.methods.base import RunContext
 from dpvae.params import MetricOptions
 
@@ -67,7 +66,7 @@ ReferenceFn = Callable[[Path, Any, str], dict[str, np.ndarray]]  # (prepared dat
 
 @dataclass(frozen=True)
 class Metric:
-    """A registered metric; `fn` None = planned (its jobs stay in the DAG and refuse to run).
+    """A registered metric: `fn(ctx)` computes its rows.
 
     A metric that needs "reference" has `reference(prepared_dir, options, device) -> arrays`, cached once per
     dataset by the reference rule; `reference_keys` are the option names it reads (other options never rebuild
@@ -77,8 +76,8 @@ class Metric:
     name: str
     description: str
     needs: tuple[str, ...]
-    Options: type[MetricOptions] = MetricOptions
-    fn: MetricFn | None = None
+    Options: type[MetricOptions]
+    fn: MetricFn
     reference: ReferenceFn | None = None
     reference_keys: tuple[str, ...] = ()
     threads: int = 2
@@ -98,16 +97,8 @@ class Metric:
         unknown = [n for n in self.needs if n not in NEEDS]
         if unknown:
             raise ValueError(f"metric '{self.name}': unknown needs {unknown} (known: {', '.join(NEEDS)})")
-        if self.fn is not None and ("reference" in self.needs) != (self.reference is not None):
+        if ("reference" in self.needs) != (self.reference is not None):
             raise ValueError(f"metric '{self.name}': a 'reference' need and a reference builder go together")
 
-    @property
-    def implemented(self) -> bool:
-        return self.fn is not None
-
     def __call__(self, ctx: EvalContext) -> Rows:
-        if self.fn is None:
-            raise NotBuiltError(
-                f"metric '{self.name}' ({self.description}) is not implemented yet; see README.md's status table"
-            )
         return self.fn(ctx)

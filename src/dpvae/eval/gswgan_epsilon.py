@@ -2,7 +2,7 @@
 
 The ledger (`privacy.json`, tidy metric `epsilon_spent`) holds the project's accounting of GS-WGAN's
 composition; this metric recomputes, from the trained run's recorded settings (σ, K, iterations, B, δ),
-the number GS-WGAN's `evaluation/privacy_analysis.py` prints, so items can show both (PAPERS.md A-D10).
+the number GS-WGAN's `evaluation/privacy_analysis.py` prints, so items can show both (docs/papers.md A-D10).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """DP²-VAE's utility metric: LR / MLP / CNN trained on synthetic images, accuracy on the real test split.
 
-Protocol (PAPERS.md §4.3, A-D6 [choice]s): LR = scikit-learn `LogisticRegression()` with its defaults on
+Protocol (docs/papers.md §4.3, A-D6 [choice]s): LR = scikit-learn `LogisticRegression()` with its defaults on
 flattened pixels; MLP and CNN (`dpvae.models.classifiers`) with Adam's defaults, batch 512, 10 % of the
 synthetic set held out for early stopping (patience 10 epochs, at most 300, best validation weights kept)
 as in DP-Sinkhorn's code. "5 runs" are read as 5 classifier trainings (seeds) on one synthetic set, and

@@ -1,4 +1,4 @@
-"""MMD(q(z), p(z)) on the test set (PriVAE Fig. 1c; protocol [choice], PAPERS.md §1.2 and A-P8).
+"""MMD(q(z), p(z)) on the test set (PriVAE Fig. 1c; protocol [choice], docs/papers.md §1.2 and A-P8).
 
 One posterior sample per test record and as many fresh prior draws, in consecutive batches of
 `batch_size` (PriVAE's B); the dimension-wise Cauchy-kernel MMD (Mathieu et al.'s MMD_DIM, the

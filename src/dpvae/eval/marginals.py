@@ -1,4 +1,4 @@
-"""2-way marginal histograms and their total-variation distance (P3GM Table VIII; PAPERS.md §3.3).
+"""2-way marginal histograms and their total-variation distance (P3GM Table VIII; docs/papers.md §3.3).
 
 Pure functions behind the `marginals_2way` and `marginals_2way_public` metrics (see `marginals_2way` for the
 notebook's binning and the two switches); no registry import, so any metric module can import them.
@@ -68,7 +68,7 @@ def _onehot(codes: np.ndarray, cells: int) -> np.ndarray:
 def tvd_2way(real: np.ndarray, synthetic: np.ndarray, edges: int = 5, binning: Binning = "clipped") -> float:
     """Mean over all ordered column pairs (self-pairs included) of ½·L1 between the 2-way histograms.
 
-    Bins come from `real`'s column ranges (PAPERS.md §3.3); `real` [N, d], `synthetic` [M, d]. All
+    Bins come from `real`'s column ranges (docs/papers.md §3.3); `real` [N, d], `synthetic` [M, d]. All
     pairs' joint counts are one indicator-matrix product (blocks of 128 columns bound the memory).
     """
     real, synthetic = np.asarray(real, dtype=np.float64), np.asarray(synthetic, dtype=np.float64)

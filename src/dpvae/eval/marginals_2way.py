@@ -1,4 +1,4 @@
-"""Average total-variation distance of all 2-way marginals (P3GM Table VIII; PAPERS.md §3.3).
+"""Average total-variation distance of all 2-way marginals (P3GM Table VIII; docs/papers.md §3.3).
 
 The reference notebook (`show.ipynb`) bins every column with 5 linearly spaced *edges* on the real
 training data's [min, max] and compares 5×5 joint histograms of **all ordered pairs of columns,

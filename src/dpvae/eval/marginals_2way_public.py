@@ -2,7 +2,7 @@
 
 `show.ipynb` ("to fairly compare P3GM with Ryan's algorithm, we use data synthesized from public data")
 scores decoder(encoder mean(x)) of the real **test** records against the real training data, not samples
-from the prior (PAPERS.md A-G10). Same binning and pairs as `marginals_2way` (its `tvd_2way`). Methods
+from the prior (docs/papers.md A-G10). Same binning and pairs as `marginals_2way` (its `tvd_2way`). Methods
 with an encoder provide `reconstruct(ctx, x, y)`; for the others (PrivBayes, Ryan's, ...) there is no
 public reconstruction and the metric returns no rows.
 """

@@ -1,5 +1,5 @@
 """P3GM's image utility (Table VII, Fig. 5): its one-layer CNN trained on the synthetic images, accuracy on the
-real test images (`dpvae.models.p3gm_cnn`, PAPERS.md §3.3)."""
+real test images (`dpvae.models.p3gm_cnn`, docs/papers.md §3.3)."""
 
 from __future__ import annotations
 

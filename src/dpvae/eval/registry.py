@@ -1,4 +1,4 @@
-"""The metric registry: every metric an experiment can ask for, implemented (`eval/<name>.py`) or planned.
+"""The metric registry: every metric an experiment can ask for, each in its module `eval/<name>.py`.
 
 @register_metric("hoyer_sparsity", needs=("model", "data"), options=HoyerOptions,
                  description="Hoyer sparsity of standardised posterior means on the test set")
@@ -29,13 +29,4 @@ def register_metric(
     return decorate
 
 
-def _load() -> None:
-    from dpvae.eval.planned import PLANNED
-
-    discover("dpvae.eval")
-    for metric in PLANNED:
-        if metric.name not in METRICS:
-            METRICS.add(metric.name, metric)
-
-
-_load()
+discover("dpvae.eval")

@@ -1,13 +1,13 @@
 """P3GM's four tabular classifiers: trained on synthetic records, AUROC and AUPRC on the real test split.
 
-Settings of the reference code (`ml_task/tabledata_classification.py`, PAPERS.md §3.3):
+Settings of the reference code (`ml_task/tabledata_classification.py`, docs/papers.md §3.3):
 LogisticRegression(solver='liblinear'); AdaBoostClassifier() defaults; GradientBoostingClassifier(
 max_features='sqrt', max_depth=8, min_samples_leaf=50, min_samples_split=200); and XGBoost used as a
 *regressor*, `XGBRegressor(nthread=1, subsample=0.5)`, whose output is the score (today's xgboost spells
 `nthread` as `n_jobs`). Scores: `roc_auc_score` and `average_precision_score` on predict_proba[:, 1] or
 the regressor's output, per classifier and averaged over the four ("mean4", Tables VI, Figs 4, 6-8).
 
-Adult's positive class: the code scores the arg-min of the one-hot label, i.e. "<=50K" (PAPERS.md A-G2);
+Adult's positive class: the code scores the arg-min of the one-hot label, i.e. "<=50K" (docs/papers.md A-G2);
 the `adult_positive` option picks it, and Adult also gets `auprc_flipped` (the other class positive). A synthetic
 set with one class only cannot train a classifier: its score is that of a constant predictor (AUROC 0.5, AUPRC the
 test prevalence) and a `single_class` row says so.

@@ -13,6 +13,7 @@ what it depends on, and runs whose stage-1 parameters, dataset and seed agree sh
 from __future__ import annotations
 
 import hashlib
+import importlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -23,11 +24,11 @@ import numpy as np
 
 from dpvae.data.declared import Facts
 from dpvae.devices import resolve_device
-from dpvae.errors import NotBuiltError
 from dpvae.models.precision import DEFAULT as DEFAULT_PRECISION
 from dpvae.params import MethodParams
 from dpvae.paths import stage1_dir, stage1_id
 from dpvae.provenance import sha256_json
+from dpvae.runtimes import Work
 
 if TYPE_CHECKING:
     from dpvae.privacy.ledger import Ledger
@@ -39,8 +40,9 @@ class Resources:
 
     threads: int = 2
     mem_mb: int = 4000
-    runtime: int = 60  # minutes of wall time on the CPU reference machine
+    runtime: int = 60  # minutes of wall time on the CPU reference machine at paper scale (dpvae.runtimes)
     gpu: bool = False  # asks the cluster for a GPU (runs on CPU when none is there)
+    work: Work | None = None  # what it computes in a unit a device log times (dpvae.runtimes), if one does
 
 
 @dataclass
@@ -142,6 +144,22 @@ class RunContext:
         return prepared
 
 
+class forward:  # noqa: N801 - used like a function in class bodies: train = forward("dpvae.methods.x.train")
+    """A Method's method that imports its family's heavy module on first call and calls the function of the same
+    name there (or `function`) with the same arguments: validation and planning never import torch."""
+
+    def __init__(self, module: str, function: str | None = None) -> None:
+        self.module, self.function = module, function
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.function = self.function or name
+
+    def __get__(self, method: Any, owner: type | None = None) -> Any:
+        if method is None:
+            return self
+        return getattr(importlib.import_module(self.module), self.function)
+
+
 class Method(ABC):
     """A generative method: trains from a run context and samples synthetic records.
 
@@ -165,7 +183,6 @@ class Method(ABC):
     Params: ClassVar[type[MethodParams]] = MethodParams
     RESOURCES: ClassVar[Resources] = Resources()
     precisions: ClassVar[tuple[str, ...]] = (DEFAULT_PRECISION,)
-    implemented: ClassVar[bool] = True
     kinds: ClassVar[tuple[str, ...]] = ("table", "image")  # the data it trains on: [d] records, [C, H, W] images
     released: ClassVar[tuple[str, ...]] = ()
     needs_public_data: ClassVar[str | None] = None
@@ -289,35 +306,3 @@ def stage1_context(spec: dict, method: Method, **extra: Any) -> RunContext:
     """The context of a stage-1 spec: its parameters are the keyed ones, every other one at its default."""
     params = method.Params.parse(spec["params"], key=f"{spec['run_id']}.params", name=method.name)
     return RunContext(spec, Path(spec["run"]), params, extra, method)
-
-
-class PlannedMethod(Method):
-    """A method the workflow knows about (its runs are in the DAG) but whose module does not exist yet."""
-
-    implemented = False
-
-    def __init__(
-        self,
-        name: str,
-        paper: str,
-        private: bool,
-        description: str,
-        params: type[MethodParams] = MethodParams,
-        resources: Resources = Resources(),
-    ) -> None:
-        self.name, self.paper, self.private, self.description = name, paper, private, description
-        self.Params, self.RESOURCES = params, resources
-
-    def _refuse(self) -> None:
-        raise NotBuiltError(
-            f"method '{self.name}' ({self.description}) is not implemented yet; see README.md's status table"
-        )
-
-    def train(self, ctx: RunContext) -> Ledger | None:
-        self._refuse()
-
-    def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
-        self._refuse()
-
-    def __repr__(self) -> str:
-        return f"<planned method {self.name}>"

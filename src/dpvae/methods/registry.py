@@ -1,9 +1,7 @@
-"""The method registry: every method any experiment names, implemented or planned.
+"""The method registry: every method any experiment names.
 
 A method registers itself in its family's package (`methods/<family>/__init__.py`) with `@register_method`;
-importing this module imports every such package (each sub-package of `dpvae.methods` is a family). A planned
-method (`methods/planned.py`) keeps its runs in the DAG, so every figure and table stays a target, and fails
-plainly if a job actually runs it.
+importing this module imports every such package (each sub-package of `dpvae.methods` is a family).
 """
 
 from __future__ import annotations
@@ -37,13 +35,4 @@ def run_context(spec: dict, **extra: Any) -> RunContext:
     return RunContext(spec, Path(spec["run"]), params, extra, method)
 
 
-def _load() -> None:
-    from dpvae.methods.planned import PLANNED
-
-    discover("dpvae.methods", packages=True)
-    for method in PLANNED:
-        if method.name not in METHODS:
-            METHODS.add(method.name, method)
-
-
-_load()
+discover("dpvae.methods", packages=True)

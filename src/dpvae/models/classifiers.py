@@ -1,4 +1,4 @@
-"""DP²-VAE's downstream classifiers (PAPERS.md §4.3), trained on synthetic images, tested on real ones.
+"""DP²-VAE's downstream classifiers (docs/papers.md §4.3), trained on synthetic images, tested on real ones.
 
     MLP  Flatten -> Linear(C·H·W -> 100) -> ReLU -> Linear(100 -> classes)                     (-> softmax)
     CNN  Conv(C -> 32, k3, s2, p1) -> Dropout(0.5) -> ReLU -> Conv(32 -> 64, k3, s2, p1) -> Dropout(0.5)

@@ -1,4 +1,4 @@
-"""Mathieu et al. (2019) DCGAN-style conv VAE for 32×32 grey images, as used by PriVAE (PAPERS.md §1.2).
+"""Mathieu et al. (2019) DCGAN-style conv VAE for 32×32 grey images, as used by PriVAE (docs/papers.md §1.2).
 
 encoder  Conv(1→f,4,2,1) LReLU · Conv(f→2f,4,2,1) N LReLU · Conv(2f→4f,4,2,1) N LReLU   [4f×4×4]
          heads Conv(4f→D,4): μ and softplus(·)+1e-6 = posterior std

@@ -1,4 +1,4 @@
-"""DP²-VAE's conditional conv VAE (PAPERS.md §4.2; layout of AntixK/PyTorch-VAE `models/cvae.py`).
+"""DP²-VAE's conditional conv VAE (docs/papers.md §4.2; layout of AntixK/PyTorch-VAE `models/cvae.py`).
 
     encoder  label one-hot -> Linear(K -> H·W) as an extra channel; image -> Conv1x1(C -> C); concat  [C+1, H, W]
              per hidden size h: Conv(k3, s2, p1) -> GroupNorm -> LeakyReLU                           [h_L, H/2^L, W/2^L]

@@ -1,4 +1,4 @@
-"""The VAE interface PriVAE's methods and metrics share, and its loss terms (PAPERS.md §1.1-1.2).
+"""The VAE interface PriVAE's methods and metrics share, and its loss terms (docs/papers.md §1.1-1.2).
 
 A `LatentVAE` has a diagonal-Normal posterior q(z|x) = N(μ(x), std(x)²), a fixed prior p(z) and a
 per-example likelihood p(x|z); subclasses (`ConvVAE`, `PinwheelVAE`) define those four pieces and

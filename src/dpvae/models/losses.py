@@ -16,7 +16,7 @@ from torch import Tensor
 from dpvae.privacy.dpsgd.units import Units, pad_by_unit
 
 MMD_KERNEL_SCALES = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0)  # Mathieu et al.'s MMD_DIM scales; kernel C = 2·scale
-SPIKE_STD = 0.05  # sparse-prior spike standard deviation (code value, PAPERS.md A-P3)
+SPIKE_STD = 0.05  # sparse-prior spike standard deviation (code value, docs/papers.md A-P3)
 
 
 def normal_log_prob(z: Tensor, loc: Tensor, scale: Tensor | float) -> Tensor:

@@ -1,4 +1,4 @@
-"""LVAE's conv VAE for binarised 28×28 MNIST (Groß & Wunder; PAPERS.md §2.1), with its two Lipschitz decoders.
+"""LVAE's conv VAE for binarised 28×28 MNIST (Groß & Wunder; docs/papers.md §2.1), with its two Lipschitz decoders.
 
     encoder  Conv(1→32,3,s2) · Conv(32→64,3,s2) · Conv(64→128,3,s2) · Conv(128→32,3,s2), all ReLU
              [B,1,28,28] → [B,32,14,14] → [B,64,7,7] → [B,128,4,4] → [B,32,2,2] → flatten [B,128]

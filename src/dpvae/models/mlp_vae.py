@@ -1,4 +1,4 @@
-"""P3GM's MLP VAE (tkgsn/P3GM `src/vae.py` layout; PAPERS.md §3.1).
+"""P3GM's MLP VAE (tkgsn/P3GM `src/vae.py` layout; docs/papers.md §3.1).
 
 encoder  fc1 Linear(d, 1000) + ReLU -> fc2 Linear(1000, d') = μ   (or a frozen PCA projection: P3GM)
                                     -> fc22 Linear(1000, d') = log σ²

@@ -1,4 +1,4 @@
-"""P3GM's image classifier (tkgsn/P3GM `ml_task/mnist_classification.py`, Keras; PAPERS.md §3.3).
+"""P3GM's image classifier (tkgsn/P3GM `ml_task/mnist_classification.py`, Keras; docs/papers.md §3.3).
 
     input [B, 1, 28, 28] -> Conv2d(1, 28, 3x3), no activation -> [B, 28, 26, 26]
       -> MaxPool 2x2 -> [B, 28, 13, 13] -> flatten [B, 4732] -> Linear(4732, 128) + ReLU

@@ -1,4 +1,4 @@
-"""Mathieu et al. (2019)'s pinwheel VAE (`src/models/vae_pinwheel.py`; PAPERS.md §1.2, §1.5).
+"""Mathieu et al. (2019)'s pinwheel VAE (`src/models/vae_pinwheel.py`; docs/papers.md §1.2, §1.5).
 
 encoder  Linear(2→h) ReLU → heads Linear(h→D) = μ and softplus(Linear(h→D)) + 1e-6 = posterior std
 decoder  Linear(D→h) ReLU → heads Linear(h→2) = mean and softplus(Linear(h→2)) + 1e-6 = std of a

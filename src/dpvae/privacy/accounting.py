@@ -49,8 +49,8 @@ SAMPLINGS: tuple[str, ...] = get_args(Sampling)
 DEFAULT_ORDERS: tuple[float, ...] = tuple(
     float(a) for a in [1.25, 1.5, 1.75, 2, 2.25, 2.5, 3, 3.5, 4, 4.5, *range(5, 64), 128, 256, 512]
 )
-#: Integer orders α = λ + 1 for the moments accountant's λ = 1 … 255 (also behind PAPERS.md's PriVAE
-#: σ(ε) and DP²-VAE σ(T, ε) tables).
+#: Integer orders α = λ + 1 for the moments accountant's λ = 1 … 255 (also behind docs/papers.md's [computed]
+#: PriVAE σ(ε) and DP²-VAE σ(T, ε) tables).
 INTEGER_ORDERS: tuple[float, ...] = tuple(float(a) for a in range(2, 257))
 #: pyvacy's continuous order search interval (DP²-VAE).
 PYVACY_ORDER_BOUNDS: tuple[float, float] = (1.0, 512.0)

@@ -43,6 +43,7 @@ from dpvae.privacy.accounting import (
     ADJACENCIES,
     CONVERSIONS,
     DEFAULT_ORDERS,
+    PYVACY_ORDER_BOUNDS,
     SAMPLINGS,
     Adjacency,
     Conversion,
@@ -196,7 +197,7 @@ class Accounting:
 class Ledger:
     """A release's privacy record: the paper's own accounting, an optional sound one, and which is the headline.
 
-    `paper` is what the paper's analysis claims for this run (a claim: PAPERS.md §5 lists where it is not
+    `paper` is what the paper's analysis claims for this run (a claim: docs/papers.md §5 lists where it is not
     an upper bound); `sound` an upper bound on what the code can release (never set unless a property
     test shows its sensitivities hold); `headline` names the one whose ε is the run's ε (checked against
     `target_epsilon`). `not_dp` says why the release is not differentially private at all; such a ledger
@@ -280,6 +281,19 @@ class Ledger:
     def read(cls, path: str | os.PathLike) -> Ledger:
         with open(path) as stream:
             return cls.from_dict(json.load(stream))
+
+
+def pyvacy_accounting(mechanism: Mechanism, delta: float, adjacency: Adjacency = "add/remove-one") -> Accounting:
+    """One mechanism accounted as pyvacy does (DP²-VAE's and GS-WGAN's reference code): RDP with the order
+    searched continuously over `PYVACY_ORDER_BOUNDS`, classic conversion."""
+    return Accounting(
+        (mechanism,),
+        delta,
+        adjacency=adjacency,
+        accountant="rdp-order-search",
+        conversion="classic",
+        orders=PYVACY_ORDER_BOUNDS,
+    )
 
 
 def recorded_mechanisms(ledger: Mapping, accounting: Headline = "paper") -> tuple[Mechanism, ...]:

@@ -60,13 +60,14 @@ def domain_of(meta: dict | None, where: str) -> str:
     size = "x".join(map(str, shape))
     records = f"{size} images" if len(shape) > 1 else f"{size} columns with their ranges and categories"
     recorded = meta.get("domain")
-    if recorded is None:  # a papers' dataset: its preparers' description
+    if recorded is None:  # a generated set (pinwheel, two Gaussians) or one prepared before domains were recorded
         return f"the domain: {records}, {classes} label classes (as prepared: {where})"
     source = {
         "declared": "declared (public)",
         "estimate": f"declared, bounds of {len((recorded.get('estimate') or {}).get('columns', ()))} column(s) "
         "estimated under the ledger's preprocessing",
         "from_data": "read from the training split (not DP)",
+        "reference_code": "read from the whole set by P3GM's reference code's preprocessing (not DP)",
     }[recorded["source"]]
     return f"the domain: {records}, {classes} label classes, {source} ({where})"
 

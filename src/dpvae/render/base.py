@@ -1,8 +1,8 @@
 """What every renderer gets (`RenderContext`), the renderer registry, and helpers shared by the papers.
 
-A renderer lives in `render/<paper>.py` and registers itself for one item key with `@register_renderer`;
-it reads only tidy tables, per-run artifacts and the published numbers, and writes through
-`render.output` (which labels every item that is not at paper scale).
+A renderer lives in `render/<paper>.py` (or a module of the package `render/<paper>/`) and registers itself
+for one item key with `@register_renderer`; it reads only tidy tables, per-run artifacts and the published
+numbers, and writes through `render.output` (which labels every item that is not at paper scale).
 """
 
 from __future__ import annotations
@@ -99,6 +99,9 @@ def side_by_side(
 
 
 def load_renderers() -> Registry[Renderer]:
-    """Import every `render/<paper>.py` so that its renderers are registered; return the registry."""
+    """Import every `render/<paper>.py` and every module of each `render/<paper>/` package, so that their
+    renderers are registered; return the registry."""
     discover("dpvae.render")
+    for package in discover("dpvae.render", packages=True):
+        discover(f"dpvae.render.{package}")
     return RENDERERS

@@ -1,4 +1,4 @@
-"""DP2-VAE's renderers (Jiang et al. 2022; PAPERS.md section 4).
+"""DP2-VAE's renderers (Jiang et al. 2022; docs/papers.md §4).
 
 Tables set our runs beside the paper's numbers (rows the paper copied from other papers marked "cited") and,
 for DP-MERF and GS-WGAN, beside DPImageBench's re-runs (a second reference). Figures show sample grids of
@@ -9,13 +9,13 @@ the protocol it was measured with (FID sample count and reference, classifier pr
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from dpvae.render.base import RenderContext, paper_dataset, register_renderer
+from dpvae.render.common import dataset_label, is_standin, run_of
 from dpvae.render.output import PAPER_LABEL, apply_style, pyplot, save_figure, save_table
 from dpvae.render.setting import NOT_PAPER
 
@@ -35,8 +35,6 @@ LABELS = {
 DATASETS = {"mnist": "MNIST", "fashion-mnist": "FMNIST", "celeba": "CelebA"}
 OURS = "ours"
 BENCH = "dpimagebench"
-STANDIN = "standin"
-RUN_PATH = re.compile(r"runs/(?P<dataset>[^/]+)/(?P<variant>[^/]+)/eps(?P<eps>[^/]+)/seed(?P<seed>\d+)/metrics/")
 
 
 # ------------------------------------------------------------------------------------------------ helpers
@@ -56,10 +54,6 @@ def _ordered(datasets) -> list[str]:
 def _dataset_name(dataset: str) -> str:
     """The paper's name of one of our dataset ids (MNIST, FMNIST, CelebA), else the id itself."""
     return DATASETS.get(_dataset(dataset), dataset)
-
-
-def _is_standin(dataset: str) -> bool:
-    return STANDIN in dataset
 
 
 def _scale_label(ctx: RenderContext) -> str:
@@ -251,7 +245,7 @@ def dp2vae_table2(ctx: RenderContext) -> None:
     methods = ctx.published_methods()  # the paper's columns, in its order
     rows = []
     for dataset in datasets:
-        name = DATASETS.get(_dataset(dataset), dataset) + (" (stand-in data)" if _is_standin(dataset) else "")
+        name = dataset_label(dataset, DATASETS)
         for metric, classifier, label in (("fid", "", "FID"), ("accuracy", "cnn", "CNN acc %")):
             row = {"dataset": name, "metric": label}
             for method in methods:
@@ -267,7 +261,7 @@ def dp2vae_table2(ctx: RenderContext) -> None:
                         _pct(mine) if metric == "accuracy" else round(mine, 1)
                     )
                 recorded = _recorded(ctx, method)
-                if not recorded.empty and ctx.config.get("scale") != "paper" and not _is_standin(dataset):
+                if not recorded.empty and ctx.config.get("scale") != "paper" and not is_standin(dataset):
                     mine = _value(recorded, dataset=_dataset(dataset), metric=metric, classifier=classifier)
                     row[f"{LABELS.get(method, method)} ({_recorded_label(recorded)})"] = (
                         _pct(mine) if metric == "accuracy" else round(mine, 1)
@@ -284,7 +278,7 @@ def dp2vae_table2(ctx: RenderContext) -> None:
         "configuration of its own (A-D11). CelebA: gender-conditional, CNN accuracy of gender classification.",
         "Our epsilon at delta = 1e-5 (paper accounting, sound bound in brackets): " + "; ".join(eps),
     ]
-    if any(_is_standin(d) for d in datasets):
+    if any(is_standin(d) for d in datasets):
         notes.append(
             "CelebA is not reachable from this machine: the CelebA row ran on a generated stand-in with "
             "CelebA32's schema (3x32x32, 2 classes); its numbers say nothing about CelebA."
@@ -299,11 +293,11 @@ def _grids(ctx: RenderContext) -> dict[tuple[str, str, str], dict]:
     """(dataset, variant, eps) -> the run's sample grid arrays (x, y, rows, cols)."""
     grids = {}
     for path in ctx.artifacts:
-        match = RUN_PATH.search(str(path))
+        run = run_of(path)
         artifact = Path(path).parent / "sample_grid.npz"
-        if match and artifact.is_file():
+        if artifact.is_file():
             with np.load(artifact) as loaded:
-                grids[(match["dataset"], match["variant"], match["eps"])] = dict(loaded)
+                grids[(run.dataset, run.variant, run.eps)] = dict(loaded)
     return grids
 
 
@@ -406,7 +400,7 @@ def _standin_note(datasets) -> list[str]:
             "CelebA panels ran on a generated stand-in dataset with CelebA32's schema (CelebA is not reachable "
             "here): stand-in data, not faces."
         ]
-        if any(_is_standin(d) for d in datasets)
+        if any(is_standin(d) for d in datasets)
         else []
     )
 
@@ -437,8 +431,7 @@ def _qualitative(
                         d,
                         variant,
                         _eps_label(eps),
-                        f"{LABELS.get(method, variant)} - {DATASETS.get(_dataset(d), d)}"
-                        + (" (stand-in)" if _is_standin(d) else ""),
+                        f"{LABELS.get(method, variant)} - {dataset_label(d, DATASETS)}",
                     )
                     for d in datasets
                 ]
@@ -569,7 +562,7 @@ def dp2vae_fig8(ctx: RenderContext) -> None:
                 d,
                 "dp2vae",
                 "0.2",
-                f"Ours - {DATASETS.get(_dataset(d), d)}" + (" (stand-in)" if _is_standin(d) else ""),
+                f"Ours - {dataset_label(d, DATASETS)}",
             )
             for d in datasets
         ]

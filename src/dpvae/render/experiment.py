@@ -17,6 +17,7 @@ import pandas as pd
 from dpvae.errors import DataError
 from dpvae.provenance import git_commit, sha256_json
 from dpvae.render.output import Stamp, save_table, stamped
+from dpvae.seeds import seed_summary
 
 #: ledger rows of the tidy tables (columns of the rendered table, not metrics)
 SPENT = {
@@ -93,10 +94,7 @@ def experiment_table(table: pd.DataFrame, walls: pd.DataFrame) -> pd.DataFrame:
     spent = table[table["metric"].isin(list(SPENT))]
     spent = spent.pivot_table(index=KEYS, columns="metric", values="value", aggfunc="max").rename(columns=SPENT)
     values = table[~table["metric"].isin(list(SPENT))]
-    grouped = values.groupby([*KEYS, "method", "metric", "classifier"], sort=False, dropna=False)["value"]
-    out = grouped.agg(
-        mean="mean", sd=lambda v: float(v.std(ddof=1)) if len(v) > 1 else float("nan"), n="count"
-    ).reset_index()
+    out = seed_summary(values, [*KEYS, "method", "metric", "classifier"])
     out = out.join(spent.reindex(columns=list(SPENT.values())), on=KEYS)
     if len(walls):
         walls = walls.assign(point="")

@@ -1,4 +1,4 @@
-"""LVAE's renderers (Groß & Wunder; PAPERS.md §2): Figs 1-3, one model each.
+"""LVAE's renderers (Groß & Wunder; docs/papers.md §2): Figs 1-3, one model each.
 
 Left: the membership-inference trade-off curves (type-I error α = non-members flagged, type-II error
 β = members missed) of the Monte-Carlo attack (the paper's) and of the white-box ELBO attack, one line per
@@ -17,7 +17,9 @@ import numpy as np
 import pandas as pd
 
 from dpvae.render.base import RenderContext, register_renderer
+from dpvae.render.common import mean_sd, run_of
 from dpvae.render.output import save_figure
+from dpvae.seeds import SeedStats
 
 ATTACKS = {
     "mia_mc": ("Monte-Carlo attack (Hilprecht et al.)", "#0072B2"),
@@ -44,22 +46,19 @@ def _artifacts(ctx: RenderContext, variant: str, name: str) -> dict[int, Path]:
     """seed -> <metric dir>/<name> of the variant's runs (paths: runs/<ds>/<variant>/eps<e>/seed<s>/metrics/x.json)."""
     found = {}
     for path in map(Path, ctx.artifacts):
-        run = path.parent.parent
-        if run.parent.parent.name == variant and (path.parent / name).is_file():
-            found[int(run.name.removeprefix("seed"))] = path.parent / name
+        run = run_of(path)
+        if run.variant == variant and (path.parent / name).is_file():
+            found[run.seed] = path.parent / name
     return dict(sorted(found.items()))
 
 
-def _stat(table: pd.DataFrame, variant: str, metric: str) -> tuple[float, float, int]:
-    values = table[(table["variant"] == variant) & (table["metric"] == metric)]["value"].astype(float)
-    return (float(values.mean()), float(values.std(ddof=1)) if len(values) > 1 else 0.0, len(values))
+def _stat(table: pd.DataFrame, variant: str, metric: str) -> SeedStats:
+    return SeedStats.of(table[(table["variant"] == variant) & (table["metric"] == metric)]["value"].astype(float))
 
 
-def _fmt(stat: tuple[float, float, int], digits: int = 3) -> str:
-    mean, sd, n = stat
-    if n == 0 or not np.isfinite(mean):
-        return "n/a"
-    return f"{mean:.{digits}f}" + (f" ± {sd:.{digits}f}" if n > 1 else "")
+def _fmt(stat: SeedStats, digits: int = 3) -> str:
+    """'mean ± sd' over seeds (the legend says how many), 'n/a' without a number."""
+    return mean_sd(stat, digits, missing="n/a", with_n=False)
 
 
 def _tradeoff_panel(ax, ctx: RenderContext, table: pd.DataFrame, variants: list[str], kind: str) -> None:
@@ -106,7 +105,7 @@ def _tradeoff_panel(ax, ctx: RenderContext, table: pd.DataFrame, variants: list[
                     label="tight bound of the actual mechanism (PLD)",
                 )
                 if "gdp_clt" in g:
-                    mu = _stat(table, variants[0], "gdp_mu_clt")[0]
+                    mu = _stat(table, variants[0], "gdp_mu_clt").mean
                     ax.plot(
                         g["alpha"],
                         g["gdp_clt"],

@@ -41,6 +41,20 @@ def apply_style() -> None:
     pyplot().rcParams.update({"figure.dpi": 150, "savefig.bbox": "tight", "pdf.fonttype": 42})
 
 
+#: the scale of a user's own experiments (examples/own-data/*.yaml): results/own/, never mixed with a paper's runs
+OWN_SCALE = "own"
+
+
+def scale_note(scale: str) -> str | None:
+    """What a page or caption says of its scale: nothing at paper scale, 'your data' at the own-data scale, else
+    that its numbers check the pipeline and reproduce nothing."""
+    if scale == "paper":
+        return None
+    if scale == OWN_SCALE:
+        return "your dataset and settings, not a paper's"
+    return "not the paper's setting (a check that the pipeline runs, not a reproduction)"
+
+
 @dataclass(frozen=True)
 class Stamp:
     """Scale and provenance of one rendered item: on the page unless paper scale, always in the metadata."""
@@ -53,9 +67,8 @@ class Stamp:
     @property
     def label(self) -> str | None:
         """The on-page scale label (None at paper scale)."""
-        if self.scale == "paper":
-            return None
-        return f"{self.scale} scale: not the paper's setting (a check that the pipeline runs, not a reproduction)"
+        note = scale_note(self.scale)
+        return note and f"{self.scale} scale: {note}"
 
     def metadata(self, ext: str) -> dict[str, str]:
         text = (
@@ -163,7 +176,10 @@ def table_figure(table: pd.DataFrame, title: str, notes: list[str] = ()) -> Figu
             cell.set_text_props(weight="bold")
             cell.set_facecolor("#e8e8e8")
     if notes:
-        fig.text(0.02, 0.02, "\n".join(textwrap.fill(n, 150) for n in notes), fontsize=6, va="bottom")
+        # anchored 0.05 in above the page's bottom edge (not a fraction of its height): it stays under the table
+        fig.text(
+            0.02, 0.05 / fig.get_figheight(), "\n".join(textwrap.fill(n, 150) for n in notes), fontsize=6, va="bottom"
+        )
     return fig
 
 

@@ -1,4 +1,4 @@
-"""PriVAE's renderers (Takahashi et al. 2020; PAPERS.md section 1)."""
+"""PriVAE's renderers (Takahashi et al. 2020; docs/papers.md §1)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from pathlib import Path
 import pandas as pd
 
 from dpvae.render.base import RenderContext, register_renderer
+from dpvae.render.common import mean_sd, run_of
 from dpvae.render.output import PAPER_LABEL, save_table
+from dpvae.seeds import SeedStats, seed_summary
 
 
 @register_renderer("privae/table1")
@@ -118,7 +120,7 @@ def _calibration(config: dict, variant: str) -> str:
 
 
 def fig1_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Mean, std and seed count per (variant, epsilon, metric); non-private rows have epsilon NaN."""
+    """`seed_summary` (mean, sd, n) per (variant, epsilon, metric); non-private rows have epsilon NaN."""
     keep = table[
         table["metric"].isin(
             [
@@ -132,8 +134,7 @@ def fig1_summary(table: pd.DataFrame) -> pd.DataFrame:
             ]
         )
     ]
-    grouped = keep.groupby(["variant", "epsilon", "metric"], dropna=False)["value"]
-    return grouped.agg(["mean", "std", "count"]).reset_index()
+    return seed_summary(keep, ["variant", "epsilon", "metric"], sort=True)
 
 
 def _claim_lines(summary: pd.DataFrame, rows: dict[str, list[str]]) -> list[str]:
@@ -196,14 +197,14 @@ def privae_fig1(ctx: RenderContext) -> None:
                 data = summary[(summary["variant"] == variant) & (summary["metric"] == metric)]
                 if data.empty:
                     continue
-                mean, std = data["mean"].to_numpy(), data["std"].fillna(0).to_numpy()
+                mean, std = data["mean"].to_numpy(), data["sd"].fillna(0).to_numpy()
                 colour = FIG1_COLOURS.get(label)
                 if data["epsilon"].isna().all():  # non-private: a horizontal line with its band
                     ax.axhline(mean[0], color=colour, linestyle="--", label=f"{label} (non-private)")
                     ax.axhspan(mean[0] - std[0], mean[0] + std[0], color=colour, alpha=0.12)
                     continue
                 data = data.sort_values("epsilon")
-                mean, std = data["mean"].to_numpy(), data["std"].fillna(0).to_numpy()
+                mean, std = data["mean"].to_numpy(), data["sd"].fillna(0).to_numpy()
                 ax.plot(data["epsilon"], mean, marker="o", markersize=3, color=colour, label=label)
                 ax.fill_between(data["epsilon"], mean - std, mean + std, color=colour, alpha=0.2)
             ax.set_xscale("log")
@@ -215,7 +216,7 @@ def privae_fig1(ctx: RenderContext) -> None:
                     "per test record (Mathieu's analyse.py; the paper's scale)", fontsize=6
                 )
         axes[r][0].legend(fontsize=6, loc="best")
-    seeds = int(summary[summary["metric"] == "hoyer_sparsity"]["count"].max() or 0)
+    seeds = int(summary[summary["metric"] == "hoyer_sparsity"]["n"].max() or 0)
     records = summary[summary["metric"] == "iwae_test_records"]["mean"]
     k = summary[summary["metric"] == "iwae_k"]["mean"]
     notes = [
@@ -275,13 +276,6 @@ _SPENT = {"epsilon_spent": "headline", "epsilon_spent_paper": "paper", "epsilon_
 FIG2_LABELS = {"privae-pinwheel": "(a) PriVAE (no KL(p||q))", "privae-kl-pinwheel": "(b) PriVAE + KL(p||q)"}
 
 
-def _run_of(artifact: str) -> tuple[str, str, int]:
-    """(variant, epsilon label, seed) of `.../runs/<dataset>/<variant>/eps<e>/seed<s>/metrics/<metric>.json`."""
-    parts = Path(artifact).parts
-    seed, eps, variant = parts[-3], parts[-4], parts[-5]
-    return variant, eps.removeprefix("eps"), int(seed.removeprefix("seed"))
-
-
 @register_renderer("privae/fig2")
 def privae_fig2(ctx: RenderContext) -> None:
     """Data / reconstructions and latent means of both pinwheel variants (the first seed), numbers over seeds."""
@@ -292,7 +286,9 @@ def privae_fig2(ctx: RenderContext) -> None:
     apply_style()
     plt = pyplot()
     table = ctx.tables["privae_clustering"]
-    runs = sorted(((*_run_of(a), a) for a in ctx.artifacts), key=lambda r: (r[2], r[0]))
+    runs = sorted(
+        ((r.variant, r.eps, r.seed, a) for a in ctx.artifacts for r in [run_of(a)]), key=lambda r: (r[2], r[0])
+    )
     variants = [v for v in FIG2_LABELS if any(r[0] == v for r in runs)] + sorted(
         {r[0] for r in runs} - set(FIG2_LABELS)
     )
@@ -303,10 +299,9 @@ def privae_fig2(ctx: RenderContext) -> None:
         _, eps, seed, artifact = variant_runs[0]
         with np.load(Path(artifact).parent / "pinwheel_scatter.npz") as arrays:
             data = dict(arrays)
-        values = table[table["variant"] == variant].groupby("metric")["value"]
-        mean, std, count = values.mean(), values.std().fillna(0), values.count()
-        share = f"{mean['pinwheel_clustered']:.2f} +- {std['pinwheel_clustered']:.2f}"
-        error = f"{mean['pinwheel_recon_error']:.3f} +- {std['pinwheel_recon_error']:.3f}"
+        values = table[table["variant"] == variant]
+        share = mean_sd(SeedStats.of(values[values["metric"] == "pinwheel_clustered"]["value"]), 2)
+        error = mean_sd(SeedStats.of(values[values["metric"] == "pinwheel_recon_error"]["value"]), 3)
         label = FIG2_LABELS.get(variant, variant)
         ax = axes[0][2 * i]
         ax.scatter(*data["x"].T, s=4, color="red", label="data (test)")
@@ -322,10 +317,7 @@ def privae_fig2(ctx: RenderContext) -> None:
         ax.set_aspect("equal", adjustable="datalim")
         spent = table[(table["variant"] == variant) & table["metric"].str.startswith("epsilon_spent")]
         spent_text = ", ".join(f"{_SPENT.get(m, m)} {v:.3g}" for m, v in spent.groupby("metric")["value"].max().items())
-        notes.append(
-            f"{label}: epsilon target {eps} (spent: {spent_text}); "
-            f"{int(count.get('pinwheel_clustered', 0))} seed(s), mean +- std"
-        )
+        notes.append(f"{label}: epsilon target {eps} (spent: {spent_text}); numbers: mean ± sd over seeds (n)")
     notes.append(
         "Paper (Fig. 2, qualitative): without KL(p||q) poor reconstructions; with it reconstructions follow "
         "the spirals and the latents form four clusters fitted to the mixture prior. Clustered share: test "

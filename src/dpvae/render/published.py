@@ -35,7 +35,7 @@ KEY_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 NUMERIC_COLUMNS: tuple[str, ...] = ("epsilon", "delta", "value")
 
-# Target ids of PAPERS.md section 6 with panel letters dropped (panels go in `setting` or `note`).
+# Item ids of `dpvae.items` (docs/papers.md §6) with panel letters dropped (panels go in `setting` or `note`).
 ITEMS: dict[str, frozenset[str]] = {paper: frozenset(item_ids(paper)) for paper in PAPERS}
 #: The papers' dataset names: those of our dataset ids (`data.registry`), suffixes dropped (`published_dataset`).
 DATASETS = frozenset(published_dataset(d)[0] for d in (*dataset_ids(), "twogauss-d1"))
@@ -239,7 +239,7 @@ def _row_checks(table: pd.DataFrame, numbers: pd.DataFrame, paper: str) -> list[
     checkable = table["low"].notna() & value.notna()
     return [
         (table["paper"] != paper, "paper {paper!r} does not match the file " + f"{paper}.csv"),
-        (~table["item"].isin(ITEMS[paper]), "item {item!r} is not a PAPERS.md section-6 id of " + paper),
+        (~table["item"].isin(ITEMS[paper]), "item {item!r} is not an item id (docs/papers.md §6) of " + paper),
         (~table["dataset"].isin(DATASETS), "unknown dataset {dataset!r}"),
         (
             ~table["method"].isin(known_methods(paper)) & ~has["cited_from"],

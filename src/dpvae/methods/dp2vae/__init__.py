@@ -1,4 +1,4 @@
-"""DP²-VAE (Jiang et al. 2022; PAPERS.md §4.1-4.2, 4.5-4.6): non-private pre-trained encoders, DP decoder.
+"""DP²-VAE (Jiang et al. 2022; docs/papers.md §4.1-4.2, 4.5-4.6): non-private pre-trained encoders, DP decoder.
 
 The training split is shuffled and cut into K disjoint subsets. Stage 1 pre-trains one encoder per subset
 (each with a throw-away decoder, batch gradients clipped, no noise), all K at once (`models.stacked`).
@@ -17,11 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
-
-from dpvae.methods.base import Method, Resources, RunContext, halvings_error, subsets_error
+from dpvae.methods.base import Method, Resources, forward, halvings_error, subsets_error
 from dpvae.methods.registry import register_method
 from dpvae.params import MethodParams, param
+from dpvae.runtimes import Work
 
 if TYPE_CHECKING:
     from dpvae.data.declared import Facts
@@ -67,7 +66,7 @@ class DP2VAE(Method):
     def resources(self, params: DP2VAEParams, dataset: str) -> Resources:
         """Cost ~ T stage-2 steps (a stage-2 step costs ~4 stage-1 steps) of a model as wide as its widest
         layer; stage 1 is its own job (`stage1_resources`)."""
-        return _sized(4 * params.iters, params)
+        return _sized(4 * params.iters, params, Work("dp2vae.stage2", params.iters, _shape(params)))
 
     def stage1_params(self, params: DP2VAEParams) -> dict[str, Any] | None:
         """Stage 1 reads the data subsample, the partition into K subsets, the architecture (its throw-away
@@ -91,17 +90,12 @@ class DP2VAE(Method):
 
     def stage1_resources(self, params: DP2VAEParams, dataset: str) -> Resources:
         """Cost ~ K·T_p stage-1 steps."""
-        return _sized(params.subsets * params.pretrain_iters, params)
+        steps = params.subsets * params.pretrain_iters
+        return _sized(steps, params, Work("dp2vae.stage1", steps, _shape(params)))
 
-    def train(self, ctx: RunContext) -> Ledger:
-        from dpvae.methods.dp2vae.train import train
+    train = forward("dpvae.methods.dp2vae.train")
 
-        return train(ctx)
-
-    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
-        from dpvae.methods.dp2vae.accounting import recompute_ledger
-
-        return recompute_ledger(params, spec, recorded)
+    recompute_ledger = forward("dpvae.methods.dp2vae.accounting")
 
     def planned_ledger(self, params: DP2VAEParams, spec: dict, facts: Facts) -> Ledger:
         """B = min(batch_size, N // K), as the partition into K subsets of N // K records gives it."""
@@ -112,18 +106,17 @@ class DP2VAE(Method):
         sigma = noise_multiplier(params, epsilon, delta, k, params.iters)
         return dp2vae_ledger(sigma, k, params.iters, batch, params.clip, delta, target_epsilon=epsilon)
 
-    def train_stage1(self, ctx: RunContext) -> dict[str, Any]:
-        from dpvae.methods.dp2vae.train import train_stage1
+    train_stage1 = forward("dpvae.methods.dp2vae.train")
 
-        return train_stage1(ctx)
-
-    def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
-        from dpvae.methods.dp2vae.train import sample
-
-        return sample(ctx, n)
+    sample = forward("dpvae.methods.dp2vae.train")
 
 
-def _sized(steps: int, params: DP2VAEParams) -> Resources:
+def _sized(steps: int, params: DP2VAEParams, work: Work) -> Resources:
     """A job of `steps` stage-1-sized steps at ~0.02 s each per 512 channels of the widest layer."""
     width = max(params.hidden_channels) / 512
-    return Resources(threads=2, mem_mb=8000, runtime=max(10, int(steps * width * 0.02 / 60)), gpu=True)
+    return Resources(threads=2, mem_mb=8000, runtime=max(10, int(steps * width * 0.02 / 60)), gpu=True, work=work)
+
+
+def _shape(params: DP2VAEParams) -> tuple[tuple[str, str], ...]:
+    """What a step's time depends on, as benchmarks/dp2vae_stage1.py logs it."""
+    return (("width", ",".join(map(str, params.hidden_channels))), ("batch", str(params.batch_size)))

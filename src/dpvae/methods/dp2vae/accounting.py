@@ -1,4 +1,4 @@
-"""DP²-VAE's privacy accounting: the paper's pyvacy way ("paper") and a sound way (PAPERS.md §4.1, §4.5).
+"""DP²-VAE's privacy accounting: the paper's pyvacy way ("paper") and a sound way (docs/papers.md §4.1, §4.5).
 
 The training data are shuffled and split into K fixed disjoint subsets D_k; every encoder θ_k is trained
 *non-privately on all of D_k* (stage 1, and again in stage 2); each decoder step draws k uniformly, a
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpvae.privacy.accounting import PYVACY_ORDER_BOUNDS, solve_noise_multiplier
-from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, recorded_mechanisms
+from dpvae.privacy.accounting import solve_noise_multiplier
+from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, pyvacy_accounting, recorded_mechanisms
 
 DP2VAE_DELTA = 1e-5
 DP2VAE_NOTES = (
@@ -44,9 +44,7 @@ def _paper_accounting(noise_multiplier: float, num_subsets: int, steps: int, cli
     """T q = 1/K Poisson-subsampled Gaussians, classic conversion, order searched in [1, 512] (pyvacy)."""
     _check_counts(num_subsets)
     mechanism = Mechanism("decoder DP-SGD (T steps)", noise_multiplier, 1.0 / num_subsets, steps, clip)
-    return Accounting(
-        (mechanism,), delta, accountant="rdp-order-search", conversion="classic", orders=PYVACY_ORDER_BOUNDS
-    )
+    return pyvacy_accounting(mechanism, delta)
 
 
 def _sound_accounting(
@@ -64,14 +62,7 @@ def _sound_accounting(
         sensitivity,
         sampling="fixed-partition",
     )
-    return Accounting(
-        (mechanism,),
-        delta,
-        adjacency="replace-one",
-        accountant="rdp-order-search",
-        conversion="classic",
-        orders=PYVACY_ORDER_BOUNDS,
-    )
+    return pyvacy_accounting(mechanism, delta, adjacency="replace-one")
 
 
 def dp2vae_epsilon(num_subsets: int, noise_multiplier: float, steps: int, delta: float = DP2VAE_DELTA) -> float:

@@ -1,4 +1,4 @@
-"""DP²-VAE training (PAPERS.md §4.1, Alg. 1 and 2) and sampling; see `dpvae.methods.dp2vae`.
+"""DP²-VAE training (docs/papers.md §4.1, Alg. 1 and 2) and sampling; see `dpvae.methods.dp2vae`.
 
 Stage 1 trains `chunk` encoders (each with its own decoder) at once on stacked parameters; stage 2 trains
 one released decoder with the partial-model DP-SGD engine, loading the drawn subset's encoder into the

@@ -1,4 +1,4 @@
-"""DP-MERF (Harder et al. 2021), the DP²-VAE paper's main baseline (PAPERS.md §0, §4.4 table1/2, A-D9).
+"""DP-MERF (Harder et al. 2021), the DP²-VAE paper's main baseline (docs/papers.md §0, §4.4 table1/2, A-D9).
 
 One Gaussian release: the label-conditional mean embedding of the training data in random Fourier features,
 with noise of std σ·2/n (replace-one sensitivity 2/n); the generator is then trained on that noisy
@@ -12,9 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-import numpy as np
-
-from dpvae.methods.base import Method, Resources, RunContext, halvings_error
+from dpvae.methods.base import Method, Resources, forward, halvings_error
 from dpvae.methods.registry import register_method
 from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
@@ -60,15 +58,9 @@ class DPMERF(Method):
         problem = halvings_error(facts, len(params.gen_channels))  # one 2x upsampling per channel count
         return [("gen_channels", problem)] if problem else []
 
-    def train(self, ctx: RunContext) -> Ledger:
-        from dpvae.methods.dp_merf.train import train
+    train = forward("dpvae.methods.dp_merf.train")
 
-        return train(ctx)
-
-    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
-        from dpvae.methods.dp_merf.accounting import recompute_ledger
-
-        return recompute_ledger(params, spec, recorded)
+    recompute_ledger = forward("dpvae.methods.dp_merf.accounting")
 
     def planned_ledger(self, params: MethodParams, spec: dict, facts: Facts) -> Ledger:
         from dpvae.methods.dp_merf.accounting import ledger, noise_multiplier
@@ -76,7 +68,4 @@ class DPMERF(Method):
         epsilon, delta, n = spec["epsilon"], spec["delta"], facts.n_train
         return ledger(noise_multiplier(params, epsilon, delta, n), n, delta, epsilon)
 
-    def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
-        from dpvae.methods.dp_merf.train import sample
-
-        return sample(ctx, n)
+    sample = forward("dpvae.methods.dp_merf.train")

@@ -15,9 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-import numpy as np
-
-from dpvae.methods.base import Method, Resources, RunContext, subsets_error
+from dpvae.methods.base import Method, Resources, forward, subsets_error
 from dpvae.methods.registry import register_method
 from dpvae.params import MethodParams, param
 
@@ -78,15 +76,9 @@ class GSWGAN(Method):
         steps = params.discriminators * params.pretrain_iters + (params.iters if params.iters != "auto" else 20000)
         return Resources(threads=2, mem_mb=16000, runtime=max(10, int(steps * width * 0.05 / 60)), gpu=True)
 
-    def train(self, ctx: RunContext) -> Ledger:
-        from dpvae.methods.gs_wgan.train import train
+    train = forward("dpvae.methods.gs_wgan.train")
 
-        return train(ctx)
-
-    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
-        from dpvae.methods.gs_wgan.accounting import recompute_ledger
-
-        return recompute_ledger(params, spec, recorded)
+    recompute_ledger = forward("dpvae.methods.gs_wgan.accounting")
 
     def planned_ledger(self, params: GSWGANParams, spec: dict, facts: Facts) -> Ledger:
         """B = min(batch_size, N // K); the iterations as configured or the authors' for the target."""
@@ -98,7 +90,4 @@ class GSWGAN(Method):
         authors = authors_epsilon(sigma, k, iters, batch, delta)
         return ledger(sigma, k, iters, batch, params.clip, delta, epsilon, authors)
 
-    def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
-        from dpvae.methods.gs_wgan.train import sample
-
-        return sample(ctx, n)
+    sample = forward("dpvae.methods.gs_wgan.train")

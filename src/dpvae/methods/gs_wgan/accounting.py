@@ -5,9 +5,9 @@ Gaussians (multiplier σ, probability 1/K) with autodp's bound for sampling *wit
 & Kasiviswanathan 2019, Thm 9) and the classic conversion: `authors_epsilon`. The ledger's "paper"
 accounting is the same composition under this project's RDP accountant (Poisson add/remove-one, classic
 conversion, continuous order): a tighter curve for the same mechanism list (GS-WGAN's default gives about
-5 where autodp says 10; PAPERS.md A-D10). Both treat each of the B sanitised image gradients of a step as
+5 where autodp says 10; docs/papers.md A-D10). Both treat each of the B sanitised image gradients of a step as
 a separately subsampled mechanism, although the drawn discriminator, trained non-privately on its whole
-subset, makes all B depend on every record of that subset (PAPERS.md §4.5.2, the same gap as DP²-VAE's).
+subset, makes all B depend on every record of that subset (docs/papers.md §4.5.2, the same gap as DP²-VAE's).
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ import math
 from typing import Any
 
 from dpvae.errors import ConfigError
-from dpvae.privacy.accounting import PYVACY_ORDER_BOUNDS
-from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, recorded_mechanisms
+from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, pyvacy_accounting, recorded_mechanisms
 
 NOTES = (
     "paper: GS-WGAN's composition (iterations x batch-size Gaussians with multiplier sigma on the "
@@ -69,9 +68,7 @@ def accounting(sigma: float, discriminators: int, iters: int, batch: int, clip: 
         iters * batch,
         2 * clip / batch,
     )
-    return Accounting(
-        (mechanism,), delta, accountant="rdp-order-search", conversion="classic", orders=PYVACY_ORDER_BOUNDS
-    )
+    return pyvacy_accounting(mechanism, delta)
 
 
 def sound_accounting(
@@ -90,14 +87,7 @@ def sound_accounting(
         2 * clip / math.sqrt(batch),
         sampling="fixed-partition",
     )
-    return Accounting(
-        (mechanism,),
-        delta,
-        adjacency="replace-one",
-        accountant="rdp-order-search",
-        conversion="classic",
-        orders=PYVACY_ORDER_BOUNDS,
-    )
+    return pyvacy_accounting(mechanism, delta, adjacency="replace-one")
 
 
 def ledger(

@@ -1,4 +1,4 @@
-"""LVAE's family (Groß & Wunder; PAPERS.md §2): one conv VAE on binarised MNIST, three ways of training it.
+"""LVAE's family (Groß & Wunder; docs/papers.md §2): one conv VAE on binarised MNIST, three ways of training it.
 
 * `constraint: none`, variant not private  — the plain VAE (Fig. 1);
 * `constraint: none`, variant private      — VAE-DPSGD: standard DP-SGD (per-example clip C, Poisson
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from dpvae.methods.base import DPSGD_RELEASES_N, Method, Resources, RunContext
+from dpvae.methods.base import DPSGD_RELEASES_N, Method, Resources, RunContext, forward
 from dpvae.methods.registry import register_method
 from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class LVAEParams(MethodParams):
-    """LVAE's conv VAE on binarised MNIST (PAPERS.md 2.1); DP-SGD when the variant is private."""
+    """LVAE's conv VAE on binarised MNIST (docs/papers.md §2.1); DP-SGD when the variant is private."""
 
     constraint: Literal["none", "gradient_penalty", "spectral_norm"] = param(
         "none", "Lipschitz constraint of the decoder"
@@ -86,15 +86,8 @@ class LVAE(Method):
         factor = 1.4 if params.constraint == "gradient_penalty" else 1.0
         return Resources(threads=2, mem_mb=3000, runtime=max(10, math.ceil(5 * params.epochs * n / 10_000 * factor)))
 
-    def train(self, ctx: RunContext) -> Any:
-        from dpvae.methods.lvae.train import train
-
-        return train(ctx)
-
-    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
-        from dpvae.methods.lvae.accounting import recompute_ledger
-
-        return recompute_ledger(params, spec, recorded)
+    train = forward("dpvae.methods.lvae.train")
+    recompute_ledger = forward("dpvae.methods.lvae.accounting")
 
     def planned_ledger(self, params: LVAEParams, spec: dict, facts: Facts) -> Ledger | None:
         """VAE-DPSGD's: q = B/N, T = ceil(epochs N / B) (a Lipschitz variant has no ledger: None)."""

@@ -1,6 +1,6 @@
 """LVAE's privacy records: VAE-DPSGD's ledger (standard DP-SGD), and the Lipschitz variants' analytic claim.
 
-The claim (Groß & Wunder, Lemmas 2-4 and the main theorem; PAPERS.md §2.1), evaluated, is a *claim*, not an
+The claim (Groß & Wunder, Lemmas 2-4 and the main theorem; docs/papers.md §2.1), evaluated, is a *claim*, not an
 accountant's bound: the LVAE variants are `private: false` in the workflow's sense (no ledger, no budget check).
 The record states the formula, the numbers it gives for the run's settings, the assumptions it rests on and where
 this experiment departs from them, so that nobody mistakes it for a differential-privacy guarantee.

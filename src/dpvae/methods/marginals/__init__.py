@@ -1,4 +1,4 @@
-"""The marginal-based competitors of P3GM (PAPERS.md §3.6), on integer-coded records (`discretize.py`).
+"""The marginal-based competitors of P3GM (docs/papers.md §3.6), on integer-coded records (`discretize.py`).
 
 * `privbayes` — PrivBayes as DataSynthesizer's correlated-attribute mode, pure ε-DP: ε/2 for the network (d−1
   exponential-mechanism picks) and ε/2 for the conditionals (d−k Laplace releases of (k+1)-way counts);
@@ -20,9 +20,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from dpvae.methods.base import Method, Resources, RunContext
+from dpvae.methods.base import Method, Resources, forward
 from dpvae.methods.registry import register_method
 from dpvae.params import MethodParams, param
 
@@ -70,27 +68,21 @@ class PrivBayes(Method):
     released = ("network.npz",)  # the exponential mechanism's network and the Laplace conditionals
     RESOURCES = Resources(threads=1, mem_mb=3000, runtime=60)
 
-    def train(self, ctx: RunContext):
-        from dpvae.methods.marginals.train import train_privbayes
+    train = forward("dpvae.methods.marginals.train", "train_privbayes")
 
-        return train_privbayes(ctx)
-
-    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
-        from dpvae.methods.marginals.accounting import recompute_privbayes_ledger
-
-        return recompute_privbayes_ledger(params, spec, recorded)
+    recompute_ledger = forward("dpvae.methods.marginals.accounting", "recompute_privbayes_ledger")
 
     def planned_ledger(self, params: MethodParams, spec: dict, facts: Facts) -> Ledger:
-        """d attributes: every value of a record (a column or a pixel), then the label (`build_discretizer`)."""
+        """d attributes: every value of a record (a column or a pixel), then the label (`build_discretizer`); the
+        edges' note from the prepared data's recorded domain where it is already prepared."""
+        from dpvae.data.domain import of_run
         from dpvae.methods.marginals.accounting import privbayes_ledger
 
         d = math.prod(facts.record_shape) + 1
-        return privbayes_ledger(d, params.degree, spec["epsilon"], spec["delta"])[0]
+        public = "data_root" in spec and of_run(spec) is not None
+        return privbayes_ledger(d, params.degree, spec["epsilon"], spec["delta"], public)[0]
 
-    def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
-        from dpvae.methods.marginals.train import sample_privbayes
-
-        return sample_privbayes(ctx, n)
+    sample = forward("dpvae.methods.marginals.train", "sample_privbayes")
 
 
 @register_method
@@ -114,25 +106,18 @@ class Ryan(Method):
         # minutes before the first of 7,500 iterations; 520-1,310 CPU-s a run, peak RSS 5.6-9.1 GB
         return replace(self.RESOURCES, mem_mb=12000) if "mnist" in dataset else self.RESOURCES
 
-    def train(self, ctx: RunContext):
-        from dpvae.methods.marginals.train import train_ryan
+    train = forward("dpvae.methods.marginals.train", "train_ryan")
 
-        return train_ryan(ctx)
-
-    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
-        from dpvae.methods.marginals.accounting import recompute_ryan_ledger
-
-        return recompute_ryan_ledger(params, spec, recorded)
+    recompute_ledger = forward("dpvae.methods.marginals.accounting", "recompute_ryan_ledger")
 
     def planned_ledger(self, params: MethodParams, spec: dict, facts: Facts) -> Ledger:
-        """σ calibrated to the target alone: the data only says which marginals are measured."""
+        """σ calibrated to the target alone: the data only says which marginals are measured (and, without a
+        recorded domain, the bin edges)."""
+        from dpvae.data.domain import of_run
         from dpvae.methods.marginals.accounting import calibrate, ryan_ledger
 
-        return ryan_ledger(
-            calibrate(spec["epsilon"], spec["delta"]), spec["delta"], spec["epsilon"], params.public_fraction
-        )
+        sigma = calibrate(spec["epsilon"], spec["delta"])
+        public = "data_root" in spec and of_run(spec) is not None
+        return ryan_ledger(sigma, spec["delta"], spec["epsilon"], params.public_fraction, public)
 
-    def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
-        from dpvae.methods.marginals.train import sample_ryan
-
-        return sample_ryan(ctx, n)
+    sample = forward("dpvae.methods.marginals.train", "sample_ryan")

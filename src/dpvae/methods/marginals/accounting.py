@@ -18,8 +18,9 @@ PRIVBAYES_NOTES = (
     "generation never reads them. Strict: replace-one adjacency, under which a count histogram's "
     "L1-sensitivity is 2 (the conditionals then cost epsilon). "
 )
-#: Where the bin edges of continuous columns come from: a papers' dataset (the preparers min-max scaled it) or
-#: a declared dataset (its public domain, `dpvae.data.domain`).
+#: Where the bin edges of continuous columns come from: a prepared set without a recorded domain (a generated
+#: one, or one prepared before the papers' domains were declared) or one with it (the papers' datasets and
+#: declared datasets, `dpvae.data.domain`).
 PRIVBAYES_EDGES_OBSERVED = (
     "Bin edges of continuous columns use the training split's observed min/max, as DataSynthesizer does (the "
     "data are min-max scaled by the preparers)."
@@ -36,12 +37,18 @@ RYAN_NOTES = (
 )
 
 
-def not_dp_public_slice(public_fraction: float) -> str:
-    """Why a run of Ryan's method is not DP: the un-noised public slice of the private training split."""
+#: What the public slice decides when the data has no recorded domain (`build_discretizer`'s observed edges).
+SLICE_FIXES_EDGES = "the marginals and fixes the bin edges"
+
+
+def not_dp_public_slice(public_fraction: float, public_domain: bool = False) -> str:
+    """Why a run of Ryan's method is not DP: the un-noised public slice of the private training split (which also
+    fixes the bin edges where the data has no recorded domain)."""
+    decides = "the marginals" if public_domain else SLICE_FIXES_EDGES
     return (
         f"not DP: a random {public_fraction:g} of the private training split is the 'public' slice that selects "
-        "the marginals and fixes the bin edges without noise (P3GM's Ryan's needs a public sample; the papers' "
-        "datasets have none), so those records are released unprotected"
+        f"{decides} without noise (P3GM's Ryan's needs a public sample; the papers' datasets have none), so those "
+        "records are released unprotected"
     )
 
 
@@ -90,9 +97,11 @@ def calibrate(epsilon: float, delta: float) -> float:
     return solve_noise_multiplier(lambda sigma: ryan_accounting(sigma, delta).epsilon, epsilon)
 
 
-def ryan_ledger(sigma: float, delta: float, target: float | None, public_fraction: float) -> Ledger:
+def ryan_ledger(
+    sigma: float, delta: float, target: float | None, public_fraction: float, public_domain: bool = False
+) -> Ledger:
     """The two releases under add/remove-one (paper), marked not DP for the un-noised public slice."""
-    why = not_dp_public_slice(public_fraction)
+    why = not_dp_public_slice(public_fraction, public_domain)
     return Ledger(ryan_accounting(sigma, delta), None, target, f"{why}; {RYAN_NOTES}", not_dp=why)
 
 
@@ -106,4 +115,5 @@ def recompute_privbayes_ledger(params: Any, spec: dict, recorded: dict) -> Ledge
 def recompute_ryan_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
     """Ryan's ledger computed again from the run's target (σ recalibrated) and its public fraction."""
     sigma = calibrate(spec["epsilon"], spec["delta"])
-    return ryan_ledger(sigma, spec["delta"], spec["epsilon"], params.public_fraction)
+    public = SLICE_FIXES_EDGES not in (recorded.get("not_dp") or "")
+    return ryan_ledger(sigma, spec["delta"], spec["epsilon"], params.public_fraction, public)

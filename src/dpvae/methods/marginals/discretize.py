@@ -110,10 +110,10 @@ def build_discretizer(
 
     * images (records with more than one axis) and `meta["scaling"]` "pixel/255": `pixel_bins` bins on [0, 1];
     * a column the schema (`meta["columns"]`) calls categorical: its K label-encoded categories, which the
-      preparers min-max scaled to k/(K-1);
-    * any other column: `bins` equal-width bins on [0, 1] when the data has a public domain (`meta["domain"]`:
-      a declared dataset, its columns scaled into [0, 1] by it), else on the [min, max] of `range_data`
-      (default `x`): the observed range, as DataSynthesizer bins (Ryan's passes its public slice).
+      preparers encoded as k/(K-1);
+    * any other column: `bins` equal-width bins on [0, 1] when the data has a recorded domain (`meta["domain"]`:
+      the papers' datasets and declared ones, their columns encoded into [0, 1] by it), else on the [min, max] of
+      `range_data` (default `x`): the observed range, as DataSynthesizer bins (Ryan's passes its public slice).
     """
     record_shape = tuple(np.asarray(x).shape[1:])
     flat = np.asarray(x if range_data is None else range_data, dtype=np.float64).reshape(-1, int(np.prod(record_shape)))

@@ -1,4 +1,4 @@
-"""Ryan McKenna's NIST-2018 "Match3" method, generic (PAPERS.md §3.6; `rmckenna/match3.py` and
+"""Ryan McKenna's NIST-2018 "Match3" method, generic (docs/papers.md §3.6; `rmckenna/match3.py` and
 `select-queries.ipynb` of usnistgov/PrivacyEngCollabSpace), on today's private-pgm (`mbi` 2.x).
 
 1. *Selection on public data* (`select_marginals`, used without privacy): pairwise mutual information →

@@ -1,4 +1,4 @@
-"""PrivBayes as DataSynthesizer's correlated-attribute mode runs it, vectorised (PAPERS.md §3.6).
+"""PrivBayes as DataSynthesizer's correlated-attribute mode runs it, vectorised (docs/papers.md §3.6).
 
 DataSynthesizer (`DataDescriber.describe_dataset_in_correlated_attribute_mode(k, ε)`) does three things:
 

@@ -91,7 +91,7 @@ def train_ryan(ctx: RunContext) -> Ledger:
             }
         )
     )
-    return ryan_ledger(sigma, ctx.delta, ctx.epsilon, p.public_fraction)
+    return ryan_ledger(sigma, ctx.delta, ctx.epsilon, p.public_fraction, "domain" in data.meta)
 
 
 def sample_ryan(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:

@@ -1,4 +1,4 @@
-"""P3GM's family: the MLP-VAE methods of the P3GM comparison (Takagi et al.; PAPERS.md §3).
+"""P3GM's family: the MLP-VAE methods of the P3GM comparison (Takagi et al.; docs/papers.md §3).
 
 * `p3gm` — P3GM: DP-PCA → DP-EM mixture prior → DP-SGD decoding phase (also PGM and P3GM(AE) by parameters);
 * `dp-vae` — the same MLP VAE trained end to end with DP-SGD (the code's `--alg dp-vae`);
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 Optimizer = Literal["adam", "sgd"]
 #: "poisson": each record joins a step's batch independently with probability B/N (what the accountant
 #: assumes); "code": the P3GM reference loader — ⌊N/B⌋ fixed consecutive batches, one drawn uniformly
-#: with replacement per step, ⌊N/B⌋ − 1 steps per epoch (PAPERS.md A-G8).
+#: with replacement per step, ⌊N/B⌋ − 1 steps per epoch (docs/papers.md A-G8).
 Batching = Literal["poisson", "code"]
 
 
@@ -66,7 +66,7 @@ PCAMean = Literal["dp", "zero", "nonprivate"]
 
 @dataclass(frozen=True)
 class P3GMParams(MethodParams):
-    """P3GM (DP-PCA -> DP-EM -> DP-SGD decoder; PAPERS.md 3.1): the paper's and the reference code's switches."""
+    """P3GM (DP-PCA -> DP-EM -> DP-SGD decoder; docs/papers.md §3.1): the paper's and the reference code's switches."""
 
     hidden: int = param(1000, "width of the MLP's hidden layer", minimum=1)
     optimizer: Optimizer = param("adam", "optimizer of the decoding phase (code: Adam; paper: SGD)")

@@ -1,4 +1,4 @@
-"""P3GM's privacy accounting, once: the code's own way ("paper") and a sound way (PAPERS.md §3.1, §3.5, §5).
+"""P3GM's privacy accounting, once: the code's own way ("paper") and a sound way (docs/papers.md §3.1, §3.5, §5).
 
 P3GM releases a DP-PCA (XᵀX of centred, clipped rows), a DP-EM mixture and a DP-SGD decoder. The code
 centres the PCA with the data's *exact* mean, which then sits in the frozen encoder's bias, neither
@@ -391,7 +391,7 @@ class CompositionComparison(NamedTuple):
 def p3gm_composition_comparison(setting: P3GMSetting, conversion: Conversion = "classic") -> CompositionComparison:
     """Fig 9: RDP composition vs baseline (PCA by the classic Gaussian bound, EM by zCDP, SGD by the
     moments accountant, each at δ/3, ε summed) over Theorem 4's three mechanisms (the paper's, without
-    a centring mean: DP-PCA, DP-EM's T_e·(2K+1) Gaussians as one, DP-SGD). PAPERS.md's [computed] values use
+    a centring mean: DP-PCA, DP-EM's T_e·(2K+1) Gaussians as one, DP-SGD). docs/papers.md's [computed] values use
     the classic conversion for the RDP curve too."""
     em_releases = setting.em_iters * (2 * setting.n_components + 1)
     mechanisms = (

@@ -4,7 +4,7 @@ Records as P3GM's code feeds them to its MLPs: the flattened features followed b
 reference (`tkgsn/P3GM` `my_util.load_dataset`) one-hot encodes the label column and keeps every other column
 as a number in [0, 1] (Adult's categorical codes included), so d = #features + #classes (MNIST 794, Adult 16,
 credit 31). Generated vectors are decoded back: features unchanged (no clipping, as the code writes them),
-label = arg-max of the one-hot block (PAPERS.md §3.1; the code's evaluation reads Adult's label by arg-min,
+label = arg-max of the one-hot block (docs/papers.md §3.1; the code's evaluation reads Adult's label by arg-min,
 which the tabular metric's positive-class option handles). Model files:
 
     <model>/model.json        architecture, record layout, sampling prior (and DP-MoG), training summary

@@ -1,4 +1,4 @@
-"""P3GM (Takagi et al.; PAPERS.md §3.1): DP-PCA → DP-EM mixture prior → DP-SGD decoding phase.
+"""P3GM (Takagi et al.; docs/papers.md §3.1): DP-PCA → DP-EM mixture prior → DP-SGD decoding phase.
 
 Encoding phase: centre the record vectors (features + one-hot label) with a DP mean, a constant or — the
 reference code's way — the exact mean; DP-PCA to d' = min(pca_components, d) dims gives the *frozen*

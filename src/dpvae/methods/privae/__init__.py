@@ -1,5 +1,5 @@
 """PriVAE's family: the VAEs of Mathieu et al. (2019) trained non-privately (`vae-conv`: PriVAE's reference curves,
-Adam; PAPERS.md §1.4) or by term-wise DP-SGD (`privae`, Takahashi et al. 2020; PAPERS.md §1.1).
+Adam; docs/papers.md §1.4) or by term-wise DP-SGD (`privae`, Takahashi et al. 2020; docs/papers.md §1.1).
 
 The model follows the data: 32×32 images get the conv VAE with the sparse prior (`models/conv_vae.py`;
 BatchNorm as Mathieu where `norm: batch`), 2-d points the pinwheel MLP VAE with the mixture prior
@@ -10,7 +10,7 @@ PriVAE: each step Poisson-samples a batch (rate B/N), splits it into `groups` su
 labels, and releases g̃ = (Σ_i clip_C1 ∇φ(x_i) + N(0, (σ'C1)²))/B + (Σ_j clip_C2 ∇ψ(s_j) + N(0, (σ'C2)²))/b
 (`privacy.dpsgd.TermwiseDPSGD`), then takes a plain SGD step. σ' = κσ, σ being ordinary DP-SGD's
 multiplier for the target (ε, δ) at the same rate and step count; κ per the `kappa` option (the
-paper's closed form, √5, or the tight factor; README "Privacy accounting"). `engine: micro | batch` are
+paper's closed form, √5, or the tight factor; docs/privacy.md). `engine: micro | batch` are
 Table 1's aggregation baselines (clip C, noise σ on the paper's sensitivities B·C and C). Every run writes
 the paper's ledger and the sound one (`accounting.py`); training and sampling are in `train.py`.
 """
@@ -36,7 +36,7 @@ Optimizer = Literal["adam", "amsgrad", "sgd"]
 
 @dataclass(frozen=True)
 class VAEConvParams(MethodParams):
-    """Mathieu et al.'s conv VAE on 32x32 Fashion-MNIST, or their pinwheel MLP VAE (PAPERS.md 1.2)."""
+    """Mathieu et al.'s conv VAE on 32x32 Fashion-MNIST, or their pinwheel MLP VAE (docs/papers.md §1.2)."""
 
     epochs: float = param(10, "passes over the training set", minimum=0)
     batch_size: int = param(256, "records per (expected) batch B", minimum=1)

@@ -1,7 +1,7 @@
 """PriVAE's privacy accounting: Theorem 2's way ("paper") and the released gradient's way ("sound").
 
 Term-wise DP-SGD releases one vector per step, g̃ = (g_sample + N(0, (σ'C1)²))/B + (g_batch + N(0, (σ'C2)²))/b
-(PAPERS.md §1.1; B the expected batch size, b sub-groups formed by independent uniform labels). Adding
+(docs/papers.md §1.1; B the expected batch size, b sub-groups formed by independent uniform labels). Adding
 or removing a record moves g_sample by ≤ C1 (its own clipped term) and g_batch by ≤ 2·C2 (it joins or
 leaves one existing sub-group, whose clipped gradient can flip; no other record changes sub-group), and
 the two can move in the same direction, so
@@ -37,7 +37,7 @@ from dpvae.privacy.release import ReleasePart, combined_mechanism
 
 Kappa = Literal["paper", "sqrt5", "tight"]
 KAPPAS: tuple[str, ...] = get_args(Kappa)
-#: Orders of PAPERS.md's PriVAE σ(ε) table (integer orders 2–256, classic conversion).
+#: Orders of docs/papers.md §1.4's [computed] σ(ε) table (integer orders 2–256, classic conversion).
 PRIVAE_ORDERS = INTEGER_ORDERS
 #: Whitened l2-sensitivity of the two sums (g_sample/C1, g_batch/C2) as two separate releases.
 SQRT5 = math.sqrt(5)
@@ -187,7 +187,7 @@ def privae_noise(
 #   under the paper's calibration (`kappa: paper`, headline paper), and that times sound/paper
 #   sensitivity (2) under a sound one (`sqrt5`/`tight`, headline sound: the sound ledger spends the target).
 # Every accounting uses the classic RDP conversion over PriVAE's integer orders (TF-Privacy's accountant,
-# PAPERS.md §1.4).
+# docs/papers.md §1.4).
 
 CONVERSION = "classic"
 AGGREGATION_NOTES = (
@@ -219,7 +219,7 @@ def check_consistent(params) -> None:
     if params.norm == "batch":
         raise ConfigError(
             "privae: norm 'batch' mixes examples inside a batch (no per-example sensitivity); "
-            "use norm: group or none (PAPERS.md A-P1)"
+            "use norm: group or none (docs/papers.md A-P1)"
         )
 
 

@@ -1,4 +1,4 @@
-"""Training and sampling of PriVAE's VAEs (methods `vae-conv` and `privae`; PAPERS.md §1.1, §1.4-1.5).
+"""Training and sampling of PriVAE's VAEs (methods `vae-conv` and `privae`; docs/papers.md §1.1, §1.4-1.5).
 
 Non-private: Adam (or SGD) on mean_i φ(x_i) + mean_j ψ(s_j) over shuffled fixed-size batches, one
 permutation per epoch. Private: Poisson batches of rate q = B/N for T = ⌈epochs·N/B⌉ steps, one engine

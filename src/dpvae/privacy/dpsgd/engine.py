@@ -23,7 +23,7 @@ depend only on the batch size (known on the host), units are flagged per-example
 checks of values run on the device (`units.require`), and sub-group norms take fixed shapes (`layers.py`).
 
 A unit's loss may depend only on the examples of that unit (no BatchNorm in training mode; checked).
-Parameters outside `private_params` ("public", e.g. DP²-VAE's encoder, PAPERS.md §4.1/A-D2) would get
+Parameters outside `private_params` ("public", e.g. DP²-VAE's encoder, docs/papers.md §4.1/A-D2) would get
 the same aggregate without noise, unclipped or clipped per unit at `public_max_grad_norm`: a
 non-private update from private data, after which every later per-example gradient depends on records
 it was not computed from. The engines refuse trainable public parameters unless the caller declares
@@ -98,7 +98,7 @@ class Kept:
 
 @dataclass(frozen=True)
 class NoiseProfile:
-    """Sensitivity of the pre-noise sum and noise on the final gradient (PriVAE Table 1, PAPERS.md §1.3).
+    """Sensitivity of the pre-noise sum and noise on the final gradient (PriVAE Table 1, docs/papers.md §1.3).
 
     `sensitivity` is the paper's l2-sensitivity; `sound_sensitivity` the add/remove-one bound that
     holds for every realised Poisson batch (they differ where a removed record modifies clipped units
@@ -597,7 +597,7 @@ class DPSGD(_PerExampleEngine):
 
 
 class TermwiseDPSGD(_Engine):
-    """PriVAE's term-wise DP-SGD (Algorithm 1, PAPERS.md §1.1).
+    """PriVAE's term-wise DP-SGD (Algorithm 1, docs/papers.md §1.1).
 
     g̃ = (Σ_i clip_C1(∇φ(x_i)) + N(0, (σ'C1)²))/B + (Σ_j clip_C2(∇ψ(s_j)) + N(0, (σ'C2)²))/b with B the
     expected batch size, b sub-groups s_j (`random_groups`: independent labels) and σ' the given noise multiplier

@@ -95,13 +95,13 @@ def reject_batch_mixing(model: nn.Module, private_layers: list[nn.Module]) -> No
 
     A private layer must pass opacus' `ModuleValidator` (no BatchNorm etc.); a BatchNorm anywhere in
     training mode mixes the examples of a batch, so one record would move every example's gradient
-    (PAPERS.md A-P1, A-D3). Use GroupNorm, or keep a public BatchNorm in eval mode.
+    (docs/papers.md A-P1, A-D3). Use GroupNorm, or keep a public BatchNorm in eval mode.
     """
     errors = [str(e) for layer in private_layers for e in ModuleValidator.validate(layer, strict=False)]
     if mixing := _training_batchnorms(model):
         errors.append(
             f"BatchNorm in training mode mixes examples across the batch: {mixing}; use GroupNorm "
-            "(PAPERS.md A-P1) or put a public BatchNorm in eval mode"
+            "(docs/papers.md A-P1) or put a public BatchNorm in eval mode"
         )
     if errors:
         raise ValueError("model is not compatible with per-example clipping: " + "; ".join(errors))

@@ -9,7 +9,7 @@ from torch import Tensor
 def poisson_sample(num_records: int, sample_rate: float, generator: torch.Generator | None = None) -> Tensor:
     """Indices of a Poisson subsample: each record is included independently with probability `sample_rate`.
 
-    This is the sampling the subsampled-Gaussian accountant assumes (PAPERS.md A-P6); the batch size is
+    This is the sampling the subsampled-Gaussian accountant assumes (docs/papers.md A-P6); the batch size is
     random with mean `sample_rate * num_records` and may be 0.
     """
     if num_records < 0:
@@ -31,7 +31,7 @@ def random_groups(
     on `device` (that of `generator`, if given; default the CPU).
 
     Independent labels (sizes ~ multinomial, mean batch_size/num_groups) rather than a balanced partition
-    (PAPERS.md A-P5 reads Algorithm 1 as "a random partition into b equal groups"): adding or removing a
+    (docs/papers.md A-P5 reads Algorithm 1 as "a random partition into b equal groups"): adding or removing a
     record then changes no other record's sub-group, which is what bounds the batch-wise term's
     sensitivity (a balanced partition re-deals every group when the batch size changes by one).
     """
