@@ -16,7 +16,9 @@ queue script) at the recorded commit (`<sha>-dirty` read as `<sha>`), expanded b
 `dpvae.runs.run_spec` — and its ledger planned with this checkout's code (`dpvae.runs.planned_release`: the method's
 `planned_ledger` on the prepared dataset's facts, its domain cost composed in; no training). A configuration at a
 commit whose files no longer validate falls back to this checkout's config.yaml and overlay, and the `config`
-column says so. Datasets are prepared from the offline mirror ($DPVAE_DATA_MIRROR) or generated; one that is neither
+column says so. A papers' table recorded before the public domains (Adult, Credit, ESR at a commit whose registry has
+no `REFERENCE_CODE_IDS`) was prepared by P3GM's reference code's rule and is planned on its `-refcode` dataset, as it
+trained. Datasets are prepared from the offline mirror ($DPVAE_DATA_MIRROR) or generated; one that is neither
 (a real dataset not reachable here) is planned on the registry's documented facts (`facts` column). Writes one CSV
 row per distinct spec (sorted), prints a one-screen summary, and exits 1 if a recomputed paper ε exceeds the
 recorded target or a configuration could not be recomputed.
@@ -270,6 +272,23 @@ class Facts:
         return spec.facts, "registry (not reachable here)"
 
 
+_PUBLIC_DOMAINS: dict[str, bool] = {}
+
+
+def as_prepared(spec: dict, repo: Path, commit: str) -> dict:
+    """`spec` on the data its run trained on: a papers' table (Adult, Credit, ESR) recorded at a commit from
+    before their public domains was prepared by P3GM's reference code's rule, which is now the `-refcode` dataset
+    (its ledger marked not DP); any other spec as it is."""
+    from dpvae.data.registry import REFERENCE_CODE_IDS, REFERENCE_SUFFIX
+
+    if spec["dataset"] not in REFERENCE_CODE_IDS:
+        return spec
+    if commit not in _PUBLIC_DOMAINS:
+        registry = git_show(repo, commit, "src/dpvae/data/registry.py") or ""
+        _PUBLIC_DOMAINS[commit] = "REFERENCE_CODE_IDS" in registry
+    return spec if _PUBLIC_DOMAINS[commit] else {**spec, "dataset": spec["dataset"] + REFERENCE_SUFFIX}
+
+
 def spec_key(spec: dict) -> str:
     """sha256 (12 hex) of what a spec computes: without the keys that name one run."""
     kept = {k: v for k, v in spec.items() if k not in RUN_KEYS}
@@ -313,10 +332,10 @@ def recompute_recorded(reproductions: Path, repo: Path, facts: Facts) -> tuple[l
         else:
             if not is_private(config, run.variant):
                 continue
-            spec = run_spec(config, run)
-            key = (paper, run.dataset, run.variant, recorded.epsilon, spec_key(spec), "")
+            spec = as_prepared(run_spec(config, run), repo, recorded.commit)
+            key = (paper, spec["dataset"], run.variant, recorded.epsilon, spec_key(spec), "")
             base["variant"] = run.variant  # with a study's sweep point
-            group = groups.setdefault(key, {**base, "spec": spec, "dataset_id": run.dataset})
+            group = groups.setdefault(key, {**base, "spec": spec, "dataset_id": spec["dataset"]})
         group.setdefault("items", set()).add(recorded.item)
         group.setdefault("commits", set()).add(recorded.commit[:7])
         group.setdefault("sources", set()).add(source)
