@@ -78,8 +78,8 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument(
         "--calibrate-sound", action="store_true",
-        help="calibrate the noise so that the sound epsilon meets the target (methods whose ledger follows from the "
-        "data's size and shape)",
+        help="calibrate the noise so that the sound epsilon meets the target (every private method plans its "
+        "ledger from the data's size and shape)",
     )  # fmt: skip
     p.add_argument("--n", type=int, default=None, help="records to draw (default 1000, whatever the data's size)")
     p.add_argument("--seed", type=int, default=0)

@@ -60,7 +60,9 @@ def _reference_errors(config: dict) -> Iterator[str]:
         yield from _variant_param_errors(config, name, variant, METHODS.get(variant["method"]))
         if variant.get("audit") and not _is_private(config, name):
             yield f"config key 'variants.{name}.audit': only a private variant can be audited"
-        if variant.get("calibrate") == "sound" and not METHODS.get(variant["method"]).plans_its_ledger:
+        if variant.get("calibrate") == "sound" and not _is_private(config, name):
+            yield f"config key 'variants.{name}.calibrate': variant '{name}' is not private; it has no noise to tune"
+        elif variant.get("calibrate") == "sound" and not METHODS.get(variant["method"]).plans_its_ledger:
             yield (
                 f"config key 'variants.{name}.calibrate': method '{variant['method']}''s ledger is known only after "
                 "training, so its noise cannot be calibrated to the sound bound"

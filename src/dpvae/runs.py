@@ -199,6 +199,21 @@ def recomputed_ledger(run: str | Path) -> tuple[str, str]:
     return written, json_text(released_ledger(ledger, fitted, spec).to_dict())
 
 
+def planned_release(spec: dict, facts: Any = None) -> Any:
+    """The ledger a private run of `spec` writes (its privacy.json, as a `Ledger`), computed before training: the
+    method's `planned_ledger` on the prepared data's facts (`prepared_facts`, or the `facts` given), with its
+    dataset's domain cost composed in as the train stage does (`domain_budget`, `released_ledger`); None where the
+    method cannot plan it (an LVAE Lipschitz variant has no ledger)."""
+    from dpvae.methods.registry import get_method  # here: aggregation imports this module without the methods
+
+    method = get_method(spec["method"])
+    params = method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params", name=method.name)
+    budgeted, fitted = domain_budget(spec)
+    facts = facts if facts is not None else prepared_facts(spec, getattr(params, "max_train", None))
+    planned = method.planned_ledger(params, budgeted, facts)
+    return None if planned is None else released_ledger(planned, fitted, spec)
+
+
 def domain_budget(spec: dict) -> tuple[dict, Any]:
     """(the spec its method trains under, the run's dataset domain or None). A private run's method spends its
     target ε less a declared dataset's domain estimate (`dpvae.data.domain`); a run calibrated to the sound
@@ -274,25 +289,46 @@ def sound_calibrated_epsilon(planned: Any, spec: dict, fitted: Any) -> float | N
     at target ε'), as released on `fitted`, has a sound ε within the spec's target; None if none in
     [target * 1e-6, target] does (no sound accounting, or a method that cannot calibrate that low).
 
-    A log grid from the target down finds the first ε' that meets it, bisection then refines it against the
-    grid point above (a target the method's own calibration cannot reach counts as not meeting it)."""
+    A log grid from the target down finds the first ε' that meets it; Brent's method then finds where the sound ε
+    crosses the target between it and the grid point above (it is continuous and increasing in ε'), and the
+    point returned is one that meets it (bisection where Brent's cannot run). A target the method's own
+    calibration cannot reach counts as not meeting it."""
+    from scipy import optimize
 
-    def meets(eps: float) -> bool:
-        try:
-            released = released_ledger(planned(eps), fitted, {**spec, "calibrate": "sound"})
-        except ValueError:  # e.g. a noise multiplier out of the calibration's range
-            return False
-        return released.sound is not None and released.sound.epsilon <= target
+    from dpvae.errors import ConfigError, PrivacyBudgetExceeded
+
+    excesses: dict[float, float] = {}
+
+    def excess(eps: float) -> float:
+        """The release's sound ε at ε' less the target (inf: ε' cannot be planned, or there is no sound ε)."""
+        if eps not in excesses:
+            try:
+                released = released_ledger(planned(eps), fitted, {**spec, "calibrate": "sound"})
+            except ConfigError:  # the parameters themselves: refused, naming the key, whatever ε'
+                raise
+            except (ValueError, PrivacyBudgetExceeded):  # e.g. a noise multiplier out of the calibration's range,
+                released = None  # or mechanisms before DP-SGD (P3GM's encoding) that alone exceed ε'
+            sound = None if released is None or released.sound is None else released.sound.epsilon
+            excesses[eps] = math.inf if sound is None else sound - target
+        return excesses[eps]
 
     target = float(spec["epsilon"])
-    grid = target * np.logspace(0, -6, 61)
-    hits = [i for i, eps in enumerate(grid) if meets(eps)]
-    if not hits:
+    grid = [float(eps) for eps in target * np.logspace(0, -6, 61)]
+    first = next((i for i, eps in enumerate(grid) if excess(eps) <= 0), None)  # the points below are not evaluated
+    if first is None:
         return None
-    if hits[0] == 0:
+    if first == 0:
         return target
-    low, high = grid[hits[0]], grid[hits[0] - 1]
+    low, high = grid[first], grid[first - 1]
+    if math.isfinite(excess(high)) and excess(low) < 0:
+        try:
+            root = optimize.brentq(excess, low, high, xtol=1e-7 * low)
+        except (ValueError, RuntimeError):  # e.g. an infinite excess inside the bracket: bisect
+            root = None
+        for candidate in () if root is None else (root, root * (1 - 1e-6)):
+            if low <= candidate and excess(candidate) <= 0:
+                return float(candidate)
     while high - low > 1e-6 * low:
         middle = math.sqrt(low * high)
-        low, high = (middle, high) if meets(middle) else (low, middle)
+        low, high = (middle, high) if excess(middle) <= 0 else (low, middle)
     return float(low)

@@ -3,9 +3,9 @@
 For each implemented method, at tiny scale on a dataset of one of its smoke-config experiments: it trains through
 the train stage (after its shared first stage, if it has one, as the workflow does); a private run's ledger states
 an epsilon no larger than its target, Google's dp-accounting re-derives every accounting in it, and the method's
-`recompute_ledger` computes it again from the run's spec, bit for bit, and its `planned_ledger` (where it has one)
-computes it before training from the data's facts alone; samples have the prepared data's per-record
-shape, float32 inputs and int64 labels in the data's label range; the same run sampled twice gives identical
+`recompute_ledger` computes it again from the run's spec, bit for bit, and its `planned_ledger` computes it before
+training from the prepared data's facts alone (`runs.prepared_facts`), bit for bit; samples have the prepared data's
+per-record shape, float32 inputs and int64 labels in the data's label range; the same run sampled twice gives identical
 samples. A new method gets these checks by registering. Every check runs on every device there is: the CPU, and CUDA
 where a GPU is visible (`gpu` marker; skipped with the reason elsewhere); a method with two model families (PriVAE's
 conv VAE for images, its MLP VAE for the 2-d pinwheel) runs once per family.
@@ -20,17 +20,28 @@ import numpy as np
 import pytest
 
 from dpvae import stages
-from dpvae.data.declared import Facts
 from dpvae.data.registry import get_dataset
 from dpvae.files import json_text
 from dpvae.methods.registry import METHODS
-from dpvae.runs import Run, experiment_runs, recomputed_ledger, run_spec, stage1_of
+from dpvae.runs import (
+    Run,
+    experiment_runs,
+    planned_release,
+    prepared_facts,
+    recomputed_ledger,
+    run_spec,
+    stage1_of,
+)
 from support.dp_accounting_check import rederive
 
 TINY_TRAIN = 256
 IMPLEMENTED = list(METHODS.values())
-# (method, dataset or None for its first offline run): the second model family of a method gets a case
-CASES = [(m, None) for m in IMPLEMENTED] + [(METHODS["privae"], "pinwheel")]
+# (method, dataset or None for its first offline run, variant or None for any): the second model family of a method
+# gets a case, and so does the private variant of a method whose first run is not private
+CASES = [(m, None, None) for m in IMPLEMENTED] + [
+    (METHODS["privae"], "pinwheel", None),
+    (METHODS["p3gm"], None, "p3gm"),  # the first p3gm run is PGM's (not private)
+]
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 
 
@@ -41,8 +52,11 @@ def _offline(dataset: str, mirror: Path | None) -> bool:
     return mirror is not None and all((mirror / spec.source / f.filename).is_file() for f in spec.files)
 
 
-def contract_run(config: dict, method: str, mirror: Path | None, dataset: str | None = None) -> Run:
-    """The first run of the smoke configuration that uses `method` on data available offline (on `dataset`)."""
+def contract_run(
+    config: dict, method: str, mirror: Path | None, dataset: str | None = None, variant: str | None = None
+) -> Run:
+    """The first run of the smoke configuration that uses `method` on data available offline (on `dataset`, of
+    `variant`)."""
     for name, exp in config["experiments"].items():
         if "analysis" in exp:
             continue
@@ -50,9 +64,11 @@ def contract_run(config: dict, method: str, mirror: Path | None, dataset: str | 
             base = run.base_variant
             if config["variants"][base]["method"] != method or dataset not in (None, run.dataset):
                 continue
+            if variant not in (None, run.variant):
+                continue
             if _offline(run.dataset, mirror):
                 return run
-    pytest.skip(f"no smoke-config experiment runs method '{method}' on offline data {dataset or ''}")
+    pytest.skip(f"no smoke-config experiment runs method '{method}' {variant or ''} on offline data {dataset or ''}")
 
 
 @pytest.fixture(params=DEVICES)
@@ -62,8 +78,8 @@ def device(request) -> str:
 
 @pytest.fixture()
 def trained(request, device, smoke_config, prepared_from_mirror, mirror, tmp_path, monkeypatch):
-    method, dataset = request.param
-    run = contract_run(smoke_config, method.name, mirror, dataset)
+    method, dataset, variant = request.param
+    run = contract_run(smoke_config, method.name, mirror, dataset, variant)
     data = prepared_from_mirror(run.dataset)
     monkeypatch.chdir(tmp_path)
     spec = run_spec(smoke_config, run)
@@ -84,7 +100,10 @@ def _tolerance(accounting: dict) -> float:
     return 1e-3 if accounting.get("accountant") == "rdp-order-search" else 1e-4
 
 
-@pytest.mark.parametrize("trained", CASES, ids=[m.name + (f"-{d}" if d else "") for m, d in CASES], indirect=True)
+CASE_IDS = [m.name + (f"-{d}" if d else "") + (f"-{v}" if v else "") for m, d, v in CASES]
+
+
+@pytest.mark.parametrize("trained", CASES, ids=CASE_IDS, indirect=True)
 def test_method_meets_the_contract(trained):
     method, spec = trained
     run = Path(spec["run"])
@@ -101,10 +120,11 @@ def test_method_meets_the_contract(trained):
         written, again = recomputed_ledger(run)
         assert again == written, "the ledger computed again from the run's spec differs from the written one"
         ctx = stages.run_context(spec)
-        train = ctx.data.train
-        facts = Facts(tuple(train.x.shape[1:]), len(train.y), len(ctx.data.test.y), int(train.y.max()) + 1)
-        if (planned := method.planned_ledger(ctx.params, spec, facts)) is not None:
-            assert json_text(planned.to_dict()) == written, "the ledger planned before training differs"
+        facts = prepared_facts(spec, ctx.params.max_train)  # what calibration, `synth` and the recompute plan from
+        assert facts.n_train == len(ctx.data.train.y) and facts.record_shape == ctx.data.train.x.shape[1:]
+        planned = planned_release(spec)
+        assert planned is not None, f"method '{method.name}' does not plan its ledger before training"
+        assert json_text(planned.to_dict()) == written, "the ledger planned before training differs"
     else:
         assert ledger["private"] is False and ledger["epsilon"] is None
 

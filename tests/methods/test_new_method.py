@@ -1,7 +1,7 @@
 """Adding a method touches its own package and the configuration, nothing else (docs/developing.md, "Adding a method").
 
 In a copy of the repository: a toy private method family (`methods/toy/__init__.py`: parameters, the registered
-method, its ledger and `recompute_ledger`) and one variant and experiment in config.yaml. The copy's
+method, its ledger, `recompute_ledger` and `planned_ledger`) and one variant and experiment in config.yaml. The copy's
 configuration validates, the import contracts hold (the new family is covered by the independence contract
 without naming it) and the method meets the contract test every method meets (it trains in a second).
 """
@@ -74,6 +74,10 @@ class ToyMean(Method):
     def recompute_ledger(self, params: ToyParams, spec: dict, recorded: dict) -> Ledger:
         (release,) = recorded_mechanisms(recorded)
         n = round(2 * params.clip / release.sensitivity)
+        return ledger(noise(params, spec["epsilon"], spec["delta"], n), n, params.clip, spec["delta"], spec["epsilon"])
+
+    def planned_ledger(self, params: ToyParams, spec: dict, facts) -> Ledger:
+        n = facts.n_train
         return ledger(noise(params, spec["epsilon"], spec["delta"], n), n, params.clip, spec["delta"], spec["epsilon"])
 
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:

@@ -11,9 +11,11 @@ import torch
 
 from dpvae import stages
 from dpvae.errors import ConfigError
+from dpvae.files import json_text
 from dpvae.methods import checkpoint as checkpoint_module
-from dpvae.methods.privae import PriVAEParams, accounting
+from dpvae.methods.privae import PriVAE, PriVAEParams, accounting
 from dpvae.privacy.accounting import abadi_kappa
+from dpvae.runs import prepared_facts
 
 PINWHEEL = {
     "engine": "termwise",
@@ -105,6 +107,8 @@ def test_termwise_noise_is_kappa_times_ordinary_sigma() -> None:
 
 @pytest.mark.parametrize("engine", ["micro", "batch"])
 def test_aggregation_baselines_under_the_sound_calibration_spend_the_target_soundly(tmp_path, pinwheel, engine):
+    """Micro/batch aggregation under a sound κ spend the target by the sound ledger, and that ledger is the one
+    planned before training (the contract checks the term-wise engine the same way)."""
     params = {**PINWHEEL, "engine": engine, "clip": 0.0002, "kappa": "tight", "epochs": 1}
     spec = _spec(tmp_path, pinwheel, params, f"{engine}-sound")
     stages.train(spec)
@@ -112,6 +116,8 @@ def test_aggregation_baselines_under_the_sound_calibration_spend_the_target_soun
     sound = ledger["sound"]
     assert sound["epsilon"] == pytest.approx(10.0, rel=1e-4) and sound["epsilon"] <= 10.0 * (1 + 1e-9)
     assert ledger["paper"]["epsilon"] < 0.5 * sound["epsilon"]  # doubled noise on the paper's terms
+    planned = PriVAE().planned_ledger(PriVAEParams(**params), spec, prepared_facts(spec))  # as the contract's
+    assert json_text(planned.to_dict()) == (Path(spec["run"]) / "privacy.json").read_text()
 
 
 @pytest.mark.parametrize(

@@ -135,8 +135,8 @@ def test_defaults_are_filled_in():
             "config key 'experiments.p3gm_table3.paper_setting': only a paper's experiment with runs",
         ),
         (
-            lambda c: c["variants"]["p3gm"].update(calibrate="sound"),
-            "config key 'variants.p3gm.calibrate': method 'p3gm''s ledger is known only after training",
+            lambda c: c["variants"]["pgm"].update(calibrate="sound"),
+            "config key 'variants.pgm.calibrate': variant 'pgm' is not private; it has no noise to tune",
         ),
     ],
 )
@@ -174,3 +174,24 @@ def test_epsilon_keys_are_normalised():
 def test_missing_config_file_is_named(tmp_path):
     with pytest.raises(ConfigError, match="nope.yaml"):
         load_config([tmp_path / "nope.yaml"])
+
+
+def test_every_private_variant_may_be_calibrated_to_the_sound_bound(monkeypatch):
+    """Every private method plans its ledger, so `calibrate: sound` is accepted on every private variant; a method
+    without a planned ledger is refused, naming the key."""
+    from dpvae.methods.base import Method
+    from dpvae.methods.p3gm import P3GM
+    from dpvae.methods.registry import METHODS
+
+    config = _raw()
+    private = [
+        name
+        for name, variant in config["variants"].items()
+        if variant.get("private", METHODS.get(variant["method"]).private)
+    ]
+    assert {"p3gm", "dp-vae", "dp-gm", "privae-mmd"} <= set(private)
+    for name in private:
+        config["variants"][name]["calibrate"] = "sound"
+    validate_config(config)
+    monkeypatch.setattr(P3GM, "planned_ledger", Method.planned_ledger)
+    assert "config key 'variants.p3gm.calibrate': method 'p3gm''s ledger is known only after training" in _error(config)

@@ -225,6 +225,12 @@ class DPVAE(MLPVAEMethod):
 
         return recompute_dp_vae_ledger(params, spec, recorded)
 
+    def planned_ledger(self, params: DPVAEParams, spec: dict, facts: Facts) -> Ledger:
+        """DP-SGD alone: q = B/N and the steps of its `fit.Schedule` (Poisson or the code's batches)."""
+        from dpvae.methods.p3gm.accounting import planned_dp_vae_ledger
+
+        return planned_dp_vae_ledger(params, spec, facts.n_train)
+
 
 @register_method
 class P3GM(MLPVAEMethod):
@@ -263,6 +269,13 @@ class P3GM(MLPVAEMethod):
 
         return recompute_p3gm_ledger(params, spec, recorded)
 
+    def planned_ledger(self, params: P3GMParams, spec: dict, facts: Facts) -> Ledger:
+        """The encoding records on rows of d = features + label classes (the one-hot label), then DP-SGD."""
+        from dpvae.methods.p3gm.accounting import planned_p3gm_ledger
+        from dpvae.methods.p3gm.store import vector_dimension
+
+        return planned_p3gm_ledger(params, spec, facts.n_train, vector_dimension(facts.record_shape, facts.classes))
+
 
 @register_method
 class DPGM(Method):
@@ -299,6 +312,12 @@ class DPGM(Method):
         from dpvae.methods.p3gm.accounting import recompute_dp_gm_ledger
 
         return recompute_dp_gm_ledger(params, spec, recorded)
+
+    def planned_ledger(self, params: DPGMParams, spec: dict, facts: Facts) -> Ledger:
+        """DP kernel k-means and one DP-SGD run per cluster at q = B·k/N (`accounting.dpgm_schedule`)."""
+        from dpvae.methods.p3gm.accounting import planned_dp_gm_ledger
+
+        return planned_dp_gm_ledger(params, spec, facts.n_train)
 
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
         from dpvae.methods.p3gm.train import sample_dp_gm

@@ -24,9 +24,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, NamedTuple, get_args
 
-from dpvae.errors import PrivacyBudgetExceeded
+from dpvae.errors import ConfigError, PrivacyBudgetExceeded
 from dpvae.privacy.accounting import Conversion, solve_noise_multiplier
 from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, recorded_mechanisms, replace_one_record
+from dpvae.privacy.mechanisms.em import dp_em_records
+from dpvae.privacy.mechanisms.pca import MEAN_RECORD, PCA_RECORD, dp_pca_records, kept_components
 
 Centring = Literal["dp", "zero", "nonprivate"]
 CENTRINGS: tuple[str, ...] = get_args(Centring)
@@ -57,8 +59,9 @@ DPGM_NOTES = (
     "Strict: replace-one (clustering sensitivities sqrt(2)/2; DP-SGD by the weak triangle inequality, which "
     "also covers a record moving between clusters)."
 )
-#: names of the records a run's mechanisms return (`dp_pca`, `dp_em_diagonal_gmm`, the DP-SGD engine)
-MEAN_RECORD, PCA_RECORD, SGD_RECORD = "dp_pca.mean", "dp_pca", "dpsgd"
+#: names of the records a run's mechanisms return (`dp_pca`'s MEAN_RECORD and PCA_RECORD, `dp_em_diagonal_gmm`,
+#: the DP-SGD engine)
+SGD_RECORD = "dpsgd"
 EM_WEIGHTS, EM_MEANS, EM_VARIANCES = "dp_em.weights", "dp_em.means", "dp_em.variances"
 
 
@@ -145,6 +148,93 @@ def sgd_sigma(
     return sigma, notes
 
 
+# ------------------------------------------------------------- a run's plan: what training and planning share
+
+
+def check_private(params: Any, variant: str, sgd_steps: int) -> None:
+    """A private run needs noise in every mechanism it runs (σ = 0 means no privacy at all)."""
+    key = f"variants.{variant}.params"
+    zero = [k for k in ("sigma_pca", "sigma_em") if getattr(params, k) == 0]
+    zero += ["sigma_mean"] if params.pca_mean == "dp" and params.sigma_mean == 0 else []
+    zero += ["sigma_sgd"] if sgd_steps and params.sigma_sgd == 0 else []
+    if zero:
+        raise ConfigError(
+            f"config key '{key}.{zero[0]}': 0 gives no privacy; a private P3GM run needs noise "
+            "in every mechanism (set 'private: false' for PGM)"
+        )
+    if sgd_steps and params.clip is None:
+        raise ConfigError(f"config key '{key}.clip': a private P3GM run needs a clipping norm")
+
+
+def centring(params: Any, dimension: int) -> dict[str, Any]:
+    """`dp_pca`'s centring arguments for rows of `dimension` d: a DP mean (rows clipped to mean_radius·√d,
+    released and recorded by `dp_pca`), 0, or "nonprivate" (the exact mean, as the reference code; not DP)."""
+    if params.pca_mean == "zero":
+        return {"mean": 0.0}
+    if params.pca_mean == "nonprivate":
+        return {"mean": "nonprivate"}
+    clip = params.mean_radius * math.sqrt(dimension)
+    return {"mean": "dp", "mean_noise_multiplier": params.sigma_mean, "mean_clip": clip}
+
+
+def encoding_records(params: Any, dimension: int) -> tuple[Mechanism, ...]:
+    """The records a run's encoding phase returns on rows of `dimension` d (features + one-hot label), known before
+    it runs: `dp_pca`'s (`centring`) and DP-EM's on the d' = min(pca_components, d) PCA features."""
+    kept = kept_components(params.pca_components, dimension)
+    em = dp_em_records(
+        params.em_components, params.em_iters, params.sigma_em, kept, account_initial_step=params.account_em_init
+    )
+    return (*dp_pca_records(params.sigma_pca, **centring(params, dimension)), *em)
+
+
+def sgd_record(sigma: float, schedule: Any, clip: float, steps: int | None = None) -> Mechanism:
+    """The DP-SGD record of `steps` (default: all of the `schedule`'s, `fit.Schedule`) steps at multiplier σ."""
+    return Mechanism(
+        SGD_RECORD, float(sigma), schedule.sample_rate, schedule.steps if steps is None else steps, float(clip)
+    )
+
+
+def run_sgd_sigma(
+    params: Any, encoding: Sequence[Mechanism], schedule: Any, delta: float, target: float
+) -> tuple[float, str]:
+    """A private P3GM run's σ_s and ledger note (`sgd_sigma` over its encoding records and its schedule's DP-SGD)."""
+    if schedule.steps == 0:
+        return 0.0 if params.sigma_sgd == "auto" else float(params.sigma_sgd), NOTES
+    return sgd_sigma(params.sigma_sgd, encoding, lambda s: sgd_record(s, schedule, params.clip), delta, target, NOTES)
+
+
+def planned_p3gm_ledger(params: Any, spec: dict, n: int, dimension: int) -> Ledger:
+    """The ledger a private P3GM run on `n` rows of `dimension` d writes, before it trains: the encoding records,
+    σ_s calibrated on them and the schedule's steps, as `train.train_p3gm` does."""
+    from dpvae.methods.p3gm.fit import Schedule
+
+    schedule = Schedule(params.batching, n, params.batch_size, params.epochs)
+    check_private(params, spec["variant"], schedule.steps)
+    encoding = encoding_records(params, dimension)
+    sigma, notes = run_sgd_sigma(params, encoding, schedule, spec["delta"], spec["epsilon"])
+    sgd = (sgd_record(sigma, schedule, params.clip),) if schedule.steps else ()
+    return run_ledger(params, (*encoding, *sgd), spec["delta"], spec["epsilon"], notes)
+
+
+def dp_vae_sigma(params: Any, schedule: Any, delta: float, target: float) -> tuple[float, str]:
+    """A private DP-VAE run's σ and ledger note: its DP-SGD alone calibrated (`sgd_sigma`) to the target."""
+    return sgd_sigma(params.sigma_sgd, (), lambda s: sgd_record(s, schedule, params.clip), delta, target, DPVAE_NOTES)
+
+
+def dp_vae_ledger(params: Any, run: Mechanism, delta: float, target: float | None, notes: str) -> Ledger:
+    """A DP-VAE run's ledger of its DP-SGD record `run` (the fixed-partition bound with the code's batches)."""
+    return p3gm_ledger([run], delta, target=target, notes=notes, fixed_batches=params.batching == "code")
+
+
+def planned_dp_vae_ledger(params: Any, spec: dict, n: int) -> Ledger:
+    """The ledger a private DP-VAE run on `n` rows writes, before it trains (as `train.train_dp_vae`)."""
+    from dpvae.methods.p3gm.fit import Schedule
+
+    schedule = Schedule(params.batching, n, params.batch_size, params.epochs)
+    sigma, notes = dp_vae_sigma(params, schedule, spec["delta"], spec["epsilon"])
+    return dp_vae_ledger(params, sgd_record(sigma, schedule, params.clip), spec["delta"], spec["epsilon"], notes)
+
+
 def run_ledger(params: Any, records: Sequence[Mechanism], delta: float, target: float | None, notes: str) -> Ledger:
     """A P3GM (PGM, P3GM(AE)) run's ledger from its records: not DP with the exact centring mean, DP-SGD by the
     fixed-partition bound with the code's batches."""
@@ -180,18 +270,8 @@ def recompute_p3gm_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
 def recompute_dp_vae_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
     """A DP-VAE run's ledger computed again from its parameters and the rate and steps it records."""
     (run,) = recorded_mechanisms(recorded)
-
-    def sgd(sigma: float) -> Mechanism:
-        return Mechanism(SGD_RECORD, sigma, run.sample_rate, run.steps, params.clip)
-
-    sigma, notes = sgd_sigma(params.sigma_sgd, (), sgd, spec["delta"], spec["epsilon"], DPVAE_NOTES)
-    return p3gm_ledger(
-        [replace(run, noise_multiplier=sigma)],
-        spec["delta"],
-        target=spec["epsilon"],
-        notes=notes,
-        fixed_batches=params.batching == "code",
-    )
+    sigma, notes = dp_vae_sigma(params, run, spec["delta"], spec["epsilon"])  # the record has q and T as a schedule
+    return dp_vae_ledger(params, replace(run, noise_multiplier=sigma), spec["delta"], spec["epsilon"], notes)
 
 
 # ------------------------------------------------------------------------------- a run by its settings
@@ -358,6 +438,18 @@ def dpgm_mechanisms(
     )
 
 
+def dpgm_schedule(params: Any, n: int, variant: str) -> tuple[float, int]:
+    """(q, T) every cluster's DP-SGD run shares on `n` records: q = `cluster_rate`, T = ⌈epochs/q⌉ (Poisson
+    sampling only: the parallel composition needs it; refused otherwise, naming the variant's key)."""
+    if params.batching != "poisson":
+        raise ConfigError(
+            f"variants.{variant}.params.batching: dp-gm supports only 'poisson' "
+            f"(its parallel-composition accounting needs Poisson sampling), got {params.batching!r}"
+        )
+    rate = cluster_rate(params.batch_size, params.clusters, n)
+    return rate, math.ceil(params.epochs / rate - 1e-9)
+
+
 def dpgm_sigmas(params: Any, epsilon: float, delta: float, rate: float, steps: int) -> tuple[float, float]:
     """σ of the k-means (calibrated alone to its share of ε) and of the DP-SGD runs (the rest; as configured
     where that meets the target)."""
@@ -391,3 +483,10 @@ def recompute_dp_gm_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
     run = recorded_mechanisms(recorded)[-1]
     sigma_c, sigma = dpgm_sigmas(params, spec["epsilon"], spec["delta"], run.sample_rate, run.steps)
     return dpgm_ledger(params, sigma_c, sigma, run.sample_rate, run.steps, spec["delta"], spec["epsilon"])
+
+
+def planned_dp_gm_ledger(params: Any, spec: dict, n: int) -> Ledger:
+    """The ledger a DP-GM run on `n` records writes, before it trains (as `train.train_dp_gm`)."""
+    rate, steps = dpgm_schedule(params, n, spec["variant"])
+    sigma_c, sigma = dpgm_sigmas(params, spec["epsilon"], spec["delta"], rate, steps)
+    return dpgm_ledger(params, sigma_c, sigma, rate, steps, spec["delta"], spec["epsilon"])

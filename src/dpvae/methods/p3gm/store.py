@@ -39,6 +39,11 @@ def num_classes(prepared: Any) -> int:
     return int(max(prepared.train.y.max(), prepared.test.y.max())) + 1
 
 
+def vector_dimension(record_shape: tuple[int, ...], classes: int) -> int:
+    """d of `to_vectors`' rows for records of `record_shape` and `classes` labels (F + C), known before the data."""
+    return int(np.prod(record_shape, dtype=np.int64)) + classes
+
+
 def to_vectors(x: np.ndarray, y: np.ndarray, classes: int) -> np.ndarray:
     """[N, F + C] float32: flattened features, then the one-hot label."""
     features = np.asarray(x, dtype=np.float32).reshape(len(x), -1)
@@ -47,7 +52,7 @@ def to_vectors(x: np.ndarray, y: np.ndarray, classes: int) -> np.ndarray:
         raise ValueError(f"labels must lie in [0, {classes}), got [{labels.min()}, {labels.max()}]")
     one_hot = np.zeros((len(x), classes), dtype=np.float32)
     one_hot[np.arange(len(x)), labels] = 1.0
-    return np.concatenate([features, one_hot], axis=1)
+    return np.concatenate([features, one_hot], axis=1)  # [N, vector_dimension(record shape, classes)]
 
 
 def from_vectors(vectors: np.ndarray, record_shape: tuple[int, ...], classes: int) -> dict[str, np.ndarray]:

@@ -34,23 +34,25 @@ from typing import Any
 import numpy as np
 import torch
 
-from dpvae.errors import ConfigError
 from dpvae.methods.base import RunContext
 from dpvae.methods.checkpoint import Checkpoint
 from dpvae.methods.p3gm import store
 from dpvae.methods.p3gm.accounting import (
-    DPVAE_NOTES,
     NOTES,
     SGD_RECORD,
-    cluster_rate,
+    centring,
+    check_private,
+    dp_vae_ledger,
+    dp_vae_sigma,
     dpgm_accounting,
     dpgm_ledger,
     dpgm_mechanisms,
+    dpgm_schedule,
     dpgm_sigmas,
-    p3gm_ledger,
     paper_epsilon,
     run_ledger,
-    sgd_sigma,
+    run_sgd_sigma,
+    sgd_record,
 )
 from dpvae.methods.p3gm.fit import FitResult, Schedule, fit
 from dpvae.models.losses import gaussian_kl
@@ -76,22 +78,22 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
     n, d = vectors.shape
     schedule = Schedule(p.batching, n, p.batch_size, p.epochs)
     if private:
-        _check_private(p, ctx.spec["variant"], schedule.steps)
+        check_private(p, ctx.spec["variant"], schedule.steps)
 
     # encoding phase: centring mean, DP-PCA, DP-EM (numpy, each from its own seeded stream)
     started, cpu_started = time.perf_counter(), time.process_time()
-    pca = dp_pca(vectors, p.pca_components, p.sigma_pca, ctx.rng("dp-pca"), **_centring(p, d))
+    pca = dp_pca(vectors, p.pca_components, p.sigma_pca, ctx.rng("dp-pca"), **centring(p, d))
     features = pca.transform(vectors)
     gmm = dp_em_diagonal_gmm(
         features, p.em_components, p.em_iters, p.sigma_em, ctx.rng("dp-em"), account_initial_step=p.account_em_init
     )
     encoding = (*pca.mechanisms, *gmm.mechanisms)  # the DP mean (if any), the PCA, the EM releases
 
-    # the DP-SGD noise: given, calibrated (auto), or raised to fit the target
-    sigma, notes = _sgd_sigma(p, encoding, schedule, ctx, private)
-
-    def sgd_record(steps: int, s: float = sigma) -> Mechanism:
-        return Mechanism(SGD_RECORD, s, schedule.sample_rate, steps, p.clip or 1.0)
+    # the DP-SGD noise: given, calibrated (auto), or raised to fit the target (as `accounting.planned_p3gm_ledger`)
+    if private:
+        sigma, notes = run_sgd_sigma(p, encoding, schedule, ctx.delta, ctx.epsilon)
+    else:
+        sigma, notes = 0.0 if p.sigma_sgd == "auto" else float(p.sigma_sgd), NOTES
 
     # decoding phase (torch, CPU)
     latent = pca.components.shape[1]
@@ -140,7 +142,9 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
         return (model.decode(z) - batch).square().sum(1) + kl  # [B]
 
     budget = (
-        StepBudget(lambda steps: paper_epsilon([*encoding, sgd_record(steps)], ctx.delta), ctx.epsilon)
+        StepBudget(
+            lambda t: paper_epsilon([*encoding, sgd_record(sigma, schedule, p.clip or 1.0, t)], ctx.delta), ctx.epsilon
+        )
         if private
         else None
     )
@@ -181,44 +185,6 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
     sgd = [m for m in (result.engine.mechanisms() if result.engine else []) if m.steps]
     sgd = [Mechanism(SGD_RECORD, m.noise_multiplier, m.sample_rate, m.steps, m.sensitivity) for m in sgd]
     return run_ledger(p, [*encoding, *sgd], ctx.delta, ctx.epsilon, notes)
-
-
-def _check_private(p: Any, variant: str, sgd_steps: int) -> None:
-    """A private run needs noise in every mechanism it runs (σ = 0 means no privacy at all)."""
-    key = f"variants.{variant}.params"
-    zero = [k for k in ("sigma_pca", "sigma_em") if getattr(p, k) == 0]
-    zero += ["sigma_mean"] if p.pca_mean == "dp" and p.sigma_mean == 0 else []
-    zero += ["sigma_sgd"] if sgd_steps and p.sigma_sgd == 0 else []
-    if zero:
-        raise ConfigError(
-            f"config key '{key}.{zero[0]}': 0 gives no privacy; a private P3GM run needs noise "
-            "in every mechanism (set 'private: false' for PGM)"
-        )
-    if sgd_steps and p.clip is None:
-        raise ConfigError(f"config key '{key}.clip': a private P3GM run needs a clipping norm")
-
-
-def _centring(p: Any, dimension: int) -> dict[str, Any]:
-    """`dp_pca`'s centring arguments: a DP mean (rows clipped to mean_radius·√d, released and recorded by
-    `dp_pca`), 0, or "nonprivate" (the exact mean, as the reference code; not DP)."""
-    if p.pca_mean == "zero":
-        return {"mean": 0.0}
-    if p.pca_mean == "nonprivate":
-        return {"mean": "nonprivate"}
-    return {"mean": "dp", "mean_noise_multiplier": p.sigma_mean, "mean_clip": p.mean_radius * math.sqrt(dimension)}
-
-
-def _sgd_sigma(
-    p: Any, encoding: tuple[Mechanism, ...], schedule: Any, ctx: RunContext, private: bool
-) -> tuple[float, str]:
-    """σ_s for the run and the ledger note: as given, calibrated (auto) or raised to meet the target."""
-    if not private or schedule.steps == 0:
-        return 0.0 if p.sigma_sgd == "auto" else float(p.sigma_sgd), NOTES
-
-    def record(sigma: float) -> Mechanism:
-        return Mechanism(SGD_RECORD, sigma, schedule.sample_rate, schedule.steps, p.clip)
-
-    return sgd_sigma(p.sigma_sgd, encoding, record, ctx.delta, ctx.epsilon, NOTES)
 
 
 def _pretrain(model: Any, info: dict, components: Any, centre: Any, p: Any, generator: Any) -> None:
@@ -305,14 +271,11 @@ def train_dp_vae(ctx: RunContext) -> Ledger | None:
         train_vae(ctx, clip=p.clip, sigma=0.0 if p.sigma_sgd == "auto" else float(p.sigma_sgd))
         return None
 
-    def record(sigma: float, steps: int = schedule.steps) -> Mechanism:
-        return Mechanism(SGD_RECORD, sigma, schedule.sample_rate, steps, p.clip)
-
-    sigma, notes = sgd_sigma(p.sigma_sgd, (), record, ctx.delta, ctx.epsilon, DPVAE_NOTES)
-    budget = StepBudget(lambda steps: paper_epsilon([record(sigma, steps)], ctx.delta), ctx.epsilon)
+    sigma, notes = dp_vae_sigma(p, schedule, ctx.delta, ctx.epsilon)  # as `accounting.planned_dp_vae_ledger`
+    budget = StepBudget(lambda t: paper_epsilon([sgd_record(sigma, schedule, p.clip, t)], ctx.delta), ctx.epsilon)
     result = train_vae(ctx, clip=p.clip, sigma=sigma, budget=budget)
     (spent,) = result.engine.mechanisms()  # the engine's own record: sigma, q, steps run, C
-    return p3gm_ledger([spent], ctx.delta, target=ctx.epsilon, notes=notes, fixed_batches=p.batching == "code")
+    return dp_vae_ledger(p, spent, ctx.delta, ctx.epsilon, notes)
 
 
 # ------------------------------------------------------------------------------------------ DP-GM
@@ -324,18 +287,12 @@ def train_dp_gm(ctx: RunContext) -> Ledger:
     from dpvae.privacy.mechanisms.kmeans import dp_kmeans
 
     p = ctx.params
-    if p.batching != "poisson":
-        raise ConfigError(
-            f"variants.{ctx.spec['variant']}.params.batching: dp-gm supports only 'poisson' "
-            f"(its parallel-composition accounting needs Poisson sampling), got {p.batching!r}"
-        )
     classes = store.num_classes(ctx.data)
     vectors = store.to_vectors(ctx.data.train.x, ctx.data.train.y, classes)
     n, d = vectors.shape
     delta, target = ctx.delta, ctx.epsilon
 
-    rate = cluster_rate(p.batch_size, p.clusters, n)
-    steps = math.ceil(p.epochs / rate - 1e-9)
+    rate, steps = dpgm_schedule(p, n, ctx.spec["variant"])  # as `accounting.planned_dp_gm_ledger`
     sigma_c, sigma = dpgm_sigmas(p, target, delta, rate, steps)
     km = dp_kmeans(
         vectors,

@@ -139,3 +139,10 @@ class PriVAE(VAEConv):
         from dpvae.methods.privae.accounting import recompute_ledger
 
         return recompute_ledger(params, spec, recorded)
+
+    def planned_ledger(self, params: PriVAEParams, spec: dict, facts: Facts) -> Ledger:
+        """q = B/N, T = ⌈epochs·N/B⌉, the noise calibrated as training calibrates it (κ from the parameters and δ
+        alone, the aggregation baselines' sensitivities from their clip norm): nothing read from the data."""
+        from dpvae.methods.privae.accounting import planned_ledger
+
+        return planned_ledger(params, spec, facts.n_train)

@@ -307,13 +307,31 @@ def aggregation_engine(
     return cls(model, max_grad_norm=params.clip, noise_multiplier=calibration.noise_multiplier, **options), calibration
 
 
+def schedule(params: Any, n: int) -> tuple[float, int]:
+    """(q, T) of a private run on `n` training records: Poisson rate B/N, T = ⌈epochs·N/B⌉ steps (a batch larger
+    than the training split refused)."""
+    if params.batch_size > n:
+        raise ConfigError(f"batch_size {params.batch_size} exceeds the {n} training records")
+    return params.batch_size / n, math.ceil(params.epochs * n / params.batch_size)
+
+
 def recompute_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
-    """A PriVAE run's ledger computed again from its parameters and the rate and steps it records (σ recalibrated;
-    a micro/batch-aggregation engine is rebuilt on a stand-in model: its accounting does not read the model)."""
+    """A PriVAE run's ledger computed again from its parameters and the rate and steps it records (σ recalibrated)."""
+    run = recorded_mechanisms(recorded)[0]
+    return ledger_at(params, run.sample_rate, run.steps, spec["epsilon"], spec["delta"])
+
+
+def planned_ledger(params: Any, spec: dict, n: int) -> Ledger:
+    """The ledger a private run on `n` training records writes, before it trains (its `schedule`, `ledger_at`)."""
+    check_consistent(params)
+    return ledger_at(params, *schedule(params, n), spec["epsilon"], spec["delta"])
+
+
+def ledger_at(params: Any, rate: float, steps: int, epsilon: float, delta: float) -> Ledger:
+    """The ledger of `steps` steps at rate q with the noise calibrated to (ε, δ) as training calibrates it
+    (a micro/batch-aggregation engine built on a stand-in model: its accounting does not read the model)."""
     import torch
 
-    run = recorded_mechanisms(recorded)[0]
-    rate, steps, epsilon, delta = run.sample_rate, run.steps, spec["epsilon"], spec["delta"]
     if params.engine == "termwise":
         calibration = termwise_noise(params, epsilon, delta, rate, steps)
         return termwise_ledger(params, calibration.noise_multiplier, rate, steps, delta, epsilon)

@@ -22,6 +22,7 @@ import torch
 from dpvae.errors import ConfigError
 from dpvae.methods.base import RunContext
 from dpvae.methods.checkpoint import Checkpoint, restore_rng, rng_state
+from dpvae.methods.privae.accounting import schedule
 from dpvae.models import precision
 from dpvae.models.latent_vae import LatentVAE
 from dpvae.models.vae_files import load_vae, save_vae
@@ -58,14 +59,16 @@ def _optimizer(params: Any, model: torch.nn.Module) -> torch.optim.Optimizer:
 class _Private:
     """A private run's engine, its calibration and how it turns (φ, ψ) into `.grad`."""
 
-    def __init__(self, ctx: RunContext, model: LatentVAE, n: int, steps: int, generator: torch.Generator) -> None:
+    def __init__(
+        self, ctx: RunContext, model: LatentVAE, sample_rate: float, steps: int, generator: torch.Generator
+    ) -> None:
         from dpvae.methods.privae import accounting as privacy
         from dpvae.privacy.dpsgd import TermwiseDPSGD
 
         p = ctx.params
         privacy.check_consistent(p)
         self.params, self.steps, self.delta, self.target = p, steps, ctx.delta, ctx.epsilon
-        self.sample_rate = p.batch_size / n
+        self.sample_rate = sample_rate
         self.groups = p.groups if p.engine == "termwise" else 1
         common = {"sample_rate": self.sample_rate, "generator": generator}
         if p.engine == "termwise":
@@ -125,9 +128,7 @@ def train_vae(ctx: RunContext):
     p, private = ctx.params, bool(ctx.spec["private"])
     x_train = torch.as_tensor(np.asarray(ctx.data.train.x, dtype=np.float32))
     n = len(x_train)
-    if p.batch_size > n:
-        raise ConfigError(f"batch_size {p.batch_size} exceeds the {n} training records")
-    steps = math.ceil(p.epochs * n / p.batch_size)
+    sample_rate, steps = schedule(p, n)  # as `accounting.planned_ledger`
     per_epoch = math.ceil(n / p.batch_size)
     device = torch.device(ctx.device)
     model = build_model(p, tuple(x_train.shape[1:])).to(device).train()
@@ -136,7 +137,7 @@ def train_vae(ctx: RunContext):
     batches = ctx.torch_generator("batches", "cpu")
     draws = ctx.torch_generator("draws", "cpu")  # reparameterisation noise, prior draws, sub-groups
     dp_noise = ctx.torch_generator("dp-noise", str(device))
-    dp = _Private(ctx, model, n, steps, dp_noise) if private else None
+    dp = _Private(ctx, model, sample_rate, steps, dp_noise) if private else None
     groups_count = dp.groups if dp else p.groups
 
     checkpoint = Checkpoint(ctx)

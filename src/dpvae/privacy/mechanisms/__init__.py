@@ -5,15 +5,15 @@ DP-EM for a diagonal Gaussian mixture), `kmeans` (DP kernel k-means of DP-GM). A
 from an explicit `numpy.random.Generator`.
 """
 
-from dpvae.privacy.mechanisms.em import DPGaussianMixture, dp_em_diagonal_gmm
-from dpvae.privacy.mechanisms.gaussian import clip_rows, dp_mean, gaussian_mechanism
+from dpvae.privacy.mechanisms.em import DPGaussianMixture, dp_em_diagonal_gmm, dp_em_records
+from dpvae.privacy.mechanisms.gaussian import clip_rows, dp_mean, gaussian_mechanism, gaussian_record
 from dpvae.privacy.mechanisms.kmeans import (
     DPKMeans,
     RandomFourierFeatures,
     dp_kmeans,
     random_fourier_features,
 )
-from dpvae.privacy.mechanisms.pca import DPPCA, dp_pca
+from dpvae.privacy.mechanisms.pca import DPPCA, dp_pca, dp_pca_records, kept_components
 
 __all__ = [
     "DPGaussianMixture",
@@ -23,8 +23,12 @@ __all__ = [
     "clip_rows",
     "dp_mean",
     "dp_em_diagonal_gmm",
+    "dp_em_records",
     "dp_kmeans",
     "dp_pca",
+    "dp_pca_records",
     "gaussian_mechanism",
+    "gaussian_record",
+    "kept_components",
     "random_fourier_features",
 ]

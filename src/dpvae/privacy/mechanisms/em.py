@@ -158,15 +158,26 @@ def dp_em_diagonal_gmm(
         responsibilities = np.exp(log_responsibilities(data, weights, means, variances))
         weights, means, variances = _noisy_m_step(data, responsibilities, sigma, rng, variances, reg_covar)
 
-    m_steps = n_iter + int(account_initial_step)
-    moment_sensitivity = 2.0 * float(np.sqrt(data.shape[1]))
     return DPGaussianMixture(
         weights=weights / weights.sum(),
         means=means,
         variances=variances,
-        mechanisms=(
-            Mechanism("dp_em.weights", sigma, steps=m_steps, sensitivity=2.0),
-            Mechanism("dp_em.means", sigma, steps=k * m_steps, sensitivity=moment_sensitivity),
-            Mechanism("dp_em.variances", sigma, steps=k * m_steps, sensitivity=moment_sensitivity),
-        ),
+        mechanisms=dp_em_records(k, n_iter, sigma, data.shape[1], account_initial_step=account_initial_step),
+    )
+
+
+def dp_em_records(
+    n_components: int, n_iterations: int, noise_multiplier: float, dimension: int, *, account_initial_step: bool
+) -> tuple[Mechanism, ...]:
+    """The records `dp_em_diagonal_gmm` returns for rows of `dimension` d' (known before it runs): per recorded
+    M-step one weights release (sensitivity 2) and K means and K variances releases (2√d'), multiplier σ_e; the
+    initial M-step recorded only if `account_initial_step`."""
+    k = check_count(n_components, "n_components", 1)
+    m_steps = check_count(n_iterations, "n_iterations", 1) + int(account_initial_step)
+    sigma = check_noise_multiplier(noise_multiplier)
+    moment_sensitivity = 2.0 * float(np.sqrt(dimension))
+    return (
+        Mechanism("dp_em.weights", sigma, steps=m_steps, sensitivity=2.0),
+        Mechanism("dp_em.means", sigma, steps=k * m_steps, sensitivity=moment_sensitivity),
+        Mechanism("dp_em.variances", sigma, steps=k * m_steps, sensitivity=moment_sensitivity),
     )

@@ -65,12 +65,18 @@ def gaussian_mechanism(
     `sensitivity` is the l2-sensitivity of `value` (as a flat vector) under the caller's adjacency; the
     record then carries noise_multiplier = noise std / sensitivity, which is all the accountant needs.
     """
+    record = gaussian_record(name, noise_multiplier, sensitivity)
+    exact = np.asarray(value, dtype=np.float64)
+    noisy = exact + gaussian_noise(exact.shape, record.noise_multiplier * sensitivity, check_generator(rng))
+    return noisy, record
+
+
+def gaussian_record(name: str, noise_multiplier: float, sensitivity: float) -> Mechanism:
+    """The ledger record of one Gaussian release (`gaussian_mechanism`'s), known before the release: planned
+    ledgers build the same record from the same arguments."""
     if not (np.isfinite(sensitivity) and sensitivity > 0):
         raise ValueError(f"sensitivity must be a finite number > 0, got {sensitivity}")
-    noise_multiplier = check_noise_multiplier(noise_multiplier)
-    exact = np.asarray(value, dtype=np.float64)
-    noisy = exact + gaussian_noise(exact.shape, noise_multiplier * sensitivity, check_generator(rng))
-    return noisy, Mechanism(name, noise_multiplier, sensitivity=float(sensitivity))
+    return Mechanism(name, check_noise_multiplier(noise_multiplier), sensitivity=float(sensitivity))
 
 
 def dp_mean(

@@ -41,10 +41,13 @@ from dpvae.privacy.mechanisms.gaussian import (
     clip_rows,
     dp_mean,
     gaussian_noise,
+    gaussian_record,
 )
 
 NONPRIVATE_MEAN = "nonprivate"
 DP_MEAN = "dp"
+#: the names of its records: the DP centring mean's and the PCA's
+MEAN_RECORD, PCA_RECORD = "dp_pca.mean", "dp_pca"
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,29 @@ class DPPCA:
     def transform(self, x: ArrayLike) -> np.ndarray:
         """Project rows of `x` onto the components: (x − mean) · W (no clipping, as in P3GM's encoder)."""
         return (np.asarray(x, dtype=np.float64) - self.mean) @ self.components
+
+
+def kept_components(n_components: int, dimension: int) -> int:
+    """d' = min(`n_components`, d): the components a DP-PCA of d-dimensional rows keeps."""
+    return min(check_count(n_components, "n_components", 1), dimension)
+
+
+def dp_pca_records(
+    noise_multiplier: float,
+    *,
+    mean: ArrayLike | Literal["dp", "nonprivate"],
+    mean_noise_multiplier: float | None = None,
+    mean_clip: float | None = None,
+) -> tuple[Mechanism, ...]:
+    """The records `dp_pca` with these arguments returns, known before it runs: the DP centring mean's (if
+    `mean="dp"`: multiplier `mean_noise_multiplier`, sensitivity `mean_clip`), then the PCA's (σ_p, sensitivity 1)."""
+    sigma = check_noise_multiplier(noise_multiplier)
+    if not (isinstance(mean, str) and mean == DP_MEAN):
+        return (Mechanism(PCA_RECORD, sigma, sensitivity=1.0),)
+    if mean_noise_multiplier is None or mean_clip is None:
+        raise ValueError('mean="dp" needs mean_noise_multiplier and mean_clip')
+    mean_record = gaussian_record(MEAN_RECORD, mean_noise_multiplier, mean_clip)
+    return (mean_record, Mechanism(PCA_RECORD, sigma, sensitivity=1.0))
 
 
 def resolve_mean(x: np.ndarray, mean: ArrayLike | Literal["nonprivate"]) -> np.ndarray:
@@ -117,15 +143,14 @@ def dp_pca(
     protect (`private=False`). `n_components` above d is capped at d.
     """
     data = check_matrix(x, "x")
-    n_kept = min(check_count(n_components, "n_components", 1), data.shape[1])
-    sigma = check_noise_multiplier(noise_multiplier)
+    n_kept = kept_components(n_components, data.shape[1])
+    records = dp_pca_records(
+        noise_multiplier, mean=mean, mean_noise_multiplier=mean_noise_multiplier, mean_clip=mean_clip
+    )
+    sigma = records[-1].noise_multiplier
     check_generator(rng)
-    released: tuple[Mechanism, ...] = ()
     if isinstance(mean, str) and mean == DP_MEAN:
-        if mean_noise_multiplier is None or mean_clip is None:
-            raise ValueError('mean="dp" needs mean_noise_multiplier and mean_clip')
-        centre, record = dp_mean(data, mean_clip, mean_noise_multiplier, rng, name="dp_pca.mean")
-        released = (record,)
+        centre, _ = dp_mean(data, mean_clip, mean_noise_multiplier, rng, name=MEAN_RECORD)  # recorded in `records`
     else:
         centre = resolve_mean(data, mean)
     noise = symmetric_gaussian_noise(data.shape[1], sigma, rng)
@@ -139,6 +164,6 @@ def dp_pca(
         components=components,
         eigenvalues=eigenvalues[order],
         mean=centre,
-        mechanisms=(*released, Mechanism("dp_pca", sigma, sensitivity=1.0)),
+        mechanisms=records,
         private=not (isinstance(mean, str) and mean == NONPRIVATE_MEAN),
     )
