@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from dpvae.methods.base import DPSGD_RELEASES_N, Method, Resources, RunContext
+from dpvae.methods.base import DPSGD_RELEASES_N, Method, Resources, RunContext, forward
 from dpvae.methods.registry import register_method
 from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
@@ -215,15 +215,9 @@ class DPVAE(MLPVAEMethod):
     def resources(self, params: MethodParams, dataset: str) -> Resources:
         return Resources(threads=2, mem_mb=3000, runtime=90 if "mnist" in dataset else 30)
 
-    def train(self, ctx: RunContext) -> Ledger | None:
-        from dpvae.methods.p3gm.train import train_dp_vae
+    train = forward("dpvae.methods.p3gm.train", "train_dp_vae")
 
-        return train_dp_vae(ctx)
-
-    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
-        from dpvae.methods.p3gm.accounting import recompute_dp_vae_ledger
-
-        return recompute_dp_vae_ledger(params, spec, recorded)
+    recompute_ledger = forward("dpvae.methods.p3gm.accounting", "recompute_dp_vae_ledger")
 
     def planned_ledger(self, params: DPVAEParams, spec: dict, facts: Facts) -> Ledger:
         """DP-SGD alone: q = B/N and the steps of its `fit.Schedule` (Poisson or the code's batches)."""
@@ -259,15 +253,9 @@ class P3GM(MLPVAEMethod):
         heavy = "mnist" in dataset and params.record_every_epoch
         return Resources(threads=2, mem_mb=3000, runtime=90 if heavy else 30)
 
-    def train(self, ctx: RunContext) -> Ledger | None:
-        from dpvae.methods.p3gm.train import train_p3gm
+    train = forward("dpvae.methods.p3gm.train", "train_p3gm")
 
-        return train_p3gm(ctx)
-
-    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
-        from dpvae.methods.p3gm.accounting import recompute_p3gm_ledger
-
-        return recompute_p3gm_ledger(params, spec, recorded)
+    recompute_ledger = forward("dpvae.methods.p3gm.accounting", "recompute_p3gm_ledger")
 
     def planned_ledger(self, params: P3GMParams, spec: dict, facts: Facts) -> Ledger:
         """The encoding records on rows of d = features + label classes (the one-hot label), then DP-SGD."""
@@ -303,15 +291,9 @@ class DPGM(Method):
     def resources(self, params: MethodParams, dataset: str) -> Resources:
         return Resources(threads=2, mem_mb=3000, runtime=120 if "mnist" in dataset else 60)
 
-    def train(self, ctx: RunContext) -> Ledger:
-        from dpvae.methods.p3gm.train import train_dp_gm
+    train = forward("dpvae.methods.p3gm.train", "train_dp_gm")
 
-        return train_dp_gm(ctx)
-
-    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
-        from dpvae.methods.p3gm.accounting import recompute_dp_gm_ledger
-
-        return recompute_dp_gm_ledger(params, spec, recorded)
+    recompute_ledger = forward("dpvae.methods.p3gm.accounting", "recompute_dp_gm_ledger")
 
     def planned_ledger(self, params: DPGMParams, spec: dict, facts: Facts) -> Ledger:
         """DP kernel k-means and one DP-SGD run per cluster at q = B·k/N (`accounting.dpgm_schedule`)."""
@@ -319,7 +301,4 @@ class DPGM(Method):
 
         return planned_dp_gm_ledger(params, spec, facts.n_train)
 
-    def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
-        from dpvae.methods.p3gm.train import sample_dp_gm
-
-        return sample_dp_gm(ctx, n)
+    sample = forward("dpvae.methods.p3gm.train", "sample_dp_gm")

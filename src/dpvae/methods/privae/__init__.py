@@ -20,9 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-import numpy as np
-
-from dpvae.methods.base import DPSGD_RELEASES_N, Method, Resources, RunContext
+from dpvae.methods.base import DPSGD_RELEASES_N, Method, Resources, forward
 from dpvae.methods.registry import register_method
 from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
@@ -95,16 +93,8 @@ class VAEConv(Method):
     def resources(self, params: VAEConvParams, dataset: str) -> Resources:
         return vae_resources(params, dataset, self.RESOURCES)
 
-    def train(self, ctx: RunContext) -> Ledger | None:
-        """Train one run (`train.train_vae`); a private one returns its ledger."""
-        from dpvae.methods.privae.train import train_vae
-
-        return train_vae(ctx)
-
-    def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
-        from dpvae.methods.privae.train import sample_vae
-
-        return sample_vae(ctx, n)
+    train = forward("dpvae.methods.privae.train", "train_vae")  # a private run returns its ledger
+    sample = forward("dpvae.methods.privae.train", "sample_vae")
 
 
 @dataclass(frozen=True)
@@ -135,10 +125,7 @@ class PriVAE(VAEConv):
     RESOURCES = Resources(threads=2, mem_mb=4000, runtime=120)
     released = ("model.pt",)  # the engine's iterate
 
-    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
-        from dpvae.methods.privae.accounting import recompute_ledger
-
-        return recompute_ledger(params, spec, recorded)
+    recompute_ledger = forward("dpvae.methods.privae.accounting")
 
     def planned_ledger(self, params: PriVAEParams, spec: dict, facts: Facts) -> Ledger:
         """q = B/N, T = ⌈epochs·N/B⌉, the noise calibrated as training calibrates it (κ from the parameters and δ
