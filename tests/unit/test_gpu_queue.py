@@ -6,6 +6,7 @@ import importlib.util
 import itertools
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from dpvae.paths import REPO_ROOT
@@ -89,3 +90,22 @@ def test_an_entry_builds_every_metric_the_tables_of_its_runs_need():
             assert any(n.startswith(own) for n in needs), table
             metrics = {n for n in needs if n.startswith(own) and "/metrics/" in n}
             assert metrics <= targets, f"{entry.name}: {table} also needs {sorted(metrics - targets)}"
+
+
+def test_entries_of_one_overlay_run_side_by_side_while_they_fit():
+    """A wave packs the queue's entries by their declared GPU share and memory: three DP²-VAE seeds fit one
+    9-minute call together; a fourth does not; another overlay never joins; memory and cores bound a wave."""
+    queue = _queue()
+    dp2vae = [e for e in queue.load_queue() if e.paper == "dp2vae" and not e.blocked]
+    room = queue.Room(cores=16, memory_gib=70.0)
+    wave = queue.next_wave(dp2vae, 9.0, room)
+    assert [e.name for e in wave.entries] == [e.name for e in dp2vae[:3]]
+    assert wave.minutes <= 9.0 < queue.Wave((*wave.entries, dp2vae[3])).minutes
+    assert len(queue.next_wave(dp2vae, 9.0, queue.Room(cores=16, memory_gib=13.0)).entries) == 2
+    assert len(queue.next_wave(dp2vae, 9.0, queue.Room(cores=2)).entries) == 2
+    assert queue.next_wave(dp2vae, 7.0, room) is None  # not even one fits
+    privae = next(e for e in queue.load_queue() if e.paper == "privae")
+    mixed = queue.next_wave([dp2vae[0], privae], 20.0, room)
+    assert mixed.entries == (dp2vae[0],)  # another overlay waits for its own wave
+    alone = replace(dp2vae[0], gpu_share=1.0)  # a share not measured predicts as if run one after another
+    assert queue.Wave((alone, replace(dp2vae[1], gpu_share=1.0))).minutes == 2 * alone.minutes

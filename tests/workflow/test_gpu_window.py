@@ -142,6 +142,11 @@ def test_two_calls_of_the_window_round_trip_into_the_scorecard(tmp_path, mirror)
     report = (out2 / "queue" / "queue.txt").read_text()
     assert re.search(r"^toy-mnist-seed0: ok in .*toy-mnist-seed0\.tar\.gz: [\d.]+ MiB$", report, re.M), report
     assert re.search(r"^toy-mnist-seed1: ok in .*toy-mnist-seed1\.tar\.gz: [\d.]+ MiB$", report, re.M), report
+    # both in one wave, side by side on the (here: CPU) device, its prediction beside what it took
+    assert "side by side with 1 other entry" in report, report
+    assert re.search(
+        r"^wave 1 \(toy-mnist-seed0 \+ toy-mnist-seed1\): predicted [\d.]+ min, took [\d.]+ min, ok$", report, re.M
+    )
 
     # here: unpack, then the build-and-record line it suggests for the table holding both seeds
     unpacked = here_run(

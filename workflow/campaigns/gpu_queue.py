@@ -6,9 +6,12 @@ needs, unpack it here.
     python workflow/campaigns/gpu_queue.py unpack OUTDIR
 
 `run` (on the GPU machine, repository root, the project's packages importable, `DPVAE_DATA_MIRROR` set): takes the
-entries in order, skips those recorded in reproductions/<paper>.csv (every run has a row) or blocked, and runs each
-whose `minutes` fit what is left of `--budget` (default 9): Snakemake builds every run's metrics of the entry, the runs
-sharing the GPU (`--set-threads train=1 evaluate=1`). An entry still running when the budget is spent is stopped
+entries in order, skips those recorded in reproductions/<paper>.csv (every run has a row) or blocked, and runs the
+others in waves until what is left of `--budget` (default 9 minutes) fits none: a wave is the first entry that fits,
+with every later entry of its overlay that still fits beside it (`next_wave`: a core per run, the entries' peak GPU
+memory within the free memory, the predicted minutes of all of them together -- `Wave.minutes` -- within what is
+left); one Snakemake builds every run's metrics of the wave, all runs sharing the GPU (`--set-threads train=1
+evaluate=1`). A wave still running when the budget is spent is stopped
 (its process group killed) before the device's own limit, so the report comes back; the next call on the same warm
 machine resumes it (stale locks removed, `--rerun-incomplete`, training from the runs' checkpoints). An entry that
 needs FID while the Inception weights are not on the machine builds its other metrics and says FID is left.
@@ -72,6 +75,8 @@ class Entry:
     recorded_as: str
     minutes: float
     blocked: str | None = None
+    gpu_share: float = 1.0  # the share of the GPU's time the entry keeps busy when it runs alone (1: all of it)
+    memory_gib: float = 0.0  # its peak GPU memory (0: not known, taken as small)
 
     def runs(self) -> list[Path]:
         return [
@@ -126,9 +131,56 @@ def load_queue(path: Path = QUEUE) -> list[Entry]:
                 raw["recorded_as"],
                 float(raw["minutes"]),
                 raw.get("blocked"),
+                float(raw.get("gpu_share", 1.0)),
+                float(raw.get("memory_gib", 0.0)),
             )
         )
     return entries
+
+
+@dataclass(frozen=True)
+class Room:
+    """What one call's machine offers entries side by side: its cores (one per run: Snakemake's train and evaluate
+    jobs take one thread each) and its free GPU memory (infinite on the CPU)."""
+
+    cores: int
+    memory_gib: float = float("inf")
+
+
+@dataclass(frozen=True)
+class Wave:
+    """Entries of one overlay that one Snakemake builds side by side on one GPU."""
+
+    entries: tuple[Entry, ...]
+
+    @property
+    def minutes(self) -> float:
+        """Predicted: as long as its longest entry, or as long as the GPU time its entries add up to, whichever is
+        more (an entry that keeps the GPU busy a share s of its time overlaps with others until their shares fill
+        the GPU; s = 1 for an entry whose share is not measured, so that it is predicted as if run alone)."""
+        return max(max(e.minutes for e in self.entries), sum(e.minutes * e.gpu_share for e in self.entries))
+
+    def fits(self, room: Room, minutes: float) -> bool:
+        """Its runs have a core each, its peaks fit the free memory together, and its prediction fits `minutes`."""
+        runs = sum(len(e.runs()) for e in self.entries)
+        memory = sum(e.memory_gib for e in self.entries)
+        return runs <= room.cores and memory <= room.memory_gib and self.minutes <= minutes
+
+    def names(self) -> str:
+        return " + ".join(e.name for e in self.entries)
+
+
+def next_wave(ready: list[Entry], minutes: float, room: Room) -> Wave | None:
+    """The next entries to run side by side: the first ready entry (queue order) that fits `minutes` alone, joined
+    by every later ready entry of the same overlay with which the wave still fits the room and `minutes`."""
+    first = next((e for e in ready if Wave((e,)).fits(room, minutes)), None)
+    if first is None:
+        return None
+    wave = Wave((first,))
+    for entry in ready:
+        if entry is not first and entry.overlay == first.overlay and Wave((*wave.entries, entry)).fits(room, minutes):
+            wave = Wave((*wave.entries, entry))
+    return wave
 
 
 def status(entries: list[Entry]) -> None:
@@ -223,10 +275,30 @@ def check(device: str) -> str:
     return f"{line}; 10 DP-SGD steps in {time.monotonic() - started:.2f} s"
 
 
+def free_room(device: str, cores: int) -> Room:
+    """The room one call has: `cores`, and on CUDA the GPU memory free now."""
+    if device != "cuda":
+        return Room(cores)
+    import torch
+
+    return Room(cores, torch.cuda.mem_get_info()[0] / 2**30)
+
+
+def _later(entry: Entry, left: float, room: Room) -> str:
+    """Why a ready entry did not run in this call."""
+    if entry.memory_gib > room.memory_gib:
+        return f"{entry.name}: left for a later call (needs {entry.memory_gib:.1f} GiB, {room.memory_gib:.1f} free)"
+    if len(entry.runs()) > room.cores:
+        return f"{entry.name}: left for a later call ({len(entry.runs())} runs > {room.cores} cores)"
+    return f"{entry.name}: left for a later call ({entry.minutes:.0f} min > {max(left, 0.0):.1f} min left)"
+
+
 def run(entries: list[Entry], out: Path, budget: float, cores: int, dry_run: bool, device: str = "cuda") -> int:
+    """Run the ready entries in waves (`next_wave`) until the budget is spent; OUTDIR/queue.txt says, per entry in
+    queue order, what became of it, then per wave its predicted and measured minutes."""
     out.mkdir(parents=True, exist_ok=True)
     try:
-        report, left, failed = [check(device)], budget, 0
+        header = check(device)
     except RuntimeError as error:
         (out / "queue.txt").write_text(f"device: {error}; nothing ran\n")
         print(f"gpu_queue: {error}; nothing ran", file=sys.stderr)
@@ -235,33 +307,53 @@ def run(entries: list[Entry], out: Path, budget: float, cores: int, dry_run: boo
     snakemake = [sys.executable, "-m", "snakemake", "--cores", str(cores), "--set-threads", "train=1", "evaluate=1"]
     snakemake += ["--rerun-incomplete"]
     skip = () if fid_ready() else ("fid",)
+    room = free_room(device, cores)
+    lines: dict[str, str] = {}
+    ready: list[Entry] = []
     for entry in entries:
-        targets = entry.targets(skip)
         if entry.recorded():
-            report.append(f"{entry.name}: recorded, skipped")
+            lines[entry.name] = f"{entry.name}: recorded, skipped"
         elif entry.blocked:
-            report.append(f"{entry.name}: blocked ({entry.blocked})")
-        elif entry.minutes > left:
-            report.append(f"{entry.name}: left for a later call ({entry.minutes:.0f} min > {left:.1f} min left)")
-        elif not targets:
-            report.append(f"{entry.name}: only FID, and no Inception weights here (gpu-inception.sh join)")
+            lines[entry.name] = f"{entry.name}: blocked ({entry.blocked})"
+        elif not entry.targets(skip):
+            lines[entry.name] = f"{entry.name}: only FID, and no Inception weights here (gpu-inception.sh join)"
         else:
-            started = time.monotonic()
-            command = [*snakemake, *(["-n"] if dry_run else []), f"--configfile={entry.overlay}", *targets]
-            print("==", entry.name, ":", " ".join(command[1:5]), "...", flush=True)
-            outcome = build(command, left * 60)
-            took = (time.monotonic() - started) / 60
-            left -= took if not dry_run else entry.minutes
-            failed += outcome == "failed"
+            ready.append(entry)
+    waves: list[str] = []
+
+    def report() -> str:
+        text = "\n".join([header, *(lines[e.name] for e in entries if e.name in lines), *waves]) + "\n"
+        (out / "queue.txt").write_text(text)
+        return text
+
+    left, failed = budget, 0
+    while (wave := next_wave(ready, left, room)) is not None:
+        targets = [target for entry in wave.entries for target in entry.targets(skip)]
+        command = [*snakemake, *(["-n"] if dry_run else []), f"--configfile={wave.entries[0].overlay}", *targets]
+        print("==", wave.names(), ":", " ".join(command[1:5]), "...", flush=True)
+        started = time.monotonic()
+        outcome = build(command, left * 60)
+        took = (time.monotonic() - started) / 60
+        left -= took if not dry_run else wave.minutes
+        failed += outcome == "failed"
+        others = len(wave.entries) - 1
+        for entry in wave.entries:
             packed = pack(entry, out) if outcome == "ok" and not dry_run else "nothing packed"
-            line = f"{entry.name}: {outcome} in {took:.1f} min; {packed}"
+            beside = f" (side by side with {others} other entr{'y' if others == 1 else 'ies'})" if others else ""
+            line = f"{entry.name}: {outcome} in {took:.1f} min{beside}; {packed}"
             if outcome == "stopped":
                 line += "; resumes from its checkpoints in the next call on this warm machine"
             if "fid" in skip and "fid" in entry.metrics:
                 line += "; FID left (no Inception weights here: workflow/campaigns/gpu-inception.sh join)"
-            report.append(line)
-        (out / "queue.txt").write_text("\n".join(report) + "\n")
-    print("\n".join(report))
+            lines[entry.name] = line
+        waves.append(
+            f"wave {len(waves) + 1} ({wave.names()}): predicted {wave.minutes:.1f} min, took {took:.1f} min, {outcome}"
+        )
+        ready = [entry for entry in ready if entry not in wave.entries]
+        report()
+    for entry in ready:
+        lines[entry.name] = _later(entry, left, room)
+    print(report(), end="")
     return 1 if failed else 0
 
 
