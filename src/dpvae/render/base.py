@@ -59,6 +59,10 @@ class RenderContext:
             raise ValueError(f"item {self.item.key} shows {len(self.item.experiments)} experiments, not one")
         return self.item.experiments[0]
 
+    def experiment_for(self, role: str) -> str:
+        """The experiment in `role` of an item with several experiments (`Item.roles` in `items.py`)."""
+        return self.item.experiment_for(role)
+
     def variants(self, experiment: str | None = None) -> list[str]:
         """The variants the experiment's config entry runs (sweep points folded into their base), in its order;
         by default those of the item's one experiment."""
