@@ -4,7 +4,7 @@ images only) and Fig. 8 (DP2-VAE at its smallest epsilon)."""
 from __future__ import annotations
 
 from dpvae.items import item_datasets
-from dpvae.render.base import RenderContext, register_renderer
+from dpvae.render.base import RenderContext, paper_dataset, register_renderer
 from dpvae.render.common import dataset_label
 from dpvae.render.dp2vae.shared import (
     DATASETS,
@@ -14,7 +14,6 @@ from dpvae.render.dp2vae.shared import (
     in_paper_order,
     method_of,
     protocol_notes,
-    published_name,
     run_panel,
     sample_figure,
     sample_grids,
@@ -43,7 +42,7 @@ def _qualitative(
     datasets = _datasets(ctx, grids, experiments)
     rows = []
     for label, source in cited:
-        rows.append([cited_panel(f"{label} - {DATASETS.get(published_name(d), d)}", source) for d in datasets])
+        rows.append([cited_panel(f"{label} - {DATASETS.get(paper_dataset(d), d)}", source) for d in datasets])
     for experiment in experiments:
         for variant in generators(ctx, experiment):
             for eps in ctx.config["experiments"][experiment]["epsilons"]:

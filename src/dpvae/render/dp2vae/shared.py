@@ -38,22 +38,17 @@ BENCH = "dpimagebench"
 # ------------------------------------------------------------------------------------------------ helpers
 
 
-def published_name(ours: str) -> str:
-    """Published dataset name of one of our dataset ids (the CelebA stand-in counts as CelebA)."""
-    return "celeba" if ours.startswith("celeba") else paper_dataset(ours)
-
-
 def in_paper_order(datasets) -> list[str]:
     """Our dataset ids in the paper's column order (MNIST, Fashion-MNIST, CelebA)."""
     order = list(DATASETS)
     return sorted(
-        dict.fromkeys(datasets), key=lambda d: (order.index(published_name(d)) if published_name(d) in order else 9, d)
+        dict.fromkeys(datasets), key=lambda d: (order.index(paper_dataset(d)) if paper_dataset(d) in order else 9, d)
     )
 
 
 def dataset_name(dataset: str) -> str:
     """The paper's name of one of our dataset ids (MNIST, FMNIST, CelebA), else the id itself."""
-    return DATASETS.get(published_name(dataset), dataset)
+    return DATASETS.get(paper_dataset(dataset), dataset)
 
 
 def scale_label(ctx: RenderContext) -> str:

@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from dpvae.render.base import RenderContext, register_renderer
+from dpvae.render.base import RenderContext, paper_dataset, register_renderer
 from dpvae.render.common import dataset_label, is_standin
 from dpvae.render.dp2vae.shared import (
     BENCH,
@@ -23,7 +23,6 @@ from dpvae.render.dp2vae.shared import (
     paper_epsilon,
     pct,
     protocol_notes,
-    published_name,
     recorded_cells,
     recorded_label,
     scale_label,
@@ -70,7 +69,7 @@ def dp2vae_table1(ctx: RenderContext) -> None:
                 )
         recorded = recorded_cells(ctx, method)
         if not recorded.empty and ctx.config.get("scale") != "paper":
-            cells = [value_of(recorded, dataset=published_name(d), metric=m, classifier=c) for d, m, c in columns]
+            cells = [value_of(recorded, dataset=paper_dataset(d), metric=m, classifier=c) for d, m, c in columns]
             rows.append(
                 [
                     LABELS.get(method, method),
@@ -82,7 +81,7 @@ def dp2vae_table1(ctx: RenderContext) -> None:
         for label, part in sources(published, method):
             bench = (part["source"] == BENCH).all()  # its own classifier: shown in the CNN column
             cells = [
-                value_of(part, dataset=published_name(d), metric=m, classifier="" if bench and c == "cnn" else c)
+                value_of(part, dataset=paper_dataset(d), metric=m, classifier="" if bench and c == "cnn" else c)
                 if not (bench and c in ("lr", "mlp"))
                 else math.nan
                 for d, m, c in columns
@@ -129,7 +128,7 @@ def dp2vae_table2(ctx: RenderContext) -> None:
         for metric, classifier, label in (("fid", "", "FID"), ("accuracy", "cnn", "CNN acc %")):
             row = {"dataset": name, "metric": label}
             for method in methods:
-                theirs = published[(published["method"] == method) & (published["dataset"] == published_name(dataset))]
+                theirs = published[(published["method"] == method) & (published["dataset"] == paper_dataset(dataset))]
                 value = value_of(theirs, metric=metric, classifier=classifier)
                 cited = theirs["cited_from"].iloc[0] if len(theirs) else ""
                 key = f"{LABELS.get(method, method)} ({PAPER_LABEL}{', cited' if cited else ''})"
@@ -142,13 +141,13 @@ def dp2vae_table2(ctx: RenderContext) -> None:
                     )
                 recorded = recorded_cells(ctx, method)
                 if not recorded.empty and ctx.config.get("scale") != "paper" and not is_standin(dataset):
-                    mine = value_of(recorded, dataset=published_name(dataset), metric=metric, classifier=classifier)
+                    mine = value_of(recorded, dataset=paper_dataset(dataset), metric=metric, classifier=classifier)
                     row[f"{LABELS.get(method, method)} ({recorded_label(recorded)})"] = (
                         pct(mine) if metric == "accuracy" else round(mine, 1)
                     )
             rows.append(row)
     eps = [
-        f"{DATASETS.get(published_name(d), d)} {LABELS.get(m, m)}: {epsilons_text(ours, d, v)}"
+        f"{DATASETS.get(paper_dataset(d), d)} {LABELS.get(m, m)}: {epsilons_text(ours, d, v)}"
         for d in datasets
         for m in dict.fromkeys(method_of(ctx, v) for v in generators(ctx, ctx.experiment))
         for v in sorted(set(ours.loc[(ours["method"] == m) & (ours["dataset"] == d), "variant"]))
