@@ -29,13 +29,25 @@ class Item:
     kind: str  # "table" | "figure"
     title: str
     experiments: tuple[str, ...] = ()
+    # what each experiment is to the renderer, in `experiments`' order: named where it must tell them apart
+    roles: tuple[str, ...] = ()
     datasets: tuple[str, ...] = ()  # restrict to these datasets of the experiments (empty = all)
     artifacts: tuple[str, ...] = ()  # per-run metric artifacts read by the renderer (e.g. sample_grid)
     extra_outputs: tuple[str, ...] = ()  # a figure's tidy data beside it ("csv")
 
+    def __post_init__(self) -> None:
+        if self.roles and (len(self.roles) != len(self.experiments) or len(set(self.roles)) != len(self.roles)):
+            raise ValueError(f"item {self.key}: roles {self.roles} are not one distinct role per experiment")
+
     @property
     def key(self) -> str:
         return f"{self.paper}/{self.id}"
+
+    def experiment_for(self, role: str) -> str:
+        """The experiment that plays `role` in this item (`roles`); a ValueError naming the item's roles if none."""
+        if role not in self.roles:
+            raise ValueError(f"item {self.key} has no experiment in role '{role}'; its roles: {', '.join(self.roles)}")
+        return self.experiments[self.roles.index(role)]
 
     @property
     def outputs(self) -> tuple[str, ...]:
@@ -110,6 +122,7 @@ def _items() -> tuple[Item, ...]:
             F,
             "Samples at (1, 1e-5)",
             ("dp2vae_eps1", "dp2vae_gswgan_eps1"),
+            roles=("main", "gs-wgan"),
             datasets=("mnist", "fashion-mnist"),
             artifacts=("sample_grid",),
         ),
@@ -148,6 +161,7 @@ def _items() -> tuple[Item, ...]:
             F,
             "Empirical privacy audit: claimed epsilon vs one-run lower bound per DP-SGD engine and private method",
             AUDIT_EXPERIMENTS,
+            roles=("engines", "methods"),
             extra_outputs=("csv",),
         ),
     )

@@ -50,3 +50,19 @@ def test_status_page_is_current(paper_config):
 
     page = (REPO_ROOT / "docs" / "status.md").read_text()
     assert page == with_status(page, paper_config), "run: python -m dpvae status --update docs/status.md"
+
+
+def test_roles_name_each_experiment_of_an_item_once():
+    """An item of several experiments that its renderer tells apart names a role per experiment (items.py)."""
+    import pytest
+
+    from dpvae.items import Item
+
+    fig2 = ITEMS["dp2vae/fig2"]
+    assert fig2.experiment_for("gs-wgan") == "dp2vae_gswgan_eps1" and fig2.experiment_for("main") == "dp2vae_eps1"
+    with pytest.raises(ValueError, match="dp2vae/fig2 has no experiment in role 'attack'; its roles: main, gs-wgan"):
+        fig2.experiment_for("attack")
+    for item in ITEMS.values():
+        assert not item.roles or len(set(item.roles)) == len(item.experiments), item.key
+    with pytest.raises(ValueError, match="not one distinct role per experiment"):
+        Item("p3gm", "fig10", "figure", "two experiments, one role", ("p3gm_tabular", "p3gm_images"), roles=("a",))

@@ -96,7 +96,9 @@ def audit_dpsgd(ctx: RenderContext) -> None:
     for i, (ax, (kind, points)) in enumerate(zip(axes[:, 0], panels)):
         _panel(ax, points, titles[kind], top, legend=i == 0)
     axes[-1, 0].set_xlabel(f"ε at δ = {ctx.config.get('delta'):g}")
-    excluded = ctx.config.get("experiments", {}).get("audit_methods", {}).get("params", {}).get("exclude") or []
+    excluded = (
+        ctx.config.get("experiments", {}).get(ctx.experiment_for("methods"), {}).get("params", {}).get("exclude") or []
+    )
     if excluded:
         fig.text(0.01, 0.005, f"left out at this scale: {', '.join(excluded)} (docs/audit.md)", fontsize=6)
     fig.suptitle(

@@ -1,8 +1,9 @@
 """What every renderer gets (`RenderContext`), the renderer registry, and helpers shared by the papers.
 
-A renderer lives in `render/<paper>.py` (or a module of the package `render/<paper>/`) and registers itself
-for one item key with `@register_renderer`; it reads only tidy tables, per-run artifacts and the published
-numbers, and writes through `render.output` (which labels every item that is not at paper scale).
+A renderer lives in a module of the paper's package `render/<paper>/` (the audit item's in `render/audit.py`)
+and registers itself for one item key with `@register_renderer`; it reads only tidy tables, per-run artifacts
+and the published numbers of its item's experiments (`ctx.experiment`, `ctx.experiment_for(role)`: never by
+name), and writes through `render.output` (which labels every item that is not at paper scale).
 """
 
 from __future__ import annotations
@@ -58,6 +59,10 @@ class RenderContext:
         if len(self.item.experiments) != 1:
             raise ValueError(f"item {self.item.key} shows {len(self.item.experiments)} experiments, not one")
         return self.item.experiments[0]
+
+    def experiment_for(self, role: str) -> str:
+        """The experiment in `role` of an item with several experiments (`Item.roles` in `items.py`)."""
+        return self.item.experiment_for(role)
 
     def variants(self, experiment: str | None = None) -> list[str]:
         """The variants the experiment's config entry runs (sweep points folded into their base), in its order;

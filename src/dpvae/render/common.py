@@ -1,10 +1,12 @@
-"""What the paper renderers share: the "mean ± sd (n)" cell, dataset labels, stand-ins and run paths.
+"""What the paper renderers share: the "mean ± sd (n)" cell, rows and stats of a tidy table, dataset labels,
+stand-ins, run paths and the files beside a run's artifacts.
 
 The numbers over seeds come from `dpvae.seeds` (`seed_summary`, `SeedStats`); this module only shows them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
@@ -19,9 +21,13 @@ __all__ = [
     "DATASET_NAMES",
     "STANDIN_LABEL",
     "dataset_label",
+    "in_order",
     "is_standin",
+    "matching",
     "mean_sd",
+    "metric_stats",
     "real_dataset",
+    "run_files",
     "run_of",
     "summary_cell",
 ]
@@ -48,6 +54,24 @@ def mean_sd(stats: SeedStats, digits: int = 4, missing: str = "--", with_n: bool
     return f"{text} (n={stats.n})" if with_n else text
 
 
+def matching(frame: pd.DataFrame, **where) -> pd.DataFrame:
+    """The rows of `frame` whose columns equal `where`'s values (a NaN value matches NaN: non-private epsilon)."""
+    for column, value in where.items():
+        frame = frame[frame[column].isna() if isinstance(value, float) and pd.isna(value) else frame[column] == value]
+    return frame
+
+
+def metric_stats(table: pd.DataFrame, metric: str, **where) -> SeedStats:
+    """Mean, sd and n over seeds of `metric`'s values in the tidy rows matching `where` (e.g. variant=...)."""
+    return SeedStats.of(matching(table, metric=metric, **where)["value"])
+
+
+def in_order(names: Iterable[str], order: Iterable[str]) -> list[str]:
+    """`names` in the order of `order` (a paper's presentation: its label table); names it lacks last, as given."""
+    position = {name: i for i, name in enumerate(order)}
+    return sorted(names, key=lambda name: position.get(name, len(position)))
+
+
 def real_dataset(dataset: str) -> str:
     """The dataset a stand-in stands in for ('credit-standin' -> 'credit'); any other id unchanged."""
     return dataset.removesuffix(STANDIN_SUFFIX)
@@ -63,6 +87,13 @@ def run_of(path: str | Path) -> Run:
     """The run a per-run artifact belongs to (results/<scale>/runs/<dataset>/<variant>/eps<e>/seed<s>/...)."""
     dataset, variant, eps, seed = run_dir_parts(path)[1].split("/")
     return Run(dataset, variant, eps.removeprefix("eps"), int(seed.removeprefix("seed")))
+
+
+def run_files(artifacts: Iterable[str | Path], name: str) -> list[tuple[Run, Path]]:
+    """(run, file) for the file `name` beside each per-run artifact (runs/<ds>/<variant>/eps<e>/seed<s>/metrics/
+    <metric>.json) where the run wrote it, in the artifacts' order."""
+    found = [(run_of(path), Path(path).parent / name) for path in artifacts]
+    return [(run, file) for run, file in found if file.is_file()]
 
 
 def summary_cell(summary: pd.DataFrame) -> str:

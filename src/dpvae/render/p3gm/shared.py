@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from dpvae.render.base import RenderContext, paper_dataset
-from dpvae.render.common import dataset_label, is_standin, mean_sd, real_dataset, summary_cell
+from dpvae.render.common import dataset_label, is_standin, matching, mean_sd, real_dataset, summary_cell
 from dpvae.render.output import PAPER_LABEL
 from dpvae.seeds import SeedStats, seed_summary
 
@@ -146,13 +146,6 @@ def unreachable_note(ctx: RenderContext, experiment: str, table: pd.DataFrame, d
                 f"'{reason}': no number for {', '.join(missing)}: {text}; the paper's numbers are shown alone."
             )
     return notes
-
-
-def matching(frame: pd.DataFrame, **where) -> pd.DataFrame:
-    """The rows of `frame` whose columns equal `where`'s values (a NaN value matches NaN: non-private epsilon)."""
-    for column, value in where.items():
-        frame = frame[frame[column].isna() if isinstance(value, float) and pd.isna(value) else frame[column] == value]
-    return frame
 
 
 def cell(summary: pd.DataFrame, **where: str) -> str:

@@ -1,80 +1,14 @@
-"""PriVAE's renderers (Takahashi et al. 2020; docs/papers.md §1)."""
+"""PriVAE Fig. 1: sparsity, log-likelihood and MMD vs epsilon, under the paper's and the sound calibration."""
 
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import pandas as pd
 
 from dpvae.render.base import RenderContext, register_renderer
-from dpvae.render.common import mean_sd, run_of
-from dpvae.render.output import PAPER_LABEL, save_table
-from dpvae.seeds import SeedStats, seed_summary
-
-
-@register_renderer("privae/table1")
-def privae_table1(ctx: RenderContext) -> None:
-    """Sensitivity and noise scale: the paper's formulas, their values, sound bounds and engine measurements,
-    and the epsilon of the paper's accounting beside the sound one."""
-    from dpvae.analyses.privae_table1 import FORMULAS
-
-    values = ctx.tables["privae_table1"].pivot_table(index="method", columns="metric", values="value")
-    rows = []
-    for method, (loss, sensitivity, noise) in FORMULAS.items():
-        v = values.loc[method]
-        rows.append(
-            {
-                "method": method,
-                f"L ({PAPER_LABEL})": loss,
-                f"l2-sensitivity ({PAPER_LABEL})": sensitivity,
-                "= value": v["sensitivity"],
-                "sound add/remove bound": v["sensitivity_sound"],
-                "measured: remove one": v["sensitivity_measured_remove"],
-                "measured: replace one": v["sensitivity_measured_replace"],
-                f"noise scale ({PAPER_LABEL})": noise,
-                "= value ": v["noise_scale"],
-                "exact noise std": v["noise_std"],
-            }
-        )
-    params = ctx.config["experiments"]["privae_table1"]["params"]
-    sigma, kappa = values.loc["term-wise", "sigma"], values.loc["term-wise", "kappa"]
-    target = params["epsilon"]
-    termwise = values.loc["term-wise"]
-    kappas = "; ".join(
-        f"kappa {option} = {termwise[f'kappa_{option}']:.4g}: paper {termwise[f'epsilon_paper_kappa_{option}']:.4g}, "
-        f"sound {termwise[f'epsilon_sound_kappa_{option}']:.4g}"
-        for option in ("paper", "sqrt5", "tight")
-    )
-    aggregation = "; ".join(
-        f"{method}: paper {values.loc[method, 'epsilon_paper']:.4g}, sound {values.loc[method, 'epsilon_sound']:.4g}"
-        for method in ("micro agg.", "batch agg.")
-    )
-    save_table(
-        pd.DataFrame(rows),
-        ctx.prefix,
-        "PriVAE Table 1 - sensitivity and noise scale of DP-SGD variants",
-        [
-            f"B = {params['batch_size']}, b = {params['groups']}, C1 = {params['clip_sample']}, "
-            f"C2 = {params['clip_batch']}, "
-            f"C = {params['clip']}; sigma = {sigma:.4g} for ({target:g}, {ctx.config['delta']:g}) over "
-            f"{params['epochs']:g} epochs (classic RDP conversion), kappa = {kappa:.4g} (the paper's closed form).",
-            "Measured: the largest change of the pre-noise aggregate when one record of a real Fashion-MNIST batch is "
-            "removed, or replaced by another real record (other records keep their noise, prior draws and sub-group "
-            "labels), on the PriVAE conv VAE at initialisation. Sound bound: add/remove-one for every realised Poisson "
-            "batch, where a record that leaves a shared unit (the batch, a sub-group) changes that unit instead of "
-            "removing it: 2C per changed unit, so micro 2BC (its sum is divided by max(n, B) for a batch of n), batch "
-            "2C, term-wise C1 + 2 C2.",
-            f"Epsilon at this setting (target {target:g}), the paper's accounting beside the sound one. {aggregation}. "
-            "Term-wise (sigma' = kappa*sigma; paper = Theorem 2's two halves at delta/2, sound = the released "
-            f"gradient as one Gaussian mechanism with sensitivity C1/B + 2 C2/b): {kappas}.",
-            "Exact noise std: per coordinate of the averaged gradient; the paper's term-wise noise scale adds the two "
-            "halves' standard deviations, an upper bound of the exact value kappa*sigma*sqrt((C1/B)^2 + (C2/b)^2).",
-        ],
-    )
-
-
-# ------------------------------------------------------------------------------------------------ fig1
+from dpvae.render.common import in_order
+from dpvae.seeds import seed_summary
 
 FIG1_METRICS = {
     "hoyer_sparsity": "(a) Sparsity (Hoyer)",
@@ -172,11 +106,10 @@ def privae_fig1(ctx: RenderContext) -> None:
 
     apply_style()
     plt = pyplot()
-    table = ctx.tables["privae_sparsity"]
+    table = ctx.tables[ctx.experiment]
     summary = fig1_summary(table)
-    variants = list(dict.fromkeys(table["variant"]))
-    order = {v: i for i, v in enumerate(FIG1_LABELS)}
-    variants.sort(key=lambda v: order.get(v, len(order)))
+    ran = set(table["variant"])
+    variants = in_order([v for v in ctx.variants() if v in ran], FIG1_LABELS)
     rows = {
         "paper's calibration": [v for v in variants if _calibration(ctx.config, v) in ("paper", "both")],
         "sound calibration": [v for v in variants if _calibration(ctx.config, v) in ("sound", "both")],
@@ -268,63 +201,3 @@ def _epsilon_notes(summary: pd.DataFrame, rows: dict[str, list[str]]) -> list[st
         if parts:
             lines.append(f"Spent epsilon, {variant}: " + "; ".join(parts))
     return lines
-
-
-# ------------------------------------------------------------------------------------------------ fig2
-
-_SPENT = {"epsilon_spent": "headline", "epsilon_spent_paper": "paper", "epsilon_spent_sound": "sound"}
-FIG2_LABELS = {"privae-pinwheel": "(a) PriVAE (no KL(p||q))", "privae-kl-pinwheel": "(b) PriVAE + KL(p||q)"}
-
-
-@register_renderer("privae/fig2")
-def privae_fig2(ctx: RenderContext) -> None:
-    """Data / reconstructions and latent means of both pinwheel variants (the first seed), numbers over seeds."""
-    import numpy as np
-
-    from dpvae.render.output import apply_style, pyplot, save_figure
-
-    apply_style()
-    plt = pyplot()
-    table = ctx.tables["privae_clustering"]
-    runs = sorted(
-        ((r.variant, r.eps, r.seed, a) for a in ctx.artifacts for r in [run_of(a)]), key=lambda r: (r[2], r[0])
-    )
-    variants = [v for v in FIG2_LABELS if any(r[0] == v for r in runs)] + sorted(
-        {r[0] for r in runs} - set(FIG2_LABELS)
-    )
-    fig, axes = plt.subplots(1, 2 * len(variants), figsize=(3.2 * 2 * len(variants), 3.9), squeeze=False)
-    notes = []
-    for i, variant in enumerate(variants):
-        variant_runs = [r for r in runs if r[0] == variant]
-        _, eps, seed, artifact = variant_runs[0]
-        with np.load(Path(artifact).parent / "pinwheel_scatter.npz") as arrays:
-            data = dict(arrays)
-        values = table[table["variant"] == variant]
-        share = mean_sd(SeedStats.of(values[values["metric"] == "pinwheel_clustered"]["value"]), 2)
-        error = mean_sd(SeedStats.of(values[values["metric"] == "pinwheel_recon_error"]["value"]), 3)
-        label = FIG2_LABELS.get(variant, variant)
-        ax = axes[0][2 * i]
-        ax.scatter(*data["x"].T, s=4, color="red", label="data (test)")
-        ax.scatter(*data["recon"].T, s=4, color="gold", label="reconstruction")
-        ax.set_title(f"{label}\ndata space (seed {seed}); recon. error {error}", fontsize=7)
-        ax.legend(fontsize=6, loc="lower left", markerscale=2)
-        ax.set_aspect("equal", adjustable="datalim")
-        ax = axes[0][2 * i + 1]
-        ax.scatter(*data["latent_mean"].T, s=4, color="tab:blue", label="posterior means")
-        ax.scatter(*data["prior_means"].T, s=40, marker="x", color="black", label="prior components")
-        ax.set_title(f"latent space; clustered share {share}", fontsize=7)
-        ax.legend(fontsize=6, loc="lower left", markerscale=2)
-        ax.set_aspect("equal", adjustable="datalim")
-        spent = table[(table["variant"] == variant) & table["metric"].str.startswith("epsilon_spent")]
-        spent_text = ", ".join(f"{_SPENT.get(m, m)} {v:.3g}" for m, v in spent.groupby("metric")["value"].max().items())
-        notes.append(f"{label}: epsilon target {eps} (spent: {spent_text}); numbers: mean ± sd over seeds (n)")
-    notes.append(
-        "Paper (Fig. 2, qualitative): without KL(p||q) poor reconstructions; with it reconstructions follow "
-        "the spirals and the latents form four clusters fitted to the mixture prior. Clustered share: test "
-        "points whose posterior mean is nearest the prior component of their arm (best one-to-one "
-        "assignment; 0.25 = no clustering by arm)."
-    )
-    fig.text(0.01, 0.01, "\n".join(textwrap.fill(n, 200) for n in notes), fontsize=6.5, va="bottom", ha="left")
-    fig.suptitle("PriVAE Fig. 2 - pinwheel: red data, yellow reconstructions, blue latent means", fontsize=9)
-    fig.tight_layout(rect=(0, 0.12, 1, 1))
-    save_figure(fig, ctx.prefix)

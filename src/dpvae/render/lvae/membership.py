@@ -1,4 +1,5 @@
-"""LVAE's renderers (Groß & Wunder; docs/papers.md §2): Figs 1-3, one model each.
+"""LVAE Figs 1-3 (Groß & Wunder; docs/papers.md §2), one model each, the variants of one kind from the item's
+experiments.
 
 Left: the membership-inference trade-off curves (type-I error α = non-members flagged, type-II error
 β = members missed) of the Monte-Carlo attack (the paper's) and of the white-box ELBO attack, one line per
@@ -17,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from dpvae.render.base import RenderContext, register_renderer
-from dpvae.render.common import mean_sd, run_of
+from dpvae.render.common import mean_sd, metric_stats, run_files
 from dpvae.render.output import save_figure
 from dpvae.seeds import SeedStats
 
@@ -37,23 +38,20 @@ def _variant_kind(spec: dict) -> str:
 
 
 def _variants(ctx: RenderContext, kind: str) -> list[str]:
-    """The item's variants of one kind, the paper's experiment first (lvae_mia, then lvae_spectral)."""
-    names = dict.fromkeys(v for exp in ctx.config["experiments"].values() for v in exp.get("variants", []))
+    """The item's variants of one kind, in the order of its experiments (items.py: the paper's first)."""
+    names = dict.fromkeys(v for experiment in ctx.item.experiments for v in ctx.variants(experiment))
     return [v for v in names if _variant_kind(ctx.config["variants"][v]) == kind]
 
 
 def _artifacts(ctx: RenderContext, variant: str, name: str) -> dict[int, Path]:
-    """seed -> <metric dir>/<name> of the variant's runs (paths: runs/<ds>/<variant>/eps<e>/seed<s>/metrics/x.json)."""
-    found = {}
-    for path in map(Path, ctx.artifacts):
-        run = run_of(path)
-        if run.variant == variant and (path.parent / name).is_file():
-            found[run.seed] = path.parent / name
-    return dict(sorted(found.items()))
+    """seed -> the file `name` beside the metric artifacts of the variant's runs."""
+    return dict(
+        sorted({run.seed: file for run, file in run_files(ctx.artifacts, name) if run.variant == variant}.items())
+    )
 
 
 def _stat(table: pd.DataFrame, variant: str, metric: str) -> SeedStats:
-    return SeedStats.of(table[(table["variant"] == variant) & (table["metric"] == metric)]["value"].astype(float))
+    return metric_stats(table, metric, variant=variant)
 
 
 def _fmt(stat: SeedStats, digits: int = 3) -> str:
