@@ -250,6 +250,12 @@ def main(argv: list[str] | None = None) -> None:
         metavar="N",
         help="also print seconds per epoch of N records (steps = ceil(N / batch size))",
     )
+    parser.add_argument(
+        "--compile",
+        choices=["default", "reduce-overhead"],
+        help="also time each case through torch.compile in this mode, as '<engine>+compiled' (reduce-overhead: CUDA "
+        "graphs on CUDA); a case that does not compile prints why instead",
+    )
     parser.add_argument("--quick", action="store_true", help="tiny models, batch 8, one step: a smoke test")
     args = parser.parse_args(argv)
     if args.steps < 1 or args.warmup < 0 or args.batch_size < 1 or args.profile_steps < 0:
@@ -269,16 +275,27 @@ def main(argv: list[str] | None = None) -> None:
         baselines = {e: BASELINES.get(e, "nonprivate") for e in args.engines}
         cases = list(dict.fromkeys(["nonprivate", *baselines.values(), *args.engines]))
         make = mlp_workload if model_name == "mlp" else conv_workload
-        step_fns = {
-            e: make_step(e, make(batch_size, width if model_name == "mlp" else channels, device)) for e in cases
-        }
+        size = width if model_name == "mlp" else channels
+        step_fns = {e: make_step(e, make(batch_size, size, device)) for e in cases}
+        failed: dict[str, str] = {}
+        if args.compile:  # a workload of its own: a failed compilation may leave its engine half-stepped
+            for e in cases:
+                compiled = torch.compile(make_step(e, make(batch_size, size, device)), mode=args.compile)
+                try:
+                    compiled()  # compiles
+                except Exception as error:  # noqa: BLE001 - the reason is the result
+                    failed[e] = f"{type(error).__name__}: {str(error).splitlines()[0][:160]}"
+                else:
+                    step_fns[f"{e}+compiled"] = compiled
         seconds = seconds_per_step(
             step_fns, steps, warmup, time.process_time if args.clock == "cpu" else time.perf_counter, synchronize
         )
-        for engine in [c for c in cases if c.startswith("nonprivate")] + [
+        shown = [c for c in cases if c.startswith("nonprivate")] + [
             e for e in args.engines if not e.startswith("nonprivate")
-        ]:
-            baseline = BASELINES.get(engine, engine if engine.startswith("nonprivate") else "nonprivate")
+        ]
+        for engine in [name for e in shown for name in (e, f"{e}+compiled") if name in step_fns]:
+            plain = engine.removesuffix("+compiled")
+            baseline = BASELINES.get(plain, plain if plain.startswith("nonprivate") else "nonprivate")
             per_epoch = f" sec_per_epoch={seconds[engine] * -(-args.epoch // batch_size):.0f}" if args.epoch else ""
             counts = ""
             if profile_steps:
@@ -290,6 +307,8 @@ def main(argv: list[str] | None = None) -> None:
                 f"ratio_to_nonprivate={seconds[engine] / seconds[baseline]:.2f}{counts}",
                 flush=True,
             )
+        for engine, reason in failed.items():
+            print(f'model={model_name} engine={engine}+compiled device={device.type} compile_failed="{reason}"')
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 #   1. every test marked `gpu` (the method contract on CUDA, engine and metric device tests),
 #   2. the DP-SGD engines at batch 256 against a non-private step, with operator calls and syncs per step,
 #   3. DP²-VAE stage 1 (encoder-iterations/s) and stage 2 (private vs non-private step) at the paper's widths,
-#   4. GS-WGAN's vectorised discriminators.
+#   4. GS-WGAN's vectorised discriminators,
+#   5. whether torch.compile (CUDA graphs: mode reduce-overhead) pays for the engines' conv step, or why it fails.
 #
 #   benchmarks/gpu.sh [OUTDIR]        (default benchmarks/out/gpu-<date>; PY=python to choose the interpreter)
 #   DEVICE=cpu benchmarks/gpu.sh      the same parts on the CPU at toy sizes (a check of the script: the CUDA
@@ -21,8 +22,10 @@ if [ "$DEVICE" = cuda ]; then
   engines=(--steps 20 --engines nonprivate opacus dpsgd termwise micro batch partial)
   dp2vae=(--widths 512,256 --batch 32 --encoders 100 --chunk 50 --iters 3 --steps 20 --repeats 3)
   gswgan=(--cases 100:64:32 --threads 2 --chunk 25 --iters 1 --repeats 2)
+  compiled=(--steps 20 --models conv --engines nonprivate dpsgd --compile reduce-overhead)
 else
   engines=(--quick) dp2vae=(--quick) gswgan=(--cases 4:2:4 --threads 1 --chunk 2 --iters 1 --repeats 1)
+  compiled=(--quick --models mlp --engines nonprivate dpsgd --compile default)
 fi
 mkdir -p "$OUTDIR"
 export PYTHONPATH=src:tests${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -48,5 +51,6 @@ part tests 240 "$PY" -m pytest -p no:cacheprovider -q -m gpu -o addopts="-ra --s
 part engines 120 "$PY" benchmarks/dpsgd_step.py --device "$DEVICE" "${engines[@]}"
 part dp2vae 100 "$PY" benchmarks/dp2vae_stage1.py --device "$DEVICE" "${dp2vae[@]}"
 part gswgan 150 "$PY" benchmarks/gswgan_discriminators.py --device "$DEVICE" "${gswgan[@]}"
+part compiled 120 "$PY" benchmarks/dpsgd_step.py --device "$DEVICE" "${compiled[@]}"
 echo "== gpu.sh: ${#failed[@]} part(s) failed${failed[*]:+: ${failed[*]}}; logs in $OUTDIR"
 [ ${#failed[@]} -eq 0 ]
