@@ -8,7 +8,7 @@ After each epoch, in eval mode and without sampling noise (z = the posterior mea
 of 500 seeded training images (`train_loss`) and of the first 1,000 MNIST test images (`heldout_loss`), their gap,
 the Euclidean distance of the white outlier to its reconstruction (`outlier_rec`) beside the median of the same
 distance over the 500 training images (`typical_rec`), and the outlier's own loss. The campaign's epoch budget
-(workflow/campaigns/lvae-cpu-long.yaml) was read off this trajectory (docs/lvae.md). Not a workflow run: its
+(workflow/campaigns/overlays/lvae-cpu-long.yaml) was read off this trajectory (docs/lvae.md). Not a workflow run: its
 numbers are evidence for a [choice], not results.
 """
 

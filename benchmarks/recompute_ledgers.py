@@ -15,13 +15,14 @@ recorded command built it — config.yaml and the overlay its command names (`--
 queue script) at the recorded commit (`<sha>-dirty` read as `<sha>`), expanded by this checkout's
 `dpvae.runs.run_spec` — and its ledger planned with this checkout's code (`dpvae.runs.planned_release`: the method's
 `planned_ledger` on the prepared dataset's facts, its domain cost composed in; no training). A configuration at a
-commit whose files no longer validate falls back to this checkout's config.yaml and overlay, and the `config`
-column says so. A papers' table recorded before the public domains (Adult, Credit, ESR at a commit whose registry has
-no `REFERENCE_CODE_IDS`) was prepared by P3GM's reference code's rule and is planned on its `-refcode` dataset, as it
-trained. Datasets are prepared from the offline mirror ($DPVAE_DATA_MIRROR) or generated; one that is neither
-(a real dataset not reachable here) is planned on the registry's documented facts (`facts` column). Writes one CSV
-row per distinct spec (sorted), prints a one-screen summary, and exits 1 if a recomputed paper ε exceeds the
-recorded target or a configuration could not be recomputed.
+commit whose files no longer validate falls back to this checkout's config.yaml and overlay (read where the overlay
+lives now, `dpvae.paths.campaign_overlay`), and the `config` column says so, naming the overlay as recorded. A papers'
+table recorded before the public domains (Adult, Credit, ESR at a commit whose registry has no `REFERENCE_CODE_IDS`)
+was prepared by P3GM's reference code's rule and is planned on its `-refcode` dataset, as it trained. Datasets are
+prepared from the offline mirror ($DPVAE_DATA_MIRROR) or generated; one that is neither (a real dataset not reachable
+here) is planned on the registry's documented facts (`facts` column). Writes one CSV row per distinct spec (sorted),
+prints a one-screen summary, and exits 1 if a recomputed paper ε exceeds the recorded target or a configuration
+could not be recomputed.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from dpvae.paths import campaign_overlay  # noqa: E402
 from dpvae.runs import recomputed_ledger  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -161,12 +163,12 @@ class Configs:
         from dpvae.config import load_config
         from dpvae.errors import ConfigError
 
-        names = ("config.yaml", *overlays)
-        missing = [name for name in names if not (REPO / name).is_file()]
+        names = ("config.yaml", *overlays)  # as recorded; read where they live now
+        missing = [name for name in names if not (REPO / campaign_overlay(name)).is_file()]
         if missing:
             return None, f"this checkout lacks {', '.join(missing)}"
         try:
-            return load_config([REPO / name for name in names]), "+".join(names)
+            return load_config([REPO / campaign_overlay(name) for name in names]), "+".join(names)
         except ConfigError as error:
             return None, f"this checkout's fails too ({str(error).splitlines()[-1].strip(' -')})"
 

@@ -12,10 +12,24 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
 PUBLISHED_DIR = REPO_ROOT / "workflow" / "resources" / "published"
+CAMPAIGNS = "workflow/campaigns"  # the scripts that run campaigns (queues, the GPU window)
+OVERLAYS = f"{CAMPAIGNS}/overlays"  # the campaigns' config overlays (--configfile=FILE on config.yaml)
 
 RESULTS = "results"
 FIGURES = "figures"
 LOGS = "logs"
+
+
+#: a campaign overlay's path in a command, as recorded before or after the overlays moved into OVERLAYS
+CAMPAIGN_OVERLAY = re.compile(rf"{CAMPAIGNS}/(?:overlays/)?[\w.-]+\.ya?ml")
+
+
+def campaign_overlay(path: str) -> str:
+    """Where a campaign overlay a recorded command names lives now: `workflow/campaigns/<name>.yaml`, its place
+    until the overlays moved into `OVERLAYS`, maps to `OVERLAYS/<name>.yaml`; any other path is returned as is.
+    (At its recorded commit the recorded path itself holds the overlay.)"""
+    folder, _, name = path.rpartition("/")
+    return f"{OVERLAYS}/{name}" if folder == CAMPAIGNS and name.endswith((".yaml", ".yml")) else path
 
 
 def results_dir(scale: str) -> str:

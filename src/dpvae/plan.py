@@ -44,7 +44,7 @@ from dpvae.dag import BenchmarkFile, Dag, DagJob, snakemake_dag
 from dpvae.errors import DpvaeError
 from dpvae.eval.registry import METRICS
 from dpvae.methods.registry import METHODS
-from dpvae.paths import REPO_ROOT
+from dpvae.paths import CAMPAIGN_OVERLAY, REPO_ROOT, campaign_overlay
 from dpvae.reproductions import published_dataset, read_all
 from dpvae.runs import Run, experiment_runs
 from dpvae.runtimes import (
@@ -71,7 +71,6 @@ _RECORD_COLUMNS = ("scale", "rule", "group", "ident", "key", "device", "seconds"
 _RUN_WILDCARDS = frozenset({"dataset", "variant", "eps", "seed"})
 _TRAIN_RULE = "train"  # the job whose time a recorded run's wall_s is (its train.json "seconds")
 _STAGE1_RULE = "stage1"
-_OVERLAY = re.compile(r"workflow/campaigns/[\w.-]+\.ya?ml")
 
 
 @dataclass(frozen=True)
@@ -357,9 +356,9 @@ class Measurements:
 
     def _overlay_plan(self, command: str) -> Plan | None:
         """The configuration a recorded run was trained under: config.yaml + the campaign overlay its
-        command names (None if that file is gone or no longer valid)."""
-        match = _OVERLAY.search(command)
-        name = match.group(0) if match else ""
+        command names, read where it lives now (`campaign_overlay`; None if that file is gone or no longer valid)."""
+        match = CAMPAIGN_OVERLAY.search(command)
+        name = campaign_overlay(match.group(0)) if match else ""
         if name not in self._overlays:
             files = [REPO_ROOT / "config.yaml"] + ([REPO_ROOT / name] if name else [])
             try:

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from dpvae.config import ConfigError, format_eps, load_config, validate_config
-from dpvae.paths import REPO_ROOT
+from dpvae.paths import CAMPAIGN_OVERLAY, CAMPAIGNS, OVERLAYS, REPO_ROOT, campaign_overlay
 
 PAPER_CONFIG = REPO_ROOT / "config.yaml"
 SMOKE_CONFIG = REPO_ROOT / "tests" / "config" / "smoke.yaml"
@@ -36,6 +36,34 @@ def test_smoke_overlay_adds_no_experiment_or_variant():
     for section in ("variants", "experiments"):
         assert set(smoke.get(section, {})) <= set(paper[section]), section
     assert set(smoke) <= set(paper) | {"evaluation"}
+
+
+def test_campaign_overlays_are_in_their_folder_and_valid():
+    """Campaign overlays live in workflow/campaigns/overlays/, each valid on config.yaml; the scripts that run
+    campaigns sit beside that folder. The one YAML file beside them is the GPU queue's entry list, which
+    gpu_queue.py reads from its own folder: data of that script, not an overlay."""
+    assert sorted(p.name for p in (REPO_ROOT / CAMPAIGNS).glob("*.y*ml")) == ["gpu-queue.yaml"]
+    overlays = sorted((REPO_ROOT / OVERLAYS).iterdir())
+    assert overlays and [p.suffix for p in overlays] == [".yaml"] * len(overlays)
+    for overlay in overlays:
+        load_config([PAPER_CONFIG, overlay])
+
+
+def test_a_recorded_overlay_path_maps_to_where_the_overlay_lives_now():
+    """Rows recorded before the overlays moved name them directly under workflow/campaigns/: read where they live
+    now; every overlay a recorded row names is found."""
+    assert campaign_overlay("workflow/campaigns/p3gm-cpu.yaml") == "workflow/campaigns/overlays/p3gm-cpu.yaml"
+    assert campaign_overlay("workflow/campaigns/overlays/p3gm-cpu.yaml") == "workflow/campaigns/overlays/p3gm-cpu.yaml"
+    for other in (
+        "config.yaml",
+        "tests/config/smoke.yaml",
+        "workflow/campaigns/lvae-queue.sh",
+        "x/workflow/campaigns/a.yaml",
+    ):
+        assert campaign_overlay(other) == other
+    rows = [p.read_text() for p in sorted((REPO_ROOT / "reproductions").rglob("*.csv"))]
+    recorded = {path for text in rows for path in CAMPAIGN_OVERLAY.findall(text)}
+    assert recorded and [p for p in sorted(recorded) if not (REPO_ROOT / campaign_overlay(p)).is_file()] == []
 
 
 def test_defaults_are_filled_in():

@@ -2,8 +2,10 @@
 
 Read: src/, tests/, workflow/, benchmarks/, docs/, examples/, envs/, README.md, config.yaml, Snakefile and
 Makefile. A `*.md` name resolves beside the citing file or at the repository root; a `docs/...` path at the
-root. An ambiguity id (A-P1, A-G10, ...) cited anywhere, and a section (§3.3) or item (p3gm/table6) cited as
-`docs/papers.md ...`, must have its entry in docs/papers.md, and every paper's item of `dpvae.items` its own.
+root, and so does a `workflow/campaigns/...` path (a campaign's overlay or script) outside CSV data (recorded
+commands name overlays where they were then). An ambiguity id (A-P1, A-G10, ...) cited anywhere, and a section
+(§3.3) or item (p3gm/table6) cited as `docs/papers.md ...`, must have its entry in docs/papers.md, and every
+paper's item of `dpvae.items` its own.
 In tests/ only comments and docstrings are read: test code's string literals are fixtures, made-up paths
 among them.
 """
@@ -27,6 +29,7 @@ SPEC = "docs/papers.md"
 
 MD_REF = re.compile(r"(?<![\w./:-])((?:\.\.?/)*[\w][\w./-]*\.md)\b")
 DOCS_REF = re.compile(r"(?<![\w./-])docs/[\w./-]*[\w-]")
+CAMPAIGN_REF = re.compile(r"(?<![\w./-])workflow/campaigns(?:/[\w.-]*[\w-])+")
 AMBIGUITY = re.compile(r"\bA-[PLGD]\d+\b")
 #: `docs/papers.md` and the sections and ids listed after it: "§3.1, §3.5", "§1.4-1.5", "§1.2 and A-P8".
 SPEC_CITATION = re.compile(
@@ -82,7 +85,7 @@ def problems(root: Path) -> list[str]:
         for ref in MD_REF.findall(text):
             if not ((path.parent / ref).is_file() or (root / ref).is_file()):
                 found.append(f"{name}: {ref} (no such document in the repository)")
-        for ref in DOCS_REF.findall(text):
+        for ref in DOCS_REF.findall(text) + (CAMPAIGN_REF.findall(text) if path.suffix != ".csv" else []):
             if not (root / ref).exists():
                 found.append(f"{name}: {ref} (no such path in the repository)")
         for ref in AMBIGUITY.findall(text):
@@ -115,7 +118,13 @@ def test_a_planted_reference_to_a_missing_document_fails(tmp_path: Path) -> None
     (tmp_path / "tests").mkdir()
     (tmp_path / SPEC).write_text('## 1. One\n\n### 1.2 Two\n\n<a id="A-P1"></a>**A-P1** x <a id="p3gm-fig4"></a>\n')
     (tmp_path / "docs" / "other.md").write_text("see [papers](papers.md) and README.md\n")
-    (tmp_path / "README.md").write_text("docs/papers.md §1.2, A-P1; docs/papers.md p3gm/fig4\n")
+    (tmp_path / "README.md").write_text(
+        "docs/papers.md §1.2, A-P1; docs/papers.md p3gm/fig4; --configfile=workflow/campaigns/overlays/on.yaml\n"
+    )
+    (tmp_path / "workflow" / "campaigns" / "overlays").mkdir(parents=True)
+    (tmp_path / "workflow" / "campaigns" / "overlays" / "on.yaml").write_text("seeds: [0]\n")
+    (tmp_path / "workflow" / "campaigns" / "run.sh").write_text("CONFIG=workflow/campaigns/off.yaml snakemake\n")
+    (tmp_path / "src" / "recorded.csv").write_text("command\nsnakemake --configfile=workflow/campaigns/off.yaml\n")
     (tmp_path / "src" / "mod.py").write_text(
         '"""Spec: DESIGN.md A-P1 and docs/papers.md A-P2, §1.3; docs/gone.md; docs/papers.md `p3gm/fig5`."""\n'
     )
@@ -130,4 +139,5 @@ def test_a_planted_reference_to_a_missing_document_fails(tmp_path: Path) -> None
         "src/mod.py: docs/papers.md p3gm/fig5 (no entry for this item)",
         "src/mod.py: docs/papers.md §1.3 (no such section)",
         "tests/test_x.py: ../STYLE.md (no such document in the repository)",
+        "workflow/campaigns/run.sh: workflow/campaigns/off.yaml (no such path in the repository)",
     ]

@@ -41,11 +41,14 @@ def test_a_row_of_another_campaign_does_not_count_as_the_entry_recorded():
     entries (config.yaml): only a row made under the entry's own overlay marks the entry recorded."""
     queue = _queue()
     paper_width = next(e for e in queue.load_queue() if e.paper == "dp2vae")
-    cpu = "snakemake --cores 1 --configfile=workflow/campaigns/dp2vae-cpu.yaml figures/dp2vae/table1.pdf"
+    cpu = "snakemake --cores 1 --configfile=workflow/campaigns/overlays/dp2vae-cpu.yaml figures/dp2vae/table1.pdf"
     assert not paper_width.made_here(cpu)
     assert paper_width.made_here(f"gpu_queue.py run ({paper_width.name}): snakemake --configfile={paper_width.overlay}")
     privae = next(e for e in queue.load_queue() if e.paper == "privae")
     assert privae.made_here(f"snakemake --configfile={privae.overlay} x") and not privae.made_here(cpu)
+    # rows recorded before the overlays moved into workflow/campaigns/overlays/ name them where they were then
+    assert privae.made_here("snakemake --configfile=workflow/campaigns/privae-cpu.yaml x")
+    assert not paper_width.made_here(cpu.replace("campaigns/overlays/", "campaigns/"))
 
 
 def test_an_entry_past_its_budget_is_stopped_with_everything_it_started(tmp_path):

@@ -162,7 +162,8 @@ def test_estimate_preferences_and_descriptions():
 def test_each_papers_recorded_run_keeps_its_own_measurement(tmp_path):
     """P3GM's and DP²-VAE's "real" baselines are both filed as dataset "mnist", variant "real", no ε, seed 0:
     two different runs (mnist-p3gm under p3gm-cpu.yaml, mnist under dp2vae-cpu-build0.yaml). The later row
-    must not hide the other paper's: each run's training time measures its own train job."""
+    must not hide the other paper's: each run's training time measures its own train job. The P3GM row names its
+    overlay where it was before the overlays moved into workflow/campaigns/overlays/ (the settings are read there)."""
     import pandas as pd
 
     from dpvae.plan import Measurements, Settings
@@ -172,15 +173,15 @@ def test_each_papers_recorded_run_keeps_its_own_measurement(tmp_path):
     def row(paper: str, item: str, overlay: str, seconds: float, date: str) -> dict:
         values = {"paper": paper, "item": item, "dataset": "mnist", "method": "original", "metric": "accuracy"}
         values |= {"seed": 0, "value": 0.9, "scale": "paper", "variant": "real", "device": "cpu: test x2"}
-        values |= {"command": f"snakemake --configfile=workflow/campaigns/{overlay} x", "wall_s": seconds, "date": date}
+        values |= {"command": f"snakemake --configfile={overlay} x", "wall_s": seconds, "date": date}
         return {c: values.get(c, "") for c in COLUMNS}
 
-    pd.DataFrame([row("p3gm", "table7", "p3gm-cpu.yaml", 11.0, "2026-11-01")]).to_csv(
+    pd.DataFrame([row("p3gm", "table7", "workflow/campaigns/p3gm-cpu.yaml", 11.0, "2026-11-01")]).to_csv(
         tmp_path / "p3gm.csv", index=False
     )
-    pd.DataFrame([row("dp2vae", "table1", "dp2vae-cpu-build0.yaml", 22.0, "2026-11-20")]).to_csv(
-        tmp_path / "dp2vae.csv", index=False
-    )
+    pd.DataFrame(
+        [row("dp2vae", "table1", "workflow/campaigns/overlays/dp2vae-cpu-build0.yaml", 22.0, "2026-11-20")]
+    ).to_csv(tmp_path / "dp2vae.csv", index=False)
     plan = Plan(load_config([REPO_ROOT / "config.yaml"]), REPO_ROOT)
     measured = Measurements(Settings(plan), tmp_path)
     measured.add_recorded(tmp_path)
@@ -190,6 +191,19 @@ def test_each_papers_recorded_run_keeps_its_own_measurement(tmp_path):
     for wildcards, seconds in ((p3gm_real, 11.0), (dp2vae_real, 22.0)):
         found = measured.by_key.get(measured.settings.key("train", wildcards), {})
         assert [m.seconds for m in found.values()] == [seconds], wildcards["dataset"]
+
+
+def test_a_recorded_overlay_is_read_where_it_lives_now(tmp_path):
+    """A row recorded before the overlays moved into workflow/campaigns/overlays/ names the overlay directly under
+    workflow/campaigns/; its settings are that overlay's, read where it lives now."""
+    from dpvae.plan import Measurements, Settings
+
+    plan = Plan(load_config([REPO_ROOT / "config.yaml"]), REPO_ROOT)
+    measured = Measurements(Settings(plan), tmp_path)
+    before = measured._overlay_plan("snakemake --configfile=workflow/campaigns/p3gm-cpu.yaml x")
+    after = measured._overlay_plan("snakemake --configfile=workflow/campaigns/overlays/p3gm-cpu.yaml x")
+    overlay = REPO_ROOT / "workflow" / "campaigns" / "overlays" / "p3gm-cpu.yaml"
+    assert before.config == after.config == load_config([REPO_ROOT / "config.yaml", overlay]) != plan.config
 
 
 # -- GPU estimates, device logs, scale ----------------------------------------------------------------------

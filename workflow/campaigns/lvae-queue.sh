@@ -5,7 +5,7 @@
 # then: python -m dpvae record results/paper/tables/lvae_mia/mnist-lvae.csv
 set -euo pipefail
 SNAKEMAKE=${SNAKEMAKE:-.venv/bin/snakemake}
-CONFIG=${CONFIG:-workflow/campaigns/lvae-cpu.yaml}
+CONFIG=${CONFIG:-workflow/campaigns/overlays/lvae-cpu.yaml}
 RUNS=results/paper/runs/mnist-lvae
 METRICS="mc_attack elbo_attack outlier_exposure privacy_tradeoff frechet_pca sample_grid"
 for seed in ${SEEDS:-0 1 2}; do

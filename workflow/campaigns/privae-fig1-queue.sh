@@ -4,7 +4,7 @@
 #   DPVAE_DATA_MIRROR=../shared/data nice -n 10 workflow/campaigns/privae-fig1-queue.sh
 # ONLY="micro-agg batch-agg micro-agg-sound batch-agg-sound" queues just those variants (the aggregation curves,
 # issue 40 Build 3; session 15 finished micro-agg eps10 seed0 with it at nice 19, ~50 min per run on a shared CPU).
-# then render with: snakemake --cores 2 --configfile=workflow/campaigns/privae-cpu.yaml figures/privae/fig1.pdf
+# then render with: snakemake --cores 2 --configfile=workflow/campaigns/overlays/privae-cpu.yaml figures/privae/fig1.pdf
 set -euo pipefail
 SNAKEMAKE=${SNAKEMAKE:-.venv/bin/snakemake}
 RUNS=results/paper/runs/fashion-mnist-32
@@ -27,5 +27,5 @@ for entry in "${queue[@]}"; do
   read -r variant eps seed <<<"$entry"
   [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $variant "* ]] && continue
   echo "== $(date -u +%FT%TZ) $variant eps$eps seed$seed"
-  "$SNAKEMAKE" --cores 2 --configfile=workflow/campaigns/privae-cpu.yaml --quiet progress -- $(targets "$variant" "$eps" "$seed")
+  "$SNAKEMAKE" --cores 2 --configfile=workflow/campaigns/overlays/privae-cpu.yaml --quiet progress -- $(targets "$variant" "$eps" "$seed")
 done
