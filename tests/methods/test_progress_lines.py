@@ -10,6 +10,7 @@ the checker fail).
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -69,3 +70,24 @@ def test_a_tiny_privae_run_logs_progress_with_epsilon_and_no_loss(
     capfd.readouterr()
     stages.train(spec)
     check_log(job_log(caplog, capfd), "privae")
+
+
+def test_progress_lines_change_no_output_byte(caplog, monkeypatch, tmp_path):
+    """A P3GM run (encoding, pre-training, DP-SGD, sampling) with a line at every step and with lines at the loops'
+    ends only: the same model, ledger and samples."""
+    data, outputs = write_toy_dataset(tmp_path / "data"), []
+    caplog.set_level(logging.INFO, logger="dpvae")
+    for seconds in ("0", "1e9"):
+        monkeypatch.setenv("DPVAE_PROGRESS_SECONDS", seconds)
+        caplog.clear()
+        spec = toy_spec(data, tmp_path / seconds, "p3gm")
+        spec["params"].update(TOY["p3gm"])
+        stages.train(spec)
+        stages.sample(spec["run"], 50)
+        run = Path(spec["run"])
+        kept = [p for p in sorted(run.rglob("*")) if p.is_file() and p.name != "train.json"]  # its path, seconds
+        outputs.append({p.relative_to(run): p.read_bytes() for p in kept})
+        lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("progress ")]
+        assert len(lines) > 10 if seconds == "0" else len(lines) == 4  # at the end of each loop only
+    assert {"privacy.json", "samples.npz", "model.pt"} <= {p.name for p in outputs[0]}
+    assert outputs[0] == outputs[1]
