@@ -220,9 +220,10 @@ def elbo(ctx: RunContext, x: np.ndarray, samples: int, stream: str) -> np.ndarra
     """Per-record ELBO (nats) of images `x` [N, 1, 28, 28], reconstruction averaged over `samples` draws."""
     model = load(ctx)
     generator = ctx.torch_generator(stream, "cpu")
-    out = []
+    out, progress = [], Progress("lvae elbo", len(x), "records")
     for chunk in torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).split(500):
         out.append(model.elbo(chunk.to(ctx.device), samples, generator).cpu())
+        progress.advance(len(chunk))
     return torch.cat(out).numpy().astype(np.float64)
 
 
