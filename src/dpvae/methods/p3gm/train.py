@@ -91,7 +91,7 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
     name, epsilon = ctx.spec["method"], (lambda _: spent()) if private else None
     phases = Progress(f"{name} encoding (DP-PCA, DP-EM)", 2, "phases", epsilon=epsilon)
     pca = dp_pca(vectors, p.pca_components, p.sigma_pca, ctx.rng("dp-pca"), **centring(p, d))
-    encoding = pca.mechanisms
+    encoding = tuple(pca.mechanisms)
     phases.advance()
     features = pca.transform(vectors)
     gmm = dp_em_diagonal_gmm(
