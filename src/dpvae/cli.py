@@ -35,6 +35,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("configfiles", nargs="*", default=["config.yaml"])
     p.add_argument("--update", metavar="FILE", help="replace the status block of this file (docs/status.md)")
 
+    p = sub.add_parser("progress", help="where running jobs stand: the newest progress line of each job log")
+    p.add_argument("--logs", default="logs", help="the folder of the job logs (default: logs)")
+    p.add_argument("--all", action="store_true", help="also the logs whose newest line is a finished loop")
+
     p = sub.add_parser("plan", help="the jobs some targets still need and their estimated GPU- and CPU-hours")
     p.add_argument("targets", nargs="*", help="files or rules, as for snakemake (default: every buildable item)")
     p.add_argument(
@@ -288,6 +292,13 @@ def _run(args: argparse.Namespace) -> int:
             tables.aggregate(args.spec, args.out)
         else:
             tables.combine(args.tables, args.out)
+        return 0
+    if args.stage == "progress":  # reads log files only
+        from dpvae.progress import newest_lines
+
+        for job in newest_lines(Path(args.logs)):
+            if args.all or job.done < job.total:
+                print(f"{job.log}: {job.name} {job.done}/{job.total} {job.unit}, ETA {job.eta}")
         return 0
     if args.stage == "render-experiment":  # pandas and matplotlib only
         from dpvae.render.experiment import render_experiment

@@ -36,6 +36,7 @@ from dpvae.eval.base import EvalContext, Rows
 from dpvae.eval.registry import register_metric
 from dpvae.params import MetricOptions, param
 from dpvae.paths import data_mirror
+from dpvae.progress import Progress
 
 WEIGHTS_NAME = "pt_inception-2015-12-05-fc-zeroed.pth"
 WEIGHTS_SHA256 = "b60f2de70e560e3d08f8dfb001f46f346e701c1eb50ea87d9cf90427f066b997"
@@ -134,6 +135,7 @@ def statistics(
     features_of = extractor(weights, str(device), compiled)
     total = np.zeros(2048) if on_cpu else torch.zeros(2048, dtype=torch.float64, device=device)
     outer = np.zeros((2048, 2048)) if on_cpu else torch.zeros((2048, 2048), dtype=torch.float64, device=device)
+    progress = Progress("fid features", len(x), "images")
     for start in range(0, len(x), batch_size):
         batch = to_uint8_rgb(x[start : start + batch_size])
         n_batch = len(batch)
@@ -143,6 +145,7 @@ def statistics(
         f = features.double().numpy() if on_cpu else features.double()
         total += f.sum(0)
         outer += f.T @ f
+        progress.advance(n_batch)
     if not on_cpu:
         total, outer = total.cpu().numpy(), outer.cpu().numpy()
     n = len(x)

@@ -25,6 +25,7 @@ from dpvae.data.declared import Facts
 from dpvae.eval.base import EvalContext, Rows
 from dpvae.eval.registry import register_metric
 from dpvae.params import MetricOptions, param
+from dpvae.progress import Progress
 
 Classifier = Literal["lr", "mlp", "cnn"]
 
@@ -79,12 +80,14 @@ def _torch_accuracy(
         return hits / len(labels)
 
     best, best_state, waited = -1.0, copy.deepcopy(model.state_dict()), 0
+    progress = Progress(f"{kind} classifier (at most; early stopping)", options.max_epochs, "epochs")
     for _ in range(options.max_epochs):
         model.train()
         for part in train[torch.randperm(len(train), generator=generator)].to(device).split(options.batch_size):
             optimizer.zero_grad()
             F.cross_entropy(model(xt[part]), yt[part]).backward()
             optimizer.step()
+        progress.advance()
         score = accuracy(xt[val], yt[val])
         if score > best:
             best, best_state, waited = score, copy.deepcopy(model.state_dict()), 0

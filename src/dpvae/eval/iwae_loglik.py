@@ -15,6 +15,7 @@ from dpvae.eval.base import EvalContext, Rows
 from dpvae.eval.latent import load_model, model_device, test_images
 from dpvae.eval.registry import register_metric
 from dpvae.params import MetricOptions, param
+from dpvae.progress import Progress
 
 #: importance samples decoded at once (bounds memory: K × one decoded record)
 CHUNK = 250
@@ -57,9 +58,10 @@ def iwae_loglik(ctx: EvalContext) -> Rows:
     records = torch.as_tensor(x).to(model_device(model))
     generator = ctx.run.torch_generator("iwae", "cpu")
     total = 0.0
-    per_batch = max(1, ctx.options.batch_size)
+    per_batch, progress = max(1, ctx.options.batch_size), Progress("iwae bound", len(x), "records")
     for start in range(0, len(x), per_batch):
         total += float(iwae_bound(model, records[start : start + per_batch], ctx.options.k, generator).sum())
+        progress.advance(len(records[start : start + per_batch]))
     return [
         {"metric": "iwae_loglik", "value": total / len(x)},
         {"metric": "iwae_test_records", "value": float(len(x))},

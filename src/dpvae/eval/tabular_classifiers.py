@@ -24,6 +24,7 @@ from dpvae.data.declared import Facts
 from dpvae.eval.base import EvalContext, Rows
 from dpvae.eval.registry import register_metric
 from dpvae.params import MetricOptions, param
+from dpvae.progress import Progress
 
 CLASSIFIERS = ("lr", "ab", "gbm", "xgb")
 ADULT_LABELS = ["<=50K", ">50K"]
@@ -87,7 +88,7 @@ def classifier_rows(
         raise ValueError("the real test split holds one class only; AUROC is undefined")
     rows: Rows = []
     single = len(np.unique(y_train)) < 2
-    for name in CLASSIFIERS:
+    for name in Progress("tabular classifiers", len(CLASSIFIERS), "fits").each(CLASSIFIERS):
         score = np.zeros(len(y_test)) if single else scores(name, x_train, y_train, x_test, seed)
         rows += [
             {"metric": "auroc", "classifier": name, "value": float(roc_auc_score(y_test, score))},

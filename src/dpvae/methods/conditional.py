@@ -12,6 +12,7 @@ from torch import Tensor
 
 from dpvae.errors import ConfigError
 from dpvae.methods.base import RunContext
+from dpvae.progress import Progress
 
 
 def num_classes(ctx: RunContext) -> int:
@@ -69,9 +70,10 @@ def sample_labelled(
     n = len(ctx.data.train.y) if n is None else n
     y = balanced_labels(n, classes)
     stream = ctx.torch_generator("sample", str(device))
-    out = np.empty((n, *shape), dtype=np.float32)
+    out, progress = np.empty((n, *shape), dtype=np.float32), Progress("sampling", n, "records")
     for part in batches(n, 1000):
         labels = torch.as_tensor(y[part], device=device)
         z = torch.randn(len(labels), code_dim, generator=stream, device=device)
         out[part] = generate(z, onehot(labels, classes)).cpu().numpy()
+        progress.advance(len(labels))
     return {"x": out, "y": y}

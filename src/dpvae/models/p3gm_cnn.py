@@ -24,6 +24,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from dpvae.progress import Progress
+
 
 class P3GMCNN(nn.Module):
     def __init__(self, classes: int = 10, side: int = 28) -> None:
@@ -94,6 +96,7 @@ def train_and_score(
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7, fused=True)
     test_curve, val_curve = [], []
     best, best_epoch, waited = -1.0, 0, 0
+    progress = Progress("p3gm cnn (at most; early stopping)", max_epochs, "epochs")
     for epoch in range(1, max_epochs + 1):
         model.train()
         order = torch.randperm(len(xs), generator=generator).to(device)
@@ -103,6 +106,7 @@ def train_and_score(
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+        progress.advance()
         test_curve.append(accuracy(model, xt, yt))
         watched = test_curve[-1] if xv is None else accuracy(model, xv, yv)
         if xv is not None:

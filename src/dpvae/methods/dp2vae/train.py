@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,6 +28,7 @@ from dpvae.methods.dp2vae.accounting import dp2vae_ledger, noise_multiplier
 from dpvae.models.cvae import CVAE, CVAEDecoder, stacked_loss
 from dpvae.models.stacked import StackedAdam, clip_per_model, stack
 from dpvae.privacy.ledger import Ledger
+from dpvae.progress import Progress
 
 if TYPE_CHECKING:
     from dpvae.privacy.dpsgd import DPSGD
@@ -92,6 +92,8 @@ def pretrain_encoders(
     encoders: dict[str, list[torch.Tensor]] = state.get("stage1", {})
     done = state.get("stage1_done", 0)
     iters = p.pretrain_iters if p.pretrain else 0
+    progress = Progress("dp2vae stage 1 (non-private encoders, never released)", k * iters, "encoder steps")
+    progress.start_at(done * iters)
     while done < k:
         rows = torch.arange(done, min(k, done + p.chunk))
         template = _new_model(arch, ctx.seed_for(f"stage1-init-{done}"))
@@ -101,7 +103,6 @@ def pretrain_encoders(
         groups = [[n for n in names if n.startswith("encoder.")], [n for n in names if n.startswith("decoder.")]]
         adam = StackedAdam(params, p.pretrain_lr)
         generator = ctx.torch_generator(f"stage1-{done}", device=str(x.device))
-        started = time.monotonic()
         for _ in range(iters):
             pick = torch.rand(len(rows), subsets.shape[1], generator=generator, device=x.device).argsort(1)[:, :batch]
             index = torch.gather(subsets[rows], 1, pick)  # [K', B]
@@ -111,16 +112,10 @@ def pretrain_encoders(
             grads = dict(zip(names, torch.autograd.grad(losses.mean(1).sum(), list(params.values()))))
             clip_per_model(grads, groups, p.clip)
             adam.step(grads)
+            progress.advance(len(rows))
         for n in groups[0]:
             encoders.setdefault(n, []).append(params[n].detach().cpu())
         done = int(rows[-1]) + 1
-        log.info(
-            "stage 1: %d/%d encoders (%d iterations each, %.1f s for this chunk)",
-            done,
-            k,
-            iters,
-            time.monotonic() - started,
-        )
         checkpoint.save({"stage1": encoders, "stage1_done": done})
     return {n[len("encoder.") :]: torch.cat(v).to(x.device) for n, v in encoders.items()}
 
@@ -230,15 +225,19 @@ def train(ctx: RunContext) -> Ledger:
         )
         restore_rng(state["rng"], draws, noise_gen)
         step, engine.steps = state["stage2_step"], state["engine_steps"]
-    started = time.monotonic()
+    progress = Progress(
+        "dp2vae stage 2 (decoder DP-SGD)",
+        p.iters,
+        epsilon=lambda t: dp2vae_ledger(sigma, k, t, batch, p.clip, ctx.delta, target_epsilon=ctx.epsilon),
+    )
+    progress.start_at(step)
     for step in range(step, p.iters):
         chosen = torch.randint(k, (1,), generator=draws, device=device)
         pick = torch.randperm(subsets.shape[1], generator=draws, device=device)[:batch]
         xb, ob = _gather(x, y, subsets.index_select(0, chosen)[0, pick], arch["num_classes"])
         noise = torch.randn(batch, arch["latent_dim"], generator=draws, device=device)
         stage2_step(model, engine, decoder_opt, encoder_adam, encoders, chosen, xb, ob, noise)
-        if step % 1000 == 0:
-            log.info("stage 2: step %d/%d (%.1f s)", step, p.iters, time.monotonic() - started)
+        progress.advance()
         if checkpoint.due(step):
             checkpoint.save(
                 {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 
 import numpy as np
 import torch
@@ -15,8 +14,8 @@ from dpvae.models import precision
 from dpvae.models.merf import MERFGenerator, embedding, rff_weights
 from dpvae.privacy import canaries
 from dpvae.privacy.ledger import Ledger
+from dpvae.progress import Progress
 
-log = logging.getLogger(__name__)
 GENERATOR, MODEL_JSON = "generator.pt", "model.json"
 
 
@@ -69,8 +68,10 @@ def train(ctx: RunContext) -> Ledger:
     optimizer = torch.optim.Adam(generator.parameters(), lr=p.lr)
     schedule = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=p.lr_decay)
     codes = ctx.torch_generator("codes", str(device))
-    for epoch in range(p.epochs):
-        for _ in range(max(1, n // p.batch_size)):
+    spent, per_epoch = ledger(sigma, n, ctx.delta, ctx.epsilon), max(1, n // p.batch_size)  # all spent by the release
+    progress = Progress("dp-merf generator (on the one release)", p.epochs * per_epoch, epsilon=lambda _: spent)
+    for _ in range(p.epochs):
+        for _ in range(per_epoch):
             labels = torch.randint(classes, (p.batch_size,), generator=codes, device=device)
             z = torch.randn(p.batch_size, p.code_dim, generator=codes, device=device)
             hot = onehot(labels, classes)
@@ -79,11 +80,11 @@ def train(ctx: RunContext) -> Ledger:
             optimizer.zero_grad()
             loss.float().backward()
             optimizer.step()
+            progress.advance()
         schedule.step()
-        log.info("epoch %d/%d: loss %.6f", epoch + 1, p.epochs, float(loss))
     torch.save(generator.state_dict(), ctx.model_dir / GENERATOR)
     (ctx.model_dir / MODEL_JSON).write_text(json.dumps(meta, indent=2))
-    return ledger(sigma, n, ctx.delta, ctx.epsilon)
+    return spent
 
 
 @torch.no_grad()

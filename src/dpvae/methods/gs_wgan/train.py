@@ -6,9 +6,7 @@ Accounting: `accounting.py`.
 from __future__ import annotations
 
 import json
-import logging
 import math
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -23,8 +21,8 @@ from dpvae.models import gswgan as nets
 from dpvae.models.stacked import Stacked, StackedAdam, Streams
 from dpvae.privacy import canaries
 from dpvae.privacy.ledger import Ledger
+from dpvae.progress import Progress
 
-log = logging.getLogger(__name__)
 GENERATOR, MODEL_JSON = "generator.pt", "model.json"
 BETAS = (0.5, 0.9)
 
@@ -71,14 +69,22 @@ def _torch_adam(params: Stacked, lr: float) -> Callable[[Stacked], None]:
 
 
 def warm_start(
-    ctx: RunContext, x, y, subsets: torch.Tensor, rows: list[int], batch: int, classes: int
+    ctx: RunContext,
+    x,
+    y,
+    subsets: torch.Tensor,
+    rows: list[int],
+    batch: int,
+    classes: int,
+    progress: Progress | None = None,
 ) -> tuple[Stacked, Stacked]:
     """Discriminators `rows`, each with its own generator, trained `pretrain_iters` non-private iterations
     (`critic_iters` WGAN-GP steps, then a generator step) on their subsets, on stacked parameters with
     `StackedAdam` (or, not `vectorised`, `torch.optim.Adam`: the reference, which `pretrain` then runs on one
     model at a time). Model k starts from seed `pretrain-init-k` and draws from stream `pretrain-k`, so it
-    learns the same in a stack of any size."""
+    learns the same in a stack of any size. `progress`: advanced by len(rows) an iteration."""
     p, device = ctx.params, x.device
+    progress = progress or Progress("gs-wgan warm start", len(rows) * p.pretrain_iters, "discriminator iterations")
     models = []  # (d, du, g, gu) of each model, K' = 1
     for k in rows:
         torch.manual_seed(ctx.seed_for(f"pretrain-init-{k}"))
@@ -104,6 +110,7 @@ def warm_start(
         labels = streams.randint(classes, (batch,))
         loss = -nets.discriminator(d, du, nets.generator(g, gu, z, labels), labels).mean(1).sum()
         g_step(dict(zip(g, torch.autograd.grad(loss, list(g.values())))))
+        progress.advance(len(rows))
     return {n: t.detach() for n, t in d.items()}, du
 
 
@@ -113,16 +120,18 @@ def pretrain(ctx: RunContext, x, y, subsets, batch: int, classes: int, checkpoin
     p, k = ctx.params, len(subsets)
     state = checkpoint.load() or {}
     kept, kept_u, done = state.get("pre_d", {}), state.get("pre_u", {}), state.get("pre_done", 0)
+    name = "gs-wgan warm start (non-private discriminators, never released)"
+    progress = Progress(name, k * p.pretrain_iters, "discriminator iterations")
+    progress.start_at(done * p.pretrain_iters)
     while done < k:
         rows = list(range(done, min(k, done + p.chunk)))
         for group in [rows] if p.vectorised else [[row] for row in rows]:
-            d, du = warm_start(ctx, x, y, subsets, group, batch, classes)
+            d, du = warm_start(ctx, x, y, subsets, group, batch, classes, progress)
             for name, t in d.items():
                 kept.setdefault(name, []).append(t.cpu())
             for name, t in du.items():
                 kept_u.setdefault(name, []).append(t.cpu())
         done = rows[-1] + 1
-        log.info("warm start: %d/%d discriminators", done, k)
         checkpoint.save({"pre_d": kept, "pre_u": kept_u, "pre_done": done})
     return (
         {n: torch.cat(v).to(x.device) for n, v in kept.items()},
@@ -180,7 +189,12 @@ def train(ctx: RunContext) -> Ledger:
         restore_rng(state["rng"], rng, noise)
         step = state["step"]
     bound = p.clip / batch
-    started = time.monotonic()
+    progress = Progress(  # ε of the steps so far (the authors' ε, which needs autodp, only in the run's ledger)
+        "gs-wgan generator (sanitised gradients)",
+        iters,
+        epsilon=lambda t: ledger(p.noise_multiplier, k, t, batch, p.clip, ctx.delta, ctx.epsilon, math.nan),
+    )
+    progress.start_at(step)
     for step in range(step, iters):
         chosen = torch.randint(k, (1,), generator=rng, device=device)
         for _ in range(p.critic_iters):
@@ -215,8 +229,7 @@ def train(ctx: RunContext) -> Ledger:
         with torch.no_grad():
             for n, t in g.items():
                 ema[n].mul_(alpha).add_(t.detach(), alpha=1 - alpha)
-        if step % 1000 == 0:
-            log.info("step %d/%d (%.1f s)", step, iters, time.monotonic() - started)
+        progress.advance()
         if checkpoint.due(step):
             checkpoint.save(
                 {
@@ -270,9 +283,10 @@ def sample(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
     n = len(ctx.data.train.y) if n is None else n
     y = balanced_labels(n, meta["num_classes"])
     rng = ctx.torch_generator("sample", str(device))
-    out = np.empty((n, *nets.IMAGE), dtype=np.float32)
+    out, progress = np.empty((n, *nets.IMAGE), dtype=np.float32), Progress("sampling", n, "records")
     for part in batches(n, 500):
         labels = torch.as_tensor(y[part], device=device)[None]
         z = nets.bernoulli_latent(Streams([rng]), (labels.shape[1], meta["z_dim"]))
         out[part] = nets.generator(params, u, z, labels, update=False)[0].cpu().numpy()
+        progress.advance(labels.shape[1])
     return {"x": out, "y": y}

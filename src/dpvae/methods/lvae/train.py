@@ -20,6 +20,7 @@ from dpvae.models.lvae_vae import LVAEConvVAE, decoder_jacobian_norms, jacobian_
 from dpvae.privacy.budget import StepBudget
 from dpvae.privacy.dpsgd import DPSGD
 from dpvae.privacy.ledger import Ledger
+from dpvae.progress import Progress
 
 MODEL_FILE = "model.pt"
 SPEC_FILE = "model.json"
@@ -55,6 +56,14 @@ def train(ctx: RunContext) -> Ledger | None:
         start = state["step"]
         if engine:
             engine.steps = state["engine_steps"]
+
+    def spent(_: int) -> Ledger:  # the ledger of the engine's steps so far (progress lines)
+        return accounting.ledger(
+            engine.noise_multiplier, engine.sample_rate, engine.steps, p.clip, ctx.delta, ctx.epsilon
+        )
+
+    progress = Progress("lvae training", steps, epsilon=spent if engine else None)
+    progress.start_at(start)
     model.train()
     for step in range(start, steps):
         if engine:
@@ -80,6 +89,7 @@ def train(ctx: RunContext) -> Ledger | None:
                 loss = loss + p.gp_weight * _penalty(model, p, batch, batches)
             loss.backward()
         optimizer.step()
+        progress.advance()
         if checkpoint.due(step):
             checkpoint.save(
                 {
@@ -198,10 +208,11 @@ def sample(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
     n = len(ctx.data.train.y) if n is None else int(n)
     generator = ctx.torch_generator("sample", "cpu")
     z = torch.randn(n, model.latent_dim, generator=generator)
-    x = np.zeros((n, 1, 28, 28), dtype=np.float32)
+    x, progress = np.zeros((n, 1, 28, 28), dtype=np.float32), Progress("sampling", n, "records")
     with torch.no_grad():
         for start in range(0, n, 1000):
             x[start : start + 1000] = torch.sigmoid(model.decode(z[start : start + 1000].to(ctx.device))).cpu().numpy()
+            progress.advance(len(x[start : start + 1000]))
     return {"x": x, "y": np.zeros(n, dtype=np.int64)}
 
 
@@ -209,9 +220,10 @@ def elbo(ctx: RunContext, x: np.ndarray, samples: int, stream: str) -> np.ndarra
     """Per-record ELBO (nats) of images `x` [N, 1, 28, 28], reconstruction averaged over `samples` draws."""
     model = load(ctx)
     generator = ctx.torch_generator(stream, "cpu")
-    out = []
+    out, progress = [], Progress("lvae elbo", len(x), "records")
     for chunk in torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).split(500):
         out.append(model.elbo(chunk.to(ctx.device), samples, generator).cpu())
+        progress.advance(len(chunk))
     return torch.cat(out).numpy().astype(np.float64)
 
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from dpvae.methods.marginals.counts import JointCounter, combine, mutual_information_table
 from dpvae.privacy import canaries
+from dpvae.progress import Progress
 
 Clique = tuple[int, ...]
 
@@ -142,13 +143,19 @@ def measure(
 # ------------------------------------------------------------------------------------ estimate and sample
 
 
-def estimate(measured: Measured, iterations: int):
-    """Mirror descent on the measurements (mbi); returns a MarkovRandomField."""
+def estimate(measured: Measured, iterations: int, progress: Progress | None = None):
+    """Mirror descent on the measurements (mbi); returns a MarkovRandomField. `progress` (total: `iterations`) is
+    advanced by mbi's callback, once a block of its iterations."""
     from mbi import Domain
-    from mbi.estimation import MirrorDescent
+    from mbi.estimation import CALLBACK_EVERY, MirrorDescent
 
     domain = Domain(range(len(measured.compressed_sizes)), [int(s) for s in measured.compressed_sizes])
-    return MirrorDescent().estimate(domain, measured.measurements, iters=iterations)
+    progress = progress or Progress("ryan estimate", iterations, "iterations")
+
+    def advance(_: object) -> None:  # mbi's callback after each block of CALLBACK_EVERY iterations
+        progress.advance(min(CALLBACK_EVERY, progress.total - progress.done))
+
+    return MirrorDescent().estimate(domain, measured.measurements, iters=iterations, callback_fn=advance)
 
 
 def expand(compressed: np.ndarray, supports: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:

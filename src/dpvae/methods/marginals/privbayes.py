@@ -31,6 +31,7 @@ import numpy as np
 from dpvae.data.store import save_npz
 from dpvae.methods.marginals.counts import JointCounter, combine, mutual_information_table
 from dpvae.privacy import canaries
+from dpvae.progress import Progress
 
 Network = list[tuple[int, tuple[int, ...]]]  # (child, parents) in the order attributes were added
 
@@ -108,13 +109,16 @@ def greedy_network(
     epsilon: float,
     rng: np.random.Generator,
     max_candidates: int | None = None,
+    progress: Progress | None = None,
 ) -> tuple[int, Network]:
-    """DataSynthesizer's `greedy_bayes(dataset, k, epsilon)`: (root, [(child, parents), ...])."""
+    """DataSynthesizer's `greedy_bayes(dataset, k, epsilon)`: (root, [(child, parents), ...]); `progress` is
+    advanced once a pick (d − 1 picks)."""
     n, d = codes.shape
     counter = JointCounter(codes, sizes)
     binary = {a: bool(sizes[a] <= 2) for a in range(d)}
     root = int(rng.integers(d))
     chosen, rest, network = [root], [a for a in range(d) if a != root], []
+    progress = progress or Progress("privbayes network", d - 1, "attributes")
     while rest:
         n_parents = min(len(chosen), degree)
         candidates = _candidates(rest, chosen, n_parents, max_candidates, rng)
@@ -124,6 +128,7 @@ def greedy_network(
         network.append((child, parents))
         chosen.append(child)
         rest.remove(child)
+        progress.advance()
     return root, network
 
 
@@ -186,16 +191,20 @@ def fit(
     epsilon_conditionals: float,
     rng: np.random.Generator,
     max_candidates: int | None = None,
+    progress: Progress | None = None,
 ) -> PrivBayesModel:
-    root, network = greedy_network(codes, sizes, degree, epsilon_structure, rng, max_candidates)
+    root, network = greedy_network(codes, sizes, degree, epsilon_structure, rng, max_candidates, progress)
     tables, _ = noisy_conditionals(codes, sizes, root, network, epsilon_conditionals, rng)
     return PrivBayesModel(root, network, tables, np.asarray(sizes, dtype=np.int64))
 
 
 def sample(model: PrivBayesModel, n: int, rng: np.random.Generator) -> np.ndarray:
     """Ancestral sampling of `n` records: codes [n, d]."""
-    codes = np.zeros((n, len(model.sizes)), dtype=np.int64)
-    for attribute, parents, table in zip(model.order, model.parents_of(), model.tables):
+    codes, progress = (
+        np.zeros((n, len(model.sizes)), dtype=np.int64),
+        Progress("sampling", len(model.sizes), "attributes"),
+    )
+    for attribute, parents, table in progress.each(zip(model.order, model.parents_of(), model.tables)):
         rows, _ = combine(codes, parents, model.sizes) if parents else (np.zeros(n, dtype=np.int64), 1)
         cdf = np.cumsum(table, axis=1)[rows]
         codes[:, attribute] = np.minimum((rng.random(n)[:, None] > cdf).sum(axis=1), table.shape[1] - 1)

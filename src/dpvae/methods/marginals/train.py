@@ -13,6 +13,7 @@ from dpvae.errors import ConfigError
 from dpvae.methods.base import RunContext
 from dpvae.methods.marginals.accounting import calibrate, privbayes_ledger, ryan_ledger
 from dpvae.privacy.ledger import Ledger
+from dpvae.progress import Progress
 
 
 def train_privbayes(ctx: RunContext) -> Ledger:
@@ -24,7 +25,10 @@ def train_privbayes(ctx: RunContext) -> Ledger:
     discretizer = build_discretizer(data.train.x, data.meta, classes, p.histogram_bins, p.pixel_bins)
     codes = discretizer.encode(data.train.x, data.train.y)
     ledger, half = privbayes_ledger(codes.shape[1], p.degree, ctx.epsilon, ctx.delta, "domain" in data.meta)
-    model = privbayes.fit(codes, discretizer.sizes, p.degree, half, half, ctx.rng("privbayes"), p.max_candidates)
+    network = Progress("privbayes network", codes.shape[1] - 1, "attributes", lambda _: ledger, epsilon_planned=True)
+    model = privbayes.fit(
+        codes, discretizer.sizes, p.degree, half, half, ctx.rng("privbayes"), p.max_candidates, network
+    )
     discretizer.save(ctx.model_dir / "discretizer.json")
     privbayes.save(model, ctx.model_dir / "network.npz")
     return ledger
@@ -72,7 +76,10 @@ def train_ryan(ctx: RunContext) -> Ledger:
     cliques = match3.select_marginals(codes[public], discretizer.sizes, p.triple_threshold)
     sigma = calibrate(ctx.epsilon, ctx.delta)
     measured = match3.measure(codes[~public], discretizer.sizes, cliques, sigma, rng)
-    model = match3.estimate(measured, p.iterations)
+    spent = ryan_ledger(sigma, ctx.delta, ctx.epsilon, p.public_fraction, "domain" in data.meta)  # the releases made
+    model = match3.estimate(
+        measured, p.iterations, Progress("ryan estimate", p.iterations, "iterations", lambda _: spent)
+    )
     discretizer.save(ctx.model_dir / "discretizer.json")
     import mbi
 
@@ -91,7 +98,7 @@ def train_ryan(ctx: RunContext) -> Ledger:
             }
         )
     )
-    return ryan_ledger(sigma, ctx.delta, ctx.epsilon, p.public_fraction, "domain" in data.meta)
+    return spent
 
 
 def sample_ryan(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:

@@ -28,6 +28,7 @@ from torch import Tensor, nn
 from dpvae.methods.checkpoint import Checkpoint, restore_rng, rng_state
 from dpvae.models import precision as compute
 from dpvae.privacy.dpsgd import DPSGD, poisson_sample
+from dpvae.progress import Progress
 
 #: loss_fn(batch [B, d]) -> per-example loss [B]
 LossFn = Callable[[Tensor], Tensor]
@@ -125,6 +126,7 @@ def fit(
     snapshot: Callable[[nn.Module], dict[str, Tensor]] | None = None,
     budget: Any = None,
     precision: str = "fp32",
+    progress: Progress | None = None,
 ) -> FitResult:
     """Train `model`'s trainable parameters for `schedule.steps` steps on rows of `data` [N, d].
 
@@ -133,6 +135,7 @@ def fit(
     `budget` (a `StepBudget`) makes it refuse a step past the target epsilon. `other_generators` are the
     loss's random streams, saved and restored with the checkpoint so that a resumed run is identical.
     `precision`: the run's model-compute precision (`dpvae.models.precision`; engine steps stay fp32).
+    `progress`: the loop's reporter (`dpvae.progress`; by default one without ε), advanced once a step.
     """
     params = [p for p in model.parameters() if p.requires_grad]
     opt = make_optimizer(optimizer, params, lr)
@@ -149,6 +152,7 @@ def fit(
         )
     generators = (batch_generator, *((noise_generator,) if noise_generator is not None else ()), *other_generators)
     snapshots, start = {}, 0
+    progress = progress or Progress("SGD", schedule.steps)
     state = checkpoint.load() if checkpoint is not None else None
     if state is not None:
         model.load_state_dict(state["model"])
@@ -157,6 +161,7 @@ def fit(
         start, snapshots = state["step"], dict(state["snapshots"])
         if engine is not None:
             engine.steps = state["engine_steps"]
+        progress.start_at(start)
     keep = set(schedule.snapshot_steps()) if snapshot is not None else set()
     model.train()
     for step in range(start, schedule.steps):
@@ -171,6 +176,7 @@ def fit(
         elif len(batch):
             losses.mean().backward()
             opt.step()
+        progress.advance()
         if step + 1 in keep:
             snapshots[step + 1] = {k: v.detach().clone() for k, v in snapshot(model).items()}
         if checkpoint is not None and checkpoint.due(step) and step + 1 < schedule.steps:

@@ -29,6 +29,7 @@ from torch import Tensor
 from dpvae.errors import DataError
 from dpvae.files import atomic_write, save_torch
 from dpvae.models.mlp_vae import MLPVAE
+from dpvae.progress import Progress
 
 
 def num_classes(prepared: Any) -> int:
@@ -142,12 +143,15 @@ def sample_latent(info: dict[str, Any], n: int, generator: torch.Generator) -> T
 
 
 @torch.no_grad()
-def generate(model: MLPVAE, info: dict[str, Any], n: int, generator: torch.Generator) -> dict[str, np.ndarray]:
+def generate(
+    model: MLPVAE, info: dict[str, Any], n: int, generator: torch.Generator, progress: Progress | None = None
+) -> dict[str, np.ndarray]:
     """n synthetic records {"x", "y"}: z from the sampling prior, decoded, label block read by arg-max."""
-    chunks = []
+    chunks, progress = [], progress or Progress("sampling", n, "records")
     for start in range(0, n, GENERATION_CHUNK):
         z = sample_latent(info, min(GENERATION_CHUNK, n - start), generator)
         chunks.append(model.decode(z).numpy())
+        progress.advance(len(z))
     vectors = np.concatenate(chunks) if chunks else np.zeros((0, info["arch"]["data_dim"]), dtype=np.float32)
     return from_vectors(vectors, tuple(info["record_shape"]), info["classes"])
 

@@ -58,6 +58,7 @@ from dpvae.methods.p3gm.fit import FitResult, Schedule, fit
 from dpvae.models.losses import gaussian_kl
 from dpvae.models.mlp_vae import MLPVAE
 from dpvae.privacy.ledger import Ledger, Mechanism
+from dpvae.progress import Progress
 
 LOG = logging.getLogger(__name__)
 
@@ -82,12 +83,22 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
 
     # encoding phase: centring mean, DP-PCA, DP-EM (numpy, each from its own seeded stream)
     started, cpu_started = time.perf_counter(), time.process_time()
+    encoding: tuple[Mechanism, ...] = ()  # the DP mean (if any), the PCA, the EM releases, as they are made
+
+    def spent(*sgd: Mechanism) -> Ledger:  # the ledger of the releases so far (a progress line's ε)
+        return run_ledger(p, [*encoding, *sgd], ctx.delta, ctx.epsilon, NOTES)
+
+    name, epsilon = ctx.spec["method"], (lambda _: spent()) if private else None
+    phases = Progress(f"{name} encoding (DP-PCA, DP-EM)", 2, "phases", epsilon=epsilon)
     pca = dp_pca(vectors, p.pca_components, p.sigma_pca, ctx.rng("dp-pca"), **centring(p, d))
+    encoding = tuple(pca.mechanisms)
+    phases.advance()
     features = pca.transform(vectors)
     gmm = dp_em_diagonal_gmm(
         features, p.em_components, p.em_iters, p.sigma_em, ctx.rng("dp-em"), account_initial_step=p.account_em_init
     )
-    encoding = (*pca.mechanisms, *gmm.mechanisms)  # the DP mean (if any), the PCA, the EM releases
+    encoding = (*pca.mechanisms, *gmm.mechanisms)
+    phases.advance()
 
     # the DP-SGD noise: given, calibrated (auto), or raised to fit the target (as `accounting.planned_p3gm_ledger`)
     if private:
@@ -124,7 +135,8 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
     }
     encoded, cpu_encoded = time.perf_counter(), time.process_time()
     if p.pretrain_steps:
-        _pretrain(model, info, components, centre, p, ctx.torch_generator("pretrain", device="cpu"))
+        progress = Progress(f"{name} decoder pre-training", p.pretrain_steps, epsilon=epsilon)  # DP outputs only
+        _pretrain(model, info, components, centre, p, ctx.torch_generator("pretrain", device="cpu"), progress)
     pretrained, cpu_pretrained = time.perf_counter(), time.process_time()
 
     prior = MixturePrior(*(torch.tensor(a, dtype=torch.float32) for a in (gmm.weights, gmm.means, gmm.variances)))
@@ -164,6 +176,11 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
         budget=budget,
         snapshot=store.snapshot_state if p.record_every_epoch else None,
         precision=ctx.precision,
+        progress=Progress(
+            f"{name} {'DP-SGD' if private else 'SGD'}",
+            schedule.steps,
+            epsilon=(lambda t: spent(sgd_record(sigma, schedule, p.clip or 1.0, t))) if private else None,
+        ),
     )
     store.save_model(ctx.model_dir, model, info, result.snapshots)
     LOG.info(
@@ -187,7 +204,7 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
     return run_ledger(p, [*encoding, *sgd], ctx.delta, ctx.epsilon, notes)
 
 
-def _pretrain(model: Any, info: dict, components: Any, centre: Any, p: Any, generator: Any) -> None:
+def _pretrain(model: Any, info: dict, components: Any, centre: Any, p: Any, generator: Any, progress: Progress) -> None:
     """The code's decoder initialisation: Adam on ‖decoder(z) − PCA⁻¹(z)‖², z from the sampling prior.
     Uses only DP outputs (the PCA and the mixture) and the centring mean; no data, no noise."""
     decoder = [*model.fc3.parameters(), *model.fc4.parameters()]
@@ -199,6 +216,7 @@ def _pretrain(model: Any, info: dict, components: Any, centre: Any, p: Any, gene
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        progress.advance()
 
 
 # --------------------------------------------------------------------------------- VAE and DP-VAE
@@ -209,8 +227,11 @@ def schedule_of(ctx: RunContext) -> Schedule:
     return Schedule(p.batching, len(ctx.data.train.y), p.batch_size, p.epochs)
 
 
-def train_vae(ctx: RunContext, *, clip: float | None = None, sigma: float = 0.0, budget: Any = None) -> FitResult:
-    """Train the MLP VAE of `ctx.params` (DP-SGD when `clip` is given) and write its model files."""
+def train_vae(
+    ctx: RunContext, *, clip: float | None = None, sigma: float = 0.0, budget: Any = None, epsilon: Any = None
+) -> FitResult:
+    """Train the MLP VAE of `ctx.params` (DP-SGD when `clip` is given) and write its model files (`epsilon`: the
+    ledger after t steps, for the progress lines)."""
     p = ctx.params
     classes = store.num_classes(ctx.data)
     vectors = torch.from_numpy(store.to_vectors(ctx.data.train.x, ctx.data.train.y, classes))
@@ -241,6 +262,7 @@ def train_vae(ctx: RunContext, *, clip: float | None = None, sigma: float = 0.0,
         budget=budget,
         snapshot=store.snapshot_state if p.record_every_epoch else None,
         precision=ctx.precision,
+        progress=Progress(f"{ctx.spec['method']} training", schedule.steps, epsilon=epsilon),
     )
     info = {
         "method": ctx.spec["method"],
@@ -273,7 +295,11 @@ def train_dp_vae(ctx: RunContext) -> Ledger | None:
 
     sigma, notes = dp_vae_sigma(p, schedule, ctx.delta, ctx.epsilon)  # as `accounting.planned_dp_vae_ledger`
     budget = StepBudget(lambda t: paper_epsilon([sgd_record(sigma, schedule, p.clip, t)], ctx.delta), ctx.epsilon)
-    result = train_vae(ctx, clip=p.clip, sigma=sigma, budget=budget)
+
+    def spent(t: int) -> Ledger:  # after t steps (progress lines)
+        return dp_vae_ledger(p, sgd_record(sigma, schedule, p.clip, t), ctx.delta, ctx.epsilon, notes)
+
+    result = train_vae(ctx, clip=p.clip, sigma=sigma, budget=budget, epsilon=spent)
     (spent,) = result.engine.mechanisms()  # the engine's own record: sigma, q, steps run, C
     return dp_vae_ledger(p, spent, ctx.delta, ctx.epsilon, notes)
 
@@ -310,11 +336,15 @@ def train_dp_gm(ctx: RunContext) -> Ledger:
         return dpgm_accounting(dpgm_mechanisms(p, sigma_c, sigma, rate, t), delta).epsilon
 
     budget = StepBudget(epsilon_after, target)
+
+    def spent(u: int) -> Ledger:  # after u steps of all clusters (parallel: cluster 0's T steps spend it all)
+        return dpgm_ledger(p, sigma_c, sigma, rate, min(u, steps), delta, target)
+
+    progress = Progress("dp-gm DP-SGD (all clusters)", p.clusters * steps, epsilon=spent)
     for j in range(p.clusters):
         rows = np.flatnonzero(assignment == j)
-        _train_cluster(
-            ctx, j, torch.from_numpy(vectors[rows]), float(km.counts[j]), rate, steps, sigma, budget, classes, d
-        )
+        data = torch.from_numpy(vectors[rows])
+        _train_cluster(ctx, j, data, float(km.counts[j]), rate, steps, sigma, budget, classes, d, progress)
     (ctx.model_dir / "dp_gm.json").write_text(
         json.dumps(
             {
@@ -343,6 +373,7 @@ def _train_cluster(
     budget,
     classes: int,
     d: int,
+    progress: Progress,
 ) -> None:
     p = ctx.params
     model = MLPVAE(d, p.latent_dim, p.hidden)
@@ -370,6 +401,7 @@ def _train_cluster(
         other_generators=(reparam,),
         budget=budget,
         precision=ctx.precision,
+        progress=progress,
     )
     info = {
         "method": "dp-gm",
@@ -391,11 +423,12 @@ def sample_dp_gm(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
     weights = weights / weights.sum() if weights.sum() > 0 else np.full(len(weights), 1 / len(weights))
     rng = ctx.rng("dp-gm-sample")
     shares = rng.multinomial(count, weights)
-    parts = []
+    parts, progress = [], Progress("sampling", count, "records")
     for j, share in enumerate(shares):
         if share:
             model, info = store.load_model(ctx.model_dir / f"cluster{j}")
-            parts.append(store.generate(model, info, int(share), ctx.torch_generator(f"sample-{j}", device="cpu")))
+            generator = ctx.torch_generator(f"sample-{j}", device="cpu")
+            parts.append(store.generate(model, info, int(share), generator, progress))
     order = rng.permutation(count)
     return {key: np.concatenate([part[key] for part in parts])[order] for key in ("x", "y")}
 

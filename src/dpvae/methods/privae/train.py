@@ -7,13 +7,12 @@ mean φ + ψ(batch)), then the optimiser step. Sub-groups are independent unifor
 reading of Algorithm 1, A-P5). Random streams (batches, reparameterisation/prior/sub-group draws,
 DP noise) are separate seeded generators, checkpointed with the model, so a resumed run ends with the
 same bytes. No run keeps a loss history (a private run's would be a statistic of its batches that the engine
-does not release), and a private run's progress line prints no loss.
+does not release), and no progress line prints a loss (`dpvae.progress`).
 """
 
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 import numpy as np
@@ -26,8 +25,7 @@ from dpvae.methods.privae.accounting import schedule
 from dpvae.models import precision
 from dpvae.models.latent_vae import LatentVAE
 from dpvae.models.vae_files import load_vae, save_vae
-
-LOG_EVERY_SECONDS = 60.0
+from dpvae.progress import Progress
 
 
 def build_model(params: Any, record_shape: tuple[int, ...]) -> LatentVAE:
@@ -150,7 +148,8 @@ def train_vae(ctx: RunContext):
         if dp:
             dp.engine.steps = state["engine_steps"]
         print(f"resumed at step {start}/{steps}", flush=True)
-    started, last_log = time.monotonic(), time.monotonic()
+    progress = Progress(f"{ctx.spec['method']} training", steps, epsilon=None if dp is None else lambda _: dp.ledger())
+    progress.start_at(start)
     for step in range(start, steps):
         if private:
             from dpvae.privacy.dpsgd import poisson_sample
@@ -171,11 +170,7 @@ def train_vae(ctx: RunContext):
         else:
             (phi.mean() + psi.mean()).backward()
         optimizer.step()
-        if time.monotonic() - last_log >= LOG_EVERY_SECONDS or step + 1 == steps:
-            last_log = time.monotonic()
-            rate = (step + 1 - start) / (last_log - started)
-            losses = "" if dp else f"  phi {float(phi.detach().mean()):.2f}  psi {float(psi.detach().mean()):.4g}"
-            print(f"step {step + 1}/{steps}{losses}  {rate:.2f} steps/s", flush=True)
+        progress.advance()  # ε of the engine's steps so far
         if step + 1 < steps and checkpoint.due(step):
             checkpoint.save(
                 {
@@ -214,11 +209,12 @@ def sample_vae(ctx: RunContext, n: int | None, batch: int = 1000) -> dict[str, n
     model, _ = load_vae(ctx.run_dir / "model")
     count = len(ctx.data.train.y) if n is None else int(n)
     generator = ctx.torch_generator("sample", "cpu")
-    parts = []
+    parts, progress = [], Progress("sampling", count, "records")
     with torch.no_grad():
         for start in range(0, count, batch):
             z = model.sample_prior(min(batch, count - start), generator)
             parts.append(model.reconstruction(z))
+            progress.advance(len(z))
     x = torch.cat(parts) if parts else torch.empty(0, *ctx.data.train.x.shape[1:])
     if x.dim() > 2:
         x = x.clamp(0.0, 1.0)
