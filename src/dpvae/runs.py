@@ -247,11 +247,16 @@ def _sound_budget(spec: RunSpec, fitted: Any) -> float:
 
 
 def prepared_facts(spec: RunSpec, max_train: int | None = None) -> Any:
-    """The `Facts` of a run's prepared dataset (its meta.json): record shape, split sizes (training after
-    `max_train`), label classes."""
+    """The `Facts` of a run's prepared dataset (`dataset_facts`)."""
+    return dataset_facts(spec.data_root, spec.dataset, max_train)
+
+
+def dataset_facts(data_root: str | Path, dataset: str, max_train: int | None = None) -> Any:
+    """The `Facts` of a prepared dataset (its meta.json): record shape, split sizes (training after `max_train`),
+    label classes."""
     from dpvae.data.declared import Facts
 
-    meta = json.loads((Path(spec.data_root) / "prepared" / spec.dataset / "meta.json").read_text())
+    meta = json.loads((Path(data_root) / "prepared" / dataset / "meta.json").read_text())
     n_train, n_test = meta["shapes"]["train"][0], meta["shapes"]["test"][0]
     classes = len(meta.get("label_names") or []) or int(meta.get("classes", 0))
     shape = tuple(meta["shapes"]["train"][1:])

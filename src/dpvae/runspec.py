@@ -15,6 +15,7 @@ import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from dpvae.errors import ConfigError
@@ -116,12 +117,12 @@ class RunSpec:
     def standalone(
         cls,
         run_id: str,
-        run: str,
+        run: str | Path,
         *,
-        dataset: str,
-        method: str,
-        params: Mapping[str, Any],
-        data_root: str,
+        dataset: str = "",
+        method: str = "",
+        params: Mapping[str, Any] | None = None,
+        data_root: str = "",
         seed: int = 0,
         scale: str = "",
         variant: str | None = None,
@@ -138,13 +139,14 @@ class RunSpec:
         key: str | None = None,
     ) -> RunSpec:
         """The spec of a run outside the configuration (`dpvae synth`, the method audit, a shared first stage,
-        benchmarks, tests): `variant` defaults to the method's name, `private` to whether it has a target ε."""
+        benchmarks, tests): `variant` defaults to the method's name, `private` to whether it has a target ε, the
+        parameters to the method's defaults (a test's context may name no dataset or method at all)."""
         return cls(
             run_id=run_id,
             run=str(run),
             dataset=dataset,
             method=method,
-            params=params,
+            params=params or {},
             data_root=str(data_root),
             seed=seed,
             scale=scale,

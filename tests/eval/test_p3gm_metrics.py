@@ -15,6 +15,7 @@ from dpvae.eval.marginals_2way import Marginals2WayOptions
 from dpvae.eval.marginals_2way_public import marginals_2way_public
 from dpvae.methods.p3gm.fit import Schedule
 from dpvae.models.p3gm_cnn import train_and_score
+from dpvae.runspec import RunSpec
 from support.toy_runs import N_TRAIN, toy_spec, write_toy_dataset
 
 
@@ -71,7 +72,7 @@ def trained_p3gm(tmp_path_factory):
     return spec
 
 
-def eval_context(spec: dict, options, tmp_path: Path) -> EvalContext:
+def eval_context(spec: RunSpec, options, tmp_path: Path) -> EvalContext:
     return EvalContext(stages.run_context(spec), options, tmp_path)
 
 

@@ -4,6 +4,7 @@ applied by the training loops (bf16 autocast on the CPU here) and never touching
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -59,9 +60,9 @@ def test_the_contexts_set_and_restore_what_they_promise():
 
 def _train(root: Path, tmp_path: Path, method: str, private: bool, name: str, **extra) -> Path:
     noise = {"sigma_sgd": 4.0} if private else {}  # no calibration: seconds
-    spec = {**toy_spec(root, tmp_path / name, method=method, private=private, **noise), **extra}
+    spec = replace(toy_spec(root, tmp_path / name, method=method, private=private, **noise), **extra)
     stages.train(spec)
-    return Path(spec["run"])
+    return Path(spec.run)
 
 
 @pytest.mark.parametrize(("method", "private"), [("dp-vae", True), ("vae-mlp", False)])

@@ -291,6 +291,7 @@ def stage1_spec(spec: RunSpec, params: MethodParams, method: Method) -> RunSpec 
         spec.stage1 or stage1_dir(spec.scale, identity),
         kind=STAGE1_KIND,
         key=key,
+        variant="",  # a stage-1 spec has no variant (nor privacy or target: `runspec.NOT_IN_STAGE1`)
         scale=spec.scale,
         dataset=spec.dataset,
         method=spec.method,
