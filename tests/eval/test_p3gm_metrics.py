@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -90,9 +91,6 @@ def test_public_reconstructions_are_scored_and_other_methods_give_no_rows(traine
     values = {r["metric"]: r["value"] for r in rows}
     assert set(values) == {"tvd2_public", "tvd2_public_clipped", "tvd2_public_notebook"}
     assert 0 < values["tvd2_public"] < 1
-    real = {**trained_p3gm, "method": "real", "private": False, "params": {}}
-    stages.train({**real, "run": str(tmp_path / "real")})
-    assert (
-        marginals_2way_public(eval_context({**real, "run": str(tmp_path / "real")}, Marginals2WayOptions(), tmp_path))
-        == []
-    )
+    real = replace(trained_p3gm, method="real", private=False, params={}, run=str(tmp_path / "real"))
+    stages.train(real)
+    assert marginals_2way_public(eval_context(real, Marginals2WayOptions(), tmp_path)) == []

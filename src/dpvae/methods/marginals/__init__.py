@@ -80,7 +80,7 @@ class PrivBayes(Method):
         from dpvae.methods.marginals.accounting import privbayes_ledger
 
         d = math.prod(facts.record_shape) + 1
-        public = "data_root" in spec and of_run(spec) is not None
+        public = bool(spec.data_root) and of_run(spec) is not None
         return privbayes_ledger(d, params.degree, spec.epsilon, spec.delta, public)[0]
 
     sample = forward("dpvae.methods.marginals.train", "sample_privbayes")
@@ -118,7 +118,7 @@ class Ryan(Method):
         from dpvae.methods.marginals.accounting import calibrate, ryan_ledger
 
         sigma = calibrate(spec.epsilon, spec.delta)
-        public = "data_root" in spec and of_run(spec) is not None
+        public = bool(spec.data_root) and of_run(spec) is not None
         return ryan_ledger(sigma, spec.delta, spec.epsilon, params.public_fraction, public)
 
     sample = forward("dpvae.methods.marginals.train", "sample_ryan")
