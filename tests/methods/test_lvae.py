@@ -197,7 +197,7 @@ def test_no_attack_proves_more_than_the_dpsgd_ledger(lvae_spec):
     private = lvae_spec("lvae-dpsgd", epochs=4)
     stages.train(private)
     ledger = json.loads((Path(private.run) / "privacy.json").read_text())
-    assert ledger["epsilon"] <= private["epsilon"]
+    assert ledger["epsilon"] <= private.epsilon
     for attack, eps in _attack_epsilons(private).items():
         for name in ("paper", "sound"):
             assert eps <= ledger[name]["epsilon"], f"{attack} proves eps >= {eps:.3f} > the {name} ledger's"

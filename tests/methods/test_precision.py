@@ -36,7 +36,7 @@ def test_fp32_leaves_specs_as_they_were_and_other_precisions_mark_the_runs_they_
     assert all(run_spec(paper_config, run) == run_spec(without_key, run) for run in runs)
     bf16 = {**paper_config, "precision": "bf16"}
     methods = {run: paper_config["variants"][run.base_variant]["method"] for run in runs}
-    marked = {methods[run] for run in runs if run_spec(bf16, run).get("precision") == "bf16"}
+    marked = {methods[run] for run in runs if run_spec(bf16, run).precision == "bf16"}
     assert {"privae", "p3gm", "lvae"} <= marked and "dp2vae" not in marked and "gs-wgan" not in marked
 
 
