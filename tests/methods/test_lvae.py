@@ -175,7 +175,7 @@ def test_an_interrupted_private_run_resumes_to_the_same_model(lvae_spec, monkeyp
 # -- the empirical audit against the ledger --------------------------------------------------------
 
 
-def _attack_epsilons(spec: dict) -> dict[str, float]:
+def _attack_epsilons(spec: RunSpec) -> dict[str, float]:
     """Both attacks on all 64 training records against 64 test records: their max-over-thresholds ε bounds."""
     run = Path(spec.run)
     found = {}

@@ -88,7 +88,7 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
     def spent(*sgd: Mechanism) -> Ledger:  # the ledger of the releases so far (a progress line's ε)
         return run_ledger(p, [*encoding, *sgd], ctx.delta, ctx.epsilon, NOTES)
 
-    name, epsilon = ctx.spec["method"], (lambda _: spent()) if private else None
+    name, epsilon = ctx.spec.method, (lambda _: spent()) if private else None
     phases = Progress(f"{name} encoding (DP-PCA, DP-EM)", 2, "phases", epsilon=epsilon)
     pca = dp_pca(vectors, p.pca_components, p.sigma_pca, ctx.rng("dp-pca"), **centring(p, d))
     encoding = tuple(pca.mechanisms)
@@ -262,7 +262,7 @@ def train_vae(
         budget=budget,
         snapshot=store.snapshot_state if p.record_every_epoch else None,
         precision=ctx.precision,
-        progress=Progress(f"{ctx.spec['method']} training", schedule.steps, epsilon=epsilon),
+        progress=Progress(f"{ctx.spec.method} training", schedule.steps, epsilon=epsilon),
     )
     info = {
         "method": ctx.spec.method,

@@ -148,7 +148,7 @@ def train_vae(ctx: RunContext):
         if dp:
             dp.engine.steps = state["engine_steps"]
         print(f"resumed at step {start}/{steps}", flush=True)
-    progress = Progress(f"{ctx.spec['method']} training", steps, epsilon=None if dp is None else lambda _: dp.ledger())
+    progress = Progress(f"{ctx.spec.method} training", steps, epsilon=None if dp is None else lambda _: dp.ledger())
     progress.start_at(start)
     for step in range(start, steps):
         if private:
