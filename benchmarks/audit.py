@@ -34,6 +34,7 @@ from dpvae.config import load_config
 from dpvae.devices import device_argument, device_name
 from dpvae.paths import REPO_ROOT
 from dpvae.privacy.engine_audit import AuditSetting, run_audit
+from dpvae.runspec import Audit, RunSpec
 
 
 def main() -> None:
@@ -94,21 +95,19 @@ def main() -> None:
                 continue
             started = time.time()
             record = train_audited(
-                {
-                    "run_id": f"audit/{label}",
-                    "run": f"{tmp}/{label}",
-                    "dataset": target["dataset"],
-                    "variant": label,
-                    "method": target["method"],
-                    "private": True,
-                    "params": target.get("params", {}),
-                    "epsilon": float(methods["epsilon"]),
-                    "delta": config["delta"],
-                    "seed": 0,
-                    "device": args.device,
-                    "data_root": args.data_root,
-                    "audit": {"canaries": methods["canaries"]},
-                }
+                RunSpec.standalone(
+                    f"audit/{label}",
+                    f"{tmp}/{label}",
+                    dataset=target["dataset"],
+                    variant=label,
+                    method=target["method"],
+                    params=target.get("params", {}),
+                    epsilon=float(methods["epsilon"]),
+                    delta=config["delta"],
+                    device=args.device,
+                    data_root=args.data_root,
+                    audit=Audit(methods["canaries"]),
+                )
             )
             report(
                 "method",

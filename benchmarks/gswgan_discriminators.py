@@ -36,6 +36,7 @@ from dpvae.devices import device_argument, device_name, synchronize
 from dpvae.methods.base import RunContext
 from dpvae.methods.gs_wgan import GSWGANParams
 from dpvae.methods.gs_wgan.train import warm_start
+from dpvae.runspec import RunSpec
 
 CLASSES = 10
 
@@ -83,7 +84,7 @@ def main() -> None:
         }
         contexts = {
             name: RunContext(
-                {"run_id": "benchmark", "seed": 0, "device": device},
+                RunSpec.standalone("benchmark", tempfile.gettempdir(), method="gs-wgan", device=device),
                 Path(tempfile.gettempdir()),
                 GSWGANParams(
                     discriminators=k,

@@ -17,6 +17,7 @@ import argparse
 import logging
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -43,20 +44,15 @@ def main() -> None:
     config = load_config([REPO_ROOT / "config.yaml"])
     run = Run(args.dataset, args.variant, args.epsilon, 0)
     with tempfile.TemporaryDirectory() as tmp:
-        spec = {
-            **run_spec(config, run),
-            "run": str(Path(tmp) / "run"),
-            "data_root": args.data_root,
-            "device": args.device,
-        }
+        spec = replace(run_spec(config, run), run=str(Path(tmp) / "run"), data_root=args.data_root, device=args.device)
         ctx = run_context(spec, model_dir=Path(tmp) / "run" / "model")
         _seed_everything(ctx)
         started = time.perf_counter()
         n, d = ctx.data.train.x.shape
         loaded, cpu_loaded = time.perf_counter(), time.process_time()
-        ledger = get_method(spec["method"]).train(ctx)
+        ledger = get_method(spec.method).train(ctx)
         done, cpu_done = time.perf_counter(), time.process_time()
-    params = spec["params"]
+    params = spec.params
     print(
         f"dataset={args.dataset} variant={args.variant} n_train={n} features={d} threads={torch.get_num_threads()} "
         f"batch={params.get('batch_size')} epochs={params.get('epochs')} d'={params.get('pca_components')}"

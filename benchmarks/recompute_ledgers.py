@@ -41,12 +41,13 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from dpvae.paths import campaign_overlay  # noqa: E402
 from dpvae.runs import recomputed_ledger  # noqa: E402
+from dpvae.runspec import RunSpec  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "measured" / "recomputed-ledgers.csv"
@@ -258,7 +259,7 @@ class Facts:
 
     def _facts(self, dataset: str) -> tuple[object | None, str]:
         from dpvae.data.registry import fetch_dataset, get_dataset, prepare_dataset
-        from dpvae.runs import prepared_facts
+        from dpvae.runs import dataset_facts
 
         spec = get_dataset(dataset)
         reachable = not spec.files or (
@@ -268,7 +269,7 @@ class Facts:
             if not (self.root / "prepared" / dataset / "meta.json").is_file():
                 fetch_dataset(dataset, self.root, self.mirror)
                 prepare_dataset(dataset, self.root, seed=0)
-            return prepared_facts({"data_root": str(self.root), "dataset": dataset}), "prepared"
+            return dataset_facts(self.root, dataset), "prepared"
         if spec.facts is None:
             return None, f"{dataset}: not reachable and no documented facts"
         return spec.facts, "registry (not reachable here)"
@@ -277,23 +278,23 @@ class Facts:
 _PUBLIC_DOMAINS: dict[str, bool] = {}
 
 
-def as_prepared(spec: dict, repo: Path, commit: str) -> dict:
+def as_prepared(spec: RunSpec, repo: Path, commit: str) -> RunSpec:
     """`spec` on the data its run trained on: a papers' table (Adult, Credit, ESR) recorded at a commit from
     before their public domains was prepared by P3GM's reference code's rule, which is now the `-refcode` dataset
     (its ledger marked not DP); any other spec as it is."""
     from dpvae.data.registry import REFERENCE_CODE_IDS, REFERENCE_SUFFIX
 
-    if spec["dataset"] not in REFERENCE_CODE_IDS:
+    if spec.dataset not in REFERENCE_CODE_IDS:
         return spec
     if commit not in _PUBLIC_DOMAINS:
         registry = git_show(repo, commit, "src/dpvae/data/registry.py") or ""
         _PUBLIC_DOMAINS[commit] = "REFERENCE_CODE_IDS" in registry
-    return spec if _PUBLIC_DOMAINS[commit] else {**spec, "dataset": spec["dataset"] + REFERENCE_SUFFIX}
+    return spec if _PUBLIC_DOMAINS[commit] else replace(spec, dataset=spec.dataset + REFERENCE_SUFFIX)
 
 
-def spec_key(spec: dict) -> str:
+def spec_key(spec: RunSpec) -> str:
     """sha256 (12 hex) of what a spec computes: without the keys that name one run."""
-    kept = {k: v for k, v in spec.items() if k not in RUN_KEYS}
+    kept = {k: v for k, v in spec.to_dict().items() if k not in RUN_KEYS}
     return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -335,9 +336,9 @@ def recompute_recorded(reproductions: Path, repo: Path, facts: Facts) -> tuple[l
             if not is_private(config, run.variant):
                 continue
             spec = as_prepared(run_spec(config, run), repo, recorded.commit)
-            key = (paper, spec["dataset"], run.variant, recorded.epsilon, spec_key(spec), "")
+            key = (paper, spec.dataset, run.variant, recorded.epsilon, spec_key(spec), "")
             base["variant"] = run.variant  # with a study's sweep point
-            group = groups.setdefault(key, {**base, "spec": spec, "dataset_id": spec["dataset"]})
+            group = groups.setdefault(key, {**base, "spec": spec, "dataset_id": spec.dataset})
         group.setdefault("items", set()).add(recorded.item)
         group.setdefault("commits", set()).add(recorded.commit[:7])
         group.setdefault("sources", set()).add(source)
@@ -364,7 +365,7 @@ def recompute_recorded(reproductions: Path, repo: Path, facts: Facts) -> tuple[l
             out.append({**row, "error": group["error"]})
             continue
         sha = spec_key(spec)
-        row |= {"method": spec["method"], "spec_sha": sha}
+        row |= {"method": spec.method, "spec_sha": sha}
         if sha not in ledgers:
             ledgers[sha] = _plan(spec, facts, METHODS, dataclasses)
         ledger, facts_source, error = ledgers[sha]
@@ -386,18 +387,18 @@ def recompute_recorded(reproductions: Path, repo: Path, facts: Facts) -> tuple[l
     return [{column: row.get(column, "") for column in COLUMNS} for row in out], analysis_rows
 
 
-def _plan(spec: dict, facts: Facts, methods, dataclasses) -> tuple:
+def _plan(spec: RunSpec, facts: Facts, methods, dataclasses) -> tuple:
     """(the released ledger planned for `spec` or None, where its facts came from, why it is None)."""
     from dpvae.runs import planned_release
 
-    dataset_facts, source = facts.of(spec["dataset"])
+    dataset_facts, source = facts.of(spec.dataset)
     if dataset_facts is None:
         return None, "", source
-    method = methods.get(spec["method"])
-    max_train = spec["params"].get("max_train")
+    method = methods.get(spec.method)
+    max_train = spec.params.get("max_train")
     limited = dataclasses.replace(dataset_facts, n_train=min(dataset_facts.n_train, max_train or dataset_facts.n_train))
     try:
-        ledger = planned_release({**spec, "data_root": str(facts.root)}, limited)
+        ledger = planned_release(replace(spec, data_root=str(facts.root)), limited)
     except Exception as error:  # one configuration's failure is a row of the output, not the end of the run
         return None, source, f"{type(error).__name__}: {error}".splitlines()[0]
     if ledger is None:

@@ -24,6 +24,17 @@ def _json(text: str) -> object:
         raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from None
 
 
+def _run_spec(text: str) -> object:
+    """A run spec's JSON text as a `RunSpec` (an unknown or missing key: one line naming it)."""
+    from dpvae.errors import ConfigError
+    from dpvae.runspec import RunSpec
+
+    try:
+        return RunSpec.from_json(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dpvae", description=__doc__)
     sub = parser.add_subparsers(dest="stage", required=True)
@@ -127,11 +138,11 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("stage1", help="train a method's shared non-private first stage (DP2-VAE's encoders)")
     p.add_argument(
-        "--spec", type=_json, required=True, help="the stage-1 spec (JSON, see dpvae.methods.base.stage1_spec)"
+        "--spec", type=_run_spec, required=True, help="the stage-1 spec (JSON, see dpvae.methods.base.stage1_spec)"
     )
 
     p = sub.add_parser("train", help="train one run")
-    p.add_argument("--spec", type=_json, required=True, help="the run spec (JSON, see dpvae.runs.run_spec)")
+    p.add_argument("--spec", type=_run_spec, required=True, help="the run spec (JSON, see dpvae.runspec.RunSpec)")
 
     p = sub.add_parser("sample", help="draw synthetic records of one trained run")
     p.add_argument("--run", required=True, help="the run directory (holds train.json)")

@@ -41,12 +41,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dpvae.dag import BenchmarkFile, Dag, DagJob, snakemake_dag
-from dpvae.errors import DpvaeError
+from dpvae.errors import ConfigError, DpvaeError
 from dpvae.eval.registry import METRICS
 from dpvae.methods.registry import METHODS
 from dpvae.paths import CAMPAIGN_OVERLAY, REPO_ROOT, campaign_overlay
 from dpvae.reproductions import published_dataset, read_all
 from dpvae.runs import Run, experiment_runs
+from dpvae.runspec import RunSpec
 from dpvae.runtimes import (
     Declared,
     DeviceClass,
@@ -117,11 +118,11 @@ class Settings:
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
-        self._specs: dict[tuple, dict | None] = {}
+        self._specs: dict[tuple, RunSpec | None] = {}
         self._canonical: dict[tuple, str | None] = {}
 
     def key(
-        self, rule: str, wildcards: dict[str, str], spec: dict | None = None, options: dict | None = None
+        self, rule: str, wildcards: dict[str, str], spec: RunSpec | None = None, options: dict | None = None
     ) -> tuple | None:
         """The settings of a job of `rule` (a run's `spec` and a metric's `options` if recorded, else the
         configuration's); None when they cannot be known (a run no experiment has, parameters that no longer
@@ -132,15 +133,15 @@ class Settings:
         if spec is None:
             return None
         metric = wildcards.get("metric")
-        params = self._typed("method", spec["method"], spec["params"])
+        params = self._typed("method", spec.method, spec.params)
         opts = (
             self._typed("metric", metric, options if options is not None else self.plan.metric_options(metric))
             if metric
             else ""
         )
-        return None if params is None or opts is None else (rule, spec["method"], spec["dataset"], params, metric, opts)
+        return None if params is None or opts is None else (rule, spec.method, spec.dataset, params, metric, opts)
 
-    def spec(self, wildcards: dict[str, str]) -> dict | None:
+    def spec(self, wildcards: dict[str, str]) -> RunSpec | None:
         """The configuration's run spec for a run's wildcards (the seed aside), None if no experiment has it."""
         index = (wildcards["dataset"], wildcards["variant"], wildcards["eps"])
         if index not in self._specs:
@@ -150,12 +151,13 @@ class Settings:
                 self._specs[index] = None
         return self._specs[index]
 
-    def group(self, wildcards: dict[str, str], spec: dict | None = None) -> str:
+    def group(self, wildcards: dict[str, str], spec: RunSpec | None = None) -> str:
         """The table row a job is counted in: metric or method (of `spec` if given), and dataset ('' for
         bookkeeping rules)."""
         what = wildcards.get("metric") or wildcards.get("method")
         if not what and _run_of(wildcards):
-            what = (spec or self.spec(wildcards) or {}).get("method")
+            spec = spec or self.spec(wildcards)
+            what = spec.method if spec else None
         return " · ".join(p for p in (what, wildcards.get("dataset")) if p) if what else ""
 
     def work(self, job: DagJob) -> Work | None:
@@ -332,8 +334,9 @@ class Measurements:
             return Estimate(job.declared.minutes * 60, "declared", declared=job.declared)
         return Estimate(None, "none")
 
-    def _record(self, bench: BenchmarkFile) -> tuple[str, dict | None, dict | None]:
-        """(device, run spec, metric options) as the job's JSON outputs or its run's train.json record them."""
+    def _record(self, bench: BenchmarkFile) -> tuple[str, RunSpec | None, dict | None]:
+        """(device, run spec, metric options) as the job's JSON outputs or its run's train.json record them (no
+        spec where the recorded one is not a run spec of this code's)."""
         paths = [self.workdir / p for p in bench.outputs if p.endswith(".json")]
         if run := _run_of(bench.wildcards):
             paths.append(self.workdir / run.path(self.settings.plan.scale) / "train.json")
@@ -343,7 +346,10 @@ class Measurements:
             device = device or str(record.get("device_name") or record.get("device") or "")
             spec = spec or record.get("spec")
             options = options if options is not None else record.get("options")
-        return device, spec, options
+        try:
+            return device, None if spec is None else RunSpec.from_dict(spec), options
+        except ConfigError:
+            return device, None, options
 
     def _read_json(self, path: Path) -> dict:
         if path not in self._json:

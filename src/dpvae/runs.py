@@ -8,6 +8,7 @@ Hyper-parameters resolve as: variant params < per_dataset < per_epsilon < sweep 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from dpvae.paths import run_dir
+from dpvae.runspec import Audit, RunSpec
 from dpvae.schema import format_eps
 
 SWEEP_SEPARATOR = "@"
@@ -62,10 +64,10 @@ def variant_ids(experiment: dict) -> list[str]:
 
 
 def is_private(config: dict, variant_id: str) -> bool:
-    spec = config["variants"][split_variant(variant_id)[0]]
+    variant = config["variants"][split_variant(variant_id)[0]]
     from dpvae.methods.registry import METHODS  # here: aggregation imports this module without the methods
 
-    return bool(spec.get("private", METHODS.get(spec["method"]).private))
+    return bool(variant.get("private", METHODS.get(variant["method"]).private))
 
 
 def experiment_seeds(exp: dict) -> list[int]:
@@ -91,17 +93,17 @@ def resolve_params(
     config: dict, variant: str, dataset: str, eps: str, sweep: dict | None = None, point: str | None = None
 ) -> dict:
     """Hyper-parameters of one run: variant params < per_dataset < per_epsilon < sweep point."""
-    spec = config["variants"][variant]
-    params = copy.deepcopy(spec.get("params", {}))
-    params.update(spec.get("per_dataset", {}).get(dataset, {}))
-    params.update(spec.get("per_epsilon", {}).get(eps, {}))
+    entry = config["variants"][variant]
+    params = copy.deepcopy(entry.get("params", {}))
+    params.update(entry.get("per_dataset", {}).get(dataset, {}))
+    params.update(entry.get("per_epsilon", {}).get(eps, {}))
     if sweep and point is not None:
         params.update(sweep["points"][point])
     return params
 
 
-def run_spec(config: dict, run: Run) -> dict:
-    """Everything a stage needs to train, sample or evaluate one run (JSON-serialisable)."""
+def run_spec(config: dict, run: Run) -> RunSpec:
+    """Everything a stage needs to train, sample or evaluate one run (`RunSpec`, its JSON the train command's)."""
     base, point = split_variant(run.variant)
     sweep = None
     if point:
@@ -110,35 +112,33 @@ def run_spec(config: dict, run: Run) -> dict:
             for e in config["experiments"].values()
             if (e.get("sweep") or {}).get("name") == point[0] and base in e.get("variants", [])
         )
-    spec = config["variants"][base]
+    variant = config["variants"][base]
     private = is_private(config, run.variant)
-    audit = {"audit": spec["audit"]} if spec.get("audit") else {}  # only audited runs carry the key
-    calibrate = {"calibrate": "sound"} if private and spec.get("calibrate") == "sound" else {}  # likewise
-    precision = _precision(config, spec["method"])
-    resolved = {
-        "run_id": run.id,
-        "run": run.path(config["scale"]),
-        "scale": config["scale"],
-        "dataset": run.dataset,
-        "variant": run.variant,
-        "method": spec["method"],
-        "private": private,
-        "params": resolve_params(config, base, run.dataset, run.eps, sweep, point[1] if point else None),
-        "epsilon": float(run.eps) if private else None,
-        "delta": config["delta"],
-        "seed": run.seed,
-        "device": config["device"],
-        "data_root": config["data"]["root"],
-        **audit,
-        **calibrate,
-        **precision,
-        **_data_identity(config, run.dataset),
-    }
-    stage1 = stage1_of(resolved)
-    return {**resolved, "stage1": stage1["run"]} if stage1 else resolved
+    audit = variant.get("audit")  # only audited runs carry the key
+    spec = RunSpec(
+        run_id=run.id,
+        run=run.path(config["scale"]),
+        scale=config["scale"],
+        dataset=run.dataset,
+        variant=run.variant,
+        method=variant["method"],
+        private=private,
+        params=resolve_params(config, base, run.dataset, run.eps, sweep, point[1] if point else None),
+        epsilon=float(run.eps) if private else None,
+        delta=config["delta"],
+        seed=run.seed,
+        device=config["device"],
+        data_root=config["data"]["root"],
+        audit=Audit.from_dict(audit, f"config key 'variants.{base}.audit'") if audit else None,
+        calibrate="sound" if private and variant.get("calibrate") == "sound" else None,  # likewise
+        precision=_precision(config, variant["method"]),
+        data_identity=_data_identity(config, run.dataset),
+    )
+    stage1 = stage1_of(spec)
+    return dataclasses.replace(spec, stage1=stage1.run) if stage1 else spec
 
 
-def stage1_of(spec: dict) -> dict | None:
+def stage1_of(spec: RunSpec) -> RunSpec | None:
     """The spec of the shared first stage run `spec` loads (`dpvae.methods.base.stage1_spec`), or None.
 
     `run_spec` names its directory in the run spec's `stage1`: the train stage then loads it (the workflow
@@ -146,31 +146,30 @@ def stage1_of(spec: dict) -> dict | None:
     from dpvae.methods.base import stage1_spec  # here: aggregation imports this module without the methods
     from dpvae.methods.registry import METHODS
 
-    method = METHODS.get(spec["method"])
-    params = method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params", name=method.name)
+    method = METHODS.get(spec.method)
+    params = method.Params.parse(spec.params, key=f"variants.{spec.variant}.params", name=method.name)
     return stage1_spec(spec, params, method)
 
 
-def _data_identity(config: dict, dataset: str) -> dict:
-    """`{"data_identity": ...}` for a dataset declared in the config (the keyed fingerprint of its files' sha256
-    and options: a changed file changes the spec, so its runs train again); nothing for a built-in one, whose
-    specs stay as they were."""
+def _data_identity(config: dict, dataset: str) -> dict | None:
+    """The keyed fingerprint of a dataset declared in the config (of its files' sha256 and options: a changed
+    file changes the spec, so its runs train again); None for a built-in one, whose specs stay as they were."""
     entry = (config.get("datasets") or {}).get(dataset)
     if entry is None:
-        return {}
+        return None
     from dpvae.data.declared import fingerprint, identity
 
-    return {"data_identity": fingerprint(identity(entry), config["data"]["root"])}
+    return fingerprint(identity(entry), config["data"]["root"])
 
 
-def _precision(config: dict, method: str) -> dict:
-    """`{"precision": ...}` where the configured precision changes what the run computes: not fp32 and applied
-    by the method (`Method.precisions`); else nothing, so that fp32 runs keep their specs and hashes."""
+def _precision(config: dict, method: str) -> str | None:
+    """The configured precision where it changes what the run computes: not fp32 and applied by the method
+    (`Method.precisions`); else None, so that fp32 runs keep their specs and hashes."""
     from dpvae.methods.registry import METHODS
     from dpvae.models.precision import DEFAULT
 
     wanted = config.get("precision", DEFAULT)
-    return {"precision": wanted} if wanted != DEFAULT and wanted in METHODS.get(method).precisions else {}
+    return wanted if wanted != DEFAULT and wanted in METHODS.get(method).precisions else None
 
 
 def find_run(config: dict, dataset: str, variant: str, eps: str, seed: int | str) -> Run:
@@ -191,30 +190,30 @@ def recomputed_ledger(run: str | Path) -> tuple[str, str]:
 
     run = Path(run)
     written = (run / "privacy.json").read_text()
-    spec = json.loads((run / "train.json").read_text())["spec"]
-    method = get_method(spec["method"])
-    params = method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params", name=method.name)
+    spec = RunSpec.from_dict(json.loads((run / "train.json").read_text())["spec"], f"{run / 'train.json'}: spec")
+    method = get_method(spec.method)
+    params = method.Params.parse(spec.params, key=f"variants.{spec.variant}.params", name=method.name)
     budgeted, fitted = domain_budget(spec)
     ledger = method.recompute_ledger(params, budgeted, json.loads(written))
     return written, json_text(released_ledger(ledger, fitted, spec).to_dict())
 
 
-def planned_release(spec: dict, facts: Any = None) -> Any:
+def planned_release(spec: RunSpec, facts: Any = None) -> Any:
     """The ledger a private run of `spec` writes (its privacy.json, as a `Ledger`), computed before training: the
     method's `planned_ledger` on the prepared data's facts (`prepared_facts`, or the `facts` given), with its
     dataset's domain cost composed in as the train stage does (`domain_budget`, `released_ledger`); None where the
     method cannot plan it (an LVAE Lipschitz variant has no ledger)."""
     from dpvae.methods.registry import get_method  # here: aggregation imports this module without the methods
 
-    method = get_method(spec["method"])
-    params = method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params", name=method.name)
+    method = get_method(spec.method)
+    params = method.Params.parse(spec.params, key=f"variants.{spec.variant}.params", name=method.name)
     budgeted, fitted = domain_budget(spec)
     facts = facts if facts is not None else prepared_facts(spec, getattr(params, "max_train", None))
     planned = method.planned_ledger(params, budgeted, facts)
     return None if planned is None else released_ledger(planned, fitted, spec)
 
 
-def domain_budget(spec: dict) -> tuple[dict, Any]:
+def domain_budget(spec: RunSpec) -> tuple[RunSpec, Any]:
     """(the spec its method trains under, the run's dataset domain or None). A private run's method spends its
     target ε less a declared dataset's domain estimate (`dpvae.data.domain`); a run calibrated to the sound
     bound (spec `calibrate: sound`) spends the ε' at which the whole release's sound ε meets the target
@@ -222,52 +221,55 @@ def domain_budget(spec: dict) -> tuple[dict, Any]:
     from dpvae.data import domain
 
     fitted = domain.of_run(spec)
-    if not spec["private"]:
+    if not spec.private:
         return spec, fitted
-    if spec.get("calibrate") == "sound":
-        return {**spec, "epsilon": _sound_budget(spec, fitted)}, fitted
+    if spec.calibrate == "sound":
+        return dataclasses.replace(spec, epsilon=_sound_budget(spec, fitted)), fitted
     if fitted is None or fitted.estimate is None:
         return spec, fitted
-    return {**spec, "epsilon": domain.training_epsilon(spec, fitted)}, fitted
+    return dataclasses.replace(spec, epsilon=domain.training_epsilon(spec, fitted)), fitted
 
 
-def _sound_budget(spec: dict, fitted: Any) -> float:
+def _sound_budget(spec: RunSpec, fitted: Any) -> float:
     """The method's own target for a sound-calibrated run (refused, naming both, where none meets the target)."""
     from dpvae.errors import PrivacyBudgetExceeded
     from dpvae.methods.registry import METHODS
 
-    method = METHODS.get(spec["method"])
-    params = method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params", name=method.name)
+    method = METHODS.get(spec.method)
+    params = method.Params.parse(spec.params, key=f"variants.{spec.variant}.params", name=method.name)
     facts = prepared_facts(spec, getattr(params, "max_train", None))
     calibrated = sound_calibrated_epsilon(
-        lambda eps: method.planned_ledger(params, {**spec, "epsilon": eps}, facts), spec, fitted
+        lambda eps: method.planned_ledger(params, dataclasses.replace(spec, epsilon=eps), facts), spec, fitted
     )
     if calibrated is None:
-        raise PrivacyBudgetExceeded(spec["epsilon"], float("inf"))
+        raise PrivacyBudgetExceeded(spec.epsilon, float("inf"))
     return calibrated
 
 
-def prepared_facts(spec: dict, max_train: int | None = None) -> Any:
-    """The `Facts` of a run's prepared dataset (its meta.json): record shape, split sizes (training after
-    `max_train`), label classes."""
+def prepared_facts(spec: RunSpec, max_train: int | None = None) -> Any:
+    """The `Facts` of a run's prepared dataset (`dataset_facts`)."""
+    return dataset_facts(spec.data_root, spec.dataset, max_train)
+
+
+def dataset_facts(data_root: str | Path, dataset: str, max_train: int | None = None) -> Any:
+    """The `Facts` of a prepared dataset (its meta.json): record shape, split sizes (training after `max_train`),
+    label classes."""
     from dpvae.data.declared import Facts
 
-    meta = json.loads((Path(spec["data_root"]) / "prepared" / spec["dataset"] / "meta.json").read_text())
+    meta = json.loads((Path(data_root) / "prepared" / dataset / "meta.json").read_text())
     n_train, n_test = meta["shapes"]["train"][0], meta["shapes"]["test"][0]
     classes = len(meta.get("label_names") or []) or int(meta.get("classes", 0))
     shape = tuple(meta["shapes"]["train"][1:])
     return Facts(shape, min(n_train, max_train or n_train), n_test, classes)
 
 
-def released_ledger(ledger: Any, fitted: Any, spec: dict) -> Any:
+def released_ledger(ledger: Any, fitted: Any, spec: RunSpec) -> Any:
     """A method's ledger as the run releases it: its dataset's domain cost composed in (the estimate's pure
     ε-DP Laplace histograms before it in both accountings, `Ledger` preprocessing; a domain read from the data
     marked not DP), judged against the spec's target; a sound-calibrated run's headline is its sound ε."""
-    import dataclasses
-
     from dpvae.privacy.ledger import Mechanism, marked_not_dp, with_preprocessing
 
-    target = spec["epsilon"]
+    target = spec.epsilon
     if fitted is not None and (estimate := fitted.estimate) is not None:
 
         def record(adjacency: str) -> Mechanism:
@@ -279,12 +281,12 @@ def released_ledger(ledger: Any, fitted: Any, spec: dict) -> Any:
         ledger = with_preprocessing(ledger, record(ledger.paper.adjacency), record(sound), target)
     if fitted is not None and fitted.not_dp is not None:
         ledger = marked_not_dp(ledger, fitted.not_dp)
-    if spec.get("calibrate") == "sound" and ledger.sound is not None:
+    if spec.calibrate == "sound" and ledger.sound is not None:
         ledger = dataclasses.replace(ledger, headline="sound", target_epsilon=target)
     return ledger
 
 
-def sound_calibrated_epsilon(planned: Any, spec: dict, fitted: Any) -> float | None:
+def sound_calibrated_epsilon(planned: Any, spec: RunSpec, fitted: Any) -> float | None:
     """The largest ε' (to 1e-6 relative) at which a method's planned ledger (`planned(ε')`, `Method.planned_ledger`
     at target ε'), as released on `fitted`, has a sound ε within the spec's target; None if none in
     [target * 1e-6, target] does (no sound accounting, or a method that cannot calibrate that low).
@@ -303,7 +305,7 @@ def sound_calibrated_epsilon(planned: Any, spec: dict, fitted: Any) -> float | N
         """The release's sound ε at ε' less the target (inf: ε' cannot be planned, or there is no sound ε)."""
         if eps not in excesses:
             try:
-                released = released_ledger(planned(eps), fitted, {**spec, "calibrate": "sound"})
+                released = released_ledger(planned(eps), fitted, dataclasses.replace(spec, calibrate="sound"))
             except ConfigError:  # the parameters themselves: refused, naming the key, whatever ε'
                 raise
             except (ValueError, PrivacyBudgetExceeded):  # e.g. a noise multiplier out of the calibration's range,
@@ -312,7 +314,7 @@ def sound_calibrated_epsilon(planned: Any, spec: dict, fitted: Any) -> float | N
             excesses[eps] = math.inf if sound is None else sound - target
         return excesses[eps]
 
-    target = float(spec["epsilon"])
+    target = float(spec.epsilon)
     grid = [float(eps) for eps in target * np.logspace(0, -6, 61)]
     first = next((i for i, eps in enumerate(grid) if excess(eps) <= 0), None)  # the points below are not evaluated
     if first is None:

@@ -32,6 +32,7 @@ from dpvae.methods.registry import get_method, run_context
 from dpvae.models import precision
 from dpvae.provenance import git_commit, machine, sha256_json
 from dpvae.runs import domain_budget, released_ledger
+from dpvae.runspec import RunSpec
 from dpvae.tables import read_spec
 
 
@@ -46,17 +47,17 @@ def _seed_everything(ctx: RunContext) -> None:
     torch.manual_seed(seed)
 
 
-def train(spec: dict) -> Path:
+def train(spec: RunSpec) -> Path:
     """Train one run: <run>/model/ (renamed into place when complete), privacy.json, train.json; an audited
     run (spec key `audit`, docs/audit.md) trains with canaries and writes audit.json beside privacy.json."""
     from dpvae.privacy.canaries import AUDIT_FILE
     from dpvae.privacy.ledger import check_budget
 
-    run_dir = Path(spec["run"])
-    method = get_method(spec["method"])
+    run_dir = Path(spec.run)
+    method = get_method(spec.method)
     started, commit = time.time(), git_commit()  # the code that trains, not what the checkout holds at the end
-    if spec.get("audit") and not spec["private"]:
-        raise DataError(f"run {spec['run_id']}: only a private run can be audited (variant '{spec['variant']}')")
+    if spec.audit and not spec.private:
+        raise DataError(f"run {spec.run_id}: only a private run can be audited (variant '{spec.variant}')")
     budgeted, fitted = domain_budget(spec)  # what the method may spend (the domain estimate is paid first)
     with atomic_directory(run_dir / "model") as partial:
         ctx = run_context(budgeted, model_dir=partial)
@@ -64,14 +65,14 @@ def train(spec: dict) -> Path:
         session = _canary_session(ctx)
         with session.active() if session else contextlib.nullcontext(), precision.training(ctx.precision):
             ledger = method.train(ctx)
-        if spec["private"]:
+        if spec.private:
             if ledger is None:
                 raise RuntimeError(f"private method '{method.name}' returned no privacy ledger")
             ledger = released_ledger(ledger, fitted, spec)
-            check_budget(ledger, spec["epsilon"], spec["delta"])  # no tolerance: epsilon <= target exactly
+            check_budget(ledger, spec.epsilon, spec.delta)  # no tolerance: epsilon <= target exactly
             ledger.write(ctx.ledger_path)
             if session:
-                write_json(run_dir / AUDIT_FILE, session.record(ledger, spec["delta"]))
+                write_json(run_dir / AUDIT_FILE, session.record(ledger, spec.delta))
         else:
             write_json(
                 ctx.ledger_path,
@@ -88,31 +89,31 @@ def train(spec: dict) -> Path:
     return run_dir / "model"
 
 
-def stage1(spec: dict) -> Path:
+def stage1(spec: RunSpec) -> Path:
     """Train a method's shared non-private first stage (`dpvae.methods.base.stage1_spec`): <dir>/model/
     (renamed into place when complete), then <dir>/stage1.json (its spec and key, seconds, device, commit)."""
-    run_dir = Path(spec["run"])
-    method = get_method(spec["method"])
+    run_dir = Path(spec.run)
+    method = get_method(spec.method)
     started, commit = time.time(), git_commit()
     with atomic_directory(run_dir / "model") as partial:
         ctx = stage1_context(spec, method, model_dir=partial)
         _seed_everything(ctx)
         summary = method.train_stage1(ctx)
     (run_dir / CHECKPOINT_NAME).unlink(missing_ok=True)
-    write_json(run_dir / "stage1.json", {"key": spec["key"], **_provenance(ctx, started, commit), "summary": summary})
+    write_json(run_dir / "stage1.json", {"key": spec.key, **_provenance(ctx, started, commit), "summary": summary})
     return run_dir / "model"
 
 
-def _provenance(ctx: RunContext, started: float, commit: str, spec: dict | None = None) -> dict[str, Any]:
+def _provenance(ctx: RunContext, started: float, commit: str, spec: RunSpec | None = None) -> dict[str, Any]:
     """What a train.json or stage1.json records: the spec (default: the context's) and its hash, the code,
     seconds, device, machine."""
-    spec = ctx.spec if spec is None else spec
+    recorded = (ctx.spec if spec is None else spec).to_dict()
     return {
-        "spec": spec,
-        "spec_sha256": sha256_json(spec),
+        "spec": recorded,
+        "spec_sha256": sha256_json(recorded),
         "commit": commit,
-        "seed": spec["seed"],
-        "scale": spec.get("scale"),
+        "seed": recorded["seed"],
+        "scale": recorded.get("scale"),
         "seconds": round(time.time() - started, 3),
         "device": ctx.device,
         "precision": ctx.precision,
@@ -123,19 +124,19 @@ def _provenance(ctx: RunContext, started: float, commit: str, spec: dict | None 
 
 def _canary_session(ctx: RunContext):
     """The canary session of an audited run (`dpvae.privacy.canaries`), or None."""
-    audit = ctx.spec.get("audit")
-    if not audit:
+    audit = ctx.spec.audit
+    if audit is None:
         return None
     from dpvae.privacy.canaries import CanarySession
 
-    return CanarySession(audit["canaries"], ctx.seed_for("canaries"), audit.get("confidence", 0.95))
+    return CanarySession(audit.canaries, ctx.seed_for("canaries"), audit.level)
 
 
 def sample(run_dir: str | Path, n: int | None) -> Path:
     """Draw synthetic records from a trained run into <run>/samples.npz."""
     ctx = run_context(read_spec(run_dir))
     _seed_everything(ctx)
-    arrays = get_method(ctx.spec["method"]).sample(ctx, n)
+    arrays = get_method(ctx.spec.method).sample(ctx, n)
     atomic_write(ctx.samples_path, lambda tmp: save_npz(Path(tmp), arrays))  # fixed timestamps: same bytes
     return ctx.samples_path
 

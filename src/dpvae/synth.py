@@ -31,6 +31,7 @@ import numpy as np
 
 from dpvae.errors import ConfigError, DataError
 from dpvae.files import atomic_write
+from dpvae.runspec import Audit, RunSpec
 
 LABEL_GUESSES = ("label", "target", "y", "class")
 OUT_SUFFIXES = (".csv", ".npz")
@@ -100,11 +101,13 @@ def synth(request: Request) -> Release:
     if method.private:
         spec = _planned(method, params, spec, facts, entry, request)  # refused before training where it can be
     dataset = _dataset_id(request, entry)  # every check passed: the first write (the data root's key)
-    spec = {**spec, **_spec(request, method, params.to_dict(), dataset, run_dir)}
+    identity = None
     if entry is not None:  # a changed file is another dataset; keyed: no file hash in the run's spec
         from dpvae.data import declared
 
-        spec["data_identity"] = declared.fingerprint(declared.identity(entry), request.root)
+        identity = declared.fingerprint(declared.identity(entry), request.root)
+    named = _spec(request, method, params.to_dict(), dataset, run_dir)
+    spec = dataclasses.replace(named, calibrate=spec.calibrate, data_identity=identity)
     prepared = _prepare(dataset, entry, request)
     from dpvae import stages
     from dpvae.data.store import load_prepared
@@ -128,7 +131,7 @@ def synth(request: Request) -> Release:
     return dataclasses.replace(release, report=_report(method, ledger, release, request, n_train, meta, prepared))
 
 
-def _planned(method: Any, params: Any, spec: dict, facts: Any, entry: dict | None, request: Request) -> dict:
+def _planned(method: Any, params: Any, spec: RunSpec, facts: Any, entry: dict | None, request: Request) -> RunSpec:
     """The spec to train, after what the planned ledger (`Method.planned_ledger`, with the declared domain's cost)
     says before any training: refused under `--headline sound` if its sound ε exceeds the target, or, with
     `--calibrate-sound`, the method's own target lowered until it does not (`runs.sound_calibrated_epsilon`)."""
@@ -150,11 +153,11 @@ def _planned(method: Any, params: Any, spec: dict, facts: Any, entry: dict | Non
         fitted = domain.Domain(domain.source(entry), (), (), estimate)
 
     def planned_at(eps: float) -> Any:
-        return method.planned_ledger(params, {**spec, "epsilon": eps}, facts)
+        return method.planned_ledger(params, dataclasses.replace(spec, epsilon=eps), facts)
 
-    training = spec["epsilon"] - (fitted.estimate.epsilon if fitted and fitted.estimate else 0)
+    training = spec.epsilon - (fitted.estimate.epsilon if fitted and fitted.estimate else 0)
     if request.calibrate_sound:  # the train stage finds the same ε' on the prepared data (`runs.domain_budget`)
-        spec = {**spec, "calibrate": "sound"}
+        spec = dataclasses.replace(spec, calibrate="sound")
         training = sound_calibrated_epsilon(planned_at, spec, fitted)
         if training is None:
             raise ConfigError(
@@ -381,29 +384,26 @@ def _prepare(dataset: str, entry: dict | None, request: Request) -> Path:
     return prepare_dataset(dataset, request.root, seed=0)
 
 
-def _spec(request: Request, method: Any, params: dict, dataset: str, run_dir: Path) -> dict:
+def _spec(request: Request, method: Any, params: dict, dataset: str, run_dir: Path) -> RunSpec:
     """A run spec as the workflow's (`dpvae.runs.run_spec`) for this one run (its data identity: `synth`)."""
-    spec: dict[str, Any] = {
-        "run_id": f"synth/{dataset}/{method.name}",
-        "run": str(run_dir),
-        "scale": "synth",
-        "dataset": dataset,
-        "variant": method.name,
-        "method": method.name,
-        "private": method.private,
-        "params": params,
-        "epsilon": float(request.epsilon) if method.private else None,
-        "delta": request.delta,
-        "seed": request.seed,
-        "device": request.device,
-        "data_root": str(request.root),
-    }
-    if request.audit is not None:
-        spec["audit"] = {"canaries": request.audit}
-    return spec
+    return RunSpec.standalone(
+        f"synth/{dataset}/{method.name}",
+        str(run_dir),
+        scale="synth",
+        dataset=dataset,
+        method=method.name,
+        private=method.private,
+        params=params,
+        epsilon=float(request.epsilon) if method.private else None,
+        delta=request.delta,
+        seed=request.seed,
+        device=request.device,
+        data_root=str(request.root),
+        audit=None if request.audit is None else Audit(request.audit),
+    )
 
 
-def _trained(run_dir: Path, spec: dict, read_spec: Any) -> bool:
+def _trained(run_dir: Path, spec: RunSpec, read_spec: Any) -> bool:
     """The run directory holds a finished training of exactly this spec (then it is reused)."""
     try:
         return (run_dir / "model").is_dir() and read_spec(run_dir) == spec

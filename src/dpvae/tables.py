@@ -15,14 +15,15 @@ from dpvae.analyses.tidy import TIDY_COLUMNS, tidy
 from dpvae.errors import DataError
 from dpvae.files import atomic_write
 from dpvae.runs import split_variant
+from dpvae.runspec import RunSpec
 
 
-def read_spec(run_dir: str | Path) -> dict:
+def read_spec(run_dir: str | Path) -> RunSpec:
     """The spec a run was trained with (from its train.json)."""
     path = Path(run_dir) / "train.json"
     if not path.is_file():
         raise DataError(f"{path}: missing; train the run first (snakemake builds it)")
-    return json.loads(path.read_text())["spec"]
+    return RunSpec.from_dict(json.loads(path.read_text())["spec"], f"{path}: spec")
 
 
 def aggregate(spec_path: str | Path, out: str | Path) -> pd.DataFrame:
@@ -35,13 +36,13 @@ def aggregate(spec_path: str | Path, out: str | Path) -> pd.DataFrame:
         run = read_spec(run_dir)
         base = {
             "experiment": experiment,
-            "dataset": run["dataset"],
-            "variant": run["variant"],
-            "method": run["method"],
-            "epsilon": run["epsilon"],
-            "seed": run["seed"],
+            "dataset": run.dataset,
+            "variant": run.variant,
+            "method": run.method,
+            "epsilon": run.epsilon,
+            "seed": run.seed,
             "sweep": sweep_name,
-            "point": (split_variant(run["variant"])[1] or (None, None))[1],
+            "point": (split_variant(run.variant)[1] or (None, None))[1],
         }
         ledger = json.loads((run_dir / "privacy.json").read_text())
         if ledger.get("epsilon") is not None:

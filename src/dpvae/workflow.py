@@ -24,6 +24,7 @@ from dpvae.methods.registry import METHODS
 from dpvae.paths import analysis_table, item_prefix, reference_file, results_dir, stage1_dir, stage1_id
 from dpvae.render.output import scale_note
 from dpvae.runs import Run, experiment_runs, run_spec, split_variant, stage1_of
+from dpvae.runspec import RunSpec
 from dpvae.status import RENDERERS, done_items, missing_parts
 
 _ITEM_TARGET = re.compile(r"^(?:\./)?figures/(?P<paper>[^/]+)/(?P<item>[^/.]+)\.(?P<ext>pdf|png|csv|tex)$")
@@ -41,7 +42,7 @@ class Plan:
         self.basedir = Path(basedir)
         self.scale = config["scale"]
         self.results = results_dir(self.scale)
-        self._specs: dict[Run, dict] = {}
+        self._specs: dict[Run, RunSpec] = {}
 
     # -- runs ------------------------------------------------------------------------------------
 
@@ -75,21 +76,21 @@ class Plan:
     def run_dir(self, run: Run) -> str:
         return run.path(self.scale)
 
-    def spec(self, dataset: str, variant: str, eps: str, seed: int | str) -> dict:
+    def spec(self, dataset: str, variant: str, eps: str, seed: int | str) -> RunSpec:
         return self._spec(self.run(dataset, variant, eps, seed))
 
-    def _spec(self, run: Run) -> dict:
+    def _spec(self, run: Run) -> RunSpec:
         if run not in self._specs:
             self._specs[run] = run_spec(self.config, run)
         return self._specs[run]
 
     def spec_json(self, dataset: str, variant: str, eps: str, seed: int | str) -> str:
-        return _compact(self.spec(dataset, variant, eps, seed))
+        return self.spec(dataset, variant, eps, seed).to_json()
 
     def train_resources(self, dataset: str, variant: str, eps: str, seed: int | str) -> Resources:
         spec = self.spec(dataset, variant, eps, seed)
-        method = METHODS.get(spec["method"])
-        return method.resources(method.Params.parse(spec["params"], name=method.name), dataset)
+        method = METHODS.get(spec.method)
+        return method.resources(method.Params.parse(spec.params, name=method.name), dataset)
 
     # -- shared first stages (dpvae.methods.base.stage1_spec) -----------------------------------------
 
@@ -97,33 +98,33 @@ class Plan:
         """stage-1 directory -> the runs that load it."""
         users: dict[str, list[Run]] = {}
         for run in sorted(self._all_runs):
-            if path := self._spec(run).get("stage1"):
+            if path := self._spec(run).stage1:
                 users.setdefault(path, []).append(run)
         return users
 
     @cached_property
-    def _stage1(self) -> dict[str, dict]:
+    def _stage1(self) -> dict[str, RunSpec]:
         """stage-1 directory -> its spec (the same from every run that loads it)."""
         return {path: stage1_of(self._spec(runs[0])) for path, runs in self.stage1_users().items()}
 
     def stage1_inputs(self, dataset: str, variant: str, eps: str, seed: int | str) -> list[str]:
         """What a run's train job reads of its shared first stage (nothing if it has none)."""
-        path = self.spec(dataset, variant, eps, seed).get("stage1")
+        path = self.spec(dataset, variant, eps, seed).stage1
         return [f"{path}/model", f"{path}/stage1.json"] if path else []
 
-    def stage1_spec(self, dataset: str, method: str, key: str, seed: int | str) -> dict:
+    def stage1_spec(self, dataset: str, method: str, key: str, seed: int | str) -> RunSpec:
         path = stage1_dir(self.scale, stage1_id(dataset, method, key, seed))
         if path not in self._stage1:
             raise TargetError(f"no run in the configuration loads the stage 1 {path}")
         return self._stage1[path]
 
     def stage1_spec_json(self, dataset: str, method: str, key: str, seed: int | str) -> str:
-        return _compact(self.stage1_spec(dataset, method, key, seed))
+        return self.stage1_spec(dataset, method, key, seed).to_json()
 
     def stage1_resources(self, dataset: str, method: str, key: str, seed: int | str) -> Resources:
         spec = self.stage1_spec(dataset, method, key, seed)
         entry = METHODS.get(method)
-        return entry.stage1_resources(entry.Params.parse(spec["params"], name=method), dataset)
+        return entry.stage1_resources(entry.Params.parse(spec.params, name=method), dataset)
 
     # -- metrics ---------------------------------------------------------------------------------
 

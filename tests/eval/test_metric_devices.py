@@ -21,6 +21,7 @@ from dpvae.models import precision
 from dpvae.models.conv_vae import ConvVAE
 from dpvae.models.pinwheel_vae import PinwheelVAE
 from dpvae.models.vae_files import save_vae
+from dpvae.runspec import RunSpec
 
 CUDA = pytest.param(
     "cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")]
@@ -44,7 +45,7 @@ def _same(got: float, expected: float, device: str) -> None:
 def _context(model: torch.nn.Module, tmp_path: Path, device: str, options, x: np.ndarray, y: np.ndarray) -> EvalContext:
     run_dir = tmp_path / "run"
     save_vae(model, run_dir / "model")
-    run = RunContext({"run_id": "test/run", "seed": 0, "device": device}, run_dir)
+    run = RunContext(RunSpec.standalone("test/run", run_dir, device=device), run_dir)
     split = SimpleNamespace(x=x, y=y)
     run.__dict__["data"] = SimpleNamespace(test=split, train=split)  # cached_property: no prepared set
     return EvalContext(run, options, run_dir / "metrics")
@@ -317,7 +318,7 @@ def test_lvae_elbo_of_the_white_box_attack_on_the_device(tmp_path, device):
     x = np.random.default_rng(0).random((5, 1, 28, 28)).astype(np.float32)
 
     def elbo(on: str) -> np.ndarray:
-        run = RunContext({"run_id": "test/run", "seed": 0, "device": on}, tmp_path / "run")
+        run = RunContext(RunSpec.standalone("test/run", tmp_path / "run", device=on), tmp_path / "run")
         with precision.ieee_fp32():
             return LVAE().elbo(run, x, 2, "elbo-members")
 

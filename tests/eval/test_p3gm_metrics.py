@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from dpvae.eval.marginals_2way import Marginals2WayOptions
 from dpvae.eval.marginals_2way_public import marginals_2way_public
 from dpvae.methods.p3gm.fit import Schedule
 from dpvae.models.p3gm_cnn import train_and_score
+from dpvae.runspec import RunSpec
 from support.toy_runs import N_TRAIN, toy_spec, write_toy_dataset
 
 
@@ -71,7 +73,7 @@ def trained_p3gm(tmp_path_factory):
     return spec
 
 
-def eval_context(spec: dict, options, tmp_path: Path) -> EvalContext:
+def eval_context(spec: RunSpec, options, tmp_path: Path) -> EvalContext:
     return EvalContext(stages.run_context(spec), options, tmp_path)
 
 
@@ -89,9 +91,6 @@ def test_public_reconstructions_are_scored_and_other_methods_give_no_rows(traine
     values = {r["metric"]: r["value"] for r in rows}
     assert set(values) == {"tvd2_public", "tvd2_public_clipped", "tvd2_public_notebook"}
     assert 0 < values["tvd2_public"] < 1
-    real = {**trained_p3gm, "method": "real", "private": False, "params": {}}
-    stages.train({**real, "run": str(tmp_path / "real")})
-    assert (
-        marginals_2way_public(eval_context({**real, "run": str(tmp_path / "real")}, Marginals2WayOptions(), tmp_path))
-        == []
-    )
+    real = replace(trained_p3gm, method="real", private=False, params={}, run=str(tmp_path / "real"))
+    stages.train(real)
+    assert marginals_2way_public(eval_context(real, Marginals2WayOptions(), tmp_path)) == []

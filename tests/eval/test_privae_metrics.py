@@ -18,6 +18,7 @@ from dpvae.eval.pinwheel_scatter import PinwheelScatterOptions, clustered_share,
 from dpvae.methods.base import RunContext
 from dpvae.models.pinwheel_vae import MOG_MEANS, PinwheelVAE
 from dpvae.models.vae_files import save_vae
+from dpvae.runspec import RunSpec
 
 
 def _mathieu_sparsity(zs: torch.Tensor) -> float:
@@ -50,7 +51,7 @@ def test_clustered_share_takes_the_best_assignment() -> None:
 def _context(model, tmp_path: Path, options, x_test: np.ndarray, y_test: np.ndarray) -> EvalContext:
     run_dir = tmp_path / "run"
     save_vae(model, run_dir / "model")
-    spec = {"run_id": "test/run", "seed": 0, "device": "cpu"}
+    spec = RunSpec.standalone("test/run", run_dir, device="cpu")
     run = RunContext(spec, run_dir)
     split = SimpleNamespace(x=x_test, y=y_test)
     run.__dict__["data"] = SimpleNamespace(test=split, train=split)  # cached_property: no prepared set

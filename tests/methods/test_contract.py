@@ -14,6 +14,7 @@ conv VAE for images, its MLP VAE for the 2-d pinwheel) runs once per family.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -83,11 +84,11 @@ def trained(request, device, smoke_config, prepared_from_mirror, mirror, tmp_pat
     data = prepared_from_mirror(run.dataset)
     monkeypatch.chdir(tmp_path)
     spec = run_spec(smoke_config, run)
-    params = dict(spec["params"])
+    params = dict(spec.params)
     params["max_train"] = min(params.get("max_train") or TINY_TRAIN, TINY_TRAIN)
-    spec = {**spec, "params": params, "data_root": str(Path(data).parents[1]), "device": device}
-    if spec.get("stage1"):
-        spec["stage1"] = str(tmp_path / "stage1")  # the params changed: not the planned key's directory
+    spec = replace(spec, params=params, data_root=str(Path(data).parents[1]), device=device)
+    if spec.stage1:
+        spec = replace(spec, stage1=str(tmp_path / "stage1"))  # the params changed: not the planned key's directory
         stages.stage1(stage1_of(spec))
     stages.train(spec)
     return method, spec
@@ -106,11 +107,11 @@ CASE_IDS = [m.name + (f"-{d}" if d else "") + (f"-{v}" if v else "") for m, d, v
 @pytest.mark.parametrize("trained", CASES, ids=CASE_IDS, indirect=True)
 def test_method_meets_the_contract(trained):
     method, spec = trained
-    run = Path(spec["run"])
+    run = Path(spec.run)
     assert (run / "model").is_dir() and (run / "train.json").is_file()
     ledger = json.loads((run / "privacy.json").read_text())
-    if spec["private"]:
-        assert ledger["epsilon"] <= spec["epsilon"], "the headline epsilon exceeds the run's target"
+    if spec.private:
+        assert ledger["epsilon"] <= spec.epsilon, "the headline epsilon exceeds the run's target"
         assert rederive(ledger) == pytest.approx(ledger["epsilon"], rel=_tolerance(ledger))
         for other in ("paper", "strict", "sound"):
             if isinstance(ledger.get(other), dict) and ledger[other].get("mechanisms"):

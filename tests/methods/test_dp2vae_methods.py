@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,13 +17,14 @@ from dpvae import stages
 from dpvae.errors import DataError
 from dpvae.methods.checkpoint import Checkpoint
 from dpvae.runs import Run, run_spec, stage1_of
+from dpvae.runspec import RunSpec
 
 
-def _spec(config: dict, data: Path, tmp: Path, name: str, eps: str = "10", **params) -> dict:
+def _spec(config: dict, data: Path, tmp: Path, name: str, eps: str = "10", **params) -> RunSpec:
     """A tiny run; without `stage1`, so that it trains its stage 1 in-process (`_cached` names one)."""
     spec = run_spec(config, Run("mnist", "dp2vae", eps, 0))
-    spec["params"] = {
-        **spec["params"],
+    tiny = {
+        **spec.params,
         "subsets": 4,
         "pretrain_iters": 2,
         "iters": 6,
@@ -33,12 +35,13 @@ def _spec(config: dict, data: Path, tmp: Path, name: str, eps: str = "10", **par
         "max_train": 64,
         **params,
     }
-    spec.pop("stage1")
-    return {**spec, "run": str(tmp / name), "data_root": str(Path(data).parents[1]), "device": "cpu"}
+    return replace(
+        spec, params=tiny, stage1=None, run=str(tmp / name), data_root=str(Path(data).parents[1]), device="cpu"
+    )
 
 
-def _cached(spec: dict, directory: Path) -> dict:
-    return {**spec, "stage1": str(directory)}
+def _cached(spec: RunSpec, directory: Path) -> RunSpec:
+    return replace(spec, stage1=str(directory))
 
 
 @pytest.mark.parametrize("fail_at", ["stage1", "stage2"])
@@ -71,14 +74,14 @@ def test_dp2vae_resumes_from_its_checkpoint_with_identical_bytes(
         monkeypatch.setattr(DPSGD, "step", killer(DPSGD.step))
     with pytest.raises(KeyboardInterrupt):
         stages.train(spec)
-    assert (Path(spec["run"]) / "checkpoint.pt").is_file() and not (Path(spec["run"]) / "model").exists()
+    assert (Path(spec.run) / "checkpoint.pt").is_file() and not (Path(spec.run) / "model").exists()
     monkeypatch.undo()
     stages.train(spec)
     whole = torch.load(tmp_path / "whole" / "model" / "decoder.pt", weights_only=True)
-    resumed = torch.load(Path(spec["run"]) / "model" / "decoder.pt", weights_only=True)
+    resumed = torch.load(Path(spec.run) / "model" / "decoder.pt", weights_only=True)
     assert whole.keys() == resumed.keys()
     assert all(torch.equal(whole[k], resumed[k]) for k in whole)
-    assert not (Path(spec["run"]) / "checkpoint.pt").exists()
+    assert not (Path(spec.run) / "checkpoint.pt").exists()
 
 
 def test_dp2vae_cached_stage1_gives_the_bytes_of_an_in_run_one(
@@ -132,7 +135,7 @@ def test_dp2vae_cached_stage1_gives_the_bytes_of_an_in_run_one(
     encoders = used["in-run"]
     assert saved.keys() == encoders.keys() == used["cached"].keys()
     assert all(torch.equal(saved[k], encoders[k]) and torch.equal(used["cached"][k], encoders[k]) for k in encoders)
-    runs = Path(in_run["run"]), Path(cached["run"])
+    runs = Path(in_run.run), Path(cached.run)
     decoders = [torch.load(r / "model" / impl.DECODER, weights_only=True) for r in runs]
     assert all(torch.equal(decoders[0][k], decoders[1][k]) for k in decoders[0])
     assert (runs[0] / "privacy.json").read_bytes() == (runs[1] / "privacy.json").read_bytes()
@@ -142,7 +145,7 @@ def test_dp2vae_cached_stage1_gives_the_bytes_of_an_in_run_one(
     other = _spec(smoke_config, data, tmp_path, "other", eps="1", lr=0.001, iters=60, noise_multiplier=2.0)
     assert stage1_of(_cached(other, tmp_path / "stage1")) == stage1
 
-    stale = _cached({**in_run, "params": {**in_run["params"], "pretrain_lr": 0.001}}, tmp_path / "stage1")
+    stale = _cached(replace(in_run, params={**in_run.params, "pretrain_lr": 0.001}), tmp_path / "stage1")
     with pytest.raises(DataError, match="trained for stage-1 key"):
         stages.train(stale)
     with pytest.raises(DataError, match="stage 1 is not built"):

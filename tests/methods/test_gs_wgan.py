@@ -13,6 +13,7 @@ from dpvae.methods.base import RunContext
 from dpvae.methods.checkpoint import Checkpoint
 from dpvae.methods.gs_wgan import GSWGANParams
 from dpvae.methods.gs_wgan.train import pretrain
+from dpvae.runspec import RunSpec
 
 K, N, BATCH, CLASSES = 5, 40, 4, 10
 
@@ -21,7 +22,7 @@ def warm_start(run_dir: Path, **params) -> tuple[dict, dict]:
     """The warm start of K tiny discriminators (and their spectral-norm vectors) on random images."""
     settings = {"discriminators": K, "batch_size": BATCH, "pretrain_iters": 3, "z_dim": 2, "model_dim": 2}
     ctx = RunContext(
-        {"run_id": "gs-wgan-warm-start", "seed": 0, "device": "cpu"},
+        RunSpec.standalone("gs-wgan-warm-start", run_dir, method="gs-wgan", device="cpu"),
         run_dir,
         GSWGANParams(**{**settings, "critic_iters": 2, **params}),
     )

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -24,13 +25,12 @@ IMPLEMENTED = sorted(METHODS)
 TESTS = Path(__file__).parents[1]
 
 
-def _spec(root: Path, out: Path, method: str) -> dict:
+def _spec(root: Path, out: Path, method: str) -> str:
+    """The JSON text of a tiny run of `method` (no `stage1`: DP2-VAE trains its first stage in-process)."""
     dataset, params = TINY[method]
-    private = METHODS[method].private
-    spec = toy_spec(root, out / method, method=method, private=private)
-    spec = {**spec, "run_id": f"{dataset}/{method}/seed0", "dataset": dataset, "params": params}
-    spec["run"] = str(out / method / "run")  # no `stage1`: DP2-VAE trains its first stage in-process
-    return spec
+    spec = toy_spec(root, out / method, method=method, private=METHODS[method].private)
+    run = str(out / method / "run")
+    return replace(spec, run_id=f"{dataset}/{method}/seed0", dataset=dataset, params=params, run=run).to_json()
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         out = base / f"hash{seed}"
         specs = out / "specs.json"
         out.mkdir()
-        specs.write_text(json.dumps({m: _spec(root, out, m) for m in IMPLEMENTED}))
+        specs.write_text(json.dumps({m: _spec(root, out, m) for m in IMPLEMENTED}))  # method -> JSON text
         path = os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))
         env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": path}
         command = [sys.executable, "-m", "support.hash_seed_runs", str(specs)]

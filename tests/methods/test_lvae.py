@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ from dpvae.models.lvae_vae import (
     jacobian_norm_estimate,
 )
 from dpvae.runs import experiment_runs, run_spec
+from dpvae.runspec import RunSpec
 
 
 def test_the_network_maps_28x28_images_to_latents_and_back():
@@ -82,11 +84,11 @@ def lvae_spec(smoke_config, prepared_from_mirror, tmp_path, monkeypatch):
     data = prepared_from_mirror("mnist-lvae")
     monkeypatch.chdir(tmp_path)
 
-    def spec(variant: str, **params) -> dict:
+    def spec(variant: str, **params) -> RunSpec:
         run = next(r for r in experiment_runs(smoke_config, "lvae_mia") if r.variant == variant)
         s = run_spec(smoke_config, run)
-        merged = {**s["params"], "max_train": 64, "epochs": 1, "batch_size": 16, "lipschitz_probes": 8, **params}
-        return {**s, "params": merged, "data_root": str(Path(data).parents[1]), "device": "cpu"}
+        merged = {**s.params, "max_train": 64, "epochs": 1, "batch_size": 16, "lipschitz_probes": 8, **params}
+        return replace(s, params=merged, data_root=str(Path(data).parents[1]), device="cpu")
 
     return spec
 
@@ -100,8 +102,8 @@ def test_the_subsample_keeps_the_planted_outlier(lvae_spec):
 def test_vae_dpsgd_writes_a_ledger_within_its_target(lvae_spec):
     spec = lvae_spec("lvae-dpsgd")
     stages.train(spec)
-    ledger = json.loads((Path(spec["run"]) / "privacy.json").read_text())
-    assert ledger["epsilon"] <= spec["epsilon"] == 1
+    ledger = json.loads((Path(spec.run) / "privacy.json").read_text())
+    assert ledger["epsilon"] <= spec.epsilon == 1
     (mechanism,) = ledger["mechanisms"]
     assert mechanism["steps"] == 4 and mechanism["sample_rate"] == 16 / 64 and mechanism["sensitivity"] == 1.0
     assert ledger["headline"] == "paper" and ledger["paper"]["adjacency"] == "add/remove-one"
@@ -118,13 +120,13 @@ def test_dp_sgd_with_a_lipschitz_constraint_is_refused(lvae_spec):
 def test_lvae_writes_a_claim_that_says_it_is_no_guarantee(lvae_spec, constraint):
     spec = lvae_spec("lvae-lipschitz", constraint=constraint, lipschitz=5.0)
     stages.train(spec)
-    run = Path(spec["run"])
+    run = Path(spec.run)
     assert json.loads((run / "privacy.json").read_text())["epsilon"] is None
     claim = json.loads((run / "model" / CLAIM_FILE).read_text())
     assert "NOT a differential-privacy guarantee" in claim["kind"] and claim["private"] is False
     assert claim["accounting"] == "paper" and claim["sound"] is None and claim["not_dp"]
     assert claim["R_x"] == pytest.approx(28.0)
-    c = 28.0**2 + 2 * 5.0 * chi2_radius(16, spec["delta"]) * 28.0
+    c = 28.0**2 + 2 * 5.0 * chi2_radius(16, spec.delta) * 28.0
     assert claim["claimed_epsilon"] == pytest.approx(2 * c)
     assert any("Bernoulli" in v for v in claim["violations"])
     assert claim["measured_lipschitz"]["probes"] == 8
@@ -135,7 +137,7 @@ def test_the_gradient_penalty_pulls_the_jacobian_norm_towards_L(lvae_spec):
     stages.train(free)
     penalised = lvae_spec("lvae-lipschitz", epochs=3, lipschitz=0.5, gp_weight=1000.0)
     stages.train(penalised)
-    measured = json.loads((Path(penalised["run"]) / "model" / CLAIM_FILE).read_text())["measured_lipschitz"]
+    measured = json.loads((Path(penalised.run) / "model" / CLAIM_FILE).read_text())["measured_lipschitz"]
     from dpvae.methods.lvae import LVAE
 
     model = LVAE().load(stages.run_context(free))
@@ -147,9 +149,9 @@ def test_an_interrupted_private_run_resumes_to_the_same_model(lvae_spec, monkeyp
     spec = lvae_spec("lvae-dpsgd", epochs=2)
     whole = Path(stages.train(spec))
     expected = torch.load(whole / "model.pt", weights_only=True)
-    ledger = (Path(spec["run"]) / "privacy.json").read_text()
+    ledger = (Path(spec.run) / "privacy.json").read_text()
 
-    resumed = {**spec, "run": str(tmp_path / "resumed")}
+    resumed = replace(spec, run=str(tmp_path / "resumed"))
     saves = []
     original = checkpoint_module.Checkpoint.save
 
@@ -165,17 +167,17 @@ def test_an_interrupted_private_run_resumes_to_the_same_model(lvae_spec, monkeyp
         stages.train(resumed)
     monkeypatch.setattr(checkpoint_module.Checkpoint, "save", original)
     stages.train(resumed)
-    got = torch.load(Path(resumed["run"]) / "model" / "model.pt", weights_only=True)
+    got = torch.load(Path(resumed.run) / "model" / "model.pt", weights_only=True)
     assert all(torch.equal(expected[k], got[k]) for k in expected)
-    assert (Path(resumed["run"]) / "privacy.json").read_text() == ledger
+    assert (Path(resumed.run) / "privacy.json").read_text() == ledger
 
 
 # -- the empirical audit against the ledger --------------------------------------------------------
 
 
-def _attack_epsilons(spec: dict) -> dict[str, float]:
+def _attack_epsilons(spec: RunSpec) -> dict[str, float]:
     """Both attacks on all 64 training records against 64 test records: their max-over-thresholds ε bounds."""
-    run = Path(spec["run"])
+    run = Path(spec.run)
     found = {}
     for metric, options in [("mc_attack", {"n_synthetic": 256}), ("elbo_attack", {"elbo_samples": 2})]:
         out = stages.evaluate(
@@ -194,8 +196,8 @@ def test_no_attack_proves_more_than_the_dpsgd_ledger(lvae_spec):
     or sound. 64 + 64 targets can prove up to ε ≈ 2.8 > 1 (see the next test), so the check is not vacuous."""
     private = lvae_spec("lvae-dpsgd", epochs=4)
     stages.train(private)
-    ledger = json.loads((Path(private["run"]) / "privacy.json").read_text())
-    assert ledger["epsilon"] <= private["epsilon"]
+    ledger = json.loads((Path(private.run) / "privacy.json").read_text())
+    assert ledger["epsilon"] <= private.epsilon
     for attack, eps in _attack_epsilons(private).items():
         for name in ("paper", "sound"):
             assert eps <= ledger[name]["epsilon"], f"{attack} proves eps >= {eps:.3f} > the {name} ledger's"

@@ -33,6 +33,7 @@ from dpvae.methods.registry import register_method
 from dpvae.params import MethodParams, param
 from dpvae.privacy.accounting import solve_noise_multiplier
 from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, recorded_mechanisms
+from dpvae.runspec import RunSpec
 
 
 @dataclass(frozen=True)
@@ -71,14 +72,14 @@ class ToyMean(Method):
         np.save(ctx.model_dir / "mean.npy", mean)
         return ledger(sigma, len(x), p.clip, ctx.delta, ctx.epsilon)
 
-    def recompute_ledger(self, params: ToyParams, spec: dict, recorded: dict) -> Ledger:
+    def recompute_ledger(self, params: ToyParams, spec: RunSpec, recorded: dict) -> Ledger:
         (release,) = recorded_mechanisms(recorded)
         n = round(2 * params.clip / release.sensitivity)
-        return ledger(noise(params, spec["epsilon"], spec["delta"], n), n, params.clip, spec["delta"], spec["epsilon"])
+        return ledger(noise(params, spec.epsilon, spec.delta, n), n, params.clip, spec.delta, spec.epsilon)
 
-    def planned_ledger(self, params: ToyParams, spec: dict, facts) -> Ledger:
+    def planned_ledger(self, params: ToyParams, spec: RunSpec, facts) -> Ledger:
         n = facts.n_train
-        return ledger(noise(params, spec["epsilon"], spec["delta"], n), n, params.clip, spec["delta"], spec["epsilon"])
+        return ledger(noise(params, spec.epsilon, spec.delta, n), n, params.clip, spec.delta, spec.epsilon)
 
     def sample(self, ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
         train, count = ctx.data.train, len(ctx.data.train.y) if n is None else int(n)

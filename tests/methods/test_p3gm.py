@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -90,7 +91,7 @@ def test_p3gm_trains_with_a_frozen_pca_encoder_and_meets_its_target(data_root, t
     assert np.allclose(weight @ weight.T, np.eye(weight.shape[0]), atol=1e-5)
     assert not model.pca.weight.requires_grad
     assert info["arch"]["latent_dim"] == min(30, vectors.shape[1])
-    samples = dict(np.load(stages.sample(spec["run"], 40)))
+    samples = dict(np.load(stages.sample(spec.run, 40)))
     assert samples["x"].shape == (40, FEATURES) and set(np.unique(samples["y"])) <= {0, 1}
 
 
@@ -172,7 +173,7 @@ def test_dp_vae_ledger_is_its_engine_record_and_vae_is_nonprivate(data_root, tmp
     assert record["sample_rate"] == pytest.approx(50 / N_TRAIN) and ledger["epsilon"] <= 1.0
     vae = spec_for(data_root, tmp_path / "vae", method="vae-mlp", private=False)
     stages.train(vae)
-    samples = dict(np.load(stages.sample(vae["run"], 10)))
+    samples = dict(np.load(stages.sample(vae.run, 10)))
     assert samples["x"].shape == (10, FEATURES)
 
 
@@ -182,9 +183,9 @@ def test_a_resumed_p3gm_run_ends_with_the_same_model(data_root, tmp_path, monkey
 
     whole = spec_for(data_root, tmp_path / "whole")
     stages.train(whole)
-    expected = torch.load(Path(whole["run"]) / "model" / store.WEIGHTS)
+    expected = torch.load(Path(whole.run) / "model" / store.WEIGHTS)
 
-    spec = {**spec_for(data_root, tmp_path / "resumed"), "run_id": whole["run_id"]}  # same id => same seeds
+    spec = replace(spec_for(data_root, tmp_path / "resumed"), run_id=whole.run_id)  # same id => same seeds
     original_batch, calls = Schedule.batch, []
 
     def dying_batch(self, generator):
@@ -197,10 +198,10 @@ def test_a_resumed_p3gm_run_ends_with_the_same_model(data_root, tmp_path, monkey
     monkeypatch.setattr(Schedule, "batch", dying_batch)
     with pytest.raises(KeyboardInterrupt):
         stages.train(spec)
-    assert (Path(spec["run"]) / CHECKPOINT_NAME).is_file()
+    assert (Path(spec.run) / CHECKPOINT_NAME).is_file()
     monkeypatch.undo()
     stages.train(spec)
-    resumed = torch.load(Path(spec["run"]) / "model" / store.WEIGHTS)
+    resumed = torch.load(Path(spec.run) / "model" / store.WEIGHTS)
     assert expected.keys() == resumed.keys()
     for key in expected:
         assert torch.equal(expected[key], resumed[key]), key
@@ -215,7 +216,7 @@ def test_the_mixture_prior_keeps_the_classes_that_n01_draws_lose_at_small_d(tmp_
     for prior in ("mog", "normal"):
         spec = spec_for(tmp_path, tmp_path / prior, sampling_prior=prior, batch_size=100, pretrain_steps=200)
         stages.train(spec)
-        samples = dict(np.load(stages.sample(spec["run"], 2000)))
+        samples = dict(np.load(stages.sample(spec.run, 2000)))
         gaps[prior] = samples["x"][samples["y"] == 1].mean() - samples["x"][samples["y"] == 0].mean()
     # the real data's gap between the class means is 2; measured: mixture 0.37, N(0, I) 0.04
     assert gaps["mog"] > 0.2 and abs(gaps["normal"]) < gaps["mog"] / 3, gaps

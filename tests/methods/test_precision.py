@@ -4,6 +4,7 @@ applied by the training loops (bf16 autocast on the CPU here) and never touching
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,7 @@ def test_fp32_leaves_specs_as_they_were_and_other_precisions_mark_the_runs_they_
     assert all(run_spec(paper_config, run) == run_spec(without_key, run) for run in runs)
     bf16 = {**paper_config, "precision": "bf16"}
     methods = {run: paper_config["variants"][run.base_variant]["method"] for run in runs}
-    marked = {methods[run] for run in runs if run_spec(bf16, run).get("precision") == "bf16"}
+    marked = {methods[run] for run in runs if run_spec(bf16, run).precision == "bf16"}
     assert {"privae", "p3gm", "lvae"} <= marked and "dp2vae" not in marked and "gs-wgan" not in marked
 
 
@@ -59,9 +60,9 @@ def test_the_contexts_set_and_restore_what_they_promise():
 
 def _train(root: Path, tmp_path: Path, method: str, private: bool, name: str, **extra) -> Path:
     noise = {"sigma_sgd": 4.0} if private else {}  # no calibration: seconds
-    spec = {**toy_spec(root, tmp_path / name, method=method, private=private, **noise), **extra}
+    spec = replace(toy_spec(root, tmp_path / name, method=method, private=private, **noise), **extra)
     stages.train(spec)
-    return Path(spec["run"])
+    return Path(spec.run)
 
 
 @pytest.mark.parametrize(("method", "private"), [("dp-vae", True), ("vae-mlp", False)])

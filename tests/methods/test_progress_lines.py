@@ -10,6 +10,7 @@ the checker fail).
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -56,7 +57,7 @@ def logged(caplog, monkeypatch):
 @pytest.mark.parametrize("method", list(TOY))
 def test_a_tiny_private_run_logs_progress_with_epsilon_and_no_loss(method, logged, caplog, capfd, tmp_path):
     spec = toy_spec(write_toy_dataset(tmp_path / "data"), tmp_path, method)
-    spec["params"] = {} if TOY[method] is None else {**spec["params"], **TOY[method]}
+    spec = replace(spec, params={} if TOY[method] is None else {**spec.params, **TOY[method]})
     capfd.readouterr()
     stages.train(spec)
     check_log(job_log(caplog, capfd), method)
@@ -66,7 +67,7 @@ def test_a_tiny_privae_run_logs_progress_with_epsilon_and_no_loss(
     logged, caplog, capfd, tmp_path, prepared_from_mirror
 ):
     spec = toy_spec(prepared_from_mirror("pinwheel").parents[1], tmp_path, "privae")
-    spec.update(dataset="pinwheel", params={**PINWHEEL, "max_train": 100})  # 5 steps
+    spec = replace(spec, dataset="pinwheel", params={**PINWHEEL, "max_train": 100})  # 5 steps
     capfd.readouterr()
     stages.train(spec)
     check_log(job_log(caplog, capfd), "privae")
@@ -81,10 +82,10 @@ def test_progress_lines_change_no_output_byte(caplog, monkeypatch, tmp_path):
         monkeypatch.setenv("DPVAE_PROGRESS_SECONDS", seconds)
         caplog.clear()
         spec = toy_spec(data, tmp_path / seconds, "p3gm")
-        spec["params"].update(TOY["p3gm"])
+        spec = replace(spec, params={**spec.params, **TOY["p3gm"]})
         stages.train(spec)
-        stages.sample(spec["run"], 50)
-        run = Path(spec["run"])
+        stages.sample(spec.run, 50)
+        run = Path(spec.run)
         kept = [p for p in sorted(run.rglob("*")) if p.is_file() and p.name != "train.json"]  # its path, seconds
         outputs.append({p.relative_to(run): p.read_bytes() for p in kept})
         lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("progress ")]

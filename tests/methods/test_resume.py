@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,29 +24,26 @@ from dpvae.data.registry import prepare_dataset
 from dpvae.files import temporaries
 from dpvae.methods.checkpoint import CHECKPOINT_NAME, EVERY_STEPS_VARIABLE
 from dpvae.paths import REPO_ROOT
+from dpvae.runspec import RunSpec
 
 STEPS = 60
 #: run the CLI with the test method registered (the registry only discovers the package's own modules)
 CLI = "import sys, support.ckpt_method; from dpvae.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
-def spec(root: Path, run: str, **params) -> dict:
-    return {
-        "run_id": "twogauss-d5/ckpt-test/eps10/seed0",
-        "run": str(root / run),
-        "scale": "test",
-        "dataset": "twogauss-d5",
-        "variant": "ckpt-test",
-        "method": "ckpt-test",
-        "private": True,
-        "params": {"steps": STEPS, "max_train": 2000, **params},
-        "epsilon": 10.0,
-        "delta": 1e-5,
-        "epsilon_rel_tol": 0.0,
-        "seed": 0,
-        "device": "cpu",
-        "data_root": str(root / "data"),
-    }
+def spec(root: Path, run: str, **params) -> RunSpec:
+    return RunSpec.standalone(
+        "twogauss-d5/ckpt-test/eps10/seed0",
+        root / run,
+        scale="test",
+        dataset="twogauss-d5",
+        method="ckpt-test",
+        params={"steps": STEPS, "max_train": 2000, **params},
+        epsilon=10.0,
+        delta=1e-5,
+        device="cpu",
+        data_root=root / "data",
+    )
 
 
 def cli(*args: str, log: Path) -> subprocess.Popen:
@@ -78,13 +76,13 @@ def root(tmp_path_factory) -> Path:
 def test_a_killed_train_resumes_where_it_stopped_with_the_same_bytes(root):
     whole, killed = spec(root, "whole", step_seconds=0.05), spec(root, "killed", step_seconds=0.05)
     log = root / "whole.log"
-    finished(cli("train", "--spec", json.dumps(whole), log=log), log)
-    finished(cli("sample", "--run", whole["run"], "--n", "256", log=log), log)
-    assert "trained steps 1..60" in log.read_text() and not (Path(whole["run"]) / CHECKPOINT_NAME).exists()
+    finished(cli("train", "--spec", whole.to_json(), log=log), log)
+    finished(cli("sample", "--run", whole.run, "--n", "256", log=log), log)
+    assert "trained steps 1..60" in log.read_text() and not (Path(whole.run) / CHECKPOINT_NAME).exists()
 
-    run = Path(killed["run"])
+    run = Path(killed.run)
     log = root / "killed.log"
-    slow_spec = json.dumps(killed)
+    slow_spec = killed.to_json()
     first = cli("train", "--spec", slow_spec, log=log)
     deadline = time.monotonic() + 300
     while not (run / CHECKPOINT_NAME).exists():
@@ -105,7 +103,7 @@ def test_a_killed_train_resumes_where_it_stopped_with_the_same_bytes(root):
     assert not temporaries(run / "model") and not (run / CHECKPOINT_NAME).exists(), "no temporary, no checkpoint"
     finished(cli("sample", "--run", str(run), "--n", "256", log=log), log)
 
-    expected, got = outputs(Path(whole["run"])), outputs(run)
+    expected, got = outputs(Path(whole.run)), outputs(run)
     ledger = json.loads(got["privacy.json"])
     assert ledger == json.loads(expected["privacy.json"]) and ledger["mechanisms"][0]["steps"] == STEPS
     assert got["model/model.pt"] == expected["model/model.pt"], "the resumed model differs"
@@ -114,25 +112,25 @@ def test_a_killed_train_resumes_where_it_stopped_with_the_same_bytes(root):
 
 def test_a_checkpoint_of_another_spec_or_a_damaged_one_is_not_resumed(root):
     run_spec = spec(root, "other")
-    run = Path(run_spec["run"])
+    run = Path(run_spec.run)
     run.mkdir(parents=True)
     log = root / "other.log"
     (run / CHECKPOINT_NAME).write_bytes(b"not a checkpoint")
-    finished(cli("train", "--spec", json.dumps(run_spec), log=log), log)
+    finished(cli("train", "--spec", run_spec.to_json(), log=log), log)
     assert "ignoring unreadable checkpoint" in log.read_text() and "trained steps 1..60" in log.read_text()
 
     import torch
 
     torch.save({"key": "another spec", "state": {"step": 30}}, run / CHECKPOINT_NAME)
-    finished(cli("train", "--spec", json.dumps(run_spec), log=log), log)
+    finished(cli("train", "--spec", run_spec.to_json(), log=log), log)
     text = log.read_text()
     assert "belongs to another spec" in text and text.count("trained steps 1..60") == 2
 
 
 def test_a_run_past_its_budget_says_so_in_one_line(root):
-    run_spec = {**spec(root, "overspent"), "epsilon": 0.01}
+    run_spec = replace(spec(root, "overspent"), epsilon=0.01)
     log = root / "overspent.log"
-    process = cli("train", "--spec", json.dumps(run_spec), log=log)
+    process = cli("train", "--spec", run_spec.to_json(), log=log)
     assert process.wait(timeout=600) == 2
     last = log.read_text().strip().splitlines()[-1]
     assert re.fullmatch(
@@ -141,4 +139,4 @@ def test_a_run_past_its_budget_says_so_in_one_line(root):
         last,
     ), last
     assert "Traceback" not in log.read_text()
-    assert not (Path(run_spec["run"]) / "model").exists() and not (Path(run_spec["run"]) / "privacy.json").exists()
+    assert not (Path(run_spec.run) / "model").exists() and not (Path(run_spec.run) / "privacy.json").exists()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -125,31 +126,32 @@ class _ToyPrivate(Method):
 
 
 @pytest.fixture()
-def toy_spec(paper_config, tmp_path, monkeypatch) -> dict:
+def toy_spec(paper_config, tmp_path, monkeypatch):
     from dpvae.data.registry import prepare_dataset
     from dpvae.methods.registry import METHODS
     from dpvae.runs import Run, run_spec
+    from dpvae.runspec import Audit
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setitem(METHODS._entries, "toy-private", _ToyPrivate())
     prepare_dataset("pinwheel", tmp_path / "data")
     spec = run_spec(paper_config, Run("pinwheel", "real", "inf", 0))
-    return {
-        **spec,
-        "data_root": str(tmp_path / "data"),
-        "params": {},
-        "method": "toy-private",
-        "private": True,
-        "epsilon": 1.0,
-        "audit": {"canaries": 100},
-    }
+    return replace(
+        spec,
+        data_root=str(tmp_path / "data"),
+        params={},
+        method="toy-private",
+        private=True,
+        epsilon=1.0,
+        audit=Audit(100),
+    )
 
 
 def test_the_train_stage_writes_audit_json_and_the_metric_reads_it(toy_spec) -> None:
     from dpvae import stages
 
     stages.train(toy_spec)
-    run = Path(toy_spec["run"])
+    run = Path(toy_spec.run)
     record = json.loads((run / AUDIT_FILE).read_text())
     ledger = json.loads((run / "privacy.json").read_text())
     assert record["epsilon_claimed"] == ledger["epsilon"] <= 1.0
@@ -165,4 +167,4 @@ def test_only_private_runs_are_audited(toy_spec) -> None:
     from dpvae.errors import DataError
 
     with pytest.raises(DataError, match="only a private run"):
-        stages.train({**toy_spec, "private": False, "epsilon": None})
+        stages.train(replace(toy_spec, private=False, epsilon=None))

@@ -16,6 +16,7 @@ import torch
 from dpvae.analyses.audit import train_audited
 from dpvae.methods.registry import METHODS
 from dpvae.privacy.canaries import CanarySession
+from dpvae.runspec import Audit, RunSpec
 from support.planted_bugs import scaled_noise
 
 DELTA = 1e-5
@@ -41,21 +42,19 @@ def test_every_private_method_is_audited(paper_config) -> None:
 
 def _audit(label: str, target: dict, prepared_from_mirror, tmp_path: Path, bug: bool) -> dict:
     root = prepared_from_mirror(target["dataset"]).parent.parent
-    spec = {
-        "run_id": f"audit/{label}",
-        "run": str(tmp_path / ("bug" if bug else "honest")),
-        "dataset": target["dataset"],
-        "variant": label,
-        "method": target["method"],
-        "private": True,
-        "params": target.get("params", {}),
-        "epsilon": 1.0,
-        "delta": DELTA,
-        "seed": 0,
-        "device": "cpu",
-        "data_root": str(root),
-        "audit": {"canaries": 1000},
-    }
+    spec = RunSpec.standalone(
+        f"audit/{label}",
+        tmp_path / ("bug" if bug else "honest"),
+        dataset=target["dataset"],
+        variant=label,
+        method=target["method"],
+        params=target.get("params", {}),
+        epsilon=1.0,
+        delta=DELTA,
+        device="cpu",
+        data_root=root,
+        audit=Audit(1000),
+    )
     torch.set_num_threads(1)
     with scaled_noise(0.1) if bug else contextlib.nullcontext():
         return train_audited(spec)

@@ -19,6 +19,7 @@ from dpvae.data import tabular
 from dpvae.data.store import holdout_rows, write_prepared
 from dpvae.methods.marginals.accounting import privbayes_ledger
 from dpvae.runs import domain_budget, released_ledger
+from dpvae.runspec import RunSpec
 
 N = 40
 EXTRA = {
@@ -106,7 +107,14 @@ def test_a_run_on_the_reference_codes_preprocessing_has_a_not_dp_ledger(
     built = tabular.build_adult(raw, 0, drop_missing=False, scaling=scaling)
     root = tmp_path / "root"
     write_prepared(root / "prepared" / dataset, built.train, built.test, built.meta)
-    spec = {"data_root": str(root), "dataset": dataset, "epsilon": 1.0, "private": True}
+    spec = RunSpec.standalone(
+        f"{dataset}/privbayes/eps1/seed0",
+        root / "run",
+        dataset=dataset,
+        method="privbayes",
+        epsilon=1.0,
+        data_root=root,
+    )
     budgeted, fitted = domain_budget(spec)
     assert budgeted == spec, "a declared domain costs no budget"
     ledger = released_ledger(privbayes_ledger(15, 2, 1.0, 1e-5, public_domain=True)[0], fitted, spec)

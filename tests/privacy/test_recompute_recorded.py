@@ -9,6 +9,7 @@ import csv
 import importlib.util
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -95,7 +96,7 @@ def test_a_paper_epsilon_that_moves_above_the_target_fails(recompute, recorded, 
     planned = P3GM.planned_ledger
 
     def overspending(self, params, spec, facts):
-        return planned(self, params, {**spec, "epsilon": 1.1 * spec["epsilon"]}, facts)
+        return planned(self, params, replace(spec, epsilon=1.1 * spec.epsilon), facts)
 
     monkeypatch.setattr(P3GM, "planned_ledger", overspending)
     rows, analyses = _rows(recompute, recorded, tmp_path / "data")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 
 from dpvae.methods.registry import METHODS
+from dpvae.runspec import RunSpec
 from support.neighbours import image_splits, run_files, table_splits, train_on_neighbours, undeclared_differences
 
 REPLACED = 7  # index of the training record D′ replaces
@@ -88,22 +89,19 @@ def test_every_private_method_is_checked_or_exempt_with_a_reason():
     assert not set(CASES) & set(EXEMPT)
 
 
-def spec(method: str, params: dict, tmp_path) -> dict:
-    return {
-        "run_id": f"neighbours/{method}/eps1/seed0",
-        "run": str(tmp_path / "run"),
-        "scale": "test",
-        "dataset": "neighbours",
-        "variant": method,
-        "method": method,
-        "private": True,
-        "params": params,
-        "epsilon": 1.0,
-        "delta": 1e-5,
-        "seed": 0,
-        "device": "cpu",
-        "data_root": str(tmp_path / "data"),
-    }
+def spec(method: str, params: dict, tmp_path) -> RunSpec:
+    return RunSpec.standalone(
+        f"neighbours/{method}/eps1/seed0",
+        tmp_path / "run",
+        scale="test",
+        dataset="neighbours",
+        method=method,
+        params=params,
+        epsilon=1.0,
+        delta=1e-5,
+        device="cpu",
+        data_root=tmp_path / "data",
+    )
 
 
 @pytest.mark.parametrize("method", list(CASES))

@@ -67,10 +67,12 @@ def write_data(root: Path) -> Path:
 
 def main(specs_file: str) -> None:
     from dpvae import stages
+    from dpvae.runspec import RunSpec
 
-    for spec in json.loads(Path(specs_file).read_text()).values():
+    for text in json.loads(Path(specs_file).read_text()).values():
+        spec = RunSpec.from_json(text)
         stages.train(spec)
-        stages.sample(spec["run"], N_SAMPLES)
+        stages.sample(spec.run, N_SAMPLES)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from dpvae.data.store import Split, write_prepared
+from dpvae.runspec import RunSpec
 
 #: train.json's fields that depend on when and where a run trained, not on its data
 VOLATILE_PROVENANCE = ("seconds", "commit", "device_name", "host", "python", "platform")
@@ -66,14 +67,14 @@ def neighbour(train: Split, index: int) -> Split:
 
 
 def train_on_neighbours(
-    spec: dict, train: Split, test: Split, index: int, out: Path, sample: int = 0
+    spec: RunSpec, train: Split, test: Split, index: int, out: Path, sample: int = 0
 ) -> tuple[Path, Path]:
     """Train run `spec` (and draw `sample` records) on D, then on D′ (record `index` replaced), each time with the
     prepared dataset at the same path and the run in the same directory, so that the two specs are identical;
     returns the two finished run directories, moved to `out`/d and `out`/d-prime."""
     from dpvae import stages
 
-    prepared, run = Path(spec["data_root"]) / "prepared" / spec["dataset"], Path(spec["run"])
+    prepared, run = Path(spec.data_root) / "prepared" / spec.dataset, Path(spec.run)
     finished = []
     for tag, split in (("d", train), ("d-prime", neighbour(train, index))):
         write_prepared(prepared, split, test, {"label_names": ["a", "b"]})

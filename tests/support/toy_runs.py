@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from dpvae.data.store import Split, write_prepared
+from dpvae.runspec import RunSpec
 
 N_TRAIN, N_TEST, FEATURES = 600, 100, 12
 
@@ -25,7 +26,7 @@ def write_toy_dataset(root: Path, name: str = "toy") -> Path:
     return root
 
 
-def toy_spec(root: Path, tmp_path: Path, method: str = "p3gm", private: bool = True, **params) -> dict:
+def toy_spec(root: Path, tmp_path: Path, method: str = "p3gm", private: bool = True, **params) -> RunSpec:
     """A run spec on the toy dataset (2 epochs, B = 50, a 32-unit MLP), `params` overriding."""
     if method == "p3gm":
         base = {
@@ -39,19 +40,17 @@ def toy_spec(root: Path, tmp_path: Path, method: str = "p3gm", private: bool = T
         }
     else:
         base = {"epochs": 2, "batch_size": 50, "hidden": 32, "latent_dim": 4}
-    return {
-        "run_id": f"toy/{method}/eps1/seed0",
-        "run": str(tmp_path / "run"),
-        "scale": "test",
-        "dataset": "toy",
-        "variant": method,
-        "method": method,
-        "private": private,
-        "params": {**base, **params},
-        "epsilon": 1.0 if private else None,
-        "delta": 1e-5,
-        "epsilon_rel_tol": 0.0,
-        "seed": 0,
-        "device": "cpu",
-        "data_root": str(root),
-    }
+    return RunSpec.standalone(
+        f"toy/{method}/eps1/seed0",
+        str(tmp_path / "run"),
+        scale="test",
+        dataset="toy",
+        method=method,
+        private=private,
+        params={**base, **params},
+        epsilon=1.0 if private else None,
+        delta=1e-5,
+        seed=0,
+        device="cpu",
+        data_root=str(root),
+    )

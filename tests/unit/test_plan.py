@@ -56,10 +56,9 @@ def _fake_built_run(root: Path, plan: Plan, run) -> None:
     (run_dir / "benchmarks").mkdir()
     prepared.mkdir(parents=True)
     (run_dir / "privacy.json").write_text("{}")
+    spec = run_spec(plan.config, run).to_dict()
     (run_dir / "train.json").write_text(
-        json.dumps(
-            {"spec": run_spec(plan.config, run), "seconds": MEASURED_S, "device": "cpu", "device_name": "cpu: test x2"}
-        )
+        json.dumps({"spec": spec, "seconds": MEASURED_S, "device": "cpu", "device_name": "cpu: test x2"})
     )
     (run_dir / "benchmarks" / "train.tsv").write_text(f"s\th:m:s\tmax_rss\n{MEASURED_S}\t0:12:00\t100.0\n")
     for age, path in enumerate([prepared, run_dir / "model", run_dir / "privacy.json", run_dir / "train.json"]):

@@ -30,7 +30,7 @@ def test_sweep_variants_are_derived_ids(paper_config):
     assert ids[0] == "p3gm-allocation@ratio=0" and len(ids) == 8
     assert split_variant(ids[2]) == ("p3gm-allocation", ("ratio", "0.18"))
     spec = run_spec(paper_config, Run("credit", ids[2], "1", 0))
-    assert (spec["params"]["sigma_pca"], spec["params"]["sigma_sgd"]) == (15.0, 2.0)
+    assert (spec.params["sigma_pca"], spec.params["sigma_sgd"]) == (15.0, 2.0)
 
 
 def test_runs_are_shared_between_experiments(paper_config):
@@ -42,13 +42,13 @@ def test_runs_are_shared_between_experiments(paper_config):
 
 def test_spec_of_private_and_nonprivate_runs(paper_config):
     private = run_spec(paper_config, Run("fashion-mnist-32", "privae-mmd", "10", 3))
-    assert private["private"] and private["epsilon"] == 10.0 and private["delta"] == 1e-5
-    assert private["run"] == "results/paper/runs/fashion-mnist-32/privae-mmd/eps10/seed3"
-    assert private["run_id"] == "fashion-mnist-32/privae-mmd/eps10/seed3" and private["scale"] == "paper"
+    assert private.private and private.epsilon == 10.0 and private.delta == 1e-5
+    assert private.run == "results/paper/runs/fashion-mnist-32/privae-mmd/eps10/seed3"
+    assert private.run_id == "fashion-mnist-32/privae-mmd/eps10/seed3" and private.scale == "paper"
     public = run_spec(paper_config, Run("fashion-mnist-32", "vae-mmd", "inf", 0))
-    assert not public["private"] and public["epsilon"] is None
+    assert not public.private and public.epsilon is None
     pgm = run_spec(paper_config, Run("credit", "pgm", "inf", 0))
-    assert pgm["method"] == "p3gm" and not pgm["private"]
+    assert pgm.method == "p3gm" and not pgm.private
 
 
 def test_sweep_only_runs_the_named_points_and_refuses_unknown_ones(paper_config):
@@ -73,23 +73,23 @@ def test_dp2vae_stage1_key_is_exactly_what_stage1_reads(paper_config):
     import copy
 
     base = run_spec(paper_config, Run("mnist", "dp2vae", "10", 0))
-    assert base["stage1"].startswith("results/paper/stage1/mnist/dp2vae/") and base["stage1"].endswith("/seed0")
+    assert base.stage1.startswith("results/paper/stage1/mnist/dp2vae/") and base.stage1.endswith("/seed0")
     for eps in ("1", "0.2"):
-        assert run_spec(paper_config, Run("mnist", "dp2vae", eps, 0))["stage1"] == base["stage1"]
+        assert run_spec(paper_config, Run("mnist", "dp2vae", eps, 0)).stage1 == base.stage1
     for point in paper_config["experiments"]["dp2vae_lr"]["sweep"]["points"]:
-        assert run_spec(paper_config, Run("mnist", f"dp2vae@lr={point}", "10", 0))["stage1"] == base["stage1"]
-    fmnist = run_spec(paper_config, Run("fashion-mnist", "dp2vae", "10", 0))["stage1"]
-    assert fmnist == base["stage1"].replace("/mnist/", "/fashion-mnist/")
-    assert run_spec(paper_config, Run("mnist", "dp2vae", "10", 1))["stage1"] == base["stage1"][:-1] + "1"
-    assert "stage1" not in run_spec(paper_config, Run("mnist", "dp2vae-nopretrain", "10", 0))
+        assert run_spec(paper_config, Run("mnist", f"dp2vae@lr={point}", "10", 0)).stage1 == base.stage1
+    fmnist = run_spec(paper_config, Run("fashion-mnist", "dp2vae", "10", 0)).stage1
+    assert fmnist == base.stage1.replace("/mnist/", "/fashion-mnist/")
+    assert run_spec(paper_config, Run("mnist", "dp2vae", "10", 1)).stage1 == base.stage1[:-1] + "1"
+    assert run_spec(paper_config, Run("mnist", "dp2vae-nopretrain", "10", 0)).stage1 is None
 
     def stage1_with(**params) -> str | None:
         config = copy.deepcopy(paper_config)
         config["variants"]["dp2vae"]["params"].update(params)
-        return run_spec(config, Run("mnist", "dp2vae", "10", 0)).get("stage1")
+        return run_spec(config, Run("mnist", "dp2vae", "10", 0)).stage1
 
     for unread in ({"iters": 5}, {"lr": 0.01}, {"noise_multiplier": 0.7}, {"pretrain_lr": 1e-4, "clip": 1}):
-        assert stage1_with(**unread) == base["stage1"], unread
+        assert stage1_with(**unread) == base.stage1, unread
     for read in (
         {"subsets": 500},
         {"pretrain_iters": 10},
@@ -103,7 +103,7 @@ def test_dp2vae_stage1_key_is_exactly_what_stage1_reads(paper_config):
         {"chunk": 10},
         {"max_train": 1000},
     ):
-        assert stage1_with(**read) not in (None, base["stage1"]), read
+        assert stage1_with(**read) not in (None, base.stage1), read
     assert stage1_with(pretrain_iters=0) is None and stage1_with(pretrain=False) is None
 
 
@@ -136,7 +136,7 @@ def test_dp2vae_items_plan_one_stage1_per_dataset_and_seed(paper_config):
     assert all(r.variant != "dp2vae-nopretrain" for used in users.values() for r in used)
     assert len(runs) == 15 and sum(len(u) for u in users.values()) == 14
     spec = plan.stage1_spec("mnist", "dp2vae", next(p for p in users if "/mnist/" in p).split("/")[-2], 0)
-    assert spec["params"]["pretrain_iters"] == 50 and spec["params"]["subsets"] == 1000 and "lr" not in spec["params"]
+    assert spec.params["pretrain_iters"] == 50 and spec.params["subsets"] == 1000 and "lr" not in spec.params
 
 
 def test_listed_seeds_add_runs_beside_recorded_ones(paper_config):

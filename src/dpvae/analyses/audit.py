@@ -13,6 +13,7 @@ import pandas as pd
 
 from dpvae.analyses import register_analysis
 from dpvae.analyses.tidy import tidy
+from dpvae.runspec import DEFAULT_AUDIT_CONFIDENCE, Audit, RunSpec
 
 
 @register_analysis("dpsgd_audit")
@@ -65,9 +66,9 @@ def dpsgd_audit(name: str, experiment: dict, context: dict) -> pd.DataFrame:
     return tidy(rows)
 
 
-def train_audited(spec: dict) -> dict:
+def train_audited(spec: RunSpec) -> dict:
     """Train one run through its method's own entry point (`method.train`) inside a canary session; write its
-    ledger (privacy.json) and audit.json into `spec["run"]`; return the audit record. The budget is checked
+    ledger (privacy.json) and audit.json into `spec.run`; return the audit record. The budget is checked
     as in the train stage (epsilon <= target exactly)."""
     import random
 
@@ -79,22 +80,24 @@ def train_audited(spec: dict) -> dict:
     from dpvae.privacy.canaries import AUDIT_FILE, CanarySession
     from dpvae.privacy.ledger import check_budget
 
-    method = get_method(spec["method"])
+    method = get_method(spec.method)
     if not method.private:
         raise ValueError(f"method '{method.name}' is not private: nothing to audit")
-    run = Path(spec["run"])
+    if spec.audit is None:
+        raise ValueError(f"run {spec.run_id}: its spec names no audit (canaries)")
+    run = Path(spec.run)
     ctx = run_context(spec, model_dir=run / "model")
     (run / "model").mkdir(parents=True, exist_ok=True)
     seed = ctx.seed_for("global")
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-    session = CanarySession(spec["audit"]["canaries"], ctx.seed_for("canaries"), spec["audit"].get("confidence", 0.95))
+    session = CanarySession(spec.audit.canaries, ctx.seed_for("canaries"), spec.audit.level)
     with session.active():
         ledger = method.train(ctx)
-    check_budget(ledger, spec["epsilon"], spec["delta"])
+    check_budget(ledger, spec.epsilon, spec.delta)
     ledger.write(ctx.ledger_path)
-    record = session.record(ledger, spec["delta"])
+    record = session.record(ledger, spec.delta)
     write_json(run / AUDIT_FILE, record)
     return record
 
@@ -126,22 +129,21 @@ def method_audit(name: str, experiment: dict, context: dict) -> pd.DataFrame:
                 f"in the experiment's datasets {experiment['datasets']} (they are its prepared inputs)"
             )
         seed = params.get("seed", 0)
-        spec = {
-            "run_id": f"audit/{label}",
-            "run": str(runs / label),
-            "scale": context.get("scale", ""),
-            "dataset": target["dataset"],
-            "variant": label,
-            "method": target["method"],
-            "private": True,
-            "params": target.get("params", {}),
-            "epsilon": float(params["epsilon"]),
-            "delta": context["delta"],
-            "seed": seed,
-            "device": "cpu",
-            "data_root": context["data_root"],
-            "audit": {"canaries": params["canaries"], "confidence": params.get("confidence", 0.95)},
-        }
+        spec = RunSpec.standalone(
+            f"audit/{label}",
+            str(runs / label),
+            scale=context.get("scale", ""),
+            dataset=target["dataset"],
+            variant=label,
+            method=target["method"],
+            params=target.get("params", {}),
+            epsilon=float(params["epsilon"]),
+            delta=context["delta"],
+            seed=seed,
+            device="cpu",
+            data_root=context["data_root"],
+            audit=Audit(params["canaries"], params.get("confidence", DEFAULT_AUDIT_CONFIDENCE)),
+        )
         record = train_audited(spec)
         base = {
             "experiment": name,

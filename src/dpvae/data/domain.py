@@ -34,6 +34,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from dpvae.data.errors import DataError
+from dpvae.runspec import RunSpec
 
 Source = Literal["declared", "estimate", "from_data", "reference_code"]
 #: What a declaration's `domain:` may say (`reference_code` is the papers' code's preprocessing, never declared).
@@ -429,25 +430,25 @@ def _sorted_labels(values: np.ndarray) -> list[Any]:
 # -- what a run's ledger owes to its domain ----------------------------------------------------------------------
 
 
-def of_run(spec: Mapping[str, Any]) -> Domain | None:
+def of_run(spec: RunSpec) -> Domain | None:
     """The domain recorded in a run's prepared dataset (None: a built-in dataset, no domain record)."""
     import json
     from pathlib import Path
 
-    meta = Path(spec["data_root"]) / "prepared" / spec["dataset"] / "meta.json"
+    meta = Path(spec.data_root) / "prepared" / spec.dataset / "meta.json"
     recorded = json.loads(meta.read_text()).get("domain") if meta.is_file() else None
     return None if recorded is None else Domain.from_dict(recorded)
 
 
-def training_epsilon(spec: Mapping[str, Any], fitted: Domain | None) -> float:
+def training_epsilon(spec: RunSpec, fitted: Domain | None) -> float:
     """What a private run's method may spend: its target less the domain estimate's ε (refused if nothing is left)."""
-    target = float(spec["epsilon"])
+    target = float(spec.epsilon)
     if fitted is None or fitted.estimate is None:
         return target
     left = target - fitted.estimate.epsilon
     if not left > 0:
         raise DataError(
-            f"run {spec.get('run_id', spec['run'])}: target ε {target} does not exceed the domain estimate's "
-            f"domain_epsilon {fitted.estimate.epsilon} of dataset '{spec['dataset']}'"
+            f"run {spec.run_id}: target ε {target} does not exceed the domain estimate's "
+            f"domain_epsilon {fitted.estimate.epsilon} of dataset '{spec.dataset}'"
         )
     return left

@@ -29,7 +29,7 @@ def canary_audit(ctx: EvalContext) -> Rows:
     path = ctx.run.run_dir / AUDIT_FILE
     if not path.is_file():
         raise DataError(
-            f"{path}: missing; the run's variant '{ctx.run.spec['variant']}' needs "
+            f"{path}: missing; the run's variant '{ctx.run.spec.variant}' needs "
             "`audit: {canaries: N}` so that its training carries canaries (docs/audit.md)"
         )
     return audit_rows(json.loads(path.read_text()))

@@ -198,7 +198,7 @@ def fid(ctx: EvalContext) -> Rows:
     if len(x) < 2:
         raise ValueError(f"FID needs at least 2 samples, the run has {len(ctx.samples['x'])}")
     real = ctx.reference()
-    generated = statistics(x, ctx.options.batch_size, weights_path(Path(ctx.run.spec["data_root"])), ctx.run.device)
+    generated = statistics(x, ctx.options.batch_size, weights_path(Path(ctx.run.spec.data_root)), ctx.run.device)
     value = fid_statistics_to_metric(generated, {"mu": real["mu"], "sigma": real["sigma"]}, verbose=False)
     return [
         {"metric": "fid", "value": float(value["frechet_inception_distance"])},

@@ -79,12 +79,12 @@ def epoch_utility(samples: dict[str, np.ndarray], ctx: EvalContext, epoch: int) 
 def learning_curve(ctx: EvalContext) -> Rows:
     from dpvae.methods.registry import get_method
 
-    method = get_method(ctx.run.spec["method"])
+    method = get_method(ctx.run.spec.method)
     if not hasattr(method, "recon_curve"):
         raise TypeError(f"method '{method.name}' keeps no training curve (learning_curve needs an MLP-VAE method)")
     epochs = method.snapshot_count(ctx.run)
     if epochs == 0:
-        raise ValueError(f"run {ctx.run.spec['run_id']} kept no snapshots; train it with record_every_epoch: true")
+        raise ValueError(f"run {ctx.run.spec.run_id} kept no snapshots; train it with record_every_epoch: true")
     test = ctx.data.test
     keep = slice(None) if ctx.options.max_test is None else slice(ctx.options.max_test)
     curve = method.recon_curve(ctx.run, test.x[keep], test.y[keep])

@@ -24,7 +24,7 @@ from dpvae.eval.registry import register_metric
 def marginals_2way_public(ctx: EvalContext) -> Rows:
     from dpvae.methods.registry import get_method
 
-    method = get_method(ctx.run.spec["method"])
+    method = get_method(ctx.run.spec.method)
     if not hasattr(method, "reconstruct"):
         return []
     options, classes = ctx.options, n_label_classes(ctx)

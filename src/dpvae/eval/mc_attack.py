@@ -69,7 +69,7 @@ def mc_attack(ctx: EvalContext) -> Rows:
 
     options: MCAttackOptions = ctx.options
     chosen = targets(ctx)
-    drawn = get_method(ctx.run.spec["method"]).sample(ctx.run, options.n_synthetic)["x"]
+    drawn = get_method(ctx.run.spec.method).sample(ctx.run, options.n_synthetic)["x"]
     synthetic = drawn.reshape(len(drawn), -1)  # float32; chunks go to float64
     members = ctx.data.train.x[chosen.members].reshape(len(chosen.members), -1)
     nonmembers = ctx.data.test.x[chosen.nonmembers].reshape(len(chosen.nonmembers), -1)

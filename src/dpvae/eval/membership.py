@@ -76,7 +76,7 @@ def targets(ctx: EvalContext) -> Targets:
             f"evaluation options ask for {options.n_members} members / {options.n_nonmembers} "
             f"non-members but the run has {n_train} training / {n_test} test records"
         )
-    seed = [int(ctx.run.spec["seed"]), zlib.crc32(f"{ctx.run.spec['dataset']}|mia-targets".encode())]
+    seed = [int(ctx.run.spec.seed), zlib.crc32(f"{ctx.run.spec.dataset}|mia-targets".encode())]
     rng = np.random.default_rng(seed)
     pool = np.arange(n_train)
     if outlier is not None and options.outlier != "random":
@@ -93,7 +93,7 @@ def whitebox(ctx: EvalContext, capability: str) -> Any:
     """The run's method if it offers `capability` (e.g. `elbo`, `reconstruct`), else a clear error."""
     from dpvae.methods.registry import get_method
 
-    method = get_method(ctx.run.spec["method"])
+    method = get_method(ctx.run.spec.method)
     if not callable(getattr(method, capability, None)):
         raise NotBuiltError(
             f"method '{method.name}' offers no '{capability}(ctx, x, ...)'; the white-box "
@@ -109,7 +109,7 @@ def attack_rows(
     from dpvae.privacy import audit
 
     rng = np.random.default_rng(zlib.crc32(f"{name}|heldout".encode()))
-    stats = audit.summary(scores_in, scores_out, ctx.run.spec["delta"], ctx.options.confidence, rng)
+    stats = audit.summary(scores_in, scores_out, ctx.run.spec.delta, ctx.options.confidence, rng)
     curve = audit.tradeoff_curve(scores_in, scores_out)
     path = ctx.out_dir / f"{name}.npz"
     atomic_write(

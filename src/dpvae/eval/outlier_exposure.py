@@ -60,10 +60,10 @@ def outlier_exposure(ctx: EvalContext) -> Rows:
     train, options = ctx.data.train, ctx.options
     row = outlier_row(ctx.data)
     if row is None:
-        raise DataError(f"dataset '{ctx.run.spec['dataset']}' has no planted outlier (meta 'outlier_index')")
-    method = get_method(ctx.run.spec["method"])
+        raise DataError(f"dataset '{ctx.run.spec.dataset}' has no planted outlier (meta 'outlier_index')")
+    method = get_method(ctx.run.spec.method)
     flat = train.x.reshape(len(train.x), -1)
-    rng = np.random.default_rng([int(ctx.run.spec["seed"]), zlib.crc32(b"outlier-reference")])
+    rng = np.random.default_rng([int(ctx.run.spec.seed), zlib.crc32(b"outlier-reference")])
     ordinary = np.delete(np.arange(len(flat)), row)
     reference = np.sort(rng.choice(ordinary, size=min(options.n_reference, len(ordinary)), replace=False))
     drawn = ctx.samples["x"]

@@ -28,6 +28,7 @@ from dpvae.models.precision import DEFAULT as DEFAULT_PRECISION
 from dpvae.params import MethodParams
 from dpvae.paths import stage1_dir, stage1_id
 from dpvae.provenance import sha256_json
+from dpvae.runspec import STAGE1_KIND, RunSpec
 from dpvae.runtimes import Work
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ class Resources:
 class RunContext:
     """One run's resolved spec (see dpvae.runs.run_spec), its typed parameters and where outputs go."""
 
-    spec: dict
+    spec: RunSpec
     run_dir: Path
     params: Any = None  # the method's MethodParams instance
     extra: dict = field(default_factory=dict)
@@ -70,25 +71,25 @@ class RunContext:
 
     @property
     def device(self) -> str:
-        return resolve_device(self.spec.get("device", "auto"))
+        return resolve_device(self.spec.device)
 
     @property
     def epsilon(self) -> float | None:
         """The run's target epsilon (None for a non-private run)."""
-        return self.spec["epsilon"]
+        return self.spec.epsilon
 
     @property
-    def delta(self) -> float:
-        return self.spec["delta"]
+    def delta(self) -> float | None:
+        return self.spec.delta
 
     @property
     def precision(self) -> str:
         """The run's model-compute precision (`dpvae.models.precision`); a spec names it only when not fp32."""
-        return self.spec.get("precision", DEFAULT_PRECISION)
+        return self.spec.precision or DEFAULT_PRECISION
 
     def seed_for(self, stream: str) -> int:
         """A 32-bit seed for a named random stream of this run (same run + stream => same seed)."""
-        digest = hashlib.sha256(f"{self.spec['run_id']}|{self.spec['seed']}|{stream}".encode()).digest()
+        digest = hashlib.sha256(f"{self.spec.run_id}|{self.spec.seed}|{stream}".encode()).digest()
         return int.from_bytes(digest[:4], "little")
 
     def rng(self, stream: str) -> np.random.Generator:
@@ -108,7 +109,7 @@ class RunContext:
 
         Its named random streams and its training subsample are drawn for the stage-1 identity, not for
         the run, so that every run sharing the stage sees the same data (`data` is the stage's)."""
-        if self.method is None or self.params is None or self.spec.get("kind") == STAGE1_KIND:
+        if self.method is None or self.params is None or self.spec.is_stage1:
             return None
         spec = stage1_spec(self.spec, self.params, self.method)
         return None if spec is None else stage1_context(spec, self.method)
@@ -125,12 +126,11 @@ class RunContext:
 
         if self.stage1 is not None:
             return self.stage1.data
-        prepared = load_prepared(Path(self.spec["data_root"]) / "prepared" / self.spec["dataset"])
-        if (expected := self.spec.get("data_identity")) is not None:  # a dataset declared in the config
+        prepared = load_prepared(Path(self.spec.data_root) / "prepared" / self.spec.dataset)
+        if (expected := self.spec.data_identity) is not None:  # a dataset declared in the config
             from dpvae.data.declared import check_identity
 
-            where = f"run {self.spec.get('run_id', self.spec['run'])}"
-            check_identity(prepared, expected, where, self.spec["data_root"])
+            check_identity(prepared, expected, f"run {self.spec.run_id}", self.spec.data_root)
         limit = getattr(self.params, "max_train", None)
         if limit and limit < len(prepared.train.y):
             keep = self.rng("max_train").choice(len(prepared.train.y), size=limit, replace=False)
@@ -223,7 +223,7 @@ class Method(ABC):
     def train(self, ctx: RunContext) -> Ledger | None:
         """Fit the model, write it under ctx.model_dir, return the privacy ledger (None if non-private)."""
 
-    def recompute_ledger(self, params: MethodParams, spec: dict, recorded: dict) -> Ledger:
+    def recompute_ledger(self, params: MethodParams, spec: RunSpec, recorded: dict) -> Ledger:
         """A private run's ledger computed again from its spec, its parameters and what its written ledger
         (`recorded`, the run's privacy.json) holds of the data (rates, steps, sizes): noise calibration and
         accounting rerun, no training. Every private method implements it; the contract test and
@@ -235,7 +235,7 @@ class Method(ABC):
         """Whether `planned_ledger` is implemented (then the noise can be calibrated to the sound bound)."""
         return type(self).planned_ledger is not Method.planned_ledger
 
-    def planned_ledger(self, params: MethodParams, spec: dict, facts: Facts) -> Ledger | None:
+    def planned_ledger(self, params: MethodParams, spec: RunSpec, facts: Facts) -> Ledger | None:
         """The ledger training would return, from the parameters, the spec's target (ε, δ) and the data's facts
         (`n_train`: the run's training records, after `max_train`), without training; None where it depends on
         more than these (it is then known only after training)."""
@@ -269,12 +269,11 @@ def subsets_error(count: int, facts: Facts) -> str | None:
     return None
 
 
-STAGE1_KIND = "stage1"
 #: `Method.releases_n` of a DP-SGD method that samples batches at q = B/N
 DPSGD_RELEASES_N = "DP-SGD's sample rate q = B/N and its steps (epochs·N/B) are in the ledger"
 
 
-def stage1_spec(spec: dict, params: MethodParams, method: Method) -> dict | None:
+def stage1_spec(spec: RunSpec, params: MethodParams, method: Method) -> RunSpec | None:
     """The spec of the shared first stage that run `spec` (with parsed `params`, of `method`) needs, or None.
 
     Its identity `<dataset>/<method>/<key>/seed<seed>`: key = the first 12 hex digits of the sha256 of the
@@ -285,24 +284,25 @@ def stage1_spec(spec: dict, params: MethodParams, method: Method) -> dict | None
     keyed = method.stage1_params(params)
     if keyed is None:
         return None
-    key = sha256_json({"method": spec["method"], "params": keyed})[:12]
-    identity = stage1_id(spec["dataset"], spec["method"], key, spec["seed"])
-    return {
-        "kind": STAGE1_KIND,
-        "run_id": f"{STAGE1_KIND}/{identity}",
-        "run": spec.get("stage1") or stage1_dir(spec.get("scale", ""), identity),
-        "key": key,
-        "scale": spec.get("scale", ""),
-        "dataset": spec["dataset"],
-        "method": spec["method"],
-        "params": keyed,
-        "seed": spec["seed"],
-        "device": spec.get("device", "auto"),
-        "data_root": spec["data_root"],
-    }
+    key = sha256_json({"method": spec.method, "params": keyed})[:12]
+    identity = stage1_id(spec.dataset, spec.method, key, spec.seed)
+    return RunSpec.standalone(
+        f"{STAGE1_KIND}/{identity}",
+        spec.stage1 or stage1_dir(spec.scale, identity),
+        kind=STAGE1_KIND,
+        key=key,
+        variant="",  # a stage-1 spec has no variant (nor privacy or target: `runspec.NOT_IN_STAGE1`)
+        scale=spec.scale,
+        dataset=spec.dataset,
+        method=spec.method,
+        params=keyed,
+        seed=spec.seed,
+        device=spec.device,
+        data_root=spec.data_root,
+    )
 
 
-def stage1_context(spec: dict, method: Method, **extra: Any) -> RunContext:
+def stage1_context(spec: RunSpec, method: Method, **extra: Any) -> RunContext:
     """The context of a stage-1 spec: its parameters are the keyed ones, every other one at its default."""
-    params = method.Params.parse(spec["params"], key=f"{spec['run_id']}.params", name=method.name)
-    return RunContext(spec, Path(spec["run"]), params, extra, method)
+    params = method.Params.parse(spec.params, key=f"{spec.run_id}.params", name=method.name)
+    return RunContext(spec, Path(spec.run), params, extra, method)

@@ -45,7 +45,7 @@ class Checkpoint:
 
     def __init__(self, ctx: RunContext, every_seconds: float = 300.0, every_steps: int | None = None) -> None:
         self.path = Path(ctx.run_dir) / CHECKPOINT_NAME
-        self.key = sha256_json(ctx.spec)
+        self.key = sha256_json(ctx.spec.to_dict())
         self.every_seconds, self.every_steps = every_seconds, every_steps
         if os.environ.get(EVERY_STEPS_VARIABLE):
             self.every_steps = _positive(EVERY_STEPS_VARIABLE, int)

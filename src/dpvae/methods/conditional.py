@@ -36,7 +36,7 @@ def disjoint_subsets(ctx: RunContext, count: int, param: str = "subsets") -> np.
     size = n // count
     if size < 1:
         raise ConfigError(
-            f"config key 'variants.{ctx.spec['variant']}.params.{param}': {count} subsets of "
+            f"config key 'variants.{ctx.spec.variant}.params.{param}': {count} subsets of "
             f"{n} training records leave them empty"
         )
     order = ctx.rng("partition").permutation(n)

@@ -11,6 +11,7 @@ from typing import Any
 
 from dpvae.methods.base import Method, RunContext
 from dpvae.registry import Registry, discover
+from dpvae.runspec import RunSpec
 
 METHODS: Registry[Method] = Registry("method")
 
@@ -28,11 +29,11 @@ def get_method(name: str) -> Method:
     return METHODS.get(name)
 
 
-def run_context(spec: dict, **extra: Any) -> RunContext:
+def run_context(spec: RunSpec, **extra: Any) -> RunContext:
     """The context of one run: its spec, its method and typed parameters (checked) and its directory."""
-    method = get_method(spec["method"])
-    params = method.Params.parse(spec["params"], key=f"variants.{spec['variant']}.params", name=method.name)
-    return RunContext(spec, Path(spec["run"]), params, extra, method)
+    method = get_method(spec.method)
+    params = method.Params.parse(spec.params, key=f"variants.{spec.variant}.params", name=method.name)
+    return RunContext(spec, Path(spec.run), params, extra, method)
 
 
 discover("dpvae.methods", packages=True)

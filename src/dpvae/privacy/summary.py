@@ -12,8 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dpvae.errors import DataError
+from dpvae.errors import ConfigError, DataError
 from dpvae.privacy.ledger import Accounting, Ledger
+from dpvae.runspec import RunSpec
 
 LEDGER_FILE = "privacy.json"
 LEDGER_SUFFIX = ".privacy.json"
@@ -81,7 +82,7 @@ def run_of(path: Path) -> Path | None:
     return next((r for s in RUN_SUFFIXES if (r := path.with_name(f"{stem}{s}.run")).is_dir()), None)
 
 
-def read_release(path: str | Path) -> tuple[Path, dict, dict | None]:
+def read_release(path: str | Path) -> tuple[Path, dict, RunSpec | None]:
     """(the ledger file, its JSON, the run's spec or None) of PATH, a ledger or a run directory; a missing file
     or one that is not JSON is a DataError naming it."""
     path = Path(path)
@@ -94,14 +95,14 @@ def read_release(path: str | Path) -> tuple[Path, dict, dict | None]:
         raise DataError(f"{file}: not a privacy ledger (not JSON: {error})") from None
     run = run_of(file)
     try:
-        spec = json.loads((run / "train.json").read_text())["spec"] if run is not None else None
-    except (OSError, ValueError, KeyError):
+        spec = RunSpec.from_dict(json.loads((run / "train.json").read_text())["spec"]) if run is not None else None
+    except (OSError, ValueError, KeyError, ConfigError):
         spec = None
     return file, data, spec
 
 
-def _prepared_meta(spec: dict) -> tuple[dict | None, str]:
-    where = Path(spec["data_root"]) / "prepared" / spec["dataset"] / "meta.json"
+def _prepared_meta(spec: RunSpec) -> tuple[dict | None, str]:
+    where = Path(spec.data_root) / "prepared" / spec.dataset / "meta.json"
     try:
         return json.loads(where.read_text()), str(where)
     except (OSError, ValueError):
@@ -123,14 +124,14 @@ def screen(path: str | Path, releases_n: Callable[[str], str]) -> str:
         raise DataError(f"{file}: not a privacy ledger ({error})") from None
     depends, n_train, domain = "", None, domain_of(None, "")
     if spec is not None:
-        depends = releases_n(spec["method"])
+        depends = releases_n(spec.method)
         meta, where = _prepared_meta(spec)
         domain = domain_of(meta, where)
         if meta is not None:
-            n_train = min(meta["shapes"]["train"][0], spec["params"].get("max_train") or meta["shapes"]["train"][0])
+            n_train = min(meta["shapes"]["train"][0], spec.params.get("max_train") or meta["shapes"]["train"][0])
     target = "none" if ledger.target_epsilon is None else num(ledger.target_epsilon)
     lines = [
-        f"ledger: {file}" + (f" (run {spec['run_id']}, method {spec['method']})" if spec else ""),
+        f"ledger: {file}" + (f" (run {spec.run_id}, method {spec.method})" if spec else ""),
         f"headline: ε = {num(ledger.epsilon)} ({ledger.headline} accounting) at δ = {num(ledger.delta)}; "
         f"target ε {target}",
         f"paper: {accounting_line(ledger.paper)}",

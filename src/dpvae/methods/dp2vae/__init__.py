@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from dpvae.methods.base import Method, Resources, forward, halvings_error, subsets_error
 from dpvae.methods.registry import register_method
 from dpvae.params import MethodParams, param
+from dpvae.runspec import RunSpec
 from dpvae.runtimes import Work
 
 if TYPE_CHECKING:
@@ -97,11 +98,11 @@ class DP2VAE(Method):
 
     recompute_ledger = forward("dpvae.methods.dp2vae.accounting")
 
-    def planned_ledger(self, params: DP2VAEParams, spec: dict, facts: Facts) -> Ledger:
+    def planned_ledger(self, params: DP2VAEParams, spec: RunSpec, facts: Facts) -> Ledger:
         """B = min(batch_size, N // K), as the partition into K subsets of N // K records gives it."""
         from dpvae.methods.dp2vae.accounting import dp2vae_ledger, noise_multiplier
 
-        epsilon, delta, k = spec["epsilon"], spec["delta"], params.subsets
+        epsilon, delta, k = spec.epsilon, spec.delta, params.subsets
         batch = min(params.batch_size, facts.n_train // k)
         sigma = noise_multiplier(params, epsilon, delta, k, params.iters)
         return dp2vae_ledger(sigma, k, params.iters, batch, params.clip, delta, target_epsilon=epsilon)

@@ -22,6 +22,7 @@ from typing import Any
 
 from dpvae.privacy.accounting import solve_noise_multiplier
 from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, pyvacy_accounting, recorded_mechanisms
+from dpvae.runspec import RunSpec
 
 DP2VAE_DELTA = 1e-5
 DP2VAE_NOTES = (
@@ -109,11 +110,11 @@ def noise_multiplier(params: Any, epsilon: float, delta: float, subsets: int, st
     return dp2vae_noise(epsilon, subsets, steps, delta)
 
 
-def recompute_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
+def recompute_ledger(params: Any, spec: RunSpec, recorded: dict) -> Ledger:
     """A run's ledger computed again from its parameters and the batch size its sound accounting records."""
     (sound,) = recorded_mechanisms(recorded, "sound")
     batch = round(sound.sensitivity / (2 * params.clip))  # B = min(batch_size, subset size)
-    sigma = noise_multiplier(params, spec["epsilon"], spec["delta"], params.subsets, params.iters)
+    sigma = noise_multiplier(params, spec.epsilon, spec.delta, params.subsets, params.iters)
     return dp2vae_ledger(
-        sigma, params.subsets, params.iters, batch, params.clip, spec["delta"], target_epsilon=spec["epsilon"]
+        sigma, params.subsets, params.iters, batch, params.clip, spec.delta, target_epsilon=spec.epsilon
     )

@@ -126,7 +126,7 @@ def train_stage1(ctx: RunContext) -> dict:
     arch, x, y, subsets, batch = _setup(ctx, device_of(ctx))
     encoders = pretrain_encoders(ctx, arch, subsets, x, y, batch, Checkpoint(ctx))
     stacked = {n: t.cpu() for n, t in encoders.items()}
-    torch.save({"key": ctx.spec["key"], "subsets": subsets.cpu(), "encoders": stacked}, ctx.model_dir / ENCODERS)
+    torch.save({"key": ctx.spec.key, "subsets": subsets.cpu(), "encoders": stacked}, ctx.model_dir / ENCODERS)
     return {"architecture": arch, "subset_size": int(subsets.shape[1]), "batch_size": batch}
 
 
@@ -137,8 +137,8 @@ def load_stage1(stage1: RunContext, subsets: torch.Tensor, device: torch.device)
     if not path.is_file():
         raise DataError(f"{path}: the run's stage 1 is not built (snakemake {stage1.run_dir}/stage1.json)")
     saved = torch.load(path, map_location="cpu", weights_only=True)
-    if saved.get("key") != stage1.spec["key"]:
-        raise DataError(f"{path}: trained for stage-1 key {saved.get('key')}, this run needs {stage1.spec['key']}")
+    if saved.get("key") != stage1.spec.key:
+        raise DataError(f"{path}: trained for stage-1 key {saved.get('key')}, this run needs {stage1.spec.key}")
     if not torch.equal(saved["subsets"], subsets.cpu()):
         raise DataError(f"{path}: trained on another partition of the data than this run's")
     log.info("stage 1: %d encoders loaded from %s", len(subsets), path)
@@ -201,7 +201,7 @@ def train(ctx: RunContext) -> Ledger:
     state = checkpoint.load()
     if state and "stage2_step" in state:
         encoders = {n: t.to(device) for n, t in state["encoders"].items()}  # name -> [K, ...]
-    elif stage1 is not None and ctx.spec.get("stage1"):
+    elif stage1 is not None and ctx.spec.stage1:
         encoders = load_stage1(stage1, subsets, device)
     else:
         encoders = pretrain_encoders(stage1 or ctx, arch, subsets, x, y, batch, checkpoint)
@@ -262,7 +262,7 @@ def train(ctx: RunContext) -> Ledger:
         "pretrain_iters": p.pretrain_iters if p.pretrain else 0,
         "noise_multiplier": sigma,
         "clip": p.clip,
-        "stage1": stage1.spec["key"] if stage1 else None,
+        "stage1": stage1.spec.key if stage1 else None,
     }
     (ctx.model_dir / MODEL_JSON).write_text(json.dumps(meta, indent=2))
     return dp2vae_ledger(sigma, k, p.iters, batch, p.clip, ctx.delta, target_epsilon=ctx.epsilon)

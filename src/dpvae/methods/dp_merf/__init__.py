@@ -16,6 +16,7 @@ from dpvae.methods.base import Method, Resources, forward, halvings_error
 from dpvae.methods.registry import register_method
 from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
+from dpvae.runspec import RunSpec
 
 if TYPE_CHECKING:
     from dpvae.data.declared import Facts
@@ -62,10 +63,10 @@ class DPMERF(Method):
 
     recompute_ledger = forward("dpvae.methods.dp_merf.accounting")
 
-    def planned_ledger(self, params: MethodParams, spec: dict, facts: Facts) -> Ledger:
+    def planned_ledger(self, params: MethodParams, spec: RunSpec, facts: Facts) -> Ledger:
         from dpvae.methods.dp_merf.accounting import ledger, noise_multiplier
 
-        epsilon, delta, n = spec["epsilon"], spec["delta"], facts.n_train
+        epsilon, delta, n = spec.epsilon, spec.delta, facts.n_train
         return ledger(noise_multiplier(params, epsilon, delta, n), n, delta, epsilon)
 
     sample = forward("dpvae.methods.dp_merf.train")

@@ -6,6 +6,7 @@ from typing import Any
 
 from dpvae.privacy.accounting import PYVACY_ORDER_BOUNDS, solve_noise_multiplier
 from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, recorded_mechanisms
+from dpvae.runspec import RunSpec
 
 NOTES = (
     "DP-MERF's single release: the label-conditional mean embedding of the n training records in "
@@ -42,8 +43,8 @@ def ledger(noise_multiplier: float, n: int, delta: float, target: float | None) 
     return Ledger(release, release, target, NOTES)  # sound too: tests check the 2/n sensitivity
 
 
-def recompute_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
+def recompute_ledger(params: Any, spec: RunSpec, recorded: dict) -> Ledger:
     """A run's ledger computed again from its parameters and the training size n its release records (2/n)."""
     (release,) = recorded_mechanisms(recorded)
     n = round(2.0 / release.sensitivity)
-    return ledger(noise_multiplier(params, spec["epsilon"], spec["delta"], n), n, spec["delta"], spec["epsilon"])
+    return ledger(noise_multiplier(params, spec.epsilon, spec.delta, n), n, spec.delta, spec.epsilon)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Literal
 from dpvae.methods.base import Method, Resources, forward, subsets_error
 from dpvae.methods.registry import register_method
 from dpvae.params import MethodParams, param
+from dpvae.runspec import RunSpec
 
 if TYPE_CHECKING:
     from dpvae.data.declared import Facts
@@ -80,11 +81,11 @@ class GSWGAN(Method):
 
     recompute_ledger = forward("dpvae.methods.gs_wgan.accounting")
 
-    def planned_ledger(self, params: GSWGANParams, spec: dict, facts: Facts) -> Ledger:
+    def planned_ledger(self, params: GSWGANParams, spec: RunSpec, facts: Facts) -> Ledger:
         """B = min(batch_size, N // K); the iterations as configured or the authors' for the target."""
         from dpvae.methods.gs_wgan.accounting import authors_epsilon, authors_iters, ledger
 
-        sigma, k, delta, epsilon = params.noise_multiplier, params.discriminators, spec["delta"], spec["epsilon"]
+        sigma, k, delta, epsilon = params.noise_multiplier, params.discriminators, spec.delta, spec.epsilon
         batch = min(params.batch_size, facts.n_train // k)
         iters = authors_iters(epsilon, sigma, k, batch, delta) if params.iters == "auto" else int(params.iters)
         authors = authors_epsilon(sigma, k, iters, batch, delta)

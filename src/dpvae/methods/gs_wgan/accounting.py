@@ -17,6 +17,7 @@ from typing import Any
 
 from dpvae.errors import ConfigError
 from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, pyvacy_accounting, recorded_mechanisms
+from dpvae.runspec import RunSpec
 
 NOTES = (
     "paper: GS-WGAN's composition (iterations x batch-size Gaussians with multiplier sigma on the "
@@ -109,12 +110,12 @@ def ledger(
     )
 
 
-def recompute_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
+def recompute_ledger(params: Any, spec: RunSpec, recorded: dict) -> Ledger:
     """A run's ledger computed again from its parameters and the batch size and iterations its paper accounting
     records (T·B releases at sensitivity 2C/B)."""
     (gradients,) = recorded_mechanisms(recorded)
     batch = round(2 * params.clip / gradients.sensitivity)
-    sigma, k, iters, delta = params.noise_multiplier, params.discriminators, gradients.steps // batch, spec["delta"]
+    sigma, k, iters, delta = params.noise_multiplier, params.discriminators, gradients.steps // batch, spec.delta
     return ledger(
-        sigma, k, iters, batch, params.clip, delta, spec["epsilon"], authors_epsilon(sigma, k, iters, batch, delta)
+        sigma, k, iters, batch, params.clip, delta, spec.epsilon, authors_epsilon(sigma, k, iters, batch, delta)
     )

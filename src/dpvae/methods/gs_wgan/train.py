@@ -151,7 +151,7 @@ def train(ctx: RunContext) -> Ledger:
     if tuple(ctx.data.train.x.shape[1:]) != nets.IMAGE:
         raise ConfigError(
             f"gs-wgan is defined for 1x28x28 images (MNIST, Fashion-MNIST); dataset "
-            f"'{ctx.spec['dataset']}' has {ctx.data.train.x.shape[1:]}"
+            f"'{ctx.spec.dataset}' has {ctx.data.train.x.shape[1:]}"
         )
     x = torch.as_tensor(ctx.data.train.x, device=device)
     y = torch.as_tensor(ctx.data.train.y, device=device)

@@ -27,6 +27,7 @@ from dpvae.methods.base import DPSGD_RELEASES_N, Method, Resources, RunContext, 
 from dpvae.methods.registry import register_method
 from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
+from dpvae.runspec import RunSpec
 
 if TYPE_CHECKING:
     from dpvae.data.declared import Facts
@@ -89,13 +90,13 @@ class LVAE(Method):
     train = forward("dpvae.methods.lvae.train")
     recompute_ledger = forward("dpvae.methods.lvae.accounting")
 
-    def planned_ledger(self, params: LVAEParams, spec: dict, facts: Facts) -> Ledger | None:
+    def planned_ledger(self, params: LVAEParams, spec: RunSpec, facts: Facts) -> Ledger | None:
         """VAE-DPSGD's: q = B/N, T = ceil(epochs N / B) (a Lipschitz variant has no ledger: None)."""
         from dpvae.methods.lvae import accounting
 
         if params.constraint != "none":
             return None
-        epsilon, delta, n = spec["epsilon"], spec["delta"], facts.n_train
+        epsilon, delta, n = spec.epsilon, spec.delta, facts.n_train
         q, steps = params.batch_size / n, math.ceil(params.epochs * n / params.batch_size)
         sigma = accounting.noise_multiplier(params, epsilon, delta, q, steps)
         return accounting.ledger(sigma, q, steps, params.clip, delta, epsilon)

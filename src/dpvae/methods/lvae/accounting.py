@@ -18,6 +18,7 @@ from typing import Any
 
 from dpvae.privacy.accounting import solve_noise_multiplier
 from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, dpsgd_ledger, recorded_mechanisms
+from dpvae.runspec import RunSpec
 
 DPSGD_NOTES = (
     "VAE-DPSGD (LVAE Fig. 2): the paper gives no DP-SGD parameters (A-L3); C, B and epochs come from the "
@@ -51,11 +52,11 @@ def ledger(sigma: float, q: float, steps: int, clip: float, delta: float, target
     return dpsgd_ledger(record, delta, target, DPSGD_NOTES)
 
 
-def recompute_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
+def recompute_ledger(params: Any, spec: RunSpec, recorded: dict) -> Ledger:
     """VAE-DPSGD's ledger computed again from its parameters and the rate and steps it records."""
     (run,) = recorded_mechanisms(recorded)
-    sigma = noise_multiplier(params, spec["epsilon"], spec["delta"], run.sample_rate, run.steps)
-    return ledger(sigma, run.sample_rate, run.steps, params.clip, spec["delta"], spec["epsilon"])
+    sigma = noise_multiplier(params, spec.epsilon, spec.delta, run.sample_rate, run.steps)
+    return ledger(sigma, run.sample_rate, run.steps, params.clip, spec.delta, spec.epsilon)
 
 
 def lipschitz_claim(

@@ -29,10 +29,10 @@ SPEC_FILE = "model.json"
 def train(ctx: RunContext) -> Ledger | None:
     """Train one run (plain, DP-SGD or Lipschitz-constrained); a private run returns its ledger."""
     p = ctx.params
-    private = bool(ctx.spec["private"])
+    private = bool(ctx.spec.private)
     if private and p.constraint != "none":
         raise ConfigError(
-            f"variants.{ctx.spec['variant']}.params.constraint: {p.constraint!r} with DP-SGD is "
+            f"variants.{ctx.spec.variant}.params.constraint: {p.constraint!r} with DP-SGD is "
             "not supported (the gradient penalty and the power iteration are not per-example "
             "terms); use constraint: none for the private variant"
         )

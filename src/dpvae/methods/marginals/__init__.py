@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from dpvae.methods.base import Method, Resources, forward
 from dpvae.methods.registry import register_method
 from dpvae.params import MethodParams, param
+from dpvae.runspec import RunSpec
 
 if TYPE_CHECKING:
     from dpvae.data.declared import Facts
@@ -72,15 +73,15 @@ class PrivBayes(Method):
 
     recompute_ledger = forward("dpvae.methods.marginals.accounting", "recompute_privbayes_ledger")
 
-    def planned_ledger(self, params: MethodParams, spec: dict, facts: Facts) -> Ledger:
+    def planned_ledger(self, params: MethodParams, spec: RunSpec, facts: Facts) -> Ledger:
         """d attributes: every value of a record (a column or a pixel), then the label (`build_discretizer`); the
         edges' note from the prepared data's recorded domain where it is already prepared."""
         from dpvae.data.domain import of_run
         from dpvae.methods.marginals.accounting import privbayes_ledger
 
         d = math.prod(facts.record_shape) + 1
-        public = "data_root" in spec and of_run(spec) is not None
-        return privbayes_ledger(d, params.degree, spec["epsilon"], spec["delta"], public)[0]
+        public = bool(spec.data_root) and of_run(spec) is not None
+        return privbayes_ledger(d, params.degree, spec.epsilon, spec.delta, public)[0]
 
     sample = forward("dpvae.methods.marginals.train", "sample_privbayes")
 
@@ -110,14 +111,14 @@ class Ryan(Method):
 
     recompute_ledger = forward("dpvae.methods.marginals.accounting", "recompute_ryan_ledger")
 
-    def planned_ledger(self, params: MethodParams, spec: dict, facts: Facts) -> Ledger:
+    def planned_ledger(self, params: MethodParams, spec: RunSpec, facts: Facts) -> Ledger:
         """σ calibrated to the target alone: the data only says which marginals are measured (and, without a
         recorded domain, the bin edges)."""
         from dpvae.data.domain import of_run
         from dpvae.methods.marginals.accounting import calibrate, ryan_ledger
 
-        sigma = calibrate(spec["epsilon"], spec["delta"])
-        public = "data_root" in spec and of_run(spec) is not None
-        return ryan_ledger(sigma, spec["delta"], spec["epsilon"], params.public_fraction, public)
+        sigma = calibrate(spec.epsilon, spec.delta)
+        public = bool(spec.data_root) and of_run(spec) is not None
+        return ryan_ledger(sigma, spec.delta, spec.epsilon, params.public_fraction, public)
 
     sample = forward("dpvae.methods.marginals.train", "sample_ryan")

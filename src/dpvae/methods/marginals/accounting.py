@@ -6,6 +6,7 @@ from typing import Any
 
 from dpvae.privacy.accounting import solve_noise_multiplier
 from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, recorded_mechanisms
+from dpvae.runspec import RunSpec
 
 #: The two halves are shrunk by this factor so that their float sum never exceeds the target.
 BUDGET_SAFETY = 1 - 1e-9
@@ -105,15 +106,15 @@ def ryan_ledger(
     return Ledger(ryan_accounting(sigma, delta), None, target, f"{why}; {RYAN_NOTES}", not_dp=why)
 
 
-def recompute_privbayes_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
+def recompute_privbayes_ledger(params: Any, spec: RunSpec, recorded: dict) -> Ledger:
     """PrivBayes' ledger computed again from its parameters and the attribute count d it records (d − 1 picks)."""
     structure = recorded_mechanisms(recorded)[0]
     public = PRIVBAYES_EDGES_PUBLIC in recorded.get("notes", "")
-    return privbayes_ledger(structure.steps + 1, params.degree, spec["epsilon"], spec["delta"], public)[0]
+    return privbayes_ledger(structure.steps + 1, params.degree, spec.epsilon, spec.delta, public)[0]
 
 
-def recompute_ryan_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
+def recompute_ryan_ledger(params: Any, spec: RunSpec, recorded: dict) -> Ledger:
     """Ryan's ledger computed again from the run's target (σ recalibrated) and its public fraction."""
-    sigma = calibrate(spec["epsilon"], spec["delta"])
+    sigma = calibrate(spec.epsilon, spec.delta)
     public = SLICE_FIXES_EDGES not in (recorded.get("not_dp") or "")
-    return ryan_ledger(sigma, spec["delta"], spec["epsilon"], params.public_fraction, public)
+    return ryan_ledger(sigma, spec.delta, spec.epsilon, params.public_fraction, public)

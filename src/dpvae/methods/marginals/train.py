@@ -56,8 +56,8 @@ def _use_float64_jax() -> None:
 
 
 def train_ryan(ctx: RunContext) -> Ledger:
-    if ctx.spec.get("data_identity") is not None:  # a declared dataset (the config's `datasets`, `dpvae synth`)
-        dataset, why = ctx.spec["dataset"], ctx.method.needs_public_data
+    if ctx.spec.data_identity is not None:  # a declared dataset (the config's `datasets`, `dpvae synth`)
+        dataset, why = ctx.spec.dataset, ctx.method.needs_public_data
         raise ConfigError(f"method 'ryan' cannot take declared dataset '{dataset}': {why}")
     _use_float64_jax()
     from dpvae.methods.marginals import match3

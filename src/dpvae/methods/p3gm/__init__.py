@@ -20,6 +20,7 @@ from dpvae.methods.base import DPSGD_RELEASES_N, Method, Resources, RunContext, 
 from dpvae.methods.registry import register_method
 from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
+from dpvae.runspec import RunSpec
 
 if TYPE_CHECKING:
     from dpvae.data.declared import Facts
@@ -158,7 +159,7 @@ class MLPVAEMethod(Method):
         snapshots, ends = store.load_snapshots(ctx.model_dir), info["sgd"]["epoch_ends"]
         if not snapshots or not 0 <= index < len(ends):
             kept = len(ends) if snapshots else 0
-            raise IndexError(f"run {ctx.spec['run_id']} kept {kept} epoch snapshots, asked for #{index}")
+            raise IndexError(f"run {ctx.spec.run_id} kept {kept} epoch snapshots, asked for #{index}")
         model.load_state_dict({**model.state_dict(), **snapshots[ends[index]]})
         count = len(ctx.data.train.y) if n is None else int(n)
         return store.generate(model, info, count, ctx.torch_generator(f"sample-epoch{index + 1}", device="cpu"))
@@ -219,7 +220,7 @@ class DPVAE(MLPVAEMethod):
 
     recompute_ledger = forward("dpvae.methods.p3gm.accounting", "recompute_dp_vae_ledger")
 
-    def planned_ledger(self, params: DPVAEParams, spec: dict, facts: Facts) -> Ledger:
+    def planned_ledger(self, params: DPVAEParams, spec: RunSpec, facts: Facts) -> Ledger:
         """DP-SGD alone: q = B/N and the steps of its `fit.Schedule` (Poisson or the code's batches)."""
         from dpvae.methods.p3gm.accounting import planned_dp_vae_ledger
 
@@ -257,7 +258,7 @@ class P3GM(MLPVAEMethod):
 
     recompute_ledger = forward("dpvae.methods.p3gm.accounting", "recompute_p3gm_ledger")
 
-    def planned_ledger(self, params: P3GMParams, spec: dict, facts: Facts) -> Ledger:
+    def planned_ledger(self, params: P3GMParams, spec: RunSpec, facts: Facts) -> Ledger:
         """The encoding records on rows of d = features + label classes (the one-hot label), then DP-SGD."""
         from dpvae.methods.p3gm.accounting import planned_p3gm_ledger
         from dpvae.methods.p3gm.store import vector_dimension
@@ -295,7 +296,7 @@ class DPGM(Method):
 
     recompute_ledger = forward("dpvae.methods.p3gm.accounting", "recompute_dp_gm_ledger")
 
-    def planned_ledger(self, params: DPGMParams, spec: dict, facts: Facts) -> Ledger:
+    def planned_ledger(self, params: DPGMParams, spec: RunSpec, facts: Facts) -> Ledger:
         """DP kernel k-means and one DP-SGD run per cluster at q = B·k/N (`accounting.dpgm_schedule`)."""
         from dpvae.methods.p3gm.accounting import planned_dp_gm_ledger
 

@@ -29,6 +29,7 @@ from dpvae.privacy.accounting import Conversion, solve_noise_multiplier
 from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, recorded_mechanisms, replace_one_record
 from dpvae.privacy.mechanisms.em import dp_em_records
 from dpvae.privacy.mechanisms.pca import MEAN_RECORD, PCA_RECORD, dp_pca_records, kept_components
+from dpvae.runspec import RunSpec
 
 Centring = Literal["dp", "zero", "nonprivate"]
 CENTRINGS: tuple[str, ...] = get_args(Centring)
@@ -203,17 +204,17 @@ def run_sgd_sigma(
     return sgd_sigma(params.sigma_sgd, encoding, lambda s: sgd_record(s, schedule, params.clip), delta, target, NOTES)
 
 
-def planned_p3gm_ledger(params: Any, spec: dict, n: int, dimension: int) -> Ledger:
+def planned_p3gm_ledger(params: Any, spec: RunSpec, n: int, dimension: int) -> Ledger:
     """The ledger a private P3GM run on `n` rows of `dimension` d writes, before it trains: the encoding records,
     σ_s calibrated on them and the schedule's steps, as `train.train_p3gm` does."""
     from dpvae.methods.p3gm.fit import Schedule
 
     schedule = Schedule(params.batching, n, params.batch_size, params.epochs)
-    check_private(params, spec["variant"], schedule.steps)
+    check_private(params, spec.variant, schedule.steps)
     encoding = encoding_records(params, dimension)
-    sigma, notes = run_sgd_sigma(params, encoding, schedule, spec["delta"], spec["epsilon"])
+    sigma, notes = run_sgd_sigma(params, encoding, schedule, spec.delta, spec.epsilon)
     sgd = (sgd_record(sigma, schedule, params.clip),) if schedule.steps else ()
-    return run_ledger(params, (*encoding, *sgd), spec["delta"], spec["epsilon"], notes)
+    return run_ledger(params, (*encoding, *sgd), spec.delta, spec.epsilon, notes)
 
 
 def dp_vae_sigma(params: Any, schedule: Any, delta: float, target: float) -> tuple[float, str]:
@@ -226,13 +227,13 @@ def dp_vae_ledger(params: Any, run: Mechanism, delta: float, target: float | Non
     return p3gm_ledger([run], delta, target=target, notes=notes, fixed_batches=params.batching == "code")
 
 
-def planned_dp_vae_ledger(params: Any, spec: dict, n: int) -> Ledger:
+def planned_dp_vae_ledger(params: Any, spec: RunSpec, n: int) -> Ledger:
     """The ledger a private DP-VAE run on `n` rows writes, before it trains (as `train.train_dp_vae`)."""
     from dpvae.methods.p3gm.fit import Schedule
 
     schedule = Schedule(params.batching, n, params.batch_size, params.epochs)
-    sigma, notes = dp_vae_sigma(params, schedule, spec["delta"], spec["epsilon"])
-    return dp_vae_ledger(params, sgd_record(sigma, schedule, params.clip), spec["delta"], spec["epsilon"], notes)
+    sigma, notes = dp_vae_sigma(params, schedule, spec.delta, spec.epsilon)
+    return dp_vae_ledger(params, sgd_record(sigma, schedule, params.clip), spec.delta, spec.epsilon, notes)
 
 
 def run_ledger(params: Any, records: Sequence[Mechanism], delta: float, target: float | None, notes: str) -> Ledger:
@@ -251,27 +252,27 @@ def run_ledger(params: Any, records: Sequence[Mechanism], delta: float, target: 
     )
 
 
-def recompute_p3gm_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
+def recompute_p3gm_ledger(params: Any, spec: RunSpec, recorded: dict) -> Ledger:
     """A P3GM run's ledger computed again from its parameters and its records (σ_s recalibrated)."""
     records = recorded_mechanisms(recorded)
     encoding = tuple(r for r in records if r.name != SGD_RECORD)
     runs = [r for r in records if r.name == SGD_RECORD]
     if not runs:
-        return run_ledger(params, encoding, spec["delta"], spec["epsilon"], NOTES)
+        return run_ledger(params, encoding, spec.delta, spec.epsilon, NOTES)
     (run,) = runs
 
     def sgd(sigma: float) -> Mechanism:
         return Mechanism(SGD_RECORD, sigma, run.sample_rate, run.steps, params.clip)
 
-    sigma, notes = sgd_sigma(params.sigma_sgd, encoding, sgd, spec["delta"], spec["epsilon"], NOTES)
-    return run_ledger(params, (*encoding, sgd(sigma)), spec["delta"], spec["epsilon"], notes)
+    sigma, notes = sgd_sigma(params.sigma_sgd, encoding, sgd, spec.delta, spec.epsilon, NOTES)
+    return run_ledger(params, (*encoding, sgd(sigma)), spec.delta, spec.epsilon, notes)
 
 
-def recompute_dp_vae_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
+def recompute_dp_vae_ledger(params: Any, spec: RunSpec, recorded: dict) -> Ledger:
     """A DP-VAE run's ledger computed again from its parameters and the rate and steps it records."""
     (run,) = recorded_mechanisms(recorded)
-    sigma, notes = dp_vae_sigma(params, run, spec["delta"], spec["epsilon"])  # the record has q and T as a schedule
-    return dp_vae_ledger(params, replace(run, noise_multiplier=sigma), spec["delta"], spec["epsilon"], notes)
+    sigma, notes = dp_vae_sigma(params, run, spec.delta, spec.epsilon)  # the record has q and T as a schedule
+    return dp_vae_ledger(params, replace(run, noise_multiplier=sigma), spec.delta, spec.epsilon, notes)
 
 
 # ------------------------------------------------------------------------------- a run by its settings
@@ -478,15 +479,15 @@ def dpgm_ledger(
     return Ledger(paper, strict, target, notes)
 
 
-def recompute_dp_gm_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
+def recompute_dp_gm_ledger(params: Any, spec: RunSpec, recorded: dict) -> Ledger:
     """A DP-GM run's ledger computed again from its parameters and the rate and steps its DP-SGD record holds."""
     run = recorded_mechanisms(recorded)[-1]
-    sigma_c, sigma = dpgm_sigmas(params, spec["epsilon"], spec["delta"], run.sample_rate, run.steps)
-    return dpgm_ledger(params, sigma_c, sigma, run.sample_rate, run.steps, spec["delta"], spec["epsilon"])
+    sigma_c, sigma = dpgm_sigmas(params, spec.epsilon, spec.delta, run.sample_rate, run.steps)
+    return dpgm_ledger(params, sigma_c, sigma, run.sample_rate, run.steps, spec.delta, spec.epsilon)
 
 
-def planned_dp_gm_ledger(params: Any, spec: dict, n: int) -> Ledger:
+def planned_dp_gm_ledger(params: Any, spec: RunSpec, n: int) -> Ledger:
     """The ledger a DP-GM run on `n` records writes, before it trains (as `train.train_dp_gm`)."""
-    rate, steps = dpgm_schedule(params, n, spec["variant"])
-    sigma_c, sigma = dpgm_sigmas(params, spec["epsilon"], spec["delta"], rate, steps)
-    return dpgm_ledger(params, sigma_c, sigma, rate, steps, spec["delta"], spec["epsilon"])
+    rate, steps = dpgm_schedule(params, n, spec.variant)
+    sigma_c, sigma = dpgm_sigmas(params, spec.epsilon, spec.delta, rate, steps)
+    return dpgm_ledger(params, sigma_c, sigma, rate, steps, spec.delta, spec.epsilon)

@@ -73,13 +73,13 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
     from dpvae.privacy.mechanisms import dp_em_diagonal_gmm, dp_pca
 
     p = ctx.params
-    private = bool(ctx.spec["private"])
+    private = bool(ctx.spec.private)
     classes = store.num_classes(ctx.data)
     vectors = store.to_vectors(ctx.data.train.x, ctx.data.train.y, classes)
     n, d = vectors.shape
     schedule = Schedule(p.batching, n, p.batch_size, p.epochs)
     if private:
-        check_private(p, ctx.spec["variant"], schedule.steps)
+        check_private(p, ctx.spec.variant, schedule.steps)
 
     # encoding phase: centring mean, DP-PCA, DP-EM (numpy, each from its own seeded stream)
     started, cpu_started = time.perf_counter(), time.process_time()
@@ -88,7 +88,7 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
     def spent(*sgd: Mechanism) -> Ledger:  # the ledger of the releases so far (a progress line's ε)
         return run_ledger(p, [*encoding, *sgd], ctx.delta, ctx.epsilon, NOTES)
 
-    name, epsilon = ctx.spec["method"], (lambda _: spent()) if private else None
+    name, epsilon = ctx.spec.method, (lambda _: spent()) if private else None
     phases = Progress(f"{name} encoding (DP-PCA, DP-EM)", 2, "phases", epsilon=epsilon)
     pca = dp_pca(vectors, p.pca_components, p.sigma_pca, ctx.rng("dp-pca"), **centring(p, d))
     encoding = tuple(pca.mechanisms)
@@ -116,7 +116,7 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
         model.fc1.requires_grad_(False)
         model.fc22.requires_grad_(False)
     info = {
-        "method": ctx.spec["method"],
+        "method": ctx.spec.method,
         "arch": {"data_dim": d, "latent_dim": latent, "hidden": p.hidden, "pca": True},
         "record_shape": list(ctx.data.train.x.shape[1:]),
         "classes": classes,
@@ -262,10 +262,10 @@ def train_vae(
         budget=budget,
         snapshot=store.snapshot_state if p.record_every_epoch else None,
         precision=ctx.precision,
-        progress=Progress(f"{ctx.spec['method']} training", schedule.steps, epsilon=epsilon),
+        progress=Progress(f"{ctx.spec.method} training", schedule.steps, epsilon=epsilon),
     )
     info = {
-        "method": ctx.spec["method"],
+        "method": ctx.spec.method,
         "arch": {"data_dim": d, "latent_dim": p.latent_dim, "hidden": p.hidden, "pca": False},
         "record_shape": list(ctx.data.train.x.shape[1:]),
         "classes": classes,
@@ -289,7 +289,7 @@ def train_dp_vae(ctx: RunContext) -> Ledger | None:
 
     p = ctx.params
     schedule = schedule_of(ctx)
-    if not ctx.spec["private"]:
+    if not ctx.spec.private:
         train_vae(ctx, clip=p.clip, sigma=0.0 if p.sigma_sgd == "auto" else float(p.sigma_sgd))
         return None
 
@@ -318,7 +318,7 @@ def train_dp_gm(ctx: RunContext) -> Ledger:
     n, d = vectors.shape
     delta, target = ctx.delta, ctx.epsilon
 
-    rate, steps = dpgm_schedule(p, n, ctx.spec["variant"])  # as `accounting.planned_dp_gm_ledger`
+    rate, steps = dpgm_schedule(p, n, ctx.spec.variant)  # as `accounting.planned_dp_gm_ledger`
     sigma_c, sigma = dpgm_sigmas(p, target, delta, rate, steps)
     km = dp_kmeans(
         vectors,

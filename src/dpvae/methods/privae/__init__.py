@@ -24,6 +24,7 @@ from dpvae.methods.base import DPSGD_RELEASES_N, Method, Resources, forward
 from dpvae.methods.registry import register_method
 from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
+from dpvae.runspec import RunSpec
 
 if TYPE_CHECKING:
     from dpvae.data.declared import Facts
@@ -127,7 +128,7 @@ class PriVAE(VAEConv):
 
     recompute_ledger = forward("dpvae.methods.privae.accounting")
 
-    def planned_ledger(self, params: PriVAEParams, spec: dict, facts: Facts) -> Ledger:
+    def planned_ledger(self, params: PriVAEParams, spec: RunSpec, facts: Facts) -> Ledger:
         """q = B/N, T = ⌈epochs·N/B⌉, the noise calibrated as training calibrates it (κ from the parameters and δ
         alone, the aggregation baselines' sensitivities from their clip norm): nothing read from the data."""
         from dpvae.methods.privae.accounting import planned_ledger

@@ -34,6 +34,7 @@ from dpvae.errors import ConfigError
 from dpvae.privacy.accounting import INTEGER_ORDERS, Conversion, abadi_kappa, calibrate_noise, round_up_noise
 from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, recorded_mechanisms
 from dpvae.privacy.release import ReleasePart, combined_mechanism
+from dpvae.runspec import RunSpec
 
 Kappa = Literal["paper", "sqrt5", "tight"]
 KAPPAS: tuple[str, ...] = get_args(Kappa)
@@ -315,16 +316,16 @@ def schedule(params: Any, n: int) -> tuple[float, int]:
     return params.batch_size / n, math.ceil(params.epochs * n / params.batch_size)
 
 
-def recompute_ledger(params: Any, spec: dict, recorded: dict) -> Ledger:
+def recompute_ledger(params: Any, spec: RunSpec, recorded: dict) -> Ledger:
     """A PriVAE run's ledger computed again from its parameters and the rate and steps it records (σ recalibrated)."""
     run = recorded_mechanisms(recorded)[0]
-    return ledger_at(params, run.sample_rate, run.steps, spec["epsilon"], spec["delta"])
+    return ledger_at(params, run.sample_rate, run.steps, spec.epsilon, spec.delta)
 
 
-def planned_ledger(params: Any, spec: dict, n: int) -> Ledger:
+def planned_ledger(params: Any, spec: RunSpec, n: int) -> Ledger:
     """The ledger a private run on `n` training records writes, before it trains (its `schedule`, `ledger_at`)."""
     check_consistent(params)
-    return ledger_at(params, *schedule(params, n), spec["epsilon"], spec["delta"])
+    return ledger_at(params, *schedule(params, n), spec.epsilon, spec.delta)
 
 
 def ledger_at(params: Any, rate: float, steps: int, epsilon: float, delta: float) -> Ledger:

@@ -123,7 +123,7 @@ class _Private:
 
 def train_vae(ctx: RunContext):
     """Train one run of `vae-conv` or `privae`; save the model; return the ledger of a private run."""
-    p, private = ctx.params, bool(ctx.spec["private"])
+    p, private = ctx.params, bool(ctx.spec.private)
     x_train = torch.as_tensor(np.asarray(ctx.data.train.x, dtype=np.float32))
     n = len(x_train)
     sample_rate, steps = schedule(p, n)  # as `accounting.planned_ledger`
@@ -148,7 +148,7 @@ def train_vae(ctx: RunContext):
         if dp:
             dp.engine.steps = state["engine_steps"]
         print(f"resumed at step {start}/{steps}", flush=True)
-    progress = Progress(f"{ctx.spec['method']} training", steps, epsilon=None if dp is None else lambda _: dp.ledger())
+    progress = Progress(f"{ctx.spec.method} training", steps, epsilon=None if dp is None else lambda _: dp.ledger())
     progress.start_at(start)
     for step in range(start, steps):
         if private:
@@ -185,7 +185,7 @@ def train_vae(ctx: RunContext):
 
     if dp:
         dp.engine.close()
-    extra = {"method": ctx.spec["method"], "steps": steps, "privacy": dp.summary() if dp else None}
+    extra = {"method": ctx.spec.method, "steps": steps, "privacy": dp.summary() if dp else None}
     save_vae(model.cpu(), ctx.model_dir, extra)
     return dp.ledger() if dp else None
 
