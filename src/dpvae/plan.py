@@ -59,7 +59,7 @@ from dpvae.runtimes import (
     seconds_of,
 )
 from dpvae.schema import format_eps, read_config
-from dpvae.workflow import Plan
+from dpvae.workflow import Rules
 
 __all__ = ["CPU_MACHINE", "GPU_MACHINE", "CostPlan", "Estimate", "cost_plan", "describe", "device_class"]
 
@@ -116,8 +116,8 @@ class JobCost:
 class Settings:
     """What makes two jobs cost the same, under one configuration (see the module docstring)."""
 
-    def __init__(self, plan: Plan) -> None:
-        self.plan = plan
+    def __init__(self, rules: Rules) -> None:
+        self.rules = rules
         self._specs: dict[tuple, RunSpec | None] = {}
         self._canonical: dict[tuple, str | None] = {}
 
@@ -135,7 +135,7 @@ class Settings:
         metric = wildcards.get("metric")
         params = self._typed("method", spec.method, spec.params)
         opts = (
-            self._typed("metric", metric, options if options is not None else self.plan.metric_options(metric))
+            self._typed("metric", metric, options if options is not None else self.rules.metric_options(metric))
             if metric
             else ""
         )
@@ -146,7 +146,7 @@ class Settings:
         index = (wildcards["dataset"], wildcards["variant"], wildcards["eps"])
         if index not in self._specs:
             try:
-                self._specs[index] = self.plan.spec(*index, wildcards["seed"])
+                self._specs[index] = self.rules.spec(*index, wildcards["seed"])
             except DpvaeError:
                 self._specs[index] = None
         return self._specs[index]
@@ -165,10 +165,10 @@ class Settings:
         try:
             if job.rule == _TRAIN_RULE and _run_of(job.wildcards):
                 w = job.wildcards
-                return self.plan.train_resources(w["dataset"], w["variant"], w["eps"], w["seed"]).work
+                return self.rules.train_resources(w["dataset"], w["variant"], w["eps"], w["seed"]).work
             if job.rule == _STAGE1_RULE:
                 w = job.wildcards
-                return self.plan.stage1_resources(w["dataset"], w["method"], w["key"], w["seed"]).work
+                return self.rules.stage1_resources(w["dataset"], w["method"], w["key"], w["seed"]).work
         except (DpvaeError, KeyError):
             return None
         return None
@@ -215,7 +215,7 @@ class Measurements:
         self.benchmarked: list[Record] = []  # this working directory's benchmark files, for `plan --record`
         self.logged: list[LoggedRate] = []
         self._json: dict[Path, dict] = {}
-        self._overlays: dict[str, Plan | None] = {}
+        self._overlays: dict[str, Rules | None] = {}
 
     def add(self, rule: str, group: str, ident: str, key: tuple, measurement: Measurement) -> None:
         """One measured job, unless one added before measured the same job."""
@@ -231,7 +231,7 @@ class Measurements:
             if key is not None and seconds is not None:
                 group = self.settings.group(bench.wildcards, spec)
                 record = Record(
-                    self.settings.plan.scale,
+                    self.settings.rules.scale,
                     bench.rule,
                     group,
                     _ident(bench.rule, bench.wildcards, bench.path),
@@ -246,7 +246,7 @@ class Measurements:
         for path in sorted(root.glob("*/*.tsv")):
             with path.open(newline="") as handle:
                 for row in csv.DictReader(handle, delimiter="\t"):
-                    if row["scale"] == self.settings.plan.scale:
+                    if row["scale"] == self.settings.rules.scale:
                         key = _tuples(json.loads(row["key"]))
                         measurement = Measurement(float(row["seconds"]), row["device"])
                         self.add(row["rule"], row["group"], row["ident"], key, measurement)
@@ -260,14 +260,14 @@ class Measurements:
             ["paper", "dataset", "variant", "epsilon", "seed", "setting"], keep="last"
         )
         for (command, paper), rows in frame.groupby(["command", "paper"]):
-            plan = self._overlay_plan(command)
-            if plan is None:
+            rules = self._overlay_rules(command)
+            if rules is None:
                 continue
             papers_runs = {  # the row's paper's runs only: P3GM's "real" on mnist-p3gm is not DP²-VAE's on mnist
                 run
-                for name, experiment in plan.config["experiments"].items()
+                for name, experiment in rules.config["experiments"].items()
                 if experiment.get("paper") == paper and "analysis" not in experiment
-                for run in experiment_runs(plan.config, name)
+                for run in experiment_runs(rules.config, name)
             }
             runs: dict[tuple, list[Run]] = {}
             for run in papers_runs:
@@ -288,7 +288,7 @@ class Measurements:
                     "eps": eps,
                     "seed": str(found[0].seed),
                 }
-                spec = plan.spec(**wildcards)
+                spec = rules.spec(**wildcards)
                 key = self.settings.key(_TRAIN_RULE, wildcards, spec)
                 if key is not None:
                     measurement = Measurement(float(row.wall_s), str(row.device))
@@ -302,7 +302,7 @@ class Measurements:
         if not (uses_gpu and job.gpu):
             wanted += _CPUS
         pools = [("measured", self.by_key.get(self.settings.key(job.rule, job.wildcards), {}))]
-        if self.settings.plan.scale != "paper":
+        if self.settings.rules.scale != "paper":
             pools += [
                 ("similar", self.by_group.get((job.rule, self.settings.group(job.wildcards)), {})),
                 ("rule", self.by_rule.get(job.rule, {})),
@@ -339,7 +339,7 @@ class Measurements:
         spec where the recorded one is not a run spec of this code's)."""
         paths = [self.workdir / p for p in bench.outputs if p.endswith(".json")]
         if run := _run_of(bench.wildcards):
-            paths.append(self.workdir / run.path(self.settings.plan.scale) / "train.json")
+            paths.append(self.workdir / run.path(self.settings.rules.scale) / "train.json")
         device, spec, options = "", None, None
         for path in paths:
             record = self._read_json(path)
@@ -360,7 +360,7 @@ class Measurements:
             self._json[path] = loaded if isinstance(loaded, dict) else {}
         return self._json[path]
 
-    def _overlay_plan(self, command: str) -> Plan | None:
+    def _overlay_rules(self, command: str) -> Rules | None:
         """The configuration a recorded run was trained under: config.yaml + the campaign overlay its
         command names, read where it lives now (`campaign_overlay`; None if that file is gone or no longer valid)."""
         match = CAMPAIGN_OVERLAY.search(command)
@@ -368,7 +368,7 @@ class Measurements:
         if name not in self._overlays:
             files = [REPO_ROOT / "config.yaml"] + ([REPO_ROOT / name] if name else [])
             try:
-                self._overlays[name] = Plan(read_config(files), REPO_ROOT)
+                self._overlays[name] = Rules(read_config(files), REPO_ROOT)
             except DpvaeError:
                 self._overlays[name] = None
         return self._overlays[name]
@@ -533,14 +533,14 @@ def cost_plan(
     (measurements: `workdir`'s benchmark files, then `measured_dir`'s records and logs, then at paper scale
     `reproductions_dir`'s recorded runs)."""
     config = read_config([REPO_ROOT / "config.yaml", *configfiles])
-    plan = Plan(config, REPO_ROOT)  # validates: a bad config is one message
-    plan.check_targets(targets, built_only=False)  # a misspelt item names the valid ones
+    rules = Rules(config, REPO_ROOT)  # validates: a bad config is one message
+    rules.check_targets(targets, built_only=False)  # a misspelt item names the valid ones
     dag: Dag = snakemake_dag(targets, configfiles, workdir)
-    settings = Settings(plan)
+    settings = Settings(rules)
     measured = Measurements(settings, Path(workdir))
     measured.add_benchmarks(dag.benchmarks)
     measured.add_committed(measured_dir)
-    if plan.scale == "paper":
+    if rules.scale == "paper":
         measured.add_recorded(reproductions_dir)
     device = str(config.get("device", "auto"))
     costs = [
@@ -554,7 +554,7 @@ def cost_plan(
     return CostPlan(
         tuple(targets),
         tuple(str(f) for f in configfiles),
-        plan.scale,
+        rules.scale,
         device,
         costs,
         dag.rules,

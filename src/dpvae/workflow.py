@@ -1,6 +1,6 @@
 """The Snakemake rules' view of a validated configuration: targets, inputs, specs and resources.
 
-`Plan(config)` validates the configuration once and answers every question a rule's input function or
+`Rules(config)` validates the configuration once and answers every question a rule's input function or
 params ask, from an index of all runs (so that planning 7,000 jobs stays linear). Rules pass file paths,
 never run tables: the run lists of an aggregate and the inputs of a render job are written to small JSON
 spec files by local rules (`aggregate_spec`, `item_spec`).
@@ -34,7 +34,7 @@ _GATHER_TARGET = re.compile(r"^(?:\./)?figures/(?P<item>[^/.]+)\.pdf$")
 RULE_TARGETS = frozenset({"all"})
 
 
-class Plan:
+class Rules:
     """Every rule-level question about one configuration (validated on construction)."""
 
     def __init__(self, config: dict, basedir: str | Path = ".") -> None:

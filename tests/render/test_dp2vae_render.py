@@ -15,7 +15,7 @@ from dpvae import stages
 from dpvae.analyses import TIDY_COLUMNS
 from dpvae.items import ITEMS
 from dpvae.runs import split_variant
-from dpvae.workflow import Plan
+from dpvae.workflow import Rules
 
 DP2VAE_ITEMS = [key.split("/")[1] for key in ITEMS if key.startswith("dp2vae/")]
 RUN = "results/smoke/runs/{dataset}/{variant}/eps{eps}/seed0"
@@ -57,7 +57,7 @@ def _rows(experiment: str, dataset: str, variant: str, method: str, eps: float |
 def built(smoke_config, tmp_path_factory):
     """A fake smoke build: tidy tables and sample grids where the plan says they go."""
     root = tmp_path_factory.mktemp("render")
-    plan = Plan(smoke_config, root)
+    plan = Rules(smoke_config, root)
     specs = {}
     for item_id in DP2VAE_ITEMS:
         spec = plan.item_spec("dp2vae", item_id)

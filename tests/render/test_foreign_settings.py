@@ -20,7 +20,7 @@ from dpvae.paths import REPO_ROOT
 from dpvae.render.base import RenderContext, load_renderers
 from dpvae.render.setting import checked_settings, experiment_setting
 from dpvae.schema import read_config
-from dpvae.workflow import Plan
+from dpvae.workflow import Rules
 
 GRID = [0.5, 1.0, 2.0]
 FOREIGN = "breast-cancer"  # a user's dataset id: no paper used it
@@ -199,7 +199,7 @@ def test_planning_refuses_an_item_that_cannot_show_the_grid(tmp_path):
         "experiments:\n  p3gm_dimension: {epsilons: [0.5, 1, 2]}\n  p3gm_tabular: {epsilons: [0.5, 1, 2]}\n"
     )
     config = load_config([REPO_ROOT / "config.yaml", REPO_ROOT / "tests" / "config" / "smoke.yaml", overlay])
-    plan = Plan(config, REPO_ROOT)
+    plan = Rules(config, REPO_ROOT)
     with pytest.raises(ConfigError, match=r"p3gm/fig6 cannot show experiments.p3gm_dimension.epsilons 0.5, 2"):
         plan.check_targets(["figures/p3gm/fig6.pdf"], built_only=False)
     with pytest.raises(ConfigError, match=r"p3gm/fig6 cannot show"):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from dpvae.paths import REPO_ROOT
 from dpvae.runs import Run
-from dpvae.workflow import Plan
+from dpvae.workflow import Rules
 
 SCRIPT = REPO_ROOT / "workflow" / "campaigns" / "gpu_queue.py"
 
@@ -29,7 +29,7 @@ def test_every_entry_names_configured_runs_and_metrics():
     entries = queue.load_queue()
     assert entries and len({e.name for e in entries}) == len(entries)
     for entry in entries:
-        needed = Plan(queue._config(entry.overlay)).all_runs()
+        needed = Rules(queue._config(entry.overlay)).all_runs()
         for variant, eps, seed in itertools.product(entry.variants, entry.epsilons, entry.seeds):
             assert Run(entry.dataset, variant, eps, seed) in needed, f"{entry.name}: its overlay has no such run"
         assert all(target.endswith(".json") and f"/{entry.dataset}/" in target for target in entry.targets())

@@ -33,7 +33,7 @@ from dpvae.plan import (
 )
 from dpvae.runs import run_spec
 from dpvae.runtimes import Declared, DeviceClass, read_device_logs
-from dpvae.workflow import Plan
+from dpvae.workflow import Rules
 
 TARGET = "figures/privae/fig2.pdf"
 SMOKE = REPO_ROOT / "tests" / "config" / "smoke.yaml"
@@ -47,7 +47,7 @@ def _plan(args: list[str], capsys) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
-def _fake_built_run(root: Path, plan: Plan, run) -> None:
+def _fake_built_run(root: Path, plan: Rules, run) -> None:
     """The prepared data and one run's train outputs, older first (Snakemake compares mtimes), with the
     train.json and benchmark file a real train job writes; no Snakemake metadata, as after a copy."""
     run_dir = root / run.path(plan.scale)
@@ -66,13 +66,13 @@ def _fake_built_run(root: Path, plan: Plan, run) -> None:
 
 
 @pytest.fixture(scope="module")
-def faked(tmp_path_factory) -> tuple[Path, list[str], Plan, object]:
+def faked(tmp_path_factory) -> tuple[Path, list[str], Rules, object]:
     """A working directory with one run of the target faked as built, the plan's arguments, the rules' plan
     and that run."""
     root = tmp_path_factory.mktemp("plan")
     overlay = root / "seeds.yaml"
     overlay.write_text(OVERLAY)
-    plan = Plan(load_config([REPO_ROOT / "config.yaml", SMOKE, overlay]), REPO_ROOT)
+    plan = Rules(load_config([REPO_ROOT / "config.yaml", SMOKE, overlay]), REPO_ROOT)
     runs = plan.runs("privae_clustering", "pinwheel")
     assert len(runs) == 4  # 2 variants x 1 epsilon x 2 seeds
     built = next(r for r in runs if r.variant == "privae-pinwheel" and r.seed == 0)
@@ -181,7 +181,7 @@ def test_each_papers_recorded_run_keeps_its_own_measurement(tmp_path):
     pd.DataFrame(
         [row("dp2vae", "table1", "workflow/campaigns/overlays/dp2vae-cpu-build0.yaml", 22.0, "2026-11-20")]
     ).to_csv(tmp_path / "dp2vae.csv", index=False)
-    plan = Plan(load_config([REPO_ROOT / "config.yaml"]), REPO_ROOT)
+    plan = Rules(load_config([REPO_ROOT / "config.yaml"]), REPO_ROOT)
     measured = Measurements(Settings(plan), tmp_path)
     measured.add_recorded(tmp_path)
     p3gm_real = {"dataset": "mnist-p3gm", "variant": "real", "eps": "inf", "seed": "0"}
@@ -197,10 +197,10 @@ def test_a_recorded_overlay_is_read_where_it_lives_now(tmp_path):
     workflow/campaigns/; its settings are that overlay's, read where it lives now."""
     from dpvae.plan import Measurements, Settings
 
-    plan = Plan(load_config([REPO_ROOT / "config.yaml"]), REPO_ROOT)
+    plan = Rules(load_config([REPO_ROOT / "config.yaml"]), REPO_ROOT)
     measured = Measurements(Settings(plan), tmp_path)
-    before = measured._overlay_plan("snakemake --configfile=workflow/campaigns/p3gm-cpu.yaml x")
-    after = measured._overlay_plan("snakemake --configfile=workflow/campaigns/overlays/p3gm-cpu.yaml x")
+    before = measured._overlay_rules("snakemake --configfile=workflow/campaigns/p3gm-cpu.yaml x")
+    after = measured._overlay_rules("snakemake --configfile=workflow/campaigns/overlays/p3gm-cpu.yaml x")
     overlay = REPO_ROOT / "workflow" / "campaigns" / "overlays" / "p3gm-cpu.yaml"
     assert before.config == after.config == load_config([REPO_ROOT / "config.yaml", overlay]) != plan.config
 
@@ -212,7 +212,7 @@ CPU_REF_MIN = 240
 
 @pytest.fixture(scope="module")
 def smoke_settings() -> Settings:
-    return Settings(Plan(load_config([REPO_ROOT / "config.yaml", SMOKE]), REPO_ROOT))
+    return Settings(Rules(load_config([REPO_ROOT / "config.yaml", SMOKE]), REPO_ROOT))
 
 
 def _reference_job(gpu: bool = True) -> DagJob:
@@ -269,7 +269,7 @@ def test_device_logs_price_dp2vae_on_a_gpu_only(tmp_path):
     assert sorted(r.seconds_per_step for r in stage2) == [0.0118, 0.01418]
     assert {r.device for r in stage2} == {"cuda: NVIDIA H200"}
 
-    plan = Plan(load_config([REPO_ROOT / "config.yaml"]), REPO_ROOT)
+    plan = Rules(load_config([REPO_ROOT / "config.yaml"]), REPO_ROOT)
     run = next(r for r in plan.all_runs() if r.variant == "dp2vae" and r.dataset == "mnist")
     wildcards = {"dataset": run.dataset, "variant": run.variant, "eps": run.eps, "seed": str(run.seed)}
     resources = plan.train_resources(run.dataset, run.variant, run.eps, run.seed)
@@ -303,7 +303,7 @@ def test_recorded_benchmarks_come_back_at_their_scale_only(smoke_settings, tmp_p
     assert measured.estimate(job, CPU_MACHINE, "auto") == Estimate(
         42.0, "measured", False, ("cpu: test x2",), frozenset({"p"})
     )
-    paper = Measurements(Settings(Plan(load_config([REPO_ROOT / "config.yaml"]), REPO_ROOT)), tmp_path)
+    paper = Measurements(Settings(Rules(load_config([REPO_ROOT / "config.yaml"]), REPO_ROOT)), tmp_path)
     paper.add_committed(tmp_path)
     assert paper.by_key == {}
 

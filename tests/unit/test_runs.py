@@ -111,9 +111,9 @@ def test_dp2vae_items_plan_one_stage1_per_dataset_and_seed(paper_config):
     """The DP2-VAE items at paper scale: one stage-1 job per (dataset, seed), loaded by every epsilon, every
     learning rate of Fig. 9 and Fig. 5's pre-training arm; Fig. 5's other arm loads none."""
     from dpvae.paths import REPO_ROOT
-    from dpvae.workflow import Plan
+    from dpvae.workflow import Rules
 
-    plan = Plan(paper_config, REPO_ROOT)
+    plan = Rules(paper_config, REPO_ROOT)
     experiments = [
         n for n, e in paper_config["experiments"].items() if e.get("paper") == "dp2vae" and "analysis" not in e
     ]

@@ -17,7 +17,7 @@ from dpvae.errors import ConfigError
 from dpvae.paths import REPO_ROOT
 from dpvae.runs import Run, run_spec, stage1_of
 from dpvae.runspec import Audit, RunSpec
-from dpvae.workflow import Plan
+from dpvae.workflow import Rules
 
 RECORDED = Path(__file__).with_name("recorded_run_specs.txt")
 #: the modules that build run specs: the type (and `RunSpec.standalone`) and the configuration's builder
@@ -59,7 +59,7 @@ def test_the_json_is_the_dict_builders_byte_for_byte(configs, label):
 
 
 def test_every_smoke_run_round_trips_with_its_optional_keys_absent_when_unset(configs):
-    plan = Plan(configs["audited"])
+    plan = Rules(configs["audited"])
     runs = sorted(plan.all_runs())
     assert len(runs) > 40
     seen = set()

@@ -55,8 +55,8 @@ def test_a_new_item_over_a_new_experiment_is_config_items_and_one_renderer(tmp_p
     planned = _plan(
         copy,
         "from dpvae.config import load_config",
-        "from dpvae.workflow import Plan",
-        "plan = Plan(load_config(['config.yaml', 'tests/config/smoke.yaml']), '.')",
+        "from dpvae.workflow import Rules",
+        "plan = Rules(load_config(['config.yaml', 'tests/config/smoke.yaml']), '.')",
         "spec = plan.item_spec('p3gm', 'fig10')",
         "print(sorted(spec['tables']), spec['context']['experiments']['p3gm_adult_eps']['variants'])",
         "print('default' if 'figures/p3gm/fig10.pdf' in plan.default_targets() else 'left out')",

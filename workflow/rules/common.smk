@@ -15,7 +15,7 @@ from snakemake.settings.types import DeploymentMethod
 
 from dpvae.errors import DpvaeError
 from dpvae.paths import data_mirror, item_prefix, results_dir
-from dpvae.workflow import Plan
+from dpvae.workflow import Rules
 
 
 def stop(error):
@@ -31,7 +31,7 @@ def stop(error):
 # to the working directory ("Relocatable" below).
 BASE = os.path.relpath(workflow.basedir)
 try:
-    PLAN = Plan(config, BASE)
+    RULES = Rules(config, BASE)
 except DpvaeError as error:
     stop(error)
 
@@ -78,7 +78,7 @@ def prepared(dataset):
 @checked
 def fetch_inputs(wildcards):
     """The verified raw files a dataset is prepared from (none for generated datasets)."""
-    return PLAN.fetch_inputs(wildcards.dataset, dryrun=workflow.dryrun)
+    return RULES.fetch_inputs(wildcards.dataset, dryrun=workflow.dryrun)
 
 
 def gpus(wanted):
@@ -88,29 +88,29 @@ def gpus(wanted):
 
 def default_targets():
     """Every item that can be built today (its methods, metrics and renderer exist)."""
-    return PLAN.default_targets()
+    return RULES.default_targets()
 
 
 def _spec(w):
-    return PLAN.spec_json(w.dataset, w.variant, w.eps, w.seed)
+    return RULES.spec_json(w.dataset, w.variant, w.eps, w.seed)
 
 
 def _resources(w):
-    return PLAN.train_resources(w.dataset, w.variant, w.eps, w.seed)
+    return RULES.train_resources(w.dataset, w.variant, w.eps, w.seed)
 
 
 def _stage1_inputs(w):
-    return PLAN.stage1_inputs(w.dataset, w.variant, w.eps, w.seed)
+    return RULES.stage1_inputs(w.dataset, w.variant, w.eps, w.seed)
 
 
 @checked
 def _stage1_spec(w):
-    return PLAN.stage1_spec_json(w.dataset, w.method, w.key, w.seed)
+    return RULES.stage1_spec_json(w.dataset, w.method, w.key, w.seed)
 
 
 @checked
 def _stage1_resources(w):
-    return PLAN.stage1_resources(w.dataset, w.method, w.key, w.seed)
+    return RULES.stage1_resources(w.dataset, w.method, w.key, w.seed)
 
 
 def _metric(w):
@@ -121,17 +121,17 @@ def _metric(w):
 
 @checked
 def _experiment_inputs(w):
-    return {"spec": f"{RESULTS}/experiments/{w.experiment}.json", "tables": PLAN.experiment_inputs(w.experiment)}
+    return {"spec": f"{RESULTS}/experiments/{w.experiment}.json", "tables": RULES.experiment_inputs(w.experiment)}
 
 
 @checked
 def _render_inputs(w):
-    PLAN.check_buildable(f"figures/{w.paper}/{w.item}.pdf", dryrun=workflow.dryrun)
+    RULES.check_buildable(f"figures/{w.paper}/{w.item}.pdf", dryrun=workflow.dryrun)
     return {
         "spec": f"{RESULTS}/items/{w.paper}/{w.item}.json",
-        "renderer": PLAN.renderer_files(w.paper),
-        "published": PLAN.published_files(w.paper),
-        "tables": PLAN.render_inputs(w.paper, w.item),
+        "renderer": RULES.renderer_files(w.paper),
+        "published": RULES.published_files(w.paper),
+        "tables": RULES.render_inputs(w.paper, w.item),
     }
 
 

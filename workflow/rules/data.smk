@@ -20,7 +20,7 @@ if MIRROR:
 
 rule fetch:
     input:
-        lambda w: PLAN.declared_files(w.source),  # a dataset declared in the config: its own file(s)
+        lambda w: RULES.declared_files(w.source),  # a dataset declared in the config: its own file(s)
     output:
         f"{DATA}/raw/{{source}}/SHA256SUMS",
     log:
@@ -31,7 +31,7 @@ rule fetch:
         dpvae=DPVAE,
         root=lambda w, output: Path(output[0]).parents[2],  # <root>/raw/<source>/SHA256SUMS
         unverified=lambda w: "--allow-unverified" if w.source in config["data"]["allow_unverified"] else "",
-        declared=lambda w: PLAN.declaration(w.source),
+        declared=lambda w: RULES.declaration(w.source),
     shell:
         (
             "{params.dpvae} fetch --source {wildcards.source} --root {params.root} "

@@ -3,7 +3,7 @@
 # e.g. FID's real-image statistics); analyses are experiments computed without training runs.
 rule evaluate:
     input:
-        unpack(lambda w: PLAN.evaluate_inputs(w.dataset, RUN.format(**dict(w.items())), w.metric)),
+        unpack(lambda w: RULES.evaluate_inputs(w.dataset, RUN.format(**dict(w.items())), w.metric)),
     output:
         f"{RUN}/metrics/{{metric}}.json",
     log:
@@ -20,7 +20,7 @@ rule evaluate:
     params:
         dpvae=DPVAE,
         run=lambda w, input: Path(input.train).parent,
-        options=lambda w: json.dumps(PLAN.metric_options(w.metric), sort_keys=True),
+        options=lambda w: json.dumps(RULES.metric_options(w.metric), sort_keys=True),
         reference=lambda w, input: f"--reference {input.reference}" if "reference" in input.keys() else "",
     shell:
         "OMP_NUM_THREADS={threads} {params.dpvae} evaluate --run {params.run} --metric {wildcards.metric} "
@@ -45,7 +45,7 @@ rule reference:
         gpu=lambda w: gpus(_metric(w).gpu),
     params:
         dpvae=DPVAE,
-        options=lambda w: json.dumps(PLAN.reference_options(w.metric), sort_keys=True),
+        options=lambda w: json.dumps(RULES.reference_options(w.metric), sort_keys=True),
     shell:
         "OMP_NUM_THREADS={threads} {params.dpvae} reference --data {input.data} --metric {wildcards.metric} "
         "--options {params.options:q} --out {output} > {log} 2>&1"
@@ -59,7 +59,7 @@ rule aggregate_spec:
     conda:
         ENV
     params:
-        spec=lambda w: PLAN.aggregate_spec(w.experiment, w.dataset, w.variant),
+        spec=lambda w: RULES.aggregate_spec(w.experiment, w.dataset, w.variant),
     script:
         "../scripts/write_spec.py"
 
@@ -67,7 +67,7 @@ rule aggregate_spec:
 rule aggregate:
     input:
         spec=f"{RESULTS}/tables/{{experiment}}/{{dataset}}/{{variant}}.runs.json",
-        runs=lambda w: PLAN.aggregate_inputs(w.experiment, w.dataset, w.variant),
+        runs=lambda w: RULES.aggregate_inputs(w.experiment, w.dataset, w.variant),
     output:
         f"{RESULTS}/tables/{{experiment}}/{{dataset}}/{{variant}}.csv",
     log:
@@ -82,7 +82,7 @@ rule aggregate:
 
 rule combine:
     input:
-        lambda w: PLAN.variant_tables(w.experiment, w.dataset),
+        lambda w: RULES.variant_tables(w.experiment, w.dataset),
     output:
         f"{RESULTS}/tables/{{experiment}}/{{dataset}}.csv",
     log:
@@ -106,7 +106,7 @@ rule analyze:
         ENV
     params:
         dpvae=DPVAE,
-        context=lambda w: json.dumps(PLAN.analysis_context(w.experiment), sort_keys=True),
+        context=lambda w: json.dumps(RULES.analysis_context(w.experiment), sort_keys=True),
     shell:
         "{params.dpvae} analyze --experiment {wildcards.experiment} --context {params.context:q} "
         "--out {output} > {log} 2>&1"

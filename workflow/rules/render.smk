@@ -11,7 +11,7 @@ rule item_spec:
     conda:
         ENV
     params:
-        spec=lambda w: PLAN.item_spec(w.paper, w.item),
+        spec=lambda w: RULES.item_spec(w.paper, w.item),
     script:
         "../scripts/write_spec.py"
 
@@ -52,7 +52,7 @@ rule render_table:
         ENV
     params:
         dpvae=DPVAE,
-        caption=lambda w: PLAN.caption(w.paper, w.item),
+        caption=lambda w: RULES.caption(w.paper, w.item),
     shell:
         "{params.dpvae} render --spec {input.spec} > {log} 2>&1"
 
@@ -81,7 +81,7 @@ rule render_figure:
         ENV
     params:
         dpvae=DPVAE,
-        caption=lambda w: PLAN.caption(w.paper, w.item),
+        caption=lambda w: RULES.caption(w.paper, w.item),
     shell:
         "{params.dpvae} render --spec {input.spec} > {log} 2>&1"
 
@@ -116,14 +116,14 @@ rule render_figure_csv:
         ENV
     params:
         dpvae=DPVAE,
-        caption=lambda w: PLAN.caption(w.paper, w.item),
+        caption=lambda w: RULES.caption(w.paper, w.item),
     shell:
         "{params.dpvae} render --spec {input.spec} > {log} 2>&1"
 
 
 rule unknown_target:
     input:
-        checked(lambda w: PLAN.check_buildable(f"figures/{w.path}", dryrun=workflow.dryrun) or []),
+        checked(lambda w: RULES.check_buildable(f"figures/{w.path}", dryrun=workflow.dryrun) or []),
     # Matches only what no other rule makes under figures/: explains what the valid targets are.
     output:
         "figures/{path}",
@@ -142,7 +142,7 @@ ruleorder: render_table > render_figure > render_figure_csv > scorecard > gather
 
 rule gather:
     input:
-        lambda w: PLAN.gathered(w.item),
+        lambda w: RULES.gathered(w.item),
     output:
         "figures/{item}.pdf",
     log:
@@ -152,7 +152,7 @@ rule gather:
     params:
         dpvae=DPVAE,
         pdfs=lambda w, input: " ".join(f"--pdf {p}" for p in input),
-        pending=lambda w: json.dumps(PLAN.gather_pending(w.item)),
+        pending=lambda w: json.dumps(RULES.gather_pending(w.item)),
     shell:
         "{params.dpvae} gather --item {wildcards.item} {params.pdfs} --pending {params.pending:q} "
         "--out {output} > {log} 2>&1"
@@ -161,7 +161,7 @@ rule gather:
 rule scorecard:
     # Every published cell beside the recorded paper-scale reproductions (reproductions/<paper>.csv).
     input:
-        published=PLAN.published_files(""),
+        published=RULES.published_files(""),
         reproductions=sorted(str(p) for p in Path(BASE, "reproductions").glob("*.csv")),
     output:
         pdf=report("figures/scorecard.pdf", caption="../report/scorecard.rst", category="scorecard"),
@@ -185,7 +185,7 @@ rule experiment_spec:
     conda:
         ENV
     params:
-        spec=lambda w: PLAN.experiment_spec(w.experiment),
+        spec=lambda w: RULES.experiment_spec(w.experiment),
     script:
         "../scripts/write_spec.py"
 

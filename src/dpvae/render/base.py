@@ -50,7 +50,7 @@ class RenderContext:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)  # experiment -> tidy table
     artifacts: list[str] = field(default_factory=list)
     config: dict = field(default_factory=dict)  # the experiments and variants the item uses
-    # experiment -> how its configured setting compares with the paper's: checked while planning (`Plan`)
+    # experiment -> how its configured setting compares with the paper's: checked while planning (`Rules`)
     settings: dict[str, Setting] = field(default_factory=dict)
 
     @property

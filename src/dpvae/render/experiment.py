@@ -116,7 +116,7 @@ def experiment_table(table: pd.DataFrame, walls: pd.DataFrame) -> pd.DataFrame:
 
 
 def render_experiment(spec_path: str | Path, prefix: str | Path) -> pd.DataFrame:
-    """Write <prefix>.pdf, .csv and .tex for the experiment of an experiment spec file (`Plan.experiment_spec`)."""
+    """Write <prefix>.pdf, .csv and .tex for the experiment of an experiment spec file (`Rules.experiment_spec`)."""
     spec = json.loads(Path(spec_path).read_text())
     frames = [pd.read_csv(p) for p in spec["tables"]]
     if not frames or all(f.empty for f in frames):

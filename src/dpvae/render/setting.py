@@ -6,7 +6,7 @@ its datasets and its epsilon grid). Rendered on other data or another grid (a co
 either handles it (epsilon and dataset stay axes, the paper's title and published numbers are dropped for data
 the paper did not use, the page says "not the paper's setting"), and declares so at registration
 (`register_renderer(key, handles=("datasets", "epsilons"))`), or the item is refused with one line naming
-what it cannot show. The check runs once, while planning (`dpvae.workflow.Plan`); the render job reads its
+what it cannot show. The check runs once, while planning (`dpvae.workflow.Rules`); the render job reads its
 outcome, each experiment's `Setting`, from the item's spec.
 """
 
