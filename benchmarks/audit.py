@@ -29,12 +29,11 @@ import time
 
 import torch
 
-from dpvae.analyses.audit import train_audited
+from dpvae.analyses.audit import target_spec, train_audited
 from dpvae.config import load_config
 from dpvae.devices import device_argument, device_name
 from dpvae.paths import REPO_ROOT
 from dpvae.privacy.engine_audit import AuditSetting, run_audit
-from dpvae.runspec import Audit, RunSpec
 
 
 def main() -> None:
@@ -90,23 +89,18 @@ def main() -> None:
                 audit.result.max_certifiable,
                 time.time() - started,
             )
-        for label, target in methods["targets"].items():
+        for label in methods["targets"]:
             if only and label not in only:
                 continue
             started = time.time()
             record = train_audited(
-                RunSpec.standalone(
-                    f"audit/{label}",
+                target_spec(
+                    label,
+                    methods,
                     f"{tmp}/{label}",
-                    dataset=target["dataset"],
-                    variant=label,
-                    method=target["method"],
-                    params=target.get("params", {}),
-                    epsilon=float(methods["epsilon"]),
                     delta=config["delta"],
-                    device=args.device,
                     data_root=args.data_root,
-                    audit=Audit(methods["canaries"]),
+                    device=args.device,
                 )
             )
             report(

@@ -66,6 +66,29 @@ def dpsgd_audit(name: str, experiment: dict, context: dict) -> pd.DataFrame:
     return tidy(rows)
 
 
+def target_spec(
+    label: str, params: dict, run: Path | str, *, delta: float, data_root: str, device: str = "cpu", scale: str = ""
+) -> RunSpec:
+    """The run spec of target `label` of an audit experiment's `params` (`targets.<label>`: dataset, method,
+    params), trained at its epsilon with its canaries (the analysis and benchmarks/audit.py build it here)."""
+    target = params["targets"][label]
+    return RunSpec.standalone(
+        f"audit/{label}",
+        str(run),
+        scale=scale,
+        dataset=target["dataset"],
+        variant=label,
+        method=target["method"],
+        params=target.get("params", {}),
+        epsilon=float(params["epsilon"]),
+        delta=delta,
+        seed=params.get("seed", 0),
+        device=device,
+        data_root=data_root,
+        audit=Audit(params["canaries"], params.get("confidence", DEFAULT_AUDIT_CONFIDENCE)),
+    )
+
+
 def train_audited(spec: RunSpec) -> dict:
     """Train one run through its method's own entry point (`method.train`) inside a canary session; write its
     ledger (privacy.json) and audit.json into `spec.run`; return the audit record. The budget is checked
@@ -129,20 +152,13 @@ def method_audit(name: str, experiment: dict, context: dict) -> pd.DataFrame:
                 f"in the experiment's datasets {experiment['datasets']} (they are its prepared inputs)"
             )
         seed = params.get("seed", 0)
-        spec = RunSpec.standalone(
-            f"audit/{label}",
-            str(runs / label),
-            scale=context.get("scale", ""),
-            dataset=target["dataset"],
-            variant=label,
-            method=target["method"],
-            params=target.get("params", {}),
-            epsilon=float(params["epsilon"]),
+        spec = target_spec(
+            label,
+            params,
+            runs / label,
             delta=context["delta"],
-            seed=seed,
-            device="cpu",
             data_root=context["data_root"],
-            audit=Audit(params["canaries"], params.get("confidence", DEFAULT_AUDIT_CONFIDENCE)),
+            scale=context.get("scale", ""),
         )
         record = train_audited(spec)
         base = {
