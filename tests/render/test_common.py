@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from dpvae.paths import run_dir, run_dir_parts
-from dpvae.render.common import dataset_label, mean_sd, run_of
+from dpvae.render.common import dataset_label, is_real_data, mean_sd, run_of
 from dpvae.runs import Run
 from dpvae.seeds import SeedStats, seed_summary
 
@@ -42,3 +42,9 @@ def test_stand_ins_are_labelled_with_their_real_dataset():
     assert dataset_label("credit-standin") == "Kaggle Credit (stand-in data)"
     assert dataset_label("mnist-p3gm") == "MNIST"
     assert dataset_label("celeba32-standin", {"celeba": "CelebA"}) == "CelebA (stand-in data)"
+
+
+def test_real_data_is_told_by_the_configured_method_not_the_name():
+    config = {"variants": {"original": {"method": "real"}, "real": {"method": "p3gm"}, "sweep": {"method": "real"}}}
+    assert is_real_data(config, "original") and is_real_data(config, "sweep@n=10")
+    assert not is_real_data(config, "real")  # a variant named so that runs a generator

@@ -21,6 +21,7 @@ from dpvae.render.base import RenderContext, load_renderers
 from dpvae.render.setting import checked_settings, experiment_setting
 from dpvae.schema import read_config
 from dpvae.workflow import Rules
+from support.render_context import spec_variants
 
 GRID = [0.5, 1.0, 2.0]
 FOREIGN = "breast-cancer"  # a user's dataset id: no paper used it
@@ -57,7 +58,7 @@ def context(key: str, experiments: dict, tables: dict, tmp_path) -> RenderContex
         str(tmp_path / key.replace("/", "-")),
         {k: tidy(v) for k, v in tables.items()},
         [],
-        {"experiments": experiments, "delta": 1e-5, "scale": "smoke", "variants": {}},
+        {"experiments": experiments, "delta": 1e-5, "scale": "smoke", "variants": spec_variants(experiments)},
         planned(key, experiments),
     )
 

@@ -11,6 +11,7 @@ import pytest
 from dpvae.analyses.tidy import tidy
 from dpvae.items import get_item
 from dpvae.render.base import RenderContext, load_renderers
+from support.render_context import spec_variants
 
 VARIANTS = ["privbayes", "ryan", "dp-gm", "p3gm", "real"]
 
@@ -46,7 +47,7 @@ def context(item: str, tables: dict, experiments: dict, tmp_path) -> RenderConte
         str(tmp_path / item),
         {k: tidy(v) for k, v in tables.items()},
         [],
-        {"experiments": experiments, "delta": 1e-5, "scale": "smoke", "variants": {}},
+        {"experiments": experiments, "delta": 1e-5, "scale": "smoke", "variants": spec_variants(experiments)},
     )
 
 

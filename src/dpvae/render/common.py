@@ -14,7 +14,7 @@ import pandas as pd
 from dpvae.data.standins import STANDIN_SUFFIX, is_standin
 from dpvae.paths import run_dir_parts
 from dpvae.reproductions import published_dataset
-from dpvae.runs import Run
+from dpvae.runs import Run, split_variant
 from dpvae.seeds import SeedStats
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "STANDIN_LABEL",
     "dataset_label",
     "in_order",
+    "is_real_data",
     "is_standin",
     "matching",
     "mean_sd",
@@ -70,6 +71,14 @@ def in_order(names: Iterable[str], order: Iterable[str]) -> list[str]:
     """`names` in the order of `order` (a paper's presentation: its label table); names it lacks last, as given."""
     position = {name: i for i, name in enumerate(order)}
     return sorted(names, key=lambda name: position.get(name, len(position)))
+
+
+def is_real_data(config: dict, variant: str) -> bool:
+    """Whether `variant` (a sweep id counts as its base) releases the real training split itself: its configured
+    method is the real-data pseudo-method (`methods.real.RealData`; P3GM's "original", DP2-VAE's "Real data")."""
+    from dpvae.methods.real import RealData  # here: the renderers that never ask need no method registry
+
+    return config["variants"][split_variant(variant)[0]]["method"] == RealData.name
 
 
 def real_dataset(dataset: str) -> str:

@@ -75,6 +75,12 @@ def paper_epsilon(ctx: RenderContext, experiment: str) -> str:
     return ", ".join(format_eps(e) for e in ctx.config["experiments"][experiment]["paper_setting"]["epsilons"])
 
 
+def printed_epsilon(published: pd.DataFrame, method: str, paper_eps: str) -> str:
+    """A published row's epsilon: 'inf' where the paper prints `method` without one (non-private: the real data,
+    workflow/resources/published/README.md), else the experiment's paper epsilon(s) `paper_eps`."""
+    return "inf" if published.loc[published["method"] == method, "epsilon"].isna().all() else paper_eps
+
+
 def paper_datasets(ctx: RenderContext, experiment: str) -> list[str]:
     """The papers' names of the datasets the paper ran the experiment on (its `paper_setting`)."""
     return list(ctx.config["experiments"][experiment]["paper_setting"]["datasets"])

@@ -22,6 +22,7 @@ from dpvae.render.dp2vae.shared import (
     paper_datasets,
     paper_epsilon,
     pct,
+    printed_epsilon,
     protocol_notes,
     recorded_cells,
     recorded_label,
@@ -74,7 +75,7 @@ def dp2vae_table1(ctx: RenderContext) -> None:
                 [
                     LABELS.get(method, method),
                     recorded_label(recorded),
-                    "inf" if method == "real" else paper_eps,
+                    printed_epsilon(published, method, paper_eps),
                     *[pct(v) if m == "accuracy" else round(v, 1) for v, (_, m, _) in zip(cells, columns)],
                 ]
             )
@@ -86,7 +87,7 @@ def dp2vae_table1(ctx: RenderContext) -> None:
                 else math.nan
                 for d, m, c in columns
             ]
-            eps = "inf" if method == "real" else paper_eps
+            eps = printed_epsilon(published, method, paper_eps)
             rows.append(
                 [
                     LABELS.get(method, method),

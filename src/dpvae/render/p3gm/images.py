@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpvae.render.base import RenderContext, register_renderer
-from dpvae.render.common import dataset_label, run_of, summary_cell
+from dpvae.render.common import dataset_label, in_order, run_of, summary_cell
 from dpvae.render.output import PAPER_LABEL, save_figure, save_table
 from dpvae.render.p3gm.shared import (
     LABELS,
@@ -21,22 +21,32 @@ from dpvae.render.p3gm.shared import (
     recorded_cell,
     spent_epsilon,
 )
+from dpvae.runs import is_private
 from dpvae.seeds import seed_summary
+
+#: the panel title of each variant Fig. 2 shows, in the paper's panel order ((a), (b), ...)
+FIG2_PANELS = {
+    "real": "real MNIST",
+    "vae-mlp": "VAE (non-private)",
+    "dp-vae": "DP-VAE",
+    "dp-gm": "DP-GM",
+    "p3gm": "P3GM",
+}
 
 
 @register_renderer("p3gm/table7")
 def p3gm_table7(ctx: RenderContext) -> None:
-    """MNIST and Fashion-MNIST at (1, 1e-5): CNN accuracy per method, ours beside the paper's."""
+    """MNIST and Fashion-MNIST at (1, 1e-5): CNN accuracy per method, ours beside the paper's; the experiment's
+    variants in the paper's row order (`LABELS`' order), those it does not print last."""
     table, datasets = experiment_frame(ctx, ctx.experiment)
     published = ctx.published()
     summary = metric_summary(table, "accuracy", ["dataset", "variant"], "cnn")
     eps = spent_epsilon(table, ["dataset", "variant"])
-    order = ["vae-mlp", "dp-gm", "privbayes", "ryan", "p3gm", "dp-vae", "real"]  # the paper's rows, then ours
-    variants = ctx.variants()
+    variants = in_order(ctx.variants(), LABELS)
     recorded = ctx.recorded()
     rows = []
     for dataset in datasets:
-        for variant in sorted(variants, key=lambda v: order.index(v) if v in order else 99):
+        for variant in variants:
             hit = summary[(summary["dataset"] == dataset) & (summary["variant"] == variant)]
             spent = eps[(eps["dataset"] == dataset) & (eps["variant"] == variant)]["eps"]
             method = ctx.published_method(variant)
@@ -74,19 +84,15 @@ def p3gm_table7(ctx: RenderContext) -> None:
 
 @register_renderer("p3gm/fig2")
 def p3gm_fig2(ctx: RenderContext) -> None:
-    """MNIST sample grids: (a) real, (b) VAE, (c) DP-VAE, (d) DP-GM, (e) P3GM (first seed of each)."""
+    """MNIST sample grids (first seed of each): the experiment's variants that the paper's figure shows
+    (`FIG2_PANELS`: (a) real, (b) VAE, (c) DP-VAE, (d) DP-GM, (e) P3GM), a private one's titled with its epsilon."""
     import numpy as np
 
     from dpvae.render.output import apply_style, pyplot
 
     apply_style()
-    panels = [
-        ("real", "(a) real MNIST"),
-        ("vae-mlp", "(b) VAE (non-private)"),
-        ("dp-vae", "(c) DP-VAE"),
-        ("dp-gm", "(d) DP-GM"),
-        ("p3gm", "(e) P3GM"),
-    ]
+    shown = [v for v in in_order(ctx.variants(), FIG2_PANELS) if v in FIG2_PANELS]
+    panels = [(v, f"({chr(ord('a') + k)}) {FIG2_PANELS[v]}") for k, v in enumerate(shown)]
     grids = {}
     for path in sorted(ctx.artifacts, key=lambda a: run_of(a).seed):
         run = run_of(path)
@@ -97,7 +103,7 @@ def p3gm_fig2(ctx: RenderContext) -> None:
     fig, axes = pyplot().subplots(1, len(panels), figsize=(3.0 * len(panels), 3.4))
     for ax, (variant, title) in zip(axes, panels):
         ax.axis("off")
-        private = variant in ("dp-vae", "dp-gm", "p3gm")
+        private = is_private(ctx.config, variant)
         ax.set_title(
             title + (f"\n$\\varepsilon$ = {eps[0]:g}, $\\delta$ = {ctx.config['delta']:g}" if private else ""),
             fontsize=8,

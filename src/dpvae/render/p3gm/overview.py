@@ -6,22 +6,22 @@ from dpvae.render.base import RenderContext, register_renderer, side_by_side
 from dpvae.render.output import PAPER_LABEL, save_figure, save_table
 from dpvae.render.published import published_text_table
 
+#: Table I's column of each method of the transcription (p3gm_table1.csv), in the paper's column order
+TABLE1_COLUMNS = {
+    "privbayes": "PrivBayes",
+    "ryan": "Ryan's",
+    "dp-vae": "VAE with DP-SGD",
+    "dp-gm": "DP-GM",
+    "p3gm": "P3GM",
+}
+
 
 @register_renderer("p3gm/table1")
 def p3gm_table1(ctx: RenderContext) -> None:
+    """The paper's contrast with its competitors, transcribed: one column per method, in `TABLE1_COLUMNS`."""
     text = published_text_table("p3gm_table1")
     table = text.pivot(index="feature", columns="method", values="value").loc[text["feature"].unique()].reset_index()
-    order = ["privbayes", "ryan", "dp-vae", "dp-gm", "p3gm"]
-    table = table[["feature"] + order].rename(
-        columns={
-            "feature": "",
-            "privbayes": "PrivBayes",
-            "ryan": "Ryan's",
-            "dp-vae": "VAE with DP-SGD",
-            "dp-gm": "DP-GM",
-            "p3gm": "P3GM",
-        }
-    )
+    table = table[["feature", *TABLE1_COLUMNS]].rename(columns={"feature": "", **TABLE1_COLUMNS})
     notes = sorted({f for f in text["footnote"] if f})
     save_table(
         table,

@@ -9,24 +9,32 @@ from dpvae.render.common import dataset_label, is_standin, matching, mean_sd, re
 from dpvae.render.output import PAPER_LABEL
 from dpvae.seeds import SeedStats, seed_summary
 
-#: the label an item prints for each of our variants (the published CSV's method id: `ctx.published_method`)
+#: the label an item prints for each of our variants, in Table VII's row order (the paper's rows of the most
+#: methods; DP-VAE and real data, which only we show there, last): `images.p3gm_table7` orders by it
 LABELS = {
     "vae-mlp": "VAE",
     "pgm": "PGM",
-    "p3gm": "P3GM",
-    "p3gm-efficiency": "P3GM",
-    "p3gm-ae": "P3GM(AE)",
-    "dp-vae": "DP-VAE",
     "dp-gm": "DP-GM",
     "privbayes": "PrivBayes",
     "ryan": "Ryan's",
-    "real": "real data",
+    "p3gm": "P3GM",
+    "p3gm-efficiency": "P3GM",
+    "p3gm-ae": "P3GM(AE)",
     "p3gm-pca-sweep": "P3GM",
+    "dp-vae": "DP-VAE",
+    "real": "real data",
 }
 NOTEBOOK = "notebook"
 TABULAR_ORDER = ("credit", "esr", "adult", "isolet")  # the paper's row order
 UNREACHABLE = "not reachable here"
 NOT_BUILT = "not in this build"
+
+
+def is_ours(ctx: RenderContext, variant: str) -> bool:
+    """Whether `variant` is the paper's own method: the paper publishes it under the paper's id (the published
+    CSVs name each paper's own method so, e.g. `p3gm`; a variant's `published_as` in config.yaml maps it), which
+    the items single out (the notebook's and the public-reconstruction rows, the epsilon note)."""
+    return ctx.published_method(variant) == ctx.item.paper
 
 
 def metric_summary(table: pd.DataFrame, metric: str, by: list[str], classifier: str | None = None) -> pd.DataFrame:

@@ -37,7 +37,8 @@ def utility_figure(ctx: RenderContext, figure: UtilityFigure) -> None:
     apply_style()
     table, datasets = experiment_frame(ctx, ctx.experiment)
     published = ctx.published()
-    notebook = published[(published["source"] == "reference-code") & (published["method"] == "p3gm")]
+    # the reference notebook's printed points of the paper's own method (`shared.is_ours`: published as the paper)
+    notebook = published[(published["source"] == "reference-code") & (published["method"] == ctx.item.paper)]
     notebook = notebook.assign(x=figure.notebook_x(notebook))
     fig, axes = pyplot().subplots(len(datasets), 2, figsize=(10, figure.row_height * len(datasets)), squeeze=False)
     for row_axes, dataset in zip(axes, datasets):

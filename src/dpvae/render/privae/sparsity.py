@@ -43,10 +43,13 @@ FIG1_CLAIMS = [  # (claim, metric, better variant, worse variant, higher is bett
 
 
 def _calibration(config: dict, variant: str) -> str:
-    """'paper' or 'sound': how a variant's noise is calibrated (non-private and kappa-free rows: both)."""
+    """'paper' or 'sound': how a variant's noise is calibrated (non-private and kappa-free rows: both); only the
+    PriVAE method's `kappa` option calibrates its noise either way."""
+    from dpvae.methods.privae import PriVAE  # here: importing the renderers needs no method registry
+
     spec = config["variants"][variant]
     params = spec.get("params", {})
-    if spec["method"] != "privae":
+    if spec["method"] != PriVAE.name:
         return "both"
     if params.get("engine", "termwise") == "termwise" and not params.get("clip_batch", 0):
         return "both"  # ordinary DP-SGD: the paper's and the sound accounting agree
