@@ -1,4 +1,4 @@
-"""What a render job's spec gives a renderer besides the tables (`workflow.Plan.item_spec`), for tests that build
+"""What a render job's spec gives a renderer besides the tables (`workflow.Rules.item_spec`), for tests that build
 a `RenderContext` by hand."""
 
 from __future__ import annotations
