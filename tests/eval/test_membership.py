@@ -13,6 +13,7 @@ from dpvae.data.store import Prepared, Split
 from dpvae.eval.base import EvalContext
 from dpvae.eval.mc_attack import mc_scores
 from dpvae.eval.membership import AttackOptions, count_within, nearest_distances, targets
+from dpvae.runspec import RunSpec
 
 
 def brute_force_mc(queries: np.ndarray, synthetic: np.ndarray) -> tuple[np.ndarray, float]:
@@ -45,7 +46,8 @@ def _context(seed: int, variant: str, outlier: str, n_members: int = 20) -> Eval
     data = Prepared(
         Split(x, np.arange(50, dtype=np.int64)), Split(x[:30], np.zeros(30, dtype=np.int64)), {"outlier_index": 49}
     )
-    run = SimpleNamespace(spec={"seed": seed, "dataset": "toy", "variant": variant}, data=data)
+    spec = RunSpec.standalone(f"toy/{variant}/seed{seed}", ".", dataset="toy", variant=variant, seed=seed)
+    run = SimpleNamespace(spec=spec, data=data)
     return EvalContext(run, AttackOptions(n_members=n_members, n_nonmembers=10, outlier=outlier), Path("."))
 
 
