@@ -77,7 +77,7 @@ def test_paper_scale_plans_every_item_with_no_line_over_64_kib(tmp_path, paper_c
     unreachable = paper_config["data"]["unreachable"]  # items leave out what cannot be downloaded here
     reachable = {r for r in Rules(paper_config, REPO_ROOT)._all_runs if r.dataset not in unreachable}
     assert int(re.search(r"^train\s+(\d+)", output, re.M).group(1)) == len(reachable) > 1300  # every run once
-    shared = {run_spec(paper_config, r).get("stage1") for r in reachable} - {None}  # one job per stage-1 key
+    shared = {run_spec(paper_config, r).stage1 for r in reachable} - {None}  # one job per stage-1 key
     assert int(re.search(r"^stage1\s+(\d+)", output, re.M).group(1)) == len(shared) >= 3
 
 
