@@ -1,6 +1,8 @@
 """Where things live: the repository's resources and the workflow's output layout.
 
-Every path the workflow writes is built here, so the Snakemake rules and the Python stages agree.
+Every path the workflow writes is built here, so the Snakemake rules and the Python stages agree. A layout
+function called with wildcard strings gives the rules' pattern: `variant_table(scale, "{experiment}",
+"{dataset}", "{variant}")`. (tests/unit/test_paths_literals.py refuses these paths spelt elsewhere.)
 """
 
 from __future__ import annotations
@@ -37,6 +39,11 @@ def results_dir(scale: str) -> str:
     return f"{RESULTS}/{scale}"
 
 
+def run_id(dataset: str, variant: str, eps: str, seed: int | str) -> str:
+    """'<dataset>/<variant>/eps<eps>/seed<seed>': a run's name, the same at every scale."""
+    return f"{dataset}/{variant}/eps{eps}/seed{seed}"
+
+
 def run_dir(scale: str, run_id: str) -> str:
     """Directory of one run: results/<scale>/runs/<dataset>/<variant>/eps<eps>/seed<seed>."""
     return f"{results_dir(scale)}/runs/{run_id}"
@@ -64,6 +71,16 @@ def stage1_dir(scale: str, stage1: str) -> str:
     return f"{results_dir(scale)}/stage1/{stage1}"
 
 
+def variant_table(scale: str, experiment: str, dataset: str, variant: str) -> str:
+    """Tidy metrics table of one variant of an experiment on one dataset (`combine` joins them)."""
+    return f"{results_dir(scale)}/tables/{experiment}/{dataset}/{variant}.csv"
+
+
+def aggregate_spec_file(scale: str, experiment: str, dataset: str, variant: str) -> str:
+    """The runs one variant's table aggregates (JSON, written by the rule `aggregate_spec`)."""
+    return f"{results_dir(scale)}/tables/{experiment}/{dataset}/{variant}.runs.json"
+
+
 def experiment_table(scale: str, experiment: str, dataset: str) -> str:
     """Tidy metrics table of one experiment on one dataset."""
     return f"{results_dir(scale)}/tables/{experiment}/{dataset}.csv"
@@ -74,14 +91,71 @@ def analysis_table(scale: str, experiment: str) -> str:
     return f"{results_dir(scale)}/tables/{experiment}.csv"
 
 
-def reference_file(scale: str, dataset: str, metric: str) -> str:
-    """A metric's cached per-dataset reference (e.g. FID's real-image statistics)."""
-    return f"{results_dir(scale)}/references/{dataset}/{metric}.npz"
+def reference_file(scale: str, dataset: str, metric: str, suffix: str = ".npz") -> str:
+    """A metric's cached per-dataset reference (e.g. FID's real-image statistics); `suffix` names a file
+    beside it (its job's benchmark: ".benchmark.tsv")."""
+    return f"{results_dir(scale)}/references/{dataset}/{metric}{suffix}"
+
+
+def item_spec_file(scale: str, paper: str, item: str) -> str:
+    """What an item's render job reads (JSON, written by the rule `item_spec`)."""
+    return f"{results_dir(scale)}/items/{paper}/{item}.json"
+
+
+def experiment_spec_file(scale: str, experiment: str) -> str:
+    """What an experiment's render job reads (JSON, written by the rule `experiment_spec`)."""
+    return f"{results_dir(scale)}/experiments/{experiment}.json"
+
+
+def figure_file(path: str) -> str:
+    """figures/<path>: any target under figures/."""
+    return f"{FIGURES}/{path}"
 
 
 def item_prefix(paper: str, item: str) -> str:
     """figures/<paper>/<item>; renderers add .pdf/.png or .pdf/.csv/.tex."""
-    return f"{FIGURES}/{paper}/{item}"
+    return figure_file(f"{paper}/{item}")
+
+
+def gathered_file(item: str) -> str:
+    """figures/<item>.pdf: one item id gathered from every paper that has it."""
+    return figure_file(f"{item}.pdf")
+
+
+def experiment_prefix(experiment: str) -> str:
+    """figures/experiments/<experiment>; its renderer adds .pdf, .csv and .tex."""
+    return figure_file(f"experiments/{experiment}")
+
+
+#: figures/scorecard; the scorecard adds .pdf and .csv
+SCORECARD = figure_file("scorecard")
+
+#: a target's item (figures/<paper>/<item>.<ext>), experiment (figures/experiments/<experiment>.<ext>) or
+#: gathered item id (figures/<item>.pdf): the inverses of item_prefix, experiment_prefix and gathered_file
+ITEM_TARGET = re.compile(rf"^(?:\./)?{FIGURES}/(?P<paper>[^/]+)/(?P<item>[^/.]+)\.(?P<ext>pdf|png|csv|tex)$")
+EXPERIMENT_TARGET = re.compile(rf"^(?:\./)?{FIGURES}/experiments/(?P<experiment>[^/]+)\.(?P<ext>[^/.]+)$")
+GATHER_TARGET = re.compile(rf"^(?:\./)?{FIGURES}/(?P<item>[^/.]+)\.pdf$")
+
+
+def log_file(job: str) -> str:
+    """logs/<job>.log: the log of the job named `job` (a rule's directory and the job's wildcards)."""
+    return f"{LOGS}/{job}.log"
+
+
+def render_log(prefix: str, suffix: str = "") -> str:
+    """The log of the job rendering figures/<name> (`prefix`): logs/render/<name><suffix>.log; suffix
+    ".spec" for the job writing its spec."""
+    return log_file(f"render/{prefix.removeprefix(FIGURES + '/')}{suffix}")
+
+
+def job_log(directory: str, job: str) -> str:
+    """logs/<directory>/<job>.log: the log of a job writing into a run's or first stage's directory."""
+    return log_file(f"{directory}/{job}")
+
+
+def job_benchmark(directory: str, job: str) -> str:
+    """<directory>/benchmarks/<job>.tsv: Snakemake's benchmark of a job writing into a run's directory."""
+    return f"{directory}/benchmarks/{job}.tsv"
 
 
 #: where `make smoke` and a fresh clone find the verified data: `../shared/data` beside the repository

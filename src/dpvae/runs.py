@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from dpvae.paths import run_dir
+from dpvae.paths import run_dir, run_id
 from dpvae.runspec import Audit, RunSpec
 from dpvae.schema import format_eps
 
@@ -34,7 +34,7 @@ class Run:
     @property
     def id(self) -> str:
         """'<dataset>/<variant>/eps<eps>/seed<seed>': the run's name, the same at every scale."""
-        return f"{self.dataset}/{self.variant}/eps{self.eps}/seed{self.seed}"
+        return run_id(self.dataset, self.variant, self.eps, self.seed)
 
     def path(self, scale: str) -> str:
         """Its directory at one scale (results/<scale>/runs/<id>)."""

@@ -9,7 +9,6 @@ spec files by local rules (`aggregate_spec`, `item_spec`).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
@@ -21,16 +20,28 @@ from dpvae.eval.registry import METRICS
 from dpvae.items import ITEMS, PAPERS, SECTIONS, Item, get_item, item_datasets, items_with_id
 from dpvae.methods.base import Resources
 from dpvae.methods.registry import METHODS
-from dpvae.paths import analysis_table, item_prefix, reference_file, results_dir, stage1_dir, stage1_id
+from dpvae.paths import (
+    EXPERIMENT_TARGET,
+    FIGURES,
+    GATHER_TARGET,
+    ITEM_TARGET,
+    SCORECARD,
+    analysis_table,
+    experiment_prefix,
+    experiment_table,
+    item_prefix,
+    job_benchmark,
+    reference_file,
+    stage1_dir,
+    stage1_id,
+    variant_table,
+)
 from dpvae.render.output import scale_note
 from dpvae.runs import Run, experiment_runs, run_spec, split_variant, stage1_of
 from dpvae.runspec import RunSpec
 from dpvae.status import RENDERERS, done_items, missing_parts
 
-_ITEM_TARGET = re.compile(r"^(?:\./)?figures/(?P<paper>[^/]+)/(?P<item>[^/.]+)\.(?P<ext>pdf|png|csv|tex)$")
-_EXPERIMENT_TARGET = re.compile(r"^(?:\./)?figures/experiments/(?P<experiment>[^/]+)\.(?P<ext>[^/.]+)$")
 EXPERIMENT_OUTPUTS = ("pdf", "csv", "tex")
-_GATHER_TARGET = re.compile(r"^(?:\./)?figures/(?P<item>[^/.]+)\.pdf$")
 RULE_TARGETS = frozenset({"all"})
 
 
@@ -41,7 +52,6 @@ class Rules:
         self.config = validate_config(config)
         self.basedir = Path(basedir)
         self.scale = config["scale"]
-        self.results = results_dir(self.scale)
         self._specs: dict[Run, RunSpec] = {}
 
     # -- runs ------------------------------------------------------------------------------------
@@ -182,7 +192,7 @@ class Rules:
     def variant_tables(self, experiment: str, dataset: str) -> list[str]:
         """One tidy table per variant (so that no job lists thousands of inputs); `combine` joins them."""
         variants = dict.fromkeys(r.variant for r in self.runs(experiment, dataset))
-        return [f"{self.results}/tables/{experiment}/{dataset}/{v}.csv" for v in variants]
+        return [variant_table(self.scale, experiment, dataset, v) for v in variants]
 
     def aggregate_inputs(self, experiment: str, dataset: str, variant: str) -> list[str]:
         metrics = self.config["experiments"][experiment]["metrics"]
@@ -199,7 +209,7 @@ class Rules:
             if "analysis" in self.config["experiments"][name]:
                 tables[name] = [analysis_table(self.scale, name)]
             else:
-                tables[name] = [f"{self.results}/tables/{name}/{d}.csv" for d in item_datasets(item, self.config, name)]
+                tables[name] = [experiment_table(self.scale, name, d) for d in item_datasets(item, self.config, name)]
         return tables
 
     def item_artifacts(self, item: Item) -> list[str]:
@@ -241,14 +251,14 @@ class Rules:
 
             trained = [n for n, e in experiments.items() if "analysis" not in e]
             raise TargetError(
-                f"figures/experiments/{experiment}.pdf: no experiment '{experiment}' in the configuration"
+                f"{experiment_prefix(experiment)}.pdf: no experiment '{experiment}' in the configuration"
                 f"{did_you_mean(experiment, trained)}; experiments with runs: {', '.join(trained)}"
             )
         exp = experiments[experiment]
         if "analysis" in exp:
             items = [i.key for i in ITEMS.values() if experiment in i.experiments]
             raise TargetError(
-                f"figures/experiments/{experiment}.pdf: experiment '{experiment}' is an analysis without runs "
+                f"{experiment_prefix(experiment)}.pdf: experiment '{experiment}' is an analysis without runs "
                 f"(its table: {analysis_table(self.scale, experiment)}; its item: {', '.join(items) or 'none'})"
             )
         return exp
@@ -268,7 +278,7 @@ class Rules:
             for run in self.runs(experiment, dataset):
                 path = self.run_dir(run)
                 names = ["train", *(["sample"] if sampled else []), *(f"evaluate-{m}" for m in metrics)]
-                runs[path] = [f"{path}/benchmarks/{n}.tsv" for n in names]
+                runs[path] = [job_benchmark(path, n) for n in names]
         return runs
 
     def experiment_spec(self, experiment: str) -> dict:
@@ -280,7 +290,7 @@ class Rules:
             "description": exp.get("description", ""),
             "scale": self.scale,
             "delta": self.config["delta"],
-            "tables": [f"{self.results}/tables/{experiment}/{d}.csv" for d in datasets],
+            "tables": [experiment_table(self.scale, experiment, d) for d in datasets],
             "runs": [{"dir": d, "benchmarks": b} for d, b in self.experiment_benchmarks(experiment).items()],
             "left_out": left_out,
             "items": [i.key for i in ITEMS.values() if experiment in i.experiments],
@@ -288,7 +298,7 @@ class Rules:
 
     def experiment_inputs(self, experiment: str) -> list[str]:
         datasets = self._experiment_datasets(experiment)[0]
-        tables = [f"{self.results}/tables/{experiment}/{d}.csv" for d in datasets]
+        tables = [experiment_table(self.scale, experiment, d) for d in datasets]
         return tables + [b for paths in self.experiment_benchmarks(experiment).values() for b in paths]
 
     def render_inputs(self, paper: str, item_id: str) -> list[str]:
@@ -331,7 +341,7 @@ class Rules:
     def default_targets(self) -> list[str]:
         """Every item that builds today (and whose renderer can show the configured setting), and the scorecard."""
         done = [i for i in done_items(self.config) if not self._pending(i)]
-        return [f"{item_prefix(i.paper, i.id)}.pdf" for i in done] + ["figures/scorecard.pdf"]
+        return [f"{item_prefix(i.paper, i.id)}.pdf" for i in done] + [f"{SCORECARD}.pdf"]
 
     def fetch_inputs(self, dataset: str, dryrun: bool = True) -> list[str]:
         """The marker of the verified raw source a dataset is prepared from (none for generated data).
@@ -409,17 +419,17 @@ class Rules:
         return checked_settings(item.key, experiments, getattr(renderer, "handles", frozenset()))
 
     def _target_items(self, target: str) -> list[Item]:
-        if target in RULE_TARGETS or not target.startswith(("figures/", "./figures/")):
+        if target in RULE_TARGETS or not target.startswith((f"{FIGURES}/", f"./{FIGURES}/")):
             return []
-        if m := _EXPERIMENT_TARGET.match(target):
+        if m := EXPERIMENT_TARGET.match(target):
             self.training_experiment(m["experiment"])
             if m["ext"] not in EXPERIMENT_OUTPUTS:
                 raise TargetError(
                     f"{target}: an experiment's table is "
-                    + ", ".join(f"figures/experiments/{m['experiment']}.{e}" for e in EXPERIMENT_OUTPUTS)
+                    + ", ".join(f"{experiment_prefix(m['experiment'])}.{e}" for e in EXPERIMENT_OUTPUTS)
                 )
             return []
-        if m := _ITEM_TARGET.match(target):
+        if m := ITEM_TARGET.match(target):
             item = get_item(f"{m['paper']}/{m['item']}")
             if m["ext"] not in item.outputs:
                 raise TargetError(
@@ -427,13 +437,13 @@ class Rules:
                     + ", ".join(f"{item_prefix(item.paper, item.id)}.{e}" for e in item.outputs)
                 )
             return [item]
-        if m := _GATHER_TARGET.match(target):
+        if m := GATHER_TARGET.match(target):
             if m["item"] == "scorecard":
                 return []
             if not items_with_id(m["item"]):
                 if m["item"] in SECTIONS:
                     raise TargetError(
-                        f"{target}: '{m['item']}' is a paper; ask for figures/{m['item']}/<item>.pdf "
+                        f"{target}: '{m['item']}' is a paper; ask for {FIGURES}/{m['item']}/<item>.pdf "
                         f"with an item id of {', '.join(i.id for i in ITEMS.values() if i.paper == m['item'])}"
                     )
                 from dpvae.registry import did_you_mean
@@ -447,7 +457,7 @@ class Rules:
         raise TargetError(
             f"{target}: not a target of this workflow; ask for figures/<paper>/<item>.pdf "
             f"(papers: {', '.join(PAPERS)}; the project's own: {', '.join(SECTIONS[len(PAPERS) :])}), "
-            "figures/<item>.pdf, figures/experiments/<experiment>.pdf or figures/scorecard.pdf"
+            f"figures/<item>.pdf, figures/experiments/<experiment>.pdf or {SCORECARD}.pdf"
         )
 
 

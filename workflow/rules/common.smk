@@ -14,7 +14,30 @@ from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
 
 from dpvae.errors import DpvaeError
-from dpvae.paths import data_mirror, item_prefix, results_dir
+from dpvae.paths import (
+    SCORECARD,
+    aggregate_spec_file,
+    analysis_table,
+    data_mirror,
+    experiment_prefix,
+    experiment_spec_file,
+    experiment_table,
+    figure_file,
+    gathered_file,
+    item_prefix,
+    item_spec_file,
+    job_benchmark,
+    job_log,
+    log_file,
+    reference_file,
+    render_log,
+    results_dir,
+    run_dir,
+    run_id,
+    stage1_dir,
+    stage1_id,
+    variant_table,
+)
 from dpvae.workflow import Rules
 
 
@@ -50,7 +73,8 @@ def checked(fn):
 
 
 DATA = config["data"]["root"]
-RESULTS = results_dir(config["scale"])
+SCALE = config["scale"]
+RESULTS = results_dir(SCALE)
 MIRROR = data_mirror(config["data"]["mirror"])
 USES_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 # Relocatable: what Snakemake tracks of a job (its params, shell code and input paths) names no absolute path
@@ -67,8 +91,8 @@ os.environ.update(DPVAE_SRC=SRC, DPVAE_PYTHON="python" if USES_CONDA else sys.ex
 # it shows in the terminal.
 DPVAE = '3>&2 DPVAE_ERROR_FD=3 PYTHONPATH="$DPVAE_SRC${PYTHONPATH:+:$PYTHONPATH}" "$DPVAE_PYTHON" -m dpvae'
 ENV = "../../envs/dpvae.yaml"
-RUN = f"{RESULTS}/runs/{{dataset}}/{{variant}}/eps{{eps}}/seed{{seed}}"
-STAGE1 = f"{RESULTS}/stage1/{{dataset}}/{{method}}/{{key}}/seed{{seed}}"
+RUN = run_dir(SCALE, run_id("{dataset}", "{variant}", "{eps}", "{seed}"))
+STAGE1 = stage1_dir(SCALE, stage1_id("{dataset}", "{method}", "{key}", "{seed}"))
 
 
 def prepared(dataset):
@@ -121,14 +145,14 @@ def _metric(w):
 
 @checked
 def _experiment_inputs(w):
-    return {"spec": f"{RESULTS}/experiments/{w.experiment}.json", "tables": RULES.experiment_inputs(w.experiment)}
+    return {"spec": experiment_spec_file(SCALE, w.experiment), "tables": RULES.experiment_inputs(w.experiment)}
 
 
 @checked
 def _render_inputs(w):
-    RULES.check_buildable(f"figures/{w.paper}/{w.item}.pdf", dryrun=workflow.dryrun)
+    RULES.check_buildable(f"{item_prefix(w.paper, w.item)}.pdf", dryrun=workflow.dryrun)
     return {
-        "spec": f"{RESULTS}/items/{w.paper}/{w.item}.json",
+        "spec": item_spec_file(SCALE, w.paper, w.item),
         "renderer": RULES.renderer_files(w.paper),
         "published": RULES.published_files(w.paper),
         "tables": RULES.render_inputs(w.paper, w.item),
@@ -145,7 +169,7 @@ def start_worker():
     if wanted and len(workflow.dag) >= wanted and workflow.local_exec and not USES_CONDA:
         from dpvae import worker
 
-        WORKER.append(worker.start(SRC, Path("logs") / "worker.log"))
+        WORKER.append(worker.start(SRC, Path(log_file("worker"))))
 
 
 def stop_worker():

@@ -24,7 +24,7 @@ rule fetch:
     output:
         f"{DATA}/raw/{{source}}/SHA256SUMS",
     log:
-        "logs/fetch/{source}.log",
+        log_file("fetch/{source}"),
     conda:
         ENV
     params:
@@ -45,7 +45,7 @@ rule prepare:
     output:
         directory(f"{DATA}/prepared/{{dataset}}"),
     log:
-        "logs/prepare/{dataset}.log",
+        log_file("prepare/{dataset}"),
     conda:
         ENV
     params:

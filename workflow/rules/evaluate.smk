@@ -7,9 +7,9 @@ rule evaluate:
     output:
         f"{RUN}/metrics/{{metric}}.json",
     log:
-        f"logs/{RUN}/evaluate-{{metric}}.log",
+        job_log(RUN, "evaluate-{metric}"),
     benchmark:
-        f"{RUN}/benchmarks/evaluate-{{metric}}.tsv"
+        job_benchmark(RUN, "evaluate-{metric}")
     conda:
         ENV
     threads: lambda w: _metric(w).threads
@@ -31,11 +31,11 @@ rule reference:
     input:
         data=lambda w: prepared(w.dataset),
     output:
-        f"{RESULTS}/references/{{dataset}}/{{metric}}.npz",
+        reference_file(SCALE, "{dataset}", "{metric}"),
     log:
-        f"logs/{RESULTS}/references/{{dataset}}/{{metric}}.log",
+        log_file(reference_file(SCALE, "{dataset}", "{metric}", suffix="")),
     benchmark:
-        f"{RESULTS}/references/{{dataset}}/{{metric}}.benchmark.tsv"
+        reference_file(SCALE, "{dataset}", "{metric}", suffix=".benchmark.tsv")
     conda:
         ENV
     threads: 2
@@ -53,9 +53,9 @@ rule reference:
 
 rule aggregate_spec:
     output:
-        f"{RESULTS}/tables/{{experiment}}/{{dataset}}/{{variant}}.runs.json",
+        aggregate_spec_file(SCALE, "{experiment}", "{dataset}", "{variant}"),
     log:
-        f"logs/{RESULTS}/aggregate/{{experiment}}/{{dataset}}/{{variant}}.spec.log",
+        log_file(f"{RESULTS}/aggregate/{{experiment}}/{{dataset}}/{{variant}}.spec"),
     conda:
         ENV
     params:
@@ -66,12 +66,12 @@ rule aggregate_spec:
 
 rule aggregate:
     input:
-        spec=f"{RESULTS}/tables/{{experiment}}/{{dataset}}/{{variant}}.runs.json",
+        spec=aggregate_spec_file(SCALE, "{experiment}", "{dataset}", "{variant}"),
         runs=lambda w: RULES.aggregate_inputs(w.experiment, w.dataset, w.variant),
     output:
-        f"{RESULTS}/tables/{{experiment}}/{{dataset}}/{{variant}}.csv",
+        variant_table(SCALE, "{experiment}", "{dataset}", "{variant}"),
     log:
-        f"logs/{RESULTS}/aggregate/{{experiment}}/{{dataset}}/{{variant}}.log",
+        log_file(f"{RESULTS}/aggregate/{{experiment}}/{{dataset}}/{{variant}}"),
     conda:
         ENV
     params:
@@ -84,9 +84,9 @@ rule combine:
     input:
         lambda w: RULES.variant_tables(w.experiment, w.dataset),
     output:
-        f"{RESULTS}/tables/{{experiment}}/{{dataset}}.csv",
+        experiment_table(SCALE, "{experiment}", "{dataset}"),
     log:
-        f"logs/{RESULTS}/combine/{{experiment}}/{{dataset}}.log",
+        log_file(f"{RESULTS}/combine/{{experiment}}/{{dataset}}"),
     conda:
         ENV
     params:
@@ -99,9 +99,9 @@ rule analyze:
     input:
         lambda w: [prepared(d) for d in config["experiments"][w.experiment]["datasets"]],
     output:
-        f"{RESULTS}/tables/{{experiment}}.csv",
+        analysis_table(SCALE, "{experiment}"),
     log:
-        f"logs/{RESULTS}/analyze/{{experiment}}.log",
+        log_file(f"{RESULTS}/analyze/{{experiment}}"),
     conda:
         ENV
     params:

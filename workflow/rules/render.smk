@@ -2,12 +2,17 @@
 # paper's published numbers. A render job depends on its renderer module and its paper's published CSVs,
 # so editing a plot re-renders that paper's items and retrains nothing. Every item is in the report.
 
+# The output prefixes of an item's and of an experiment's render job (figures/<paper>/<item>,
+# figures/experiments/<experiment>).
+ITEM = item_prefix("{paper}", "{item}")
+EXPERIMENT = experiment_prefix("{experiment}")
+
 
 rule item_spec:
     output:
-        f"{RESULTS}/items/{{paper}}/{{item}}.json",
+        item_spec_file(SCALE, "{paper}", "{item}"),
     log:
-        "logs/render/{paper}/{item}.spec.log",
+        render_log(ITEM, ".spec"),
     conda:
         ENV
     params:
@@ -32,20 +37,20 @@ rule render_table:
         unpack(_render_inputs),
     output:
         pdf=report(
-            "figures/{paper}/{item}.pdf",
+            f"{ITEM}.pdf",
             caption=_CAPTION,
             category="{paper}",
             labels={"item": "{item}", "output": "pdf"},
         ),
         csv=report(
-            "figures/{paper}/{item}.csv",
+            f"{ITEM}.csv",
             caption=_CAPTION,
             category="{paper}",
             labels={"item": "{item}", "output": "csv"},
         ),
-        tex="figures/{paper}/{item}.tex",
+        tex=f"{ITEM}.tex",
     log:
-        "logs/render/{paper}/{item}.log",
+        render_log(ITEM),
     wildcard_constraints:
         item=r"table\d+",
     conda:
@@ -62,19 +67,19 @@ rule render_figure:
         unpack(_render_inputs),
     output:
         pdf=report(
-            "figures/{paper}/{item}.pdf",
+            f"{ITEM}.pdf",
             caption=_CAPTION,
             category="{paper}",
             labels={"item": "{item}", "output": "pdf"},
         ),
         png=report(
-            "figures/{paper}/{item}.png",
+            f"{ITEM}.png",
             caption=_CAPTION,
             category="{paper}",
             labels={"item": "{item}", "output": "png"},
         ),
     log:
-        "logs/render/{paper}/{item}.log",
+        render_log(ITEM),
     wildcard_constraints:
         item=r"fig\d+",
     conda:
@@ -91,25 +96,25 @@ rule render_figure_csv:
         unpack(_render_inputs),
     output:
         pdf=report(
-            "figures/{paper}/{item}.pdf",
+            f"{ITEM}.pdf",
             caption=_CAPTION,
             category="{paper}",
             labels={"item": "{item}", "output": "pdf"},
         ),
         png=report(
-            "figures/{paper}/{item}.png",
+            f"{ITEM}.png",
             caption=_CAPTION,
             category="{paper}",
             labels={"item": "{item}", "output": "png"},
         ),
         csv=report(
-            "figures/{paper}/{item}.csv",
+            f"{ITEM}.csv",
             caption=_CAPTION,
             category="{paper}",
             labels={"item": "{item}", "output": "csv"},
         ),
     log:
-        "logs/render/{paper}/{item}.log",
+        render_log(ITEM),
     wildcard_constraints:
         item=FIGURE_CSV_ITEMS,
     conda:
@@ -123,12 +128,12 @@ rule render_figure_csv:
 
 rule unknown_target:
     input:
-        checked(lambda w: RULES.check_buildable(f"figures/{w.path}", dryrun=workflow.dryrun) or []),
+        checked(lambda w: RULES.check_buildable(figure_file(w.path), dryrun=workflow.dryrun) or []),
     # Matches only what no other rule makes under figures/: explains what the valid targets are.
     output:
-        "figures/{path}",
+        figure_file("{path}"),
     log:
-        "logs/unknown_target/{path}.log",
+        log_file("unknown_target/{path}"),
     wildcard_constraints:
         path=UNKNOWN_TARGET,
     conda:
@@ -144,9 +149,9 @@ rule gather:
     input:
         lambda w: RULES.gathered(w.item),
     output:
-        "figures/{item}.pdf",
+        gathered_file("{item}"),
     log:
-        "logs/gather/{item}.log",
+        log_file("gather/{item}"),
     conda:
         ENV
     params:
@@ -164,10 +169,10 @@ rule scorecard:
         published=RULES.published_files(""),
         reproductions=sorted(str(p) for p in Path(BASE, "reproductions").glob("*.csv")),
     output:
-        pdf=report("figures/scorecard.pdf", caption="../report/scorecard.rst", category="scorecard"),
-        csv=report("figures/scorecard.csv", caption="../report/scorecard.rst", category="scorecard"),
+        pdf=report(f"{SCORECARD}.pdf", caption="../report/scorecard.rst", category="scorecard"),
+        csv=report(f"{SCORECARD}.csv", caption="../report/scorecard.rst", category="scorecard"),
     log:
-        "logs/render/scorecard.log",
+        render_log(SCORECARD),
     conda:
         ENV
     params:
@@ -179,9 +184,9 @@ rule scorecard:
 # One table for any experiment (a paper's or the user's own): figures/experiments/<experiment>.pdf, .csv, .tex.
 rule experiment_spec:
     output:
-        f"{RESULTS}/experiments/{{experiment}}.json",
+        experiment_spec_file(SCALE, "{experiment}"),
     log:
-        "logs/render/experiments/{experiment}.spec.log",
+        render_log(EXPERIMENT, ".spec"),
     conda:
         ENV
     params:
@@ -195,19 +200,19 @@ rule render_experiment:
         unpack(_experiment_inputs),
     output:
         pdf=report(
-            "figures/experiments/{experiment}.pdf",
+            f"{EXPERIMENT}.pdf",
             caption="../report/experiment.rst",
             category="experiments",
             labels={"experiment": "{experiment}", "output": "pdf"},
         ),
-        csv="figures/experiments/{experiment}.csv",
-        tex="figures/experiments/{experiment}.tex",
+        csv=f"{EXPERIMENT}.csv",
+        tex=f"{EXPERIMENT}.tex",
     log:
-        "logs/render/experiments/{experiment}.log",
+        render_log(EXPERIMENT),
     conda:
         ENV
     params:
         dpvae=DPVAE,
-        prefix=lambda w: f"figures/experiments/{w.experiment}",
+        prefix=lambda w: experiment_prefix(w.experiment),
     shell:
         "{params.dpvae} render-experiment --spec {input.spec} --out {params.prefix} > {log} 2>&1"

@@ -14,9 +14,9 @@ rule stage1:
         model=directory(f"{STAGE1}/model"),
         meta=f"{STAGE1}/stage1.json",
     log:
-        f"logs/{STAGE1}/stage1.log",
+        job_log(STAGE1, "stage1"),
     benchmark:
-        f"{STAGE1}/benchmarks/stage1.tsv"
+        job_benchmark(STAGE1, "stage1")
     conda:
         ENV
     threads: lambda w: _stage1_resources(w).threads
@@ -40,9 +40,9 @@ rule train:
         ledger=f"{RUN}/privacy.json",
         meta=f"{RUN}/train.json",
     log:
-        f"logs/{RUN}/train.log",
+        job_log(RUN, "train"),
     benchmark:
-        f"{RUN}/benchmarks/train.tsv"
+        job_benchmark(RUN, "train")
     conda:
         ENV
     threads: lambda w: _resources(w).threads
@@ -65,9 +65,9 @@ rule sample:
     output:
         f"{RUN}/samples.npz",
     log:
-        f"logs/{RUN}/sample.log",
+        job_log(RUN, "sample"),
     benchmark:
-        f"{RUN}/benchmarks/sample.tsv"
+        job_benchmark(RUN, "sample")
     conda:
         ENV
     threads: 2

@@ -13,6 +13,7 @@ import pandas as pd
 
 from dpvae.analyses import register_analysis
 from dpvae.analyses.tidy import tidy
+from dpvae.paths import RESULTS
 from dpvae.runspec import DEFAULT_AUDIT_CONFIDENCE, Audit, RunSpec
 
 
@@ -138,7 +139,7 @@ def method_audit(name: str, experiment: dict, context: dict) -> pd.DataFrame:
 
     params = experiment["params"]
     torch.set_num_threads(1)
-    runs = Path(context["out"]).parent.parent / "audit" if "out" in context else Path("results/audit")
+    runs = Path(context["out"]).parent.parent / "audit" if "out" in context else Path(RESULTS, "audit")
     rows = []
     unknown = sorted(set(params.get("exclude", [])) - set(params["targets"]))
     if unknown:

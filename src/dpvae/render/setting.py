@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dpvae.errors import ConfigError
+from dpvae.paths import experiment_prefix
 from dpvae.reproductions import published_dataset
 
 NOT_PAPER = "not the paper's setting"
@@ -104,12 +105,12 @@ def setting_problem(key: str, experiments: dict[str, dict], handles: frozenset[s
             return (
                 f"{key} cannot show experiments.{name}.datasets {', '.join(setting.foreign_datasets)}: it is drawn "
                 f"for the paper's data ({', '.join(sorted(setting.paper_datasets))}) only; "
-                f"figures/experiments/{name}.pdf tables any data"
+                f"{experiment_prefix(name)}.pdf tables any data"
             )
         if setting.foreign_epsilons and "epsilons" not in handles:
             return (
                 f"{key} cannot show experiments.{name}.epsilons {_eps(setting.foreign_epsilons)}: it is drawn at the "
-                f"paper's epsilon {_eps(setting.paper_epsilons)} only; figures/experiments/{name}.pdf tables any grid"
+                f"paper's epsilon {_eps(setting.paper_epsilons)} only; {experiment_prefix(name)}.pdf tables any grid"
             )
     return None
 
