@@ -26,7 +26,7 @@ import pandas as pd
 from dpvae.errors import DataError
 from dpvae.files import atomic_write
 from dpvae.items import ITEMS, PAPERS
-from dpvae.paths import REPO_ROOT, RESULTS, run_id
+from dpvae.paths import REPO_ROOT, RESULTS, run_id, train_record
 from dpvae.provenance import changed_files, git_commit, on_code_path
 from dpvae.runs import split_variant
 from dpvae.schema import format_eps, read_config
@@ -113,7 +113,7 @@ def _experiment_of(table: Path) -> tuple[str, str]:
 
 def _run_provenance(results: Path, row: pd.Series) -> dict:
     eps = format_eps(row["epsilon"]) if pd.notna(row["epsilon"]) else "inf"
-    train = results / "runs" / run_id(str(row["dataset"]), str(row["variant"]), eps, int(row["seed"])) / "train.json"
+    train = train_record(results / "runs" / run_id(str(row["dataset"]), str(row["variant"]), eps, int(row["seed"])))
     if not train.is_file():
         raise DataError(f"{train}: missing; record only tables whose runs are in this checkout's {RESULTS}/")
     meta = json.loads(train.read_text())

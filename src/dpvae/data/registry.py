@@ -21,6 +21,7 @@ from dpvae.data.sources import RemoteFile, allow_unverified_hint, fetch, unverif
 from dpvae.data.store import Prepared, write_prepared
 from dpvae.errors import TargetError
 from dpvae.files import write_text
+from dpvae.paths import fetched_marker, prepared_dir, raw_dir
 
 Builder = Callable[[Path | None, int], Prepared]
 TWO_GAUSSIANS_PATTERN = re.compile(r"twogauss-d([1-9][0-9]*)")
@@ -245,13 +246,13 @@ def builtin_names() -> set[str]:
 def raw_dir_of(dataset_id: str, root: str | Path) -> Path | None:
     """``<root>/raw/<source>`` of a dataset id, or None for a generated dataset."""
     source = get_dataset(dataset_id).source
-    return None if source is None else Path(root) / "raw" / source
+    return None if source is None else raw_dir(Path(root), source)
 
 
 def prepared_dir_of(dataset_id: str, root: str | Path) -> Path:
     """``<root>/prepared/<dataset_id>``."""
     get_dataset(dataset_id)
-    return Path(root) / "prepared" / dataset_id
+    return prepared_dir(Path(root), dataset_id)
 
 
 def fetch_dataset(
@@ -295,7 +296,7 @@ def unverified_source_problem(source: str, root: str | Path, allowed: list[str] 
     published or recorded, and the source not in `allowed`), naming the config key; None if it would not."""
     if source in allowed:
         return None
-    missing = unverifiable(source_files(source), Path(root) / "raw" / source)
+    missing = unverifiable(source_files(source), raw_dir(Path(root), source))
     if not missing:
         return None
     wanted = sorted({*allowed, *sources_without_checksums()})
@@ -311,12 +312,15 @@ def fetch_source(
 ) -> Path:
     """Fetch and verify a source's raw files, then write ``<root>/raw/<source>/SHA256SUMS`` (the workflow's
     marker that the source is complete, in ``sha256sum`` format); return the marker's path."""
-    raw_dir = Path(root) / "raw" / source
     observed = fetch(
-        source_files(source), raw_dir, mirror=mirror, source_name=source, allow_unverified=allow_unverified
+        source_files(source),
+        raw_dir(Path(root), source),
+        mirror=mirror,
+        source_name=source,
+        allow_unverified=allow_unverified,
     )
     return write_text(
-        raw_dir / "SHA256SUMS", "".join(f"{digest}  {name}\n" for name, digest in sorted(observed.items()))
+        fetched_marker(Path(root), source), "".join(f"{digest}  {name}\n" for name, digest in sorted(observed.items()))
     )
 
 
@@ -328,5 +332,5 @@ def prepare_dataset(dataset_id: str, root: str | Path, seed: int = 0) -> Path:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     if dataset_id not in DATASETS and (entry := declared.recorded(dataset_id, root)) is not None:
         spec = DatasetSpec(**declared_fields(dataset_id, entry, with_facts=False))
-        return spec.prepare(Path(root) / "raw" / dataset_id, Path(root) / "prepared" / dataset_id, seed)
+        return spec.prepare(raw_dir(Path(root), dataset_id), prepared_dir(Path(root), dataset_id), seed)
     return get_dataset(dataset_id).prepare(raw_dir_of(dataset_id, root), prepared_dir_of(dataset_id, root), seed)
