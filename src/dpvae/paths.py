@@ -1,8 +1,10 @@
-"""Where things live: the repository's resources and the workflow's output layout.
+"""Where things live: the repository's resources, the workflow's output layout, a run's files and the data root's.
 
 Every path the workflow writes is built here, so the Snakemake rules and the Python stages agree. A layout
 function called with wildcard strings gives the rules' pattern: `variant_table(scale, "{experiment}",
-"{dataset}", "{variant}")`. (tests/unit/test_paths_literals.py refuses these paths spelt elsewhere.)
+"{dataset}", "{variant}")`; one of a run's files (`ledger_file(run)`) or of the data root (`prepared_dir(root,
+dataset)`) is a string for a string directory (a rule's pattern) and a Path for a Path. (tests/unit/
+test_paths_literals.py refuses these paths and file names spelt elsewhere.)
 """
 
 from __future__ import annotations

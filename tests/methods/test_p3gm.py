@@ -20,7 +20,7 @@ from dpvae.methods.p3gm import store
 from dpvae.methods.p3gm.accounting import NOT_DP_NONPRIVATE_MEAN, P3GMSetting, p3gm_ledger
 from dpvae.methods.p3gm.fit import Schedule
 from dpvae.methods.p3gm.store import from_vectors, to_vectors
-from dpvae.paths import checkpoint_file, ledger_file, model_path
+from dpvae.paths import checkpoint_file, ledger_file, model_path, prepared_dir
 from dpvae.privacy.ledger import Mechanism
 from dpvae.privacy.mechanisms import dp_em_diagonal_gmm, dp_pca
 from support.toy_runs import FEATURES, N_TRAIN, toy_spec, write_toy_dataset
@@ -212,7 +212,7 @@ def test_the_mixture_prior_keeps_the_classes_that_n01_draws_lose_at_small_d(tmp_
     """Fig. 6 at d = 5 (docs/p3gm.md): the PCA codes are not whitened, the classes sit at about ±sqrt(d) on the
     first one, so N(0, I) draws land between them; the DP-EM mixture (the paper's prior) covers both."""
     prepared = build_two_gaussians(None, 0, dim=5, n_per_class=2000)
-    write_prepared(tmp_path / "prepared" / "toy", prepared.train, prepared.test, prepared.meta)
+    write_prepared(prepared_dir(tmp_path, "toy"), prepared.train, prepared.test, prepared.meta)
     gaps = {}
     for prior in ("mog", "normal"):
         spec = spec_for(tmp_path, tmp_path / prior, sampling_prior=prior, batch_size=100, pretrain_steps=200)

@@ -16,7 +16,7 @@ import pytest
 from dpvae.cli import main
 from dpvae.config import load_config
 from dpvae.dag import DagJob
-from dpvae.paths import REPO_ROOT, ledger_file, model_path, train_record
+from dpvae.paths import REPO_ROOT, ledger_file, model_path, prepared_dir, train_record
 from dpvae.plan import (
     CPU_MACHINE,
     GPU_MACHINE,
@@ -51,7 +51,7 @@ def _fake_built_run(root: Path, plan: Rules, run) -> None:
     """The prepared data and one run's train outputs, older first (Snakemake compares mtimes), with the
     train.json and benchmark file a real train job writes; no Snakemake metadata, as after a copy."""
     run_dir = root / run.path(plan.scale)
-    prepared = root / plan.config["data"]["root"] / "prepared" / run.dataset
+    prepared = prepared_dir(root / plan.config["data"]["root"], run.dataset)
     model_path(run_dir).mkdir(parents=True)
     (run_dir / "benchmarks").mkdir()
     prepared.mkdir(parents=True)
