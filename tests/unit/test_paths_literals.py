@@ -130,3 +130,28 @@ def f(run, root, metric, out):
     assert [line for line, _ in spelt_paths(smk, python=False)] == [3, 4]
     smk = 'rule x:\n    output:\n        f"{RESULTS}/experiments/{{experiment}}.json",\n    log:\n        "logs/x"\n'
     assert [line for line, _ in spelt_paths(smk, python=False)] == [3, 5]
+
+
+def test_a_run_file_is_the_same_path_as_a_string_or_a_path():
+    """The rules pass strings, the stages Paths: both forms name one file (the rules' string stays a string)."""
+    run, root = "results/smoke/runs/mnist/vae/eps1/seed0", "data"
+    for name, built in {
+        "model": paths.model_path(run),
+        "train.json": paths.train_record(run),
+        "privacy.json": paths.ledger_file(run),
+        "audit.json": paths.audit_file(run),
+        "checkpoint.pt": paths.checkpoint_file(run),
+        "samples.npz": paths.samples_file(run),
+        "metrics/fid.json": paths.metric_file(run, "fid"),
+        "stage1.json": paths.stage1_record(run),
+    }.items():
+        assert built == f"{run}/{name}"
+    for name, built in {
+        "raw/mnist": paths.raw_dir(root, "mnist"),
+        "raw/mnist/SHA256SUMS": paths.fetched_marker(root, "mnist"),
+        "prepared/mnist-p3gm": paths.prepared_dir(root, "mnist-p3gm"),
+        "prepared/mnist-p3gm/meta.json": paths.prepared_meta(root, "mnist-p3gm"),
+    }.items():
+        assert built == f"{root}/{name}"
+    assert paths.metric_file(Path(run), "fid") == Path(run) / "metrics" / "fid.json"
+    assert paths.prepared_meta(Path(root), "x") == Path(root) / "prepared" / "x" / "meta.json"

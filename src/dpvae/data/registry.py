@@ -6,8 +6,8 @@ positive integer d. The papers' tables are encoded through their declared public
 (`dpvae.data.tabular`); ``<id>-refcode`` (Adult, Credit, ESR) is the same data with P3GM's reference code's
 whole-set min-max instead, whose runs' ledgers say not DP. Each id carries the papers' name of its data
 (`DatasetSpec.published_as`: ``mnist`` for ``mnist-p3gm``), which a ``-refcode`` id and a stand-in inherit from the
-data they derive from. Datasets declared in the configuration
-(`datasets:`, `dpvae.data.declared`) are passed as `declared`; their source is their id.
+data they derive from. Datasets declared in the configuration (`datasets:`, `dpvae.data.declared`) are passed as
+`declared`; their source is their id.
 """
 
 from __future__ import annotations
