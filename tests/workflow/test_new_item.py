@@ -6,8 +6,8 @@ is cheap, rendered.
   items.py and one renderer function that takes its experiment and variants from the item;
 - an experiment added to an existing item (LVAE Fig. 3, whose renderer draws every experiment of its item): its
   config.yaml entries (the experiment and its variant) and its name in the item's line of items.py; no renderer;
-- a new item over an existing experiment (P3GM Fig. 9's numbers as a table): one line in items.py and one
-  renderer function; config.yaml unchanged.
+- a new item over an existing experiment (P3GM Table IV's hyper-parameters without the paper's): one line in
+  items.py and one renderer function; config.yaml unchanged.
 
 Planted faults show that the checks can fail: a renderer with its own count of experiments, an experiment no item
 names, a renderer with its own list of points.
@@ -22,13 +22,13 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
+from dpvae.paths import item_spec_file
 from support.workflow_runs import copy_repository, smoke, snakemake
 
 ITEMS = "src/dpvae/items.py"
 UTILITY_CURVES = "src/dpvae/render/p3gm/utility_curves.py"
-COMPOSITION = "src/dpvae/render/p3gm/composition.py"
+OVERVIEW = "src/dpvae/render/p3gm/overview.py"
 MEMBERSHIP = "src/dpvae/render/lvae/membership.py"
 
 # -- a new item over a new experiment: P3GM Fig. 4's panels on Adult -----------------------------------------------
@@ -78,20 +78,17 @@ L5_EXPERIMENT = """\
 FIG3_EXPERIMENTS = '            ("lvae_mia", "lvae_spectral"),\n'
 FIG3_WITH_L5 = '            ("lvae_mia", "lvae_spectral", "lvae_lipschitz_l5"),\n'
 
-# -- a new item over an existing experiment: Fig. 9's numbers as a table -------------------------------------------
+# -- a new item over an existing experiment: Table IV's hyper-parameters of this configuration alone ------------------
 
-TABLE9_ITEM = '        Item("p3gm", "table9", T, "Epsilon per DP-SGD noise multiplier", ("p3gm_composition",)),\n'
+TABLE9_ITEM = '        Item("p3gm", "table9", T, "DP-SGD hyper-parameters of this configuration", ("p3gm_table4",)),\n'
 TABLE9_RENDERER = '''
 
 @register_renderer("p3gm/table9")
 def p3gm_table9(ctx: RenderContext) -> None:
-    """Fig. 9's numbers as a table: epsilon per sigma_s, a column per accounting and number of EM components."""
-    from dpvae.render.output import save_table
-
+    """Table IV's hyper-parameters of this configuration alone: a row per dataset, a column per parameter."""
     table = ctx.tables[ctx.experiment]
-    wide = table.pivot_table(index="point", columns=["method", "variant"], values="value", sort=True)
-    wide.columns = [f"{method} ({components})" for method, components in wide.columns]
-    save_table(wide.reset_index(names="sigma_s"), ctx.prefix, "P3GM - epsilon per DP-SGD noise multiplier")
+    wide = table.pivot_table(index="dataset", columns="metric", values="value", sort=False)
+    save_table(wide.reset_index(), ctx.prefix, "P3GM - DP-SGD hyper-parameters of this configuration")
 '''
 
 
@@ -179,9 +176,15 @@ def _dry_run(copy: Path, tmp_path: Path, target: str, mirror: Path) -> str:
     return dry.stdout
 
 
+def _render(copy: Path, work: Path, spec: str) -> None:
+    """Render in `work` with the copy's renderer from the render spec `spec` (a file under `work`), as the render
+    job does."""
+    _in_copy(copy, work, "from dpvae import stages", f"stages.render({spec!r})")
+
+
 def _rendered_without_runs(copy: Path, tmp_path: Path, paper: str, item_id: str) -> str:
-    """The text of the item's PDF rendered by the copy's renderer from its render spec, every table it reads
-    present but empty (no run, no number: what the renderer takes from its item and configuration)."""
+    """The text of the item's PDF rendered from its render spec, every table it reads present but empty (no run,
+    no number: what the renderer takes from its item and the configuration)."""
     from pypdf import PdfReader
 
     work = Path(tmp_path, "render")
@@ -191,7 +194,6 @@ def _rendered_without_runs(copy: Path, tmp_path: Path, paper: str, item_id: str)
         work,
         "import json",
         "from pathlib import Path",
-        "from dpvae import stages",
         "from dpvae.analyses import TIDY_COLUMNS",
         "from dpvae.config import load_config",
         "from dpvae.workflow import Rules",
@@ -200,8 +202,8 @@ def _rendered_without_runs(copy: Path, tmp_path: Path, paper: str, item_id: str)
         "    Path(table).parent.mkdir(parents=True, exist_ok=True)",
         "    Path(table).write_text(','.join(TIDY_COLUMNS) + '\\n')",
         "Path('spec.json').write_text(json.dumps(spec))",
-        "stages.render('spec.json')",
     )
+    _render(copy, work, "spec.json")
     reader = PdfReader(work / "figures" / paper / f"{item_id}.pdf")
     return " ".join(page.extract_text() for page in reader.pages)
 
@@ -266,38 +268,37 @@ def test_an_experiment_no_item_names_is_not_planned_and_a_renderer_with_its_own_
 # -- a new item over an existing experiment ------------------------------------------------------------------------
 
 
-def _missing_numbers(rendered: Path, tidy: Path) -> set[str]:
-    """The experiment's values (as the rendered CSV writes them, 6 significant digits) missing from the table."""
-    shown = pd.read_csv(rendered, dtype=str).drop(columns="sigma_s")
-    values = {f"{v:.6g}" for v in pd.read_csv(tidy)["value"]}
-    return values - set(shown.to_numpy().ravel())
+def _cells_missing(rendered: Path, tidy: Path) -> list[tuple[str, str, str]]:
+    """(dataset, metric, value) of each row of the experiment's tidy table that the rendered CSV does not show
+    (as it writes numbers: 6 significant digits)."""
+    shown = pd.read_csv(rendered, dtype=str).set_index("dataset")
+    rows = pd.read_csv(tidy).itertuples()
+    return [
+        (r.dataset, r.metric, f"{r.value:.6g}")
+        for r in rows
+        if r.dataset not in shown.index or shown.get(r.metric, {}).get(r.dataset) != f"{r.value:.6g}"
+    ]
 
 
 def test_a_new_item_over_an_existing_experiment_is_one_item_and_one_renderer(tmp_path, mirror):
     copy = _repository(tmp_path)
     _insert(copy, ITEMS, '        Item("p3gm", "fig1",', TABLE9_ITEM)
-    _append(copy, COMPOSITION, TABLE9_RENDERER)
-    assert _changed(copy) == {ITEMS, COMPOSITION}  # config.yaml as it was
-
-    planned = _planned(copy, "p3gm", "table9")
-    assert list(planned["spec"]["tables"]) == ["p3gm_composition"]
-    assert planned["default"]
+    _append(copy, OVERVIEW, TABLE9_RENDERER)
+    assert _changed(copy) == {ITEMS, OVERVIEW}  # config.yaml as it was
 
     work = Path(tmp_path, "work")
     work.mkdir()
     built = snakemake("--cores", "1", smoke(copy), "figures/p3gm/table9.pdf", cwd=work, repo=copy, mirror=mirror)
     assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
-    (tidy,) = planned["spec"]["tables"]["p3gm_composition"]
+    spec = json.loads((work / item_spec_file("smoke", "p3gm", "table9")).read_text())  # what the render job read
+    assert list(spec["tables"]) == ["p3gm_table4"]
+    (tidy,) = spec["tables"]["p3gm_table4"]
     rendered = work / "figures" / "p3gm" / "table9.csv"
-    assert (work / tidy).is_file() and not _missing_numbers(rendered, work / tidy)
+    assert len(pd.read_csv(work / tidy)) and not _cells_missing(rendered, work / tidy)
 
-    # planted: the renderer keeps its own list of noise multipliers instead of the experiment's
-    _replace(
-        copy,
-        COMPOSITION,
-        'wide = table.pivot_table(index="point"',
-        'wide = table[table["point"] <= 2].pivot_table(index="point"',
-    )
-    built = snakemake("--cores", "1", smoke(copy), "figures/p3gm/table9.pdf", cwd=work, repo=copy, mirror=mirror)
-    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
-    assert _missing_numbers(rendered, work / tidy)
+    # planted: the renderer keeps its own list of datasets instead of the experiment's (rendered again from the spec
+    # file the build wrote)
+    _replace(copy, OVERVIEW, "table.pivot_table(", 'table[table["dataset"].isin(["credit", "adult"])].pivot_table(')
+    _render(copy, work, item_spec_file("smoke", "p3gm", "table9"))
+    others = set(pd.read_csv(work / tidy)["dataset"]) - {"credit", "adult"}
+    assert others and {dataset for dataset, _, _ in _cells_missing(rendered, work / tidy)} == others
