@@ -10,7 +10,7 @@ is cheap, rendered.
   items.py and one renderer function; config.yaml unchanged.
 
 Planted faults show that the checks can fail: a renderer with its own count of experiments, an experiment no item
-names, a renderer with its own list of points.
+names, a renderer with its own list of datasets.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpvae.paths import item_spec_file
+from dpvae.paths import item_prefix, item_spec_file
 from support.workflow_runs import copy_repository, smoke, snakemake
 
 ITEMS = "src/dpvae/items.py"
@@ -183,8 +183,9 @@ def _render(copy: Path, work: Path, spec: str) -> None:
 
 
 def _rendered_without_runs(copy: Path, tmp_path: Path, paper: str, item_id: str) -> str:
-    """The text of the item's PDF rendered from its render spec, every table it reads present but empty (no run,
-    no number: what the renderer takes from its item and the configuration)."""
+    """The text of the item's PDF rendered by the copy's renderer from its render spec (as the render job does),
+    every table it reads present but empty (no run, no number: what the renderer takes from its item and the
+    configuration)."""
     from pypdf import PdfReader
 
     work = Path(tmp_path, "render")
@@ -202,9 +203,10 @@ def _rendered_without_runs(copy: Path, tmp_path: Path, paper: str, item_id: str)
         "    Path(table).parent.mkdir(parents=True, exist_ok=True)",
         "    Path(table).write_text(','.join(TIDY_COLUMNS) + '\\n')",
         "Path('spec.json').write_text(json.dumps(spec))",
+        "from dpvae import stages",
+        "stages.render('spec.json')",
     )
-    _render(copy, work, "spec.json")
-    reader = PdfReader(work / "figures" / paper / f"{item_id}.pdf")
+    reader = PdfReader(work / f"{item_prefix(paper, item_id)}.pdf")
     return " ".join(page.extract_text() for page in reader.pages)
 
 
@@ -245,8 +247,8 @@ def test_an_experiment_added_to_an_existing_item_is_config_and_its_name_in_the_i
     planned = _planned(copy, "lvae", "fig3")
     assert list(planned["spec"]["tables"]) == ["lvae_mia", "lvae_spectral", "lvae_lipschitz_l5"]
     assert planned["runs"]["lvae_lipschitz_l5"]  # its runs, in the render job's inputs and in the DAG
-    inputs = {a.rsplit("/metrics/", 1)[0] for a in planned["spec"]["artifacts"]}
-    assert set(planned["runs"]["lvae_lipschitz_l5"]) <= inputs
+    artifacts = planned["spec"]["artifacts"]
+    assert all(any(a.startswith(f"{run}/") for a in artifacts) for run in planned["runs"]["lvae_lipschitz_l5"])
     dry = _dry_run(copy, tmp_path, "figures/lvae/fig3.pdf", mirror)
     assert "render_figure" in dry and all(run in dry for run in planned["runs"]["lvae_lipschitz_l5"])
 
@@ -293,7 +295,7 @@ def test_a_new_item_over_an_existing_experiment_is_one_item_and_one_renderer(tmp
     spec = json.loads((work / item_spec_file("smoke", "p3gm", "table9")).read_text())  # what the render job read
     assert list(spec["tables"]) == ["p3gm_table4"]
     (tidy,) = spec["tables"]["p3gm_table4"]
-    rendered = work / "figures" / "p3gm" / "table9.csv"
+    rendered = work / f"{item_prefix('p3gm', 'table9')}.csv"
     assert len(pd.read_csv(work / tidy)) and not _cells_missing(rendered, work / tidy)
 
     # planted: the renderer keeps its own list of datasets instead of the experiment's (rendered again from the spec
