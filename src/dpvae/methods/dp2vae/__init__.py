@@ -47,6 +47,9 @@ class DP2VAEParams(MethodParams):
     )
     loss: Literal["bce", "mse"] = param("bce", "per-example reconstruction loss (KL weight 1)")
     chunk: int = param(50, "stage-1 encoders trained at once (vectorised); memory grows with it", minimum=1)
+    compile: Literal[False, "default", "reduce-overhead"] = param(
+        False, "run the stage-2 step through torch.compile in this mode (reduce-overhead: CUDA graphs on CUDA)"
+    )
 
 
 @register_method

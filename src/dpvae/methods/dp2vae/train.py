@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import torch
@@ -186,9 +187,27 @@ def stage2_step(
     with torch.no_grad():
         for n, param in named.items():
             param.copy_(encoders[n].index_select(0, chosen)[0])
-    engine.step(model.loss(xb, ob, noise))
+    engine.step(_forward(model, xb, ob, noise))
     decoder_opt.step()
     encoder_adam.step({n: param.grad[None] for n, param in named.items()}, rows=chosen)
+
+
+@torch.compiler.disable
+def _forward(model: CVAE, xb: torch.Tensor, ob: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+    """The per-example losses, never traced by torch.compile: the engine needs the layer outputs of an eager
+    forward pass, on the losses' autograd path (`Call.check_unmodified`)."""
+    return model.loss(xb, ob, noise)
+
+
+def compiled_stage2_step(mode: Literal[False, "default", "reduce-overhead"]) -> Callable[..., None]:
+    """`stage2_step`, or (a `compile` mode) it through a fresh torch.compile: the forward pass stays eager
+    (`_forward`), the engine's host-side bookkeeping is never traced, so the engine's records, its noise
+    stream and the ledger are the eager step's; its numbers agree with the eager step's to float rounding
+    (tests/methods/test_dp2vae_compile.py). Compiled code of an earlier run in the process is dropped."""
+    if mode is False:
+        return stage2_step
+    torch._dynamo.reset()
+    return torch.compile(stage2_step, mode=mode, dynamic=False)
 
 
 def train(ctx: RunContext) -> Ledger:
@@ -231,12 +250,13 @@ def train(ctx: RunContext) -> Ledger:
         epsilon=lambda t: dp2vae_ledger(sigma, k, t, batch, p.clip, ctx.delta, target_epsilon=ctx.epsilon),
     )
     progress.start_at(step)
+    step_fn = compiled_stage2_step(p.compile)  # built afresh on resume too
     for step in range(step, p.iters):
         chosen = torch.randint(k, (1,), generator=draws, device=device)
         pick = torch.randperm(subsets.shape[1], generator=draws, device=device)[:batch]
         xb, ob = _gather(x, y, subsets.index_select(0, chosen)[0, pick], arch["num_classes"])
         noise = torch.randn(batch, arch["latent_dim"], generator=draws, device=device)
-        stage2_step(model, engine, decoder_opt, encoder_adam, encoders, chosen, xb, ob, noise)
+        step_fn(model, engine, decoder_opt, encoder_adam, encoders, chosen, xb, ob, noise)
         progress.advance()
         if checkpoint.due(step):
             checkpoint.save(
