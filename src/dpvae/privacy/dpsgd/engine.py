@@ -21,6 +21,9 @@ How a step works (ghost / mixed ghost clipping, Bu et al. 2022-23):
 A step never reads tensor data on the host, so on an accelerator it never waits for the device: shapes
 depend only on the batch size (known on the host), units are flagged per-example rather than compared,
 checks of values run on the device (`units.require`), and sub-group norms take fixed shapes (`layers.py`).
+A step may run inside torch.compile with the model's forward pass kept eager (`torch.compiler.disable`): a
+traced forward hands the hooks outputs that are off the loss's autograd path, and is refused; the release's
+bookkeeping (budget, canaries, the step counter) is never traced, so it neither recompiles per step nor differs.
 
 A unit's loss may depend only on the examples of that unit (no BatchNorm in training mode; checked).
 Parameters outside `private_params` ("public", e.g. DP²-VAE's encoder, docs/papers.md §4.1/A-D2) would get
