@@ -17,6 +17,7 @@ from dpvae.runs import Run, planned_release, recomputed_ledger, run_spec
 from dpvae.runspec import RunSpec
 
 RTOL = 1e-5  # decoder parameters: |compiled - eager| <= RTOL * max|eager|, tensor by tensor
+CUDA_RTOL = 1e-4  # on CUDA: TF32 convolutions (cuDNN's default) on both paths, fused kernels rounding otherwise
 
 
 def _spec(config: dict, data: Path, tmp: Path, name: str, device: str = "cpu", **params) -> RunSpec:
@@ -69,10 +70,12 @@ def _train_recording(spec: RunSpec, monkeypatch) -> list:
     return [engine.steps, engine.mechanisms(), engine.mechanisms(sound=True)]
 
 
-def _same_run(eager: RunSpec, compiled: RunSpec, eager_records: list, compiled_records: list) -> None:
-    """The decoders within RTOL; the engine's records, the written ledgers, their recomputation from train.json
+def _same_run(
+    eager: RunSpec, compiled: RunSpec, eager_records: list, compiled_records: list, rtol: float = RTOL
+) -> None:
+    """The decoders within `rtol`; the engine's records, the written ledgers, their recomputation from train.json
     and the ledgers planned before training all equal."""
-    assert _worst(_decoder(eager), _decoder(compiled)) <= RTOL
+    assert _worst(_decoder(eager), _decoder(compiled)) <= rtol
     assert compiled_records == eager_records
     written = (Path(eager.run) / "privacy.json").read_text()
     assert (Path(compiled.run) / "privacy.json").read_text() == written
@@ -150,4 +153,5 @@ def test_reduce_overhead_stage2_equals_eager_on_cuda(smoke_config, prepared_from
     data = prepared_from_mirror("mnist")
     eager = _spec(smoke_config, data, tmp_path, "eager", device="cuda")
     compiled = _spec(smoke_config, data, tmp_path, "compiled", device="cuda", compile="reduce-overhead")
-    _same_run(eager, compiled, _train_recording(eager, monkeypatch), _train_recording(compiled, monkeypatch))
+    records = _train_recording(eager, monkeypatch)
+    _same_run(eager, compiled, records, _train_recording(compiled, monkeypatch), CUDA_RTOL)
