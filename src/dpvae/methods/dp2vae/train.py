@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -24,10 +24,11 @@ import torch
 from dpvae.errors import DataError
 from dpvae.methods.base import RunContext
 from dpvae.methods.checkpoint import Checkpoint, restore_rng, rng_state
-from dpvae.methods.conditional import device_of, disjoint_subsets, num_classes, onehot, sample_labelled
+from dpvae.methods.conditional import compiled, device_of, disjoint_subsets, num_classes, onehot, sample_labelled
 from dpvae.methods.dp2vae.accounting import dp2vae_ledger, noise_multiplier
 from dpvae.models.cvae import CVAE, CVAEDecoder, stacked_loss
 from dpvae.models.stacked import StackedAdam, clip_per_model, stack
+from dpvae.params import CompileMode
 from dpvae.privacy.ledger import Ledger
 from dpvae.progress import Progress
 
@@ -199,15 +200,12 @@ def _forward(model: CVAE, xb: torch.Tensor, ob: torch.Tensor, noise: torch.Tenso
     return model.loss(xb, ob, noise)
 
 
-def compiled_stage2_step(mode: Literal[False, "default", "reduce-overhead"]) -> Callable[..., None]:
-    """`stage2_step`, or (a `compile` mode) it through a fresh torch.compile: the forward pass stays eager
-    (`_forward`), the engine's host-side bookkeeping is never traced, so the engine's records, its noise
+def compiled_stage2_step(mode: CompileMode) -> Callable[..., None]:
+    """`stage2_step`, or it through torch.compile in `mode` (`conditional.compiled`): the forward pass stays
+    eager (`_forward`), the engine's host-side bookkeeping is never traced, so the engine's records, its noise
     stream and the ledger are the eager step's; its numbers agree with the eager step's to float rounding
-    (tests/methods/test_dp2vae_compile.py). Compiled code of an earlier run in the process is dropped."""
-    if mode is False:
-        return stage2_step
-    torch._dynamo.reset()
-    return torch.compile(stage2_step, mode=mode, dynamic=False)
+    (tests/methods/test_dp2vae_compile.py)."""
+    return compiled(stage2_step, mode)
 
 
 def train(ctx: RunContext) -> Ledger:
