@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# The checks a CUDA machine is for, in one go (about 8 minutes on one H100/H200; nothing is downloaded):
-#   1. every test marked `gpu` (the method contract on CUDA, engine and metric device tests),
+# The checks a CUDA machine is for, in one go (about 10 minutes on one H100/H200; nothing is downloaded):
+#   1. every test marked `gpu` (the method contract on CUDA, engine and metric device tests, DP²-VAE's stage-2
+#      step compiled in mode reduce-overhead against the eager one),
 #   2. the DP-SGD engines at batch 256 against a non-private step, with operator calls and syncs per step,
 #   3. DP²-VAE stage 1 (encoder-iterations/s) and stage 2 (private vs non-private step) at the paper's widths,
 #   4. GS-WGAN's vectorised discriminators,
-#   5. whether torch.compile (CUDA graphs: mode reduce-overhead) pays for the engines' conv step, or why it fails.
+#   5. whether torch.compile (CUDA graphs: mode reduce-overhead) pays for the engines' conv step, or why it fails,
+#   6. whether it pays for DP²-VAE's stage-2 step (its `compile` parameter) at the paper's widths, with FLOPs and
+#      operator calls / kernel launches per step.
 #
 #   benchmarks/gpu.sh [OUTDIR]        (default benchmarks/out/gpu-<date>; PY=python to choose the interpreter)
 #   DEVICE=cpu benchmarks/gpu.sh      the same parts on the CPU at toy sizes (a check of the script: the CUDA
@@ -23,9 +26,11 @@ if [ "$DEVICE" = cuda ]; then
   dp2vae=(--widths 512,256 --batch 32 --encoders 100 --chunk 50 --iters 3 --steps 20 --repeats 3)
   gswgan=(--cases 100:64:32 --threads 2 --chunk 25 --iters 1 --repeats 2)
   compiled=(--steps 20 --models conv --engines nonprivate dpsgd --compile reduce-overhead)
+  stage2=(--widths 512,256 --batch 32 --encoders 100 --steps 20 --repeats 3 --compile reduce-overhead)
 else
   engines=(--quick) dp2vae=(--quick) gswgan=(--cases 4:2:4 --threads 1 --chunk 2 --iters 1 --repeats 1)
   compiled=(--quick --models mlp --engines nonprivate dpsgd --compile default)
+  stage2=(--quick --compile default)
 fi
 mkdir -p "$OUTDIR"
 export PYTHONPATH=src:tests${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
@@ -46,11 +51,12 @@ part() {   # part NAME SECONDS COMMAND...: run COMMAND under a time limit, its o
 part device 60 "$PY" -c "import sys, torch; from dpvae.devices import device_name; \
 print('torch', torch.__version__, 'cuda', torch.version.cuda, '|', device_name(sys.argv[1]))" "$DEVICE"
 mapfile -t gpu_tests < <(grep -rl --include='test_*.py' 'mark\.gpu' tests | sort)   # the files holding CUDA cases
-part tests 240 "$PY" -m pytest -p no:cacheprovider -q -m gpu -o addopts="-ra --strict-markers --durations=10" \
+part tests 330 "$PY" -m pytest -p no:cacheprovider -q -m gpu -o addopts="-ra --strict-markers --durations=10" \
   "${gpu_tests[@]}"
 part engines 120 "$PY" benchmarks/dpsgd_step.py --device "$DEVICE" "${engines[@]}"
 part dp2vae 100 "$PY" benchmarks/dp2vae_stage1.py --device "$DEVICE" "${dp2vae[@]}"
 part gswgan 150 "$PY" benchmarks/gswgan_discriminators.py --device "$DEVICE" "${gswgan[@]}"
 part compiled 120 "$PY" benchmarks/dpsgd_step.py --device "$DEVICE" "${compiled[@]}"
+part dp2vae-compiled 180 "$PY" benchmarks/dp2vae_stage1.py --device "$DEVICE" --parts stage2 "${stage2[@]}"
 echo "== gpu.sh: ${#failed[@]} part(s) failed${failed[*]:+: ${failed[*]}}; logs in $OUTDIR"
 [ ${#failed[@]} -eq 0 ]

@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 from dpvae.errors import ConfigError
 
 _MISSING = dataclasses.MISSING
+CompileMode = Literal[False, "default", "reduce-overhead"]  # a `compile` parameter: off, or torch.compile's mode
 
 
 def param(

@@ -12,6 +12,7 @@ from torch import Tensor
 
 from dpvae.errors import ConfigError
 from dpvae.methods.base import RunContext
+from dpvae.params import CompileMode
 from dpvae.progress import Progress
 
 
@@ -45,6 +46,15 @@ def disjoint_subsets(ctx: RunContext, count: int, param: str = "subsets") -> np.
 
 def device_of(ctx: RunContext) -> torch.device:
     return torch.device(ctx.device)
+
+
+def compiled(step: Callable[..., None], mode: CompileMode) -> Callable[..., None]:
+    """`step`, or (a `compile` mode) it through a fresh torch.compile with fixed shapes (reduce-overhead: CUDA
+    graphs on CUDA); compiled code of an earlier run in the process is dropped first."""
+    if mode is False:
+        return step
+    torch._dynamo.reset()
+    return torch.compile(step, mode=mode, dynamic=False)
 
 
 def batches(n: int, size: int) -> list[slice]:

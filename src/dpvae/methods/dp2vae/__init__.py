@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from dpvae.methods.base import Method, Resources, forward, halvings_error, subsets_error
 from dpvae.methods.registry import register_method
-from dpvae.params import MethodParams, param
+from dpvae.params import CompileMode, MethodParams, param
 from dpvae.runspec import RunSpec
 from dpvae.runtimes import Work
 
@@ -47,6 +47,9 @@ class DP2VAEParams(MethodParams):
     )
     loss: Literal["bce", "mse"] = param("bce", "per-example reconstruction loss (KL weight 1)")
     chunk: int = param(50, "stage-1 encoders trained at once (vectorised); memory grows with it", minimum=1)
+    compile: CompileMode = param(
+        False, "run the stage-2 step through torch.compile in this mode (reduce-overhead: CUDA graphs on CUDA)"
+    )
 
 
 @register_method

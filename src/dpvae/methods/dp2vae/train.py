@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,10 +24,11 @@ import torch
 from dpvae.errors import DataError
 from dpvae.methods.base import RunContext
 from dpvae.methods.checkpoint import Checkpoint, restore_rng, rng_state
-from dpvae.methods.conditional import device_of, disjoint_subsets, num_classes, onehot, sample_labelled
+from dpvae.methods.conditional import compiled, device_of, disjoint_subsets, num_classes, onehot, sample_labelled
 from dpvae.methods.dp2vae.accounting import dp2vae_ledger, noise_multiplier
 from dpvae.models.cvae import CVAE, CVAEDecoder, stacked_loss
 from dpvae.models.stacked import StackedAdam, clip_per_model, stack
+from dpvae.params import CompileMode
 from dpvae.paths import model_path, stage1_record
 from dpvae.privacy.ledger import Ledger
 from dpvae.progress import Progress
@@ -187,9 +189,24 @@ def stage2_step(
     with torch.no_grad():
         for n, param in named.items():
             param.copy_(encoders[n].index_select(0, chosen)[0])
-    engine.step(model.loss(xb, ob, noise))
+    engine.step(_forward(model, xb, ob, noise))
     decoder_opt.step()
     encoder_adam.step({n: param.grad[None] for n, param in named.items()}, rows=chosen)
+
+
+@torch.compiler.disable
+def _forward(model: CVAE, xb: torch.Tensor, ob: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+    """The per-example losses, never traced by torch.compile: the engine needs the layer outputs of an eager
+    forward pass, on the losses' autograd path (`Call.check_unmodified`)."""
+    return model.loss(xb, ob, noise)
+
+
+def compiled_stage2_step(mode: CompileMode) -> Callable[..., None]:
+    """`stage2_step`, or it through torch.compile in `mode` (`conditional.compiled`): the forward pass stays
+    eager (`_forward`), the engine's host-side bookkeeping is never traced, so the engine's records, its noise
+    stream and the ledger are the eager step's; its numbers agree with the eager step's to float rounding
+    (tests/methods/test_dp2vae_compile.py)."""
+    return compiled(stage2_step, mode)
 
 
 def train(ctx: RunContext) -> Ledger:
@@ -232,12 +249,13 @@ def train(ctx: RunContext) -> Ledger:
         epsilon=lambda t: dp2vae_ledger(sigma, k, t, batch, p.clip, ctx.delta, target_epsilon=ctx.epsilon),
     )
     progress.start_at(step)
+    step_fn = compiled_stage2_step(p.compile)  # built afresh on resume too
     for step in range(step, p.iters):
         chosen = torch.randint(k, (1,), generator=draws, device=device)
         pick = torch.randperm(subsets.shape[1], generator=draws, device=device)[:batch]
         xb, ob = _gather(x, y, subsets.index_select(0, chosen)[0, pick], arch["num_classes"])
         noise = torch.randn(batch, arch["latent_dim"], generator=draws, device=device)
-        stage2_step(model, engine, decoder_opt, encoder_adam, encoders, chosen, xb, ob, noise)
+        step_fn(model, engine, decoder_opt, encoder_adam, encoders, chosen, xb, ob, noise)
         progress.advance()
         if checkpoint.due(step):
             checkpoint.save(

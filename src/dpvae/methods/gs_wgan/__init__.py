@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 from dpvae.methods.base import Method, Resources, forward, subsets_error
 from dpvae.methods.registry import register_method
-from dpvae.params import MethodParams, param
+from dpvae.params import CompileMode, MethodParams, param
 from dpvae.runspec import RunSpec
 
 if TYPE_CHECKING:
@@ -51,6 +51,9 @@ class GSWGANParams(MethodParams):
         minimum=1,
     )
     vectorised: bool = param(True, "warm start on stacked parameters (False: one discriminator after another)")
+    compile: CompileMode = param(
+        False, "run the main phase's critic and generator iterations through torch.compile in this mode"
+    )
 
 
 @register_method

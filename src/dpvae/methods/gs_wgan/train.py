@@ -15,7 +15,7 @@ import torch
 from dpvae.errors import ConfigError
 from dpvae.methods.base import RunContext
 from dpvae.methods.checkpoint import Checkpoint, restore_rng, rng_state
-from dpvae.methods.conditional import balanced_labels, batches, device_of, disjoint_subsets, num_classes
+from dpvae.methods.conditional import balanced_labels, batches, compiled, device_of, disjoint_subsets, num_classes
 from dpvae.methods.gs_wgan.accounting import authors_epsilon, authors_iters, ledger
 from dpvae.models import gswgan as nets
 from dpvae.models.stacked import Stacked, StackedAdam, Streams
@@ -47,14 +47,74 @@ def _real(
     return x[index], y[index]
 
 
+# Eager under torch.compile: AOT autograd does not differentiate a compiled graph twice (the penalty's gradient),
+# and generated images traced with the discriminator would leave the graph beside its output, off its autograd
+# path (their gradient, the one the sanitiser clips, is taken with respect to them).
+_gradient_penalty = torch.compiler.disable(nets.gradient_penalty)
+_generator = torch.compiler.disable(nets.generator)
+
+
 def _critic_loss(d: dict, du: dict, g: dict, gu: dict, real: torch.Tensor, y: torch.Tensor, p, streams) -> torch.Tensor:
     """Σ over models of WGAN-GP critic losses: D(fake) − D(real) + GP + ε-penalty·D(real)²."""
     z = nets.bernoulli_latent(streams, (y.shape[1], p.z_dim))
     with torch.no_grad():
         fake = nets.generator(g, gu, z, y)
     d_real, d_fake = nets.discriminator(d, du, real, y), nets.discriminator(d, du, fake, y)
-    gp = nets.gradient_penalty(d, du, real, fake, y, p.gp_weight, streams)
+    gp = _gradient_penalty(d, du, real, fake, y, p.gp_weight, streams)
     return (d_fake.mean(1) - d_real.mean(1) + gp + p.logit_penalty * d_real.square().mean(1)).sum()
+
+
+def critic_iteration(
+    d: Stacked, du: Stacked, g: Stacked, gu: Stacked, d_opt: StackedAdam, x, y, subsets, chosen, batch: int, p, streams
+) -> None:
+    """One WGAN-GP step of the drawn discriminator `chosen` ([1]) on a batch of its subset (non-private: the
+    discriminators are never released)."""
+    dk = {n: t[chosen].detach().requires_grad_(True) for n, t in d.items()}
+    uk = {n: t[chosen] for n, t in du.items()}
+    real, labels = _real(x, y, subsets, chosen, batch, streams)
+    grads = torch.autograd.grad(_critic_loss(dk, uk, g, gu, real, labels, p, streams), list(dk.values()))
+    d_opt.step(dict(zip(dk, grads)), rows=chosen)
+    for n, t in uk.items():
+        du[n][chosen] = t
+
+
+def generator_iteration(
+    d: Stacked,
+    du: Stacked,
+    g: Stacked,
+    gu: Stacked,
+    g_opt: StackedAdam,
+    chosen,
+    batch: int,
+    classes: int,
+    k: int,
+    p,
+    streams: Streams,
+    rng: torch.Generator,
+    noise: torch.Generator,
+) -> None:
+    """The generator step through the drawn discriminator, with sanitised gradients w.r.t. the images: each
+    image's gradient clipped to C/B, Gaussian noise from `noise` (`canaries.release`, eager under compile)."""
+    device, bound = chosen.device, p.clip / batch
+    dk = {n: t[chosen].detach() for n, t in d.items()}
+    uk = {n: t[chosen] for n, t in du.items()}
+    z = nets.bernoulli_latent(streams, (batch, p.z_dim))
+    labels = torch.randint(classes, (1, batch), generator=rng, device=device)
+    fake = _generator(g, gu, z, labels)
+    (image_grad,) = torch.autograd.grad(-nets.discriminator(dk, uk, fake, labels).mean(), fake, retain_graph=True)
+    flat = clip_images(image_grad, bound)
+    flat = canaries.release(  # its own noise; canaries (an audited run only) move like a record: every g_i by 2C/B
+        flat,
+        2 * p.noise_multiplier * bound,
+        lambda shape, std: std * torch.randn(shape, generator=noise, device=device),
+        sensitivity=2 * bound * math.sqrt(batch),
+        sample_rate=1.0 / k,
+        name="GS-WGAN sanitised image gradients",
+    )
+    grads = torch.autograd.grad(fake, list(g.values()), flat.reshape(fake.shape))
+    g_opt.step(dict(zip(g, grads)))
+    for n, t in uk.items():
+        du[n][chosen] = t
 
 
 def _torch_adam(params: Stacked, lr: float) -> Callable[[Stacked], None]:
@@ -189,43 +249,18 @@ def train(ctx: RunContext) -> Ledger:
         g_opt.load_state_dict(state["g_opt"])
         restore_rng(state["rng"], rng, noise)
         step = state["step"]
-    bound = p.clip / batch
     progress = Progress(  # ε of the steps so far (the authors' ε, which needs autodp, only in the run's ledger)
         "gs-wgan generator (sanitised gradients)",
         iters,
         epsilon=lambda t: ledger(p.noise_multiplier, k, t, batch, p.clip, ctx.delta, ctx.epsilon, math.nan),
     )
     progress.start_at(step)
+    critic, sanitised = compiled(critic_iteration, p.compile), compiled(generator_iteration, p.compile)
     for step in range(step, iters):
         chosen = torch.randint(k, (1,), generator=rng, device=device)
         for _ in range(p.critic_iters):
-            dk = {n: t[chosen].detach().requires_grad_(True) for n, t in d.items()}
-            uk = {n: t[chosen] for n, t in du.items()}
-            real, labels = _real(x, y, subsets, chosen, batch, streams)
-            grads = torch.autograd.grad(_critic_loss(dk, uk, g, gu, real, labels, p, streams), list(dk.values()))
-            d_opt.step(dict(zip(dk, grads)), rows=chosen)
-            for n, t in uk.items():
-                du[n][chosen] = t
-        # generator step through the drawn discriminator, with sanitised gradients w.r.t. the images
-        dk = {n: t[chosen].detach() for n, t in d.items()}
-        uk = {n: t[chosen] for n, t in du.items()}
-        z = nets.bernoulli_latent(streams, (batch, p.z_dim))
-        labels = torch.randint(classes, (1, batch), generator=rng, device=device)
-        fake = nets.generator(g, gu, z, labels)
-        (image_grad,) = torch.autograd.grad(-nets.discriminator(dk, uk, fake, labels).mean(), fake, retain_graph=True)
-        flat = clip_images(image_grad, bound)
-        flat = canaries.release(  # its own noise; canaries (an audited run only) move like a record: every g_i by 2C/B
-            flat,
-            2 * p.noise_multiplier * bound,
-            lambda shape, std: std * torch.randn(shape, generator=noise, device=device),
-            sensitivity=2 * bound * math.sqrt(batch),
-            sample_rate=1.0 / k,
-            name="GS-WGAN sanitised image gradients",
-        )
-        grads = torch.autograd.grad(fake, list(g.values()), flat.reshape(fake.shape))
-        g_opt.step(dict(zip(g, grads)))
-        for n, t in uk.items():
-            du[n][chosen] = t
+            critic(d, du, g, gu, d_opt, x, y, subsets, chosen, batch, p, streams)
+        sanitised(d, du, g, gu, g_opt, chosen, batch, classes, k, p, streams, rng, noise)
         alpha = min(1 - 1 / (step + 1), p.ema)
         with torch.no_grad():
             for n, t in g.items():

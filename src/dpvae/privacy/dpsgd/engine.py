@@ -21,6 +21,9 @@ How a step works (ghost / mixed ghost clipping, Bu et al. 2022-23):
 A step never reads tensor data on the host, so on an accelerator it never waits for the device: shapes
 depend only on the batch size (known on the host), units are flagged per-example rather than compared,
 checks of values run on the device (`units.require`), and sub-group norms take fixed shapes (`layers.py`).
+A step may run inside torch.compile with the model's forward pass kept eager (`torch.compiler.disable`): a
+traced forward hands the hooks outputs that are off the loss's autograd path, and is refused; the release's
+bookkeeping (budget, canaries, the step counter) is never traced, so it neither recompiles per step nor differs.
 
 A unit's loss may depend only on the examples of that unit (no BatchNorm in training mode; checked).
 Parameters outside `private_params` ("public", e.g. DP²-VAE's encoder, docs/papers.md §4.1/A-D2) would get
@@ -504,23 +507,7 @@ class _Engine:
     def _release(self, terms: Sequence[Term]) -> None:
         """Write the noisy clipped gradient to private `.grad`s and the noiseless one to public `.grad`s;
         refuse (PrivacyBudgetExceeded, nothing released) a step past the budget."""
-        if self.budget is not None:
-            self.budget.check(self.steps + 1)
-        if self.steps == 0 and self._canaries is None:  # the first engine to release in a session carries them
-            self._canaries = canaries.attach(self, *self._canary_place)
-            if self._canaries is not None:
-                self._private_layers.append(self._canaries.layer)
-                self._recorder.add(canaries.LAYER_NAME, self._canaries.layer)
-        if self._canaries is not None:  # audited run: the canaries join the batch as records (privacy.canaries)
-            losses, parts = self._canaries.losses(self)
-            units = Units.per_example(len(losses), losses.device)
-            terms = [
-                *terms,
-                *(
-                    Term(f"{canaries.TERM_NAME}.{i}", losses, units, clip, 0.0, weight)
-                    for i, (clip, weight) in enumerate(parts)
-                ),
-            ]
+        terms = self._admit(terms)
         (grads,) = self._aggregate(terms, [[t.scale for t in terms]], include_public=True)
         std = math.sqrt(sum((t.scale * t.noise_std) ** 2 for t in terms))
         private = {id(p) for layer in self._private_layers for p in trainable_params(layer)}
@@ -528,6 +515,34 @@ class _Engine:
             add_gaussian_noise([g for p, g in grads.items() if id(p) in private], std, self.generator)
         for p, g in grads.items():
             p.grad = g.detach() if g.requires_grad else g
+        self._count_release()
+
+    # The host-side bookkeeping of a release (budget, canaries, the step counter) is never traced by
+    # torch.compile: a compiled step would otherwise specialise on `steps` and recompile at every step.
+    @torch.compiler.disable
+    def _admit(self, terms: Sequence[Term]) -> list[Term]:
+        """The step's terms, an audited run's canary terms added; PrivacyBudgetExceeded past the budget."""
+        if self.budget is not None:
+            self.budget.check(self.steps + 1)
+        if self.steps == 0 and self._canaries is None:  # the first engine to release in a session carries them
+            self._canaries = canaries.attach(self, *self._canary_place)
+            if self._canaries is not None:
+                self._private_layers.append(self._canaries.layer)
+                self._recorder.add(canaries.LAYER_NAME, self._canaries.layer)
+        if self._canaries is None:
+            return list(terms)
+        losses, parts = self._canaries.losses(self)  # audited run: the canaries join the batch as records
+        units = Units.per_example(len(losses), losses.device)
+        return [
+            *terms,
+            *(
+                Term(f"{canaries.TERM_NAME}.{i}", losses, units, clip, 0.0, weight)
+                for i, (clip, weight) in enumerate(parts)
+            ),
+        ]
+
+    @torch.compiler.disable
+    def _count_release(self) -> None:
         self.steps += 1
         if self._canaries is not None:
             self._canaries.observe()

@@ -14,14 +14,21 @@ from torch.nn.modules.batchnorm import _BatchNorm
 
 @dataclass(frozen=True)
 class Call:
-    """One call of a layer: its inputs, its output (kept in the autograd graph) and their versions."""
+    """One call of a layer: its inputs, its output (kept in the autograd graph) and their versions (None: a call
+    traced by torch.compile, refused by `check_unmodified`)."""
 
     inputs: tuple[Tensor, ...]
     output: Tensor
-    version: int
-    input_versions: tuple[int, ...] = ()
+    version: int | None
+    input_versions: tuple[int, ...] | None = ()
 
     def check_unmodified(self, name: str) -> None:
+        if self.version is None:  # a compiled forward hands back its layers' outputs beside the loss, not on its path
+            raise ValueError(
+                f"layer '{name}' ran inside torch.compile: its recorded output is not on the loss's autograd path "
+                "(every per-example gradient would be zero); run the forward pass eagerly "
+                "(torch.compiler.disable) and compile the rest of the step"
+            )
         if self.output._version != self.version:
             raise ValueError(
                 f"the output of layer '{name}' was modified in place after the layer ran "
@@ -56,8 +63,10 @@ class CallRecorder:
                 "layers returning one tensor are supported"
             )
         if output.requires_grad:
+            traced = torch.compiler.is_compiling()
+            versions = None if traced else tuple(_version(i) for i in inputs)
             self._calls.setdefault(layer, []).append(
-                Call(tuple(inputs), output, output._version, tuple(_version(i) for i in inputs))
+                Call(tuple(inputs), output, None if traced else output._version, versions)
             )
 
     def add(self, name: str, layer: nn.Module) -> None:
