@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from dpvae.paths import LEDGER, results_dir  # noqa: E402
 from support.dp_accounting_check import rederive  # noqa: E402
 
 TOLERANCE = 1e-6  # relative: the two RDP implementations agree to floating-point accuracy
@@ -52,10 +54,10 @@ def check(path: Path) -> tuple[bool, str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", nargs="?", default="results/paper")
+    parser.add_argument("results", nargs="?", default=results_dir("paper"))
     parser.add_argument("--glob", default="runs/*/*/eps*/seed*")
     args = parser.parse_args()
-    paths = sorted(Path(args.results).glob(f"{args.glob}/privacy.json"))
+    paths = sorted(Path(args.results).glob(f"{args.glob}/{LEDGER}"))
     failed = 0
     for path in paths:
         ok, line = check(path)

@@ -24,6 +24,7 @@ import torch
 
 from dpvae.data.store import load_prepared
 from dpvae.models.lvae_vae import LVAEConvVAE
+from dpvae.paths import prepared_dir
 
 LATENT, LR = 16, 1e-3
 
@@ -35,7 +36,7 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=60)
     ap.add_argument("--batch-size", type=int, default=64)
     args = ap.parse_args()
-    data = load_prepared(Path(args.data_root) / "prepared" / "mnist-lvae")
+    data = load_prepared(prepared_dir(Path(args.data_root), "mnist-lvae"))
     x = torch.as_tensor(np.asarray(data.train.x), dtype=torch.float32)
     held_out = torch.as_tensor(np.asarray(data.test.x[:1000]), dtype=torch.float32)
     outlier = int(data.meta["outlier_index"])

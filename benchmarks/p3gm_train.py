@@ -25,7 +25,7 @@ import torch
 from dpvae.config import load_config
 from dpvae.devices import device_argument, device_name
 from dpvae.methods.registry import get_method
-from dpvae.paths import REPO_ROOT
+from dpvae.paths import REPO_ROOT, model_path
 from dpvae.runs import Run, run_spec
 from dpvae.stages import _seed_everything, run_context
 
@@ -45,7 +45,7 @@ def main() -> None:
     run = Run(args.dataset, args.variant, args.epsilon, 0)
     with tempfile.TemporaryDirectory() as tmp:
         spec = replace(run_spec(config, run), run=str(Path(tmp) / "run"), data_root=args.data_root, device=args.device)
-        ctx = run_context(spec, model_dir=Path(tmp) / "run" / "model")
+        ctx = run_context(spec, model_dir=model_path(Path(tmp) / "run"))
         _seed_everything(ctx)
         started = time.perf_counter()
         n, d = ctx.data.train.x.shape

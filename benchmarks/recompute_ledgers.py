@@ -45,7 +45,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from dpvae.paths import campaign_overlay  # noqa: E402
+from dpvae.paths import LEDGER, campaign_overlay, ledger_file, prepared_meta, results_dir, train_record  # noqa: E402
 from dpvae.runs import recomputed_ledger  # noqa: E402
 from dpvae.runspec import RunSpec  # noqa: E402
 
@@ -66,8 +66,8 @@ EQUAL_RTOL = 1e-6
 
 def private_runs(results: Path, pattern: str) -> list[Path]:
     """Run directories under `results` with a private run's ledger and a train.json."""
-    runs = sorted(p.parent for p in results.glob(f"{pattern}/privacy.json") if (p.parent / "train.json").is_file())
-    return [run for run in runs if json.loads((run / "privacy.json").read_text()).get("epsilon") is not None]
+    runs = sorted(p.parent for p in results.glob(f"{pattern}/{LEDGER}") if train_record(p.parent).is_file())
+    return [run for run in runs if json.loads(ledger_file(run).read_text()).get("epsilon") is not None]
 
 
 def compare_run_directories(results: Path, pattern: str) -> int:
@@ -266,7 +266,7 @@ class Facts:
             self.mirror is not None and all((self.mirror / spec.source / f.filename).is_file() for f in spec.files)
         )
         if reachable:
-            if not (self.root / "prepared" / dataset / "meta.json").is_file():
+            if not prepared_meta(self.root, dataset).is_file():
                 fetch_dataset(dataset, self.root, self.mirror)
                 prepare_dataset(dataset, self.root, seed=0)
             return dataset_facts(self.root, dataset), "prepared"
@@ -481,7 +481,7 @@ def recorded_main(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", nargs="?", default="results/paper")
+    parser.add_argument("results", nargs="?", default=results_dir("paper"))
     parser.add_argument("--glob", default="runs/*/*/eps*/seed*")
     parser.add_argument("--recorded", action="store_true", help="recompute the runs reproductions/ records")
     parser.add_argument("--reproductions", default=str(REPO / "reproductions"), help="with --recorded")

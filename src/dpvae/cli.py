@@ -16,6 +16,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from dpvae.paths import LEDGER, TRAIN_RECORD
+
 
 def _json(text: str) -> object:
     try:
@@ -113,7 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="auto", help="torch device: auto, cpu or cuda")
 
     p = sub.add_parser("ledger", help="a release's privacy ledger on one screen: epsilons, mechanisms, what is public")
-    p.add_argument("path", type=Path, help="a privacy.json, synth's x.privacy.json beside x.csv, or a run directory")
+    p.add_argument("path", type=Path, help=f"a {LEDGER}, synth's x.{LEDGER} beside x.csv, or a run directory")
 
     p = sub.add_parser("fetch", help="download or copy from the mirror, and verify, a dataset's raw files")
     p.add_argument("--source", required=True, help="raw source name (data/raw/<source>)")
@@ -145,7 +147,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--spec", type=_run_spec, required=True, help="the run spec (JSON, see dpvae.runspec.RunSpec)")
 
     p = sub.add_parser("sample", help="draw synthetic records of one trained run")
-    p.add_argument("--run", required=True, help="the run directory (holds train.json)")
+    p.add_argument("--run", required=True, help=f"the run directory (holds {TRAIN_RECORD})")
     p.add_argument("--n", type=int, default=None, help="records to draw (default: the method's)")
 
     p = sub.add_parser("evaluate", help="compute one metric of one run")

@@ -1,8 +1,10 @@
-"""Where things live: the repository's resources and the workflow's output layout.
+"""Where things live: the repository's resources, the workflow's output layout, a run's files and the data root's.
 
 Every path the workflow writes is built here, so the Snakemake rules and the Python stages agree. A layout
 function called with wildcard strings gives the rules' pattern: `variant_table(scale, "{experiment}",
-"{dataset}", "{variant}")`. (tests/unit/test_paths_literals.py refuses these paths spelt elsewhere.)
+"{dataset}", "{variant}")`; one of a run's files (`ledger_file(run)`) or of the data root (`prepared_dir(root,
+dataset)`) is a string for a string directory (a rule's pattern) and a Path for a Path. (tests/unit/
+test_paths_literals.py refuses these paths and file names spelt elsewhere.)
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import TypeVar
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -20,6 +23,14 @@ OVERLAYS = f"{CAMPAIGNS}/overlays"  # the campaigns' config overlays (--configfi
 RESULTS = "results"
 FIGURES = "figures"
 LOGS = "logs"
+
+#: a directory as the rules spell it (a string, joined with '/') or as the stages hold it (a Path)
+Dir = TypeVar("Dir", str, Path)
+
+
+def _under(directory: Dir, *names: str) -> Dir:
+    """`directory`/`names`: a string joined with '/' (a rule's pattern stays a string) or a joined Path."""
+    return directory.joinpath(*names) if isinstance(directory, Path) else "/".join((directory, *names))
 
 
 #: a campaign overlay's path in a command, as recorded before or after the overlays moved into OVERLAYS
@@ -69,6 +80,60 @@ def stage1_id(dataset: str, method: str, key: str, seed: int | str) -> str:
 def stage1_dir(scale: str, stage1: str) -> str:
     """Directory of one shared non-private first stage: results/<scale>/stage1/<stage1_id>."""
     return f"{results_dir(scale)}/stage1/{stage1}"
+
+
+# -- inside a run's directory (`run_dir`) or a first stage's (`stage1_dir`) --------------------------------
+
+MODEL = "model"  # the trained model (a directory its method lays out; the train stage renames it into place)
+TRAIN_RECORD = "train.json"  # a run's spec as planned and its provenance (written last by the train stage)
+LEDGER = "privacy.json"  # a run's privacy ledger (a non-private run's says so)
+AUDIT = "audit.json"  # an audited run's canary record, beside its ledger
+CHECKPOINT = "checkpoint.pt"  # a resume point while training (removed once the model is in place)
+SAMPLES = "samples.npz"  # the synthetic records the sample stage draws
+METRICS = "metrics"  # one JSON per metric (+ its artifacts beside it)
+BENCHMARKS = "benchmarks"  # Snakemake's benchmark of each job writing into the directory
+STAGE1_RECORD = "stage1.json"  # a first stage's spec, key and provenance
+RUN_FILES = (MODEL, TRAIN_RECORD, LEDGER, AUDIT, CHECKPOINT, SAMPLES, METRICS, BENCHMARKS, STAGE1_RECORD)
+
+
+def model_path(run: Dir) -> Dir:
+    """<run>/model: a run's (or first stage's) trained model."""
+    return _under(run, MODEL)
+
+
+def train_record(run: Dir) -> Dir:
+    """<run>/train.json: the run's spec and provenance."""
+    return _under(run, TRAIN_RECORD)
+
+
+def ledger_file(run: Dir) -> Dir:
+    """<run>/privacy.json: the run's privacy ledger."""
+    return _under(run, LEDGER)
+
+
+def audit_file(run: Dir) -> Dir:
+    """<run>/audit.json: an audited run's canary record."""
+    return _under(run, AUDIT)
+
+
+def checkpoint_file(run: Dir) -> Dir:
+    """<run>/checkpoint.pt: a training run's (or first stage's) resume point."""
+    return _under(run, CHECKPOINT)
+
+
+def samples_file(run: Dir) -> Dir:
+    """<run>/samples.npz: the run's synthetic records."""
+    return _under(run, SAMPLES)
+
+
+def metric_file(run: Dir, metric: str) -> Dir:
+    """<run>/metrics/<metric>.json: one metric of the run (its artifacts go beside it)."""
+    return _under(run, METRICS, f"{metric}.json")
+
+
+def stage1_record(stage1: Dir) -> Dir:
+    """<stage1>/stage1.json: a first stage's spec, key and provenance."""
+    return _under(stage1, STAGE1_RECORD)
 
 
 def variant_table(scale: str, experiment: str, dataset: str, variant: str) -> str:
@@ -155,7 +220,35 @@ def job_log(directory: str, job: str) -> str:
 
 def job_benchmark(directory: str, job: str) -> str:
     """<directory>/benchmarks/<job>.tsv: Snakemake's benchmark of a job writing into a run's directory."""
-    return f"{directory}/benchmarks/{job}.tsv"
+    return f"{directory}/{BENCHMARKS}/{job}.tsv"
+
+
+# -- the data root (config key data.root): raw sources and prepared datasets ---------------------------------
+
+RAW = "raw"
+PREPARED = "prepared"
+FETCHED_MARKER = "SHA256SUMS"  # a fetched source's checksums: the workflow's marker that it is complete
+PREPARED_META = "meta.json"  # a prepared dataset's metadata (`dpvae.data.store`)
+
+
+def raw_dir(root: Dir, source: str) -> Dir:
+    """<root>/raw/<source>: the verified raw files of one source (several dataset ids may share it)."""
+    return _under(root, RAW, source)
+
+
+def fetched_marker(root: Dir, source: str) -> Dir:
+    """<root>/raw/<source>/SHA256SUMS: written once the source's files are all fetched and verified."""
+    return _under(raw_dir(root, source), FETCHED_MARKER)
+
+
+def prepared_dir(root: Dir, dataset: str) -> Dir:
+    """<root>/prepared/<dataset>: one prepared dataset (`dpvae.data.store`)."""
+    return _under(root, PREPARED, dataset)
+
+
+def prepared_meta(root: Dir, dataset: str) -> Dir:
+    """<root>/prepared/<dataset>/meta.json: a prepared dataset's shapes, checksums and provenance."""
+    return _under(prepared_dir(root, dataset), PREPARED_META)
 
 
 #: where `make smoke` and a fresh clone find the verified data: `../shared/data` beside the repository

@@ -44,7 +44,7 @@ from dpvae.dag import BenchmarkFile, Dag, DagJob, snakemake_dag
 from dpvae.errors import ConfigError, DpvaeError
 from dpvae.eval.registry import METRICS
 from dpvae.methods.registry import METHODS
-from dpvae.paths import CAMPAIGN_OVERLAY, REPO_ROOT, campaign_overlay
+from dpvae.paths import CAMPAIGN_OVERLAY, REPO_ROOT, campaign_overlay, train_record
 from dpvae.reproductions import published_dataset, read_all
 from dpvae.runs import Run, experiment_runs
 from dpvae.runspec import RunSpec
@@ -339,7 +339,7 @@ class Measurements:
         spec where the recorded one is not a run spec of this code's)."""
         paths = [self.workdir / p for p in bench.outputs if p.endswith(".json")]
         if run := _run_of(bench.wildcards):
-            paths.append(self.workdir / run.path(self.settings.rules.scale) / "train.json")
+            paths.append(train_record(self.workdir / run.path(self.settings.rules.scale)))
         device, spec, options = "", None, None
         for path in paths:
             record = self._read_json(path)

@@ -5,11 +5,11 @@ CSV's key columns (paper, item, dataset, method, epsilon, metric, classifier, se
 provenance (scale, variant, device, commit, command, wall_s, date) read from each run's `train.json`.
 Those files are committed. A table of an experiment no paper item reads (a design study, e.g. DP²-VAE's T_p
 study) goes to `reproductions/studies/<experiment>.csv` instead, keyed by our own ids (`STUDY_KEY`) with the
-same provenance. Our ids map to the papers' names by `published_key` (dataset suffixes dropped,
-each variant's `published_as` name in config.yaml, sweep points and a series' `step` as `setting`). A series
-longer than `MAX_STEPS` steps per run (Fig. 7's reconstruction loss at every iteration) is recorded at `MAX_STEPS`
-evenly spaced steps, first and last included; the whole series stays in the run's table. Renderers read them
-(`recorded`) for their "ours (paper scale)" column; `dpvae.scorecard` sets them beside every published cell.
+same provenance. Our ids map to the papers' names by `published_key` (each dataset's `published_as` name in the
+data registry, each variant's `published_as` name in config.yaml, sweep points and a series' `step` as `setting`).
+A series longer than `MAX_STEPS` steps per run (Fig. 7's reconstruction loss at every iteration) is recorded at
+`MAX_STEPS` evenly spaced steps, first and last included; the whole series stays in the run's table. Renderers read
+them (`recorded`) for their "ours (paper scale)" column; `dpvae.scorecard` sets them beside every published cell.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpvae.errors import DataError
+from dpvae.data.registry import get_dataset
+from dpvae.errors import DataError, TargetError
 from dpvae.files import atomic_write
 from dpvae.items import ITEMS, PAPERS
-from dpvae.paths import REPO_ROOT, RESULTS, run_id
+from dpvae.paths import REPO_ROOT, RESULTS, run_id, train_record
 from dpvae.provenance import changed_files, git_commit, on_code_path
 from dpvae.runs import split_variant
 from dpvae.schema import format_eps, read_config
@@ -40,7 +41,6 @@ STUDY_KEY = ("experiment", "dataset", "method", "variant", "setting", "epsilon",
 STUDY_COLUMNS = (*STUDY_KEY, "seed", "value", *(c for c in PROVENANCE if c != "variant"))
 
 MAX_STEPS = 100  # steps recorded per series and run (see the module docstring)
-DATASET_SUFFIXES = ("-refcode", "-p3gm", "-32", "-lvae", "-dropna", "-full", "-standin")
 
 
 @functools.cache
@@ -58,12 +58,15 @@ def published_method(paper: str, variant: str, variants: dict[str, dict] | None 
 
 
 def published_dataset(dataset: str) -> tuple[str, str]:
-    """Our dataset id -> (the papers' dataset name, a setting it implies): 'twogauss-d20' -> ('twogauss', 'd=20')."""
-    if dataset.startswith("twogauss-d"):
-        return "twogauss", f"d={dataset.removeprefix('twogauss-d')}"
-    for suffix in DATASET_SUFFIXES:
-        dataset = dataset.removesuffix(suffix)
-    return ("celeba" if dataset == "celeba32" else dataset), ""
+    """Our dataset id -> (the papers' dataset name, a setting it implies), as the data registry gives them
+    (`DatasetSpec.published_as`, `published_setting`): 'mnist-p3gm' -> ('mnist', ''), 'twogauss-d20' ->
+    ('twogauss', 'd=20'); a name the registry does not know (a paper's own, a dataset declared in the config) is
+    its own."""
+    try:
+        spec = get_dataset(dataset)
+    except TargetError:
+        return dataset, ""
+    return spec.published_as, spec.published_setting
 
 
 # (paper, item) -> setting of a variant the item's published cells distinguish (ablations)
@@ -113,7 +116,7 @@ def _experiment_of(table: Path) -> tuple[str, str]:
 
 def _run_provenance(results: Path, row: pd.Series) -> dict:
     eps = format_eps(row["epsilon"]) if pd.notna(row["epsilon"]) else "inf"
-    train = results / "runs" / run_id(str(row["dataset"]), str(row["variant"]), eps, int(row["seed"])) / "train.json"
+    train = train_record(results / "runs" / run_id(str(row["dataset"]), str(row["variant"]), eps, int(row["seed"])))
     if not train.is_file():
         raise DataError(f"{train}: missing; record only tables whose runs are in this checkout's {RESULTS}/")
     meta = json.loads(train.read_text())

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from dpvae.paths import run_dir, run_id
+from dpvae.paths import ledger_file, prepared_meta, run_dir, run_id, train_record
 from dpvae.runspec import Audit, RunSpec
 from dpvae.schema import format_eps
 
@@ -189,8 +189,8 @@ def recomputed_ledger(run: str | Path) -> tuple[str, str]:
     from dpvae.methods.registry import get_method  # here: aggregation imports this module without the methods
 
     run = Path(run)
-    written = (run / "privacy.json").read_text()
-    spec = RunSpec.from_dict(json.loads((run / "train.json").read_text())["spec"], f"{run / 'train.json'}: spec")
+    written = ledger_file(run).read_text()
+    spec = RunSpec.from_dict(json.loads(train_record(run).read_text())["spec"], f"{train_record(run)}: spec")
     method = get_method(spec.method)
     params = method.Params.parse(spec.params, key=f"variants.{spec.variant}.params", name=method.name)
     budgeted, fitted = domain_budget(spec)
@@ -256,7 +256,7 @@ def dataset_facts(data_root: str | Path, dataset: str, max_train: int | None = N
     label classes."""
     from dpvae.data.declared import Facts
 
-    meta = json.loads((Path(data_root) / "prepared" / dataset / "meta.json").read_text())
+    meta = json.loads(prepared_meta(Path(data_root), dataset).read_text())
     n_train, n_test = meta["shapes"]["train"][0], meta["shapes"]["test"][0]
     classes = len(meta.get("label_names") or []) or int(meta.get("classes", 0))
     shape = tuple(meta["shapes"]["train"][1:])

@@ -27,9 +27,9 @@ from dpvae.eval.base import EvalContext
 from dpvae.eval.registry import METRICS
 from dpvae.files import atomic_directory, atomic_write, write_json
 from dpvae.methods.base import RunContext, stage1_context
-from dpvae.methods.checkpoint import CHECKPOINT_NAME
 from dpvae.methods.registry import get_method, run_context
 from dpvae.models import precision
+from dpvae.paths import audit_file, checkpoint_file, model_path, stage1_record, train_record
 from dpvae.provenance import git_commit, machine, sha256_json
 from dpvae.runs import domain_budget, released_ledger
 from dpvae.runspec import RunSpec
@@ -50,7 +50,6 @@ def _seed_everything(ctx: RunContext) -> None:
 def train(spec: RunSpec) -> Path:
     """Train one run: <run>/model/ (renamed into place when complete), privacy.json, train.json; an audited
     run (spec key `audit`, docs/audit.md) trains with canaries and writes audit.json beside privacy.json."""
-    from dpvae.privacy.canaries import AUDIT_FILE
     from dpvae.privacy.ledger import check_budget
 
     run_dir = Path(spec.run)
@@ -59,7 +58,7 @@ def train(spec: RunSpec) -> Path:
     if spec.audit and not spec.private:
         raise DataError(f"run {spec.run_id}: only a private run can be audited (variant '{spec.variant}')")
     budgeted, fitted = domain_budget(spec)  # what the method may spend (the domain estimate is paid first)
-    with atomic_directory(run_dir / "model") as partial:
+    with atomic_directory(model_path(run_dir)) as partial:
         ctx = run_context(budgeted, model_dir=partial)
         _seed_everything(ctx)
         session = _canary_session(ctx)
@@ -72,7 +71,7 @@ def train(spec: RunSpec) -> Path:
             check_budget(ledger, spec.epsilon, spec.delta)  # no tolerance: epsilon <= target exactly
             ledger.write(ctx.ledger_path)
             if session:
-                write_json(run_dir / AUDIT_FILE, session.record(ledger, spec.delta))
+                write_json(audit_file(run_dir), session.record(ledger, spec.delta))
         else:
             write_json(
                 ctx.ledger_path,
@@ -84,9 +83,9 @@ def train(spec: RunSpec) -> Path:
                     "note": "non-private run: no differential-privacy guarantee",
                 },
             )
-    (run_dir / CHECKPOINT_NAME).unlink(missing_ok=True)  # the model is in place: a resume point is moot
-    write_json(run_dir / "train.json", _provenance(ctx, started, commit, spec))  # the spec as planned
-    return run_dir / "model"
+    checkpoint_file(run_dir).unlink(missing_ok=True)  # the model is in place: a resume point is moot
+    write_json(train_record(run_dir), _provenance(ctx, started, commit, spec))  # the spec as planned
+    return model_path(run_dir)
 
 
 def stage1(spec: RunSpec) -> Path:
@@ -95,13 +94,13 @@ def stage1(spec: RunSpec) -> Path:
     run_dir = Path(spec.run)
     method = get_method(spec.method)
     started, commit = time.time(), git_commit()
-    with atomic_directory(run_dir / "model") as partial:
+    with atomic_directory(model_path(run_dir)) as partial:
         ctx = stage1_context(spec, method, model_dir=partial)
         _seed_everything(ctx)
         summary = method.train_stage1(ctx)
-    (run_dir / CHECKPOINT_NAME).unlink(missing_ok=True)
-    write_json(run_dir / "stage1.json", {"key": spec.key, **_provenance(ctx, started, commit), "summary": summary})
-    return run_dir / "model"
+    checkpoint_file(run_dir).unlink(missing_ok=True)
+    write_json(stage1_record(run_dir), {"key": spec.key, **_provenance(ctx, started, commit), "summary": summary})
+    return model_path(run_dir)
 
 
 def _provenance(ctx: RunContext, started: float, commit: str, spec: RunSpec | None = None) -> dict[str, Any]:

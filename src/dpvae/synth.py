@@ -31,6 +31,7 @@ import numpy as np
 
 from dpvae.errors import ConfigError, DataError
 from dpvae.files import atomic_write
+from dpvae.paths import PREPARED_META, audit_file, ledger_file, model_path, prepared_dir, prepared_meta
 from dpvae.runspec import Audit, RunSpec
 
 LABEL_GUESSES = ("label", "target", "y", "class")
@@ -120,7 +121,7 @@ def synth(request: Request) -> Release:
     ledger = None
     if method.private:
         try:
-            ledger = _headlined(method, Ledger.read(run_dir / "privacy.json"), request)
+            ledger = _headlined(method, Ledger.read(ledger_file(run_dir)), request)
         except ConfigError:
             shutil.rmtree(run_dir)
             raise
@@ -371,13 +372,16 @@ def _prepare(dataset: str, entry: dict | None, request: Request) -> Path:
     from dpvae.data.store import load_prepared
     from dpvae.paths import data_mirror
 
-    out = request.root / "prepared" / dataset
+    out = prepared_dir(request.root, dataset)
     if entry is not None:
         wanted = declared.declaration(entry)
-        if (out / "meta.json").is_file() and load_prepared(out).meta.get("identity") == wanted["identity"]:
+        if (
+            prepared_meta(request.root, dataset).is_file()
+            and load_prepared(out).meta.get("identity") == wanted["identity"]
+        ):
             return out
         declared.copy_in(dataset, wanted, request.root)
-    elif (out / "meta.json").is_file():
+    elif prepared_meta(request.root, dataset).is_file():
         return out
     else:
         fetch_dataset(dataset, request.root, data_mirror(None))
@@ -406,7 +410,7 @@ def _spec(request: Request, method: Any, params: dict, dataset: str, run_dir: Pa
 def _trained(run_dir: Path, spec: RunSpec, read_spec: Any) -> bool:
     """The run directory holds a finished training of exactly this spec (then it is reused)."""
     try:
-        return (run_dir / "model").is_dir() and read_spec(run_dir) == spec
+        return model_path(run_dir).is_dir() and read_spec(run_dir) == spec
     except (OSError, ValueError, KeyError, DataError):
         return False
 
@@ -433,7 +437,6 @@ def _headlined(method: Any, ledger: Any, request: Request) -> Any:
 def _publish(run_dir: Path, samples: Any, meta: dict, ledger: Any, request: Request) -> Release:
     """Stage the ledger, the audit and the samples in the run directory, then move them beside `--out` (the
     samples last); a stale audit of an earlier run of this `--out` is removed."""
-    from dpvae.privacy.canaries import AUDIT_FILE
 
     ledger_path, audit_path = beside(request.out)
     staged = run_dir / "release"
@@ -441,10 +444,10 @@ def _publish(run_dir: Path, samples: Any, meta: dict, ledger: Any, request: Requ
     if ledger is not None:
         ledger.write(staged / ledger_path.name)
     else:  # a non-private run's record, as it is
-        shutil.copyfile(run_dir / "privacy.json", staged / ledger_path.name)
-    audited = request.audit is not None and (run_dir / AUDIT_FILE).is_file()
+        shutil.copyfile(ledger_file(run_dir), staged / ledger_path.name)
+    audited = request.audit is not None and audit_file(run_dir).is_file()
     if audited:
-        shutil.copyfile(run_dir / AUDIT_FILE, staged / audit_path.name)
+        shutil.copyfile(audit_file(run_dir), staged / audit_path.name)
     _write_samples(samples, meta, staged / request.out.name)
     request.out.parent.mkdir(parents=True, exist_ok=True)
     os.replace(staged / ledger_path.name, ledger_path)
@@ -476,7 +479,7 @@ def _report(
             f"(target ε {num(request.epsilon)}); released under {under}"
             + (f"; not DP: {ledger.not_dp}" if ledger.not_dp else ""),
             f"mechanisms: {'; '.join(m.name for m in ledger.headline_accounting.mechanisms)}",
-            public_line(ledger, method.releases_n, n_train, domain_of(meta, str(prepared / "meta.json"))),
+            public_line(ledger, method.releases_n, n_train, domain_of(meta, str(prepared / PREPARED_META))),
         ]
     if release.audit is not None:
         record = json.loads(release.audit.read_text())
@@ -494,7 +497,7 @@ def _report(
 def _n_train(prepared: Path) -> int:
     import json
 
-    return int(json.loads((prepared / "meta.json").read_text())["shapes"]["train"][0])
+    return int(json.loads((prepared / PREPARED_META).read_text())["shapes"]["train"][0])
 
 
 def _write_samples(samples: Any, meta: dict, out: Path) -> None:

@@ -14,13 +14,14 @@ import pandas as pd
 from dpvae.analyses.tidy import TIDY_COLUMNS, tidy
 from dpvae.errors import DataError
 from dpvae.files import atomic_write
+from dpvae.paths import ledger_file, metric_file, train_record
 from dpvae.runs import split_variant
 from dpvae.runspec import RunSpec
 
 
 def read_spec(run_dir: str | Path) -> RunSpec:
     """The spec a run was trained with (from its train.json)."""
-    path = Path(run_dir) / "train.json"
+    path = train_record(Path(run_dir))
     if not path.is_file():
         raise DataError(f"{path}: missing; train the run first (snakemake builds it)")
     return RunSpec.from_dict(json.loads(path.read_text())["spec"], f"{path}: spec")
@@ -44,14 +45,14 @@ def aggregate(spec_path: str | Path, out: str | Path) -> pd.DataFrame:
             "sweep": sweep_name,
             "point": (split_variant(run.variant)[1] or (None, None))[1],
         }
-        ledger = json.loads((run_dir / "privacy.json").read_text())
+        ledger = json.loads(ledger_file(run_dir).read_text())
         if ledger.get("epsilon") is not None:
             rows.append({**base, "metric": "epsilon_spent", "value": ledger["epsilon"]})
             for kind in ("paper", "sound"):
                 if ledger.get(kind):
                     rows.append({**base, "metric": f"epsilon_spent_{kind}", "value": ledger[kind]["epsilon"]})
         for metric in exp["metrics"]:
-            result = json.loads((run_dir / "metrics" / f"{metric}.json").read_text())
+            result = json.loads(metric_file(run_dir, metric).read_text())
             rows += [{**base, **row} for row in result["rows"]]
     table = tidy(rows)
     atomic_write(out, lambda tmp: table.to_csv(tmp, index=False))

@@ -29,11 +29,19 @@ from dpvae.paths import (
     analysis_table,
     experiment_prefix,
     experiment_table,
+    fetched_marker,
     item_prefix,
     job_benchmark,
+    ledger_file,
+    metric_file,
+    model_path,
+    prepared_dir,
     reference_file,
+    samples_file,
     stage1_dir,
     stage1_id,
+    stage1_record,
+    train_record,
     variant_table,
 )
 from dpvae.render.output import scale_note
@@ -120,7 +128,7 @@ class Rules:
     def stage1_inputs(self, dataset: str, variant: str, eps: str, seed: int | str) -> list[str]:
         """What a run's train job reads of its shared first stage (nothing if it has none)."""
         path = self.spec(dataset, variant, eps, seed).stage1
-        return [f"{path}/model", f"{path}/stage1.json"] if path else []
+        return [model_path(path), stage1_record(path)] if path else []
 
     def stage1_spec(self, dataset: str, method: str, key: str, seed: int | str) -> RunSpec:
         path = stage1_dir(self.scale, stage1_id(dataset, method, key, seed))
@@ -149,13 +157,13 @@ class Rules:
     def evaluate_inputs(self, dataset: str, run_dir: str, metric: str) -> dict[str, str]:
         """Exactly what the metric needs: samples, the model, the prepared data and/or its reference."""
         needs = METRICS.get(metric).needs
-        inputs = {"train": f"{run_dir}/train.json"}
+        inputs = {"train": train_record(run_dir)}
         if "samples" in needs:
-            inputs["samples"] = f"{run_dir}/samples.npz"
+            inputs["samples"] = samples_file(run_dir)
         if "model" in needs:
-            inputs["model"] = f"{run_dir}/model"
+            inputs["model"] = model_path(run_dir)
         if "data" in needs or "samples" in needs:
-            inputs["data"] = f"{self.config['data']['root']}/prepared/{dataset}"
+            inputs["data"] = prepared_dir(self.config["data"]["root"], dataset)
         if "reference" in needs:
             inputs["reference"] = reference_file(self.scale, dataset, metric)
         return inputs
@@ -199,7 +207,7 @@ class Rules:
         files = []
         for run in self._variant_runs(experiment, dataset, variant):
             path = self.run_dir(run)
-            files += [f"{path}/train.json", f"{path}/privacy.json"] + [f"{path}/metrics/{m}.json" for m in metrics]
+            files += [train_record(path), ledger_file(path)] + [metric_file(path, m) for m in metrics]
         return files
 
     def item_tables(self, item: Item) -> dict[str, list[str]]:
@@ -219,7 +227,7 @@ class Rules:
                 continue
             computed = [a for a in item.artifacts if a in self.config["experiments"][name].get("metrics", ())]
             for dataset in item_datasets(item, self.config, name):  # only what the experiment computes
-                files += [f"{self.run_dir(run)}/metrics/{a}.json" for run in self.runs(name, dataset) for a in computed]
+                files += [metric_file(self.run_dir(run), a) for run in self.runs(name, dataset) for a in computed]
         return files
 
     def item_spec(self, paper: str, item_id: str) -> dict:
@@ -354,7 +362,7 @@ class Rules:
         if not spec.files:
             return []
         root = self.config["data"]["root"]
-        marker = f"{root}/raw/{spec.source}/SHA256SUMS"
+        marker = fetched_marker(root, spec.source)
         if dataset not in declared and not dryrun and not Path(marker).is_file():
             problem = unverified_source_problem(spec.source, root, self.config["data"]["allow_unverified"])
             if problem:

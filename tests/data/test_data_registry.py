@@ -19,6 +19,7 @@ from dpvae.data import (
     prepare_dataset,
 )
 from dpvae.data.store import Prepared, Split, write_prepared
+from dpvae.reproductions import published_dataset
 
 EXPECTED_IDS = {
     "mnist", "fashion-mnist", "mnist-p3gm", "fashion-mnist-p3gm", "fashion-mnist-32", "mnist-lvae", "adult",
@@ -44,6 +45,40 @@ def test_a_refcode_id_is_its_dataset_with_the_reference_codes_preprocessing() ->
         )  # fmt: skip
         assert reference.build.keywords["scaling"] == "reference-code" and "not DP" in reference.description
     assert "isolet-refcode" not in dataset_ids(), "the reference code does not rescale ISOLET"
+
+
+#: the papers' name (and implied setting) of each id, as `reproductions.DATASET_SUFFIXES` stripped them before the
+#: names moved into the registry (`DatasetSpec.published_as`)
+PUBLISHED = {
+    "mnist": "mnist", "fashion-mnist": "fashion-mnist", "mnist-p3gm": "mnist", "fashion-mnist-p3gm": "fashion-mnist",
+    "fashion-mnist-32": "fashion-mnist", "mnist-lvae": "mnist", "adult": "adult", "adult-dropna": "adult",
+    "credit": "credit", "credit-full": "credit", "isolet": "isolet", "esr": "esr", "celeba32": "celeba",
+    "pinwheel": "pinwheel", "celeba32-standin": "celeba", "credit-standin": "credit", "isolet-standin": "isolet",
+    "esr-standin": "esr", "adult-refcode": "adult", "adult-dropna-refcode": "adult", "credit-refcode": "credit",
+    "credit-full-refcode": "credit", "esr-refcode": "esr",
+}  # fmt: skip
+
+
+def test_each_id_is_published_under_the_papers_name_of_its_data() -> None:
+    assert set(PUBLISHED) == set(dataset_ids())
+    for dataset_id, name in PUBLISHED.items():
+        assert published_dataset(dataset_id) == (name, ""), dataset_id
+    for dim in (1, 2, 20, 100):
+        assert published_dataset(f"twogauss-d{dim}") == ("twogauss", f"d={dim}")
+
+
+def test_a_derived_id_inherits_the_papers_name_of_its_data() -> None:
+    derived = {d: d.removesuffix("-refcode").removesuffix("-standin") for d in dataset_ids()}
+    derived = {d: base for d, base in derived.items() if d != base}
+    assert len(derived) == 9
+    for dataset_id, base in derived.items():
+        assert get_dataset(dataset_id).published_as == get_dataset(base).published_as, dataset_id
+
+
+def test_a_name_the_registry_does_not_know_is_its_own() -> None:
+    """A paper's own name (a paper setting names it) and a dataset declared in the config keep theirs."""
+    for name in ("celeba", "twogauss", "survey-32", "mine-standin"):
+        assert published_dataset(name) == (name, "")
 
 
 def test_unknown_id_error_lists_the_known_ones() -> None:

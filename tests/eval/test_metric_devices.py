@@ -21,6 +21,7 @@ from dpvae.models import precision
 from dpvae.models.conv_vae import ConvVAE
 from dpvae.models.pinwheel_vae import PinwheelVAE
 from dpvae.models.vae_files import save_vae
+from dpvae.paths import model_path
 from dpvae.runspec import RunSpec
 
 CUDA = pytest.param(
@@ -44,7 +45,7 @@ def _same(got: float, expected: float, device: str) -> None:
 
 def _context(model: torch.nn.Module, tmp_path: Path, device: str, options, x: np.ndarray, y: np.ndarray) -> EvalContext:
     run_dir = tmp_path / "run"
-    save_vae(model, run_dir / "model")
+    save_vae(model, model_path(run_dir))
     run = RunContext(RunSpec.standalone("test/run", run_dir, device=device), run_dir)
     split = SimpleNamespace(x=x, y=y)
     run.__dict__["data"] = SimpleNamespace(test=split, train=split)  # cached_property: no prepared set
@@ -311,7 +312,7 @@ def test_lvae_elbo_of_the_white_box_attack_on_the_device(tmp_path, device):
     from dpvae.models.lvae_vae import LVAEConvVAE
 
     torch.manual_seed(0)
-    model_dir = tmp_path / "run" / "model"
+    model_dir = model_path(tmp_path / "run")
     model_dir.mkdir(parents=True)
     torch.save(LVAEConvVAE(4).state_dict(), model_dir / MODEL_FILE)
     (model_dir / SPEC_FILE).write_text(json.dumps({"latent_dim": 4, "constraint": "none", "lipschitz": 1.0}))

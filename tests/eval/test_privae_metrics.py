@@ -18,6 +18,7 @@ from dpvae.eval.pinwheel_scatter import PinwheelScatterOptions, clustered_share,
 from dpvae.methods.base import RunContext
 from dpvae.models.pinwheel_vae import MOG_MEANS, PinwheelVAE
 from dpvae.models.vae_files import save_vae
+from dpvae.paths import model_path
 from dpvae.runspec import RunSpec
 
 
@@ -50,7 +51,7 @@ def test_clustered_share_takes_the_best_assignment() -> None:
 
 def _context(model, tmp_path: Path, options, x_test: np.ndarray, y_test: np.ndarray) -> EvalContext:
     run_dir = tmp_path / "run"
-    save_vae(model, run_dir / "model")
+    save_vae(model, model_path(run_dir))
     spec = RunSpec.standalone("test/run", run_dir, device="cpu")
     run = RunContext(spec, run_dir)
     split = SimpleNamespace(x=x_test, y=y_test)

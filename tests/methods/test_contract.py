@@ -24,6 +24,7 @@ from dpvae import stages
 from dpvae.data.registry import get_dataset
 from dpvae.files import json_text
 from dpvae.methods.registry import METHODS
+from dpvae.paths import ledger_file, model_path, train_record
 from dpvae.runs import (
     Run,
     experiment_runs,
@@ -108,8 +109,8 @@ CASE_IDS = [m.name + (f"-{d}" if d else "") + (f"-{v}" if v else "") for m, d, v
 def test_method_meets_the_contract(trained):
     method, spec = trained
     run = Path(spec.run)
-    assert (run / "model").is_dir() and (run / "train.json").is_file()
-    ledger = json.loads((run / "privacy.json").read_text())
+    assert model_path(run).is_dir() and train_record(run).is_file()
+    ledger = json.loads(ledger_file(run).read_text())
     if spec.private:
         assert ledger["epsilon"] <= spec.epsilon, "the headline epsilon exceeds the run's target"
         assert rederive(ledger) == pytest.approx(ledger["epsilon"], rel=_tolerance(ledger))

@@ -16,6 +16,7 @@ import torch
 from dpvae import stages
 from dpvae.errors import DataError
 from dpvae.methods.checkpoint import Checkpoint
+from dpvae.paths import checkpoint_file, ledger_file, model_path, stage1_record
 from dpvae.runs import Run, run_spec, stage1_of
 from dpvae.runspec import RunSpec
 
@@ -74,14 +75,14 @@ def test_dp2vae_resumes_from_its_checkpoint_with_identical_bytes(
         monkeypatch.setattr(DPSGD, "step", killer(DPSGD.step))
     with pytest.raises(KeyboardInterrupt):
         stages.train(spec)
-    assert (Path(spec.run) / "checkpoint.pt").is_file() and not (Path(spec.run) / "model").exists()
+    assert checkpoint_file(Path(spec.run)).is_file() and not model_path(Path(spec.run)).exists()
     monkeypatch.undo()
     stages.train(spec)
-    whole = torch.load(tmp_path / "whole" / "model" / "decoder.pt", weights_only=True)
-    resumed = torch.load(Path(spec.run) / "model" / "decoder.pt", weights_only=True)
+    whole = torch.load(model_path(tmp_path / "whole") / "decoder.pt", weights_only=True)
+    resumed = torch.load(model_path(Path(spec.run)) / "decoder.pt", weights_only=True)
     assert whole.keys() == resumed.keys()
     assert all(torch.equal(whole[k], resumed[k]) for k in whole)
-    assert not (Path(spec.run) / "checkpoint.pt").exists()
+    assert not checkpoint_file(Path(spec.run)).exists()
 
 
 def test_dp2vae_cached_stage1_gives_the_bytes_of_an_in_run_one(
@@ -121,12 +122,12 @@ def test_dp2vae_cached_stage1_gives_the_bytes_of_an_in_run_one(
     monkeypatch.setattr(impl, "stacked_loss", killed_in_the_second_chunk)
     with pytest.raises(KeyboardInterrupt):
         stages.stage1(stage1)
-    assert (tmp_path / "stage1" / "checkpoint.pt").is_file() and not (tmp_path / "stage1" / "model").exists()
+    assert checkpoint_file(tmp_path / "stage1").is_file() and not model_path(tmp_path / "stage1").exists()
     monkeypatch.setattr(impl, "stacked_loss", stacked_loss)
     stages.stage1(stage1)
-    assert not (tmp_path / "stage1" / "checkpoint.pt").exists()
-    assert (tmp_path / "stage1" / "stage1.json").is_file()
-    saved = torch.load(tmp_path / "stage1" / "model" / impl.ENCODERS, weights_only=True)["encoders"]
+    assert not checkpoint_file(tmp_path / "stage1").exists()
+    assert stage1_record(tmp_path / "stage1").is_file()
+    saved = torch.load(model_path(tmp_path / "stage1") / impl.ENCODERS, weights_only=True)["encoders"]
     monkeypatch.setattr(impl, "pretrain_encoders", None)  # a run with a cached stage 1 never trains it
     monkeypatch.setattr(impl, "load_stage1", recording("cached", impl.load_stage1))
     cached = _cached(_spec(smoke_config, data, tmp_path, "cached", noise_multiplier=1.0), tmp_path / "stage1")
@@ -136,9 +137,9 @@ def test_dp2vae_cached_stage1_gives_the_bytes_of_an_in_run_one(
     assert saved.keys() == encoders.keys() == used["cached"].keys()
     assert all(torch.equal(saved[k], encoders[k]) and torch.equal(used["cached"][k], encoders[k]) for k in encoders)
     runs = Path(in_run.run), Path(cached.run)
-    decoders = [torch.load(r / "model" / impl.DECODER, weights_only=True) for r in runs]
+    decoders = [torch.load(model_path(r) / impl.DECODER, weights_only=True) for r in runs]
     assert all(torch.equal(decoders[0][k], decoders[1][k]) for k in decoders[0])
-    assert (runs[0] / "privacy.json").read_bytes() == (runs[1] / "privacy.json").read_bytes()
+    assert ledger_file(runs[0]).read_bytes() == ledger_file(runs[1]).read_bytes()
     samples = [dict(np.load(stages.sample(r, 32))) for r in runs]
     assert all(np.array_equal(samples[0][k], samples[1][k]) for k in ("x", "y"))
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from dpvae.methods.registry import METHODS
+from dpvae.paths import model_path, samples_file
 from support.hash_seed_runs import TINY, write_data
 from support.toy_runs import toy_spec
 
@@ -60,7 +61,7 @@ def test_every_implemented_method_has_a_tiny_run():
 
 def _files(run: Path) -> dict[str, bytes]:
     """The samples file and the model files, by path relative to the method's directory."""
-    parts = [run / "run" / "samples.npz", *sorted((run / "run" / "model").rglob("*"))]
+    parts = [samples_file(run / "run"), *sorted(model_path(run / "run").rglob("*"))]
     return {str(p.relative_to(run)): p.read_bytes() for p in parts if p.is_file()}
 
 

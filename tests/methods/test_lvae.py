@@ -21,6 +21,7 @@ from dpvae.models.lvae_vae import (
     decoder_jacobian_norms,
     jacobian_norm_estimate,
 )
+from dpvae.paths import ledger_file, model_path
 from dpvae.runs import experiment_runs, run_spec
 from dpvae.runspec import RunSpec
 
@@ -102,7 +103,7 @@ def test_the_subsample_keeps_the_planted_outlier(lvae_spec):
 def test_vae_dpsgd_writes_a_ledger_within_its_target(lvae_spec):
     spec = lvae_spec("lvae-dpsgd")
     stages.train(spec)
-    ledger = json.loads((Path(spec.run) / "privacy.json").read_text())
+    ledger = json.loads(ledger_file(Path(spec.run)).read_text())
     assert ledger["epsilon"] <= spec.epsilon == 1
     (mechanism,) = ledger["mechanisms"]
     assert mechanism["steps"] == 4 and mechanism["sample_rate"] == 16 / 64 and mechanism["sensitivity"] == 1.0
@@ -121,8 +122,8 @@ def test_lvae_writes_a_claim_that_says_it_is_no_guarantee(lvae_spec, constraint)
     spec = lvae_spec("lvae-lipschitz", constraint=constraint, lipschitz=5.0)
     stages.train(spec)
     run = Path(spec.run)
-    assert json.loads((run / "privacy.json").read_text())["epsilon"] is None
-    claim = json.loads((run / "model" / CLAIM_FILE).read_text())
+    assert json.loads(ledger_file(run).read_text())["epsilon"] is None
+    claim = json.loads((model_path(run) / CLAIM_FILE).read_text())
     assert "NOT a differential-privacy guarantee" in claim["kind"] and claim["private"] is False
     assert claim["accounting"] == "paper" and claim["sound"] is None and claim["not_dp"]
     assert claim["R_x"] == pytest.approx(28.0)
@@ -137,7 +138,7 @@ def test_the_gradient_penalty_pulls_the_jacobian_norm_towards_L(lvae_spec):
     stages.train(free)
     penalised = lvae_spec("lvae-lipschitz", epochs=3, lipschitz=0.5, gp_weight=1000.0)
     stages.train(penalised)
-    measured = json.loads((Path(penalised.run) / "model" / CLAIM_FILE).read_text())["measured_lipschitz"]
+    measured = json.loads((model_path(Path(penalised.run)) / CLAIM_FILE).read_text())["measured_lipschitz"]
     from dpvae.methods.lvae import LVAE
 
     model = LVAE().load(stages.run_context(free))
@@ -149,7 +150,7 @@ def test_an_interrupted_private_run_resumes_to_the_same_model(lvae_spec, monkeyp
     spec = lvae_spec("lvae-dpsgd", epochs=2)
     whole = Path(stages.train(spec))
     expected = torch.load(whole / "model.pt", weights_only=True)
-    ledger = (Path(spec.run) / "privacy.json").read_text()
+    ledger = ledger_file(Path(spec.run)).read_text()
 
     resumed = replace(spec, run=str(tmp_path / "resumed"))
     saves = []
@@ -167,9 +168,9 @@ def test_an_interrupted_private_run_resumes_to_the_same_model(lvae_spec, monkeyp
         stages.train(resumed)
     monkeypatch.setattr(checkpoint_module.Checkpoint, "save", original)
     stages.train(resumed)
-    got = torch.load(Path(resumed.run) / "model" / "model.pt", weights_only=True)
+    got = torch.load(model_path(Path(resumed.run)) / "model.pt", weights_only=True)
     assert all(torch.equal(expected[k], got[k]) for k in expected)
-    assert (Path(resumed.run) / "privacy.json").read_text() == ledger
+    assert ledger_file(Path(resumed.run)).read_text() == ledger
 
 
 # -- the empirical audit against the ledger --------------------------------------------------------
@@ -196,7 +197,7 @@ def test_no_attack_proves_more_than_the_dpsgd_ledger(lvae_spec):
     or sound. 64 + 64 targets can prove up to ε ≈ 2.8 > 1 (see the next test), so the check is not vacuous."""
     private = lvae_spec("lvae-dpsgd", epochs=4)
     stages.train(private)
-    ledger = json.loads((Path(private.run) / "privacy.json").read_text())
+    ledger = json.loads(ledger_file(Path(private.run)).read_text())
     assert ledger["epsilon"] <= private.epsilon
     for attack, eps in _attack_epsilons(private).items():
         for name in ("paper", "sound"):

@@ -20,6 +20,7 @@ from dpvae.methods.p3gm import store
 from dpvae.methods.p3gm.accounting import NOT_DP_NONPRIVATE_MEAN, P3GMSetting, p3gm_ledger
 from dpvae.methods.p3gm.fit import Schedule
 from dpvae.methods.p3gm.store import from_vectors, to_vectors
+from dpvae.paths import checkpoint_file, ledger_file, model_path, prepared_dir
 from dpvae.privacy.ledger import Mechanism
 from dpvae.privacy.mechanisms import dp_em_diagonal_gmm, dp_pca
 from support.toy_runs import FEATURES, N_TRAIN, toy_spec, write_toy_dataset
@@ -77,13 +78,13 @@ def test_the_ledger_from_the_mechanisms_records_equals_the_recipe():
 def test_p3gm_trains_with_a_frozen_pca_encoder_and_meets_its_target(data_root, tmp_path):
     spec = spec_for(data_root, tmp_path)
     stages.train(spec)
-    ledger = json.loads((tmp_path / "run" / "privacy.json").read_text())
+    ledger = json.loads(ledger_file(tmp_path / "run").read_text())
     assert ledger["epsilon"] <= 1.0 and ledger["epsilon"] == pytest.approx(1.0, abs=1e-6)  # auto: calibrated
     names = [m["name"] for m in ledger["mechanisms"]]
     assert names == ["dp_pca.mean", "dp_pca", "dp_em.weights", "dp_em.means", "dp_em.variances", "dpsgd"]
     assert ledger["headline"] == "paper" and ledger["sound"]["epsilon"] > ledger["epsilon"]
     assert "calibrated" in ledger["notes"]
-    model, info = store.load_model(tmp_path / "run" / "model")
+    model, info = store.load_model(model_path(tmp_path / "run"))
     ctx = stages.run_context(spec)
     vectors = to_vectors(ctx.data.train.x, ctx.data.train.y, 2)
     # the encoder mean is the released PCA projection: orthonormal columns, untouched by training
@@ -97,7 +98,7 @@ def test_p3gm_trains_with_a_frozen_pca_encoder_and_meets_its_target(data_root, t
 
 def test_a_configured_sigma_that_overspends_is_raised_and_noted(data_root, tmp_path):
     stages.train(spec_for(data_root, tmp_path, sigma_sgd=0.3))
-    ledger = json.loads((tmp_path / "run" / "privacy.json").read_text())
+    ledger = json.loads(ledger_file(tmp_path / "run").read_text())
     assert ledger["epsilon"] <= 1.0
     assert "raised from the configured 0.3" in ledger["notes"]
     assert [m for m in ledger["mechanisms"] if m["name"] == "dpsgd"][0]["noise_multiplier"] > 0.3
@@ -105,7 +106,7 @@ def test_a_configured_sigma_that_overspends_is_raised_and_noted(data_root, tmp_p
 
 def test_the_codes_fixed_batches_are_accounted_soundly_as_a_fixed_partition(data_root, tmp_path):
     stages.train(spec_for(data_root, tmp_path, batching="code", sigma_sgd=2.0))
-    ledger = json.loads((tmp_path / "run" / "privacy.json").read_text())
+    ledger = json.loads(ledger_file(tmp_path / "run").read_text())
     paper_sgd = [m for m in ledger["paper"]["mechanisms"] if m["name"] == "dpsgd"][0]
     sound_sgd = [m for m in ledger["sound"]["mechanisms"] if m["name"] == "dpsgd"][0]
     assert paper_sgd["sampling"] == "poisson" and paper_sgd["steps"] == 2 * (N_TRAIN // 50 - 1)
@@ -117,7 +118,7 @@ def test_the_codes_fixed_batches_are_accounted_soundly_as_a_fixed_partition(data
 
 def test_the_nonprivate_centring_mean_is_marked_not_dp(data_root, tmp_path):
     stages.train(spec_for(data_root, tmp_path, pca_mean="nonprivate"))
-    ledger = json.loads((tmp_path / "run" / "privacy.json").read_text())
+    ledger = json.loads(ledger_file(tmp_path / "run").read_text())
     assert ledger["not_dp"] == NOT_DP_NONPRIVATE_MEAN and "sound" not in ledger
     assert "dp_pca.mean" not in [m["name"] for m in ledger["mechanisms"]]
 
@@ -141,10 +142,10 @@ def test_pgm_and_the_autoencoder_variant(data_root, tmp_path):
         pca_mean="nonprivate",
     )
     stages.train(pgm)
-    assert json.loads((tmp_path / "pgm" / "run" / "privacy.json").read_text())["private"] is False
+    assert json.loads(ledger_file(tmp_path / "pgm" / "run").read_text())["private"] is False
     ae = spec_for(data_root, tmp_path / "ae", encoder_variance="zero", record_every_epoch=True)
     stages.train(ae)
-    model, info = store.load_model(tmp_path / "ae" / "run" / "model")
+    model, info = store.load_model(model_path(tmp_path / "ae" / "run"))
     # σ_φ's head (fc1, fc22) is outside the trained model: still the initial weights the run drew
     torch.manual_seed(stages.run_context(ae).seed_for("global"))
     arch = info["arch"]
@@ -157,7 +158,7 @@ def test_pgm_and_the_autoencoder_variant(data_root, tmp_path):
     assert torch.equal(model.fc1.weight, initial.fc1.weight) and torch.equal(model.fc22.bias, initial.fc22.bias)
     assert not torch.equal(model.fc4.weight, initial.fc4.weight)
     # kept: the decoder (the PCA is frozen) after both epochs and at iterations spaced in log scale from the first
-    snapshots = store.load_snapshots(tmp_path / "ae" / "run" / "model")
+    snapshots = store.load_snapshots(model_path(tmp_path / "ae" / "run"))
     steps = math.ceil(2 * N_TRAIN / 50)
     assert list(snapshots) == Schedule("poisson", N_TRAIN, 50, 2).snapshot_steps()
     assert {1, steps // 2, steps} <= set(snapshots) and len(snapshots) > 2
@@ -167,7 +168,7 @@ def test_pgm_and_the_autoencoder_variant(data_root, tmp_path):
 def test_dp_vae_ledger_is_its_engine_record_and_vae_is_nonprivate(data_root, tmp_path):
     dp = spec_for(data_root, tmp_path / "dp", method="dp-vae", sigma_sgd=1.0)
     stages.train(dp)
-    ledger = json.loads((tmp_path / "dp" / "run" / "privacy.json").read_text())
+    ledger = json.loads(ledger_file(tmp_path / "dp" / "run").read_text())
     (record,) = ledger["mechanisms"]
     assert record["name"] == "dpsgd" and record["steps"] == math.ceil(2 * N_TRAIN / 50)
     assert record["sample_rate"] == pytest.approx(50 / N_TRAIN) and ledger["epsilon"] <= 1.0
@@ -179,11 +180,11 @@ def test_dp_vae_ledger_is_its_engine_record_and_vae_is_nonprivate(data_root, tmp
 
 def test_a_resumed_p3gm_run_ends_with_the_same_model(data_root, tmp_path, monkeypatch):
     """Kill the DP-SGD loop after a checkpoint; the resumed run's weights equal an uninterrupted run's."""
-    from dpvae.methods.checkpoint import CHECKPOINT_NAME, Checkpoint
+    from dpvae.methods.checkpoint import Checkpoint
 
     whole = spec_for(data_root, tmp_path / "whole")
     stages.train(whole)
-    expected = torch.load(Path(whole.run) / "model" / store.WEIGHTS)
+    expected = torch.load(model_path(Path(whole.run)) / store.WEIGHTS)
 
     spec = replace(spec_for(data_root, tmp_path / "resumed"), run_id=whole.run_id)  # same id => same seeds
     original_batch, calls = Schedule.batch, []
@@ -198,10 +199,10 @@ def test_a_resumed_p3gm_run_ends_with_the_same_model(data_root, tmp_path, monkey
     monkeypatch.setattr(Schedule, "batch", dying_batch)
     with pytest.raises(KeyboardInterrupt):
         stages.train(spec)
-    assert (Path(spec.run) / CHECKPOINT_NAME).is_file()
+    assert checkpoint_file(Path(spec.run)).is_file()
     monkeypatch.undo()
     stages.train(spec)
-    resumed = torch.load(Path(spec.run) / "model" / store.WEIGHTS)
+    resumed = torch.load(model_path(Path(spec.run)) / store.WEIGHTS)
     assert expected.keys() == resumed.keys()
     for key in expected:
         assert torch.equal(expected[key], resumed[key]), key
@@ -211,7 +212,7 @@ def test_the_mixture_prior_keeps_the_classes_that_n01_draws_lose_at_small_d(tmp_
     """Fig. 6 at d = 5 (docs/p3gm.md): the PCA codes are not whitened, the classes sit at about ±sqrt(d) on the
     first one, so N(0, I) draws land between them; the DP-EM mixture (the paper's prior) covers both."""
     prepared = build_two_gaussians(None, 0, dim=5, n_per_class=2000)
-    write_prepared(tmp_path / "prepared" / "toy", prepared.train, prepared.test, prepared.meta)
+    write_prepared(prepared_dir(tmp_path, "toy"), prepared.train, prepared.test, prepared.meta)
     gaps = {}
     for prior in ("mog", "normal"):
         spec = spec_for(tmp_path, tmp_path / prior, sampling_prior=prior, batch_size=100, pretrain_steps=200)

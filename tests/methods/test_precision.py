@@ -13,7 +13,7 @@ import torch
 from dpvae import stages
 from dpvae.config import ConfigError, load_config
 from dpvae.models import precision
-from dpvae.paths import REPO_ROOT
+from dpvae.paths import REPO_ROOT, ledger_file, model_path, train_record
 from dpvae.runs import experiment_runs, run_spec
 from support.toy_runs import toy_spec, write_toy_dataset
 
@@ -72,10 +72,10 @@ def test_a_bf16_run_trains_records_its_precision_and_keeps_the_ledger(tmp_path, 
     root = write_toy_dataset(tmp_path / "data")
     fp32 = _train(root, tmp_path, method, private, "fp32")
     bf16 = _train(root, tmp_path, method, private, "bf16", precision="bf16")
-    assert json.loads((fp32 / "train.json").read_text())["precision"] == "fp32"
-    assert json.loads((bf16 / "train.json").read_text())["precision"] == "bf16"
-    assert (fp32 / "privacy.json").read_bytes() == (bf16 / "privacy.json").read_bytes()
-    weights = [torch.load(run / "model" / "model.pt", weights_only=True) for run in (fp32, bf16)]
+    assert json.loads(train_record(fp32).read_text())["precision"] == "fp32"
+    assert json.loads(train_record(bf16).read_text())["precision"] == "bf16"
+    assert ledger_file(fp32).read_bytes() == ledger_file(bf16).read_bytes()
+    weights = [torch.load(model_path(run) / "model.pt", weights_only=True) for run in (fp32, bf16)]
     assert all(torch.isfinite(w).all() for model in weights for w in model.values())
     same = all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
     assert same == private  # the private forward is fp32 at either setting

@@ -14,6 +14,7 @@ from dpvae.errors import ConfigError
 from dpvae.files import json_text
 from dpvae.methods import checkpoint as checkpoint_module
 from dpvae.methods.privae import PriVAE, PriVAEParams, accounting
+from dpvae.paths import checkpoint_file, ledger_file, model_path
 from dpvae.privacy.accounting import abadi_kappa
 from dpvae.runs import prepared_facts
 from dpvae.runspec import RunSpec
@@ -77,15 +78,15 @@ def test_a_resumed_privae_run_ends_with_the_same_model_and_ledger(tmp_path, pinw
     monkeypatch.setattr(checkpoint_module.Checkpoint, "save", save_then_die)
     with pytest.raises(KeyboardInterrupt):
         stages.train(broken)
-    assert saves == [30] and (Path(broken.run) / "checkpoint.pt").is_file()
+    assert saves == [30] and checkpoint_file(Path(broken.run)).is_file()
     monkeypatch.setattr(checkpoint_module.Checkpoint, "due", lambda self, step: False)
     stages.train(broken)  # resumes at step 30 (same spec, same key)
-    a = torch.load(Path(whole.run) / "model" / "model.pt")
-    b = torch.load(Path(broken.run) / "model" / "model.pt")
+    a = torch.load(model_path(Path(whole.run)) / "model.pt")
+    b = torch.load(model_path(Path(broken.run)) / "model.pt")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    ledgers = [json.loads((Path(s.run) / "privacy.json").read_text()) for s in (whole, broken)]
+    ledgers = [json.loads(ledger_file(Path(s.run)).read_text()) for s in (whole, broken)]
     assert ledgers[0]["epsilon"] == ledgers[1]["epsilon"]
-    assert not (Path(broken.run) / "checkpoint.pt").exists()
+    assert not checkpoint_file(Path(broken.run)).exists()
 
 
 def test_termwise_noise_is_kappa_times_ordinary_sigma() -> None:
@@ -110,12 +111,12 @@ def test_aggregation_baselines_under_the_sound_calibration_spend_the_target_soun
     params = {**PINWHEEL, "engine": engine, "clip": 0.0002, "kappa": "tight", "epochs": 1}
     spec = _spec(tmp_path, pinwheel, params, f"{engine}-sound")
     stages.train(spec)
-    ledger = json.loads((Path(spec.run) / "privacy.json").read_text())
+    ledger = json.loads(ledger_file(Path(spec.run)).read_text())
     sound = ledger["sound"]
     assert sound["epsilon"] == pytest.approx(10.0, rel=1e-4) and sound["epsilon"] <= 10.0 * (1 + 1e-9)
     assert ledger["paper"]["epsilon"] < 0.5 * sound["epsilon"]  # doubled noise on the paper's terms
     planned = PriVAE().planned_ledger(PriVAEParams(**params), spec, prepared_facts(spec))  # as the contract's
-    assert json_text(planned.to_dict()) == (Path(spec.run) / "privacy.json").read_text()
+    assert json_text(planned.to_dict()) == ledger_file(Path(spec.run)).read_text()
 
 
 @pytest.mark.parametrize(

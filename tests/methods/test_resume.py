@@ -22,8 +22,8 @@ import pytest
 
 from dpvae.data.registry import prepare_dataset
 from dpvae.files import temporaries
-from dpvae.methods.checkpoint import CHECKPOINT_NAME, EVERY_STEPS_VARIABLE
-from dpvae.paths import REPO_ROOT
+from dpvae.methods.checkpoint import EVERY_STEPS_VARIABLE
+from dpvae.paths import REPO_ROOT, checkpoint_file, ledger_file, model_path
 from dpvae.runspec import RunSpec
 
 STEPS = 60
@@ -78,21 +78,21 @@ def test_a_killed_train_resumes_where_it_stopped_with_the_same_bytes(root):
     log = root / "whole.log"
     finished(cli("train", "--spec", whole.to_json(), log=log), log)
     finished(cli("sample", "--run", whole.run, "--n", "256", log=log), log)
-    assert "trained steps 1..60" in log.read_text() and not (Path(whole.run) / CHECKPOINT_NAME).exists()
+    assert "trained steps 1..60" in log.read_text() and not checkpoint_file(Path(whole.run)).exists()
 
     run = Path(killed.run)
     log = root / "killed.log"
     slow_spec = killed.to_json()
     first = cli("train", "--spec", slow_spec, log=log)
     deadline = time.monotonic() + 300
-    while not (run / CHECKPOINT_NAME).exists():
+    while not checkpoint_file(run).exists():
         assert first.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
         time.sleep(0.02)
     time.sleep(0.3)  # a few steps past the checkpoint
     first.send_signal(signal.SIGKILL)
     first.wait()
-    assert not (run / "model").exists() and not (run / "privacy.json").exists(), "nothing half-released"
-    assert temporaries(run / "model"), "the killed job's partial model is still there"
+    assert not model_path(run).exists() and not ledger_file(run).exists(), "nothing half-released"
+    assert temporaries(model_path(run)), "the killed job's partial model is still there"
 
     again = cli("train", "--spec", slow_spec, log=log)
     finished(again, log)
@@ -100,7 +100,7 @@ def test_a_killed_train_resumes_where_it_stopped_with_the_same_bytes(root):
     resumed = re.search(r"resuming from checkpoint \S+ at step (\d+)", text)
     assert resumed and 0 < int(resumed[1]) < STEPS, text[-3000:]
     assert f"trained steps {int(resumed[1]) + 1}..{STEPS}" in text, "the resumed job ran only the remaining steps"
-    assert not temporaries(run / "model") and not (run / CHECKPOINT_NAME).exists(), "no temporary, no checkpoint"
+    assert not temporaries(model_path(run)) and not checkpoint_file(run).exists(), "no temporary, no checkpoint"
     finished(cli("sample", "--run", str(run), "--n", "256", log=log), log)
 
     expected, got = outputs(Path(whole.run)), outputs(run)
@@ -115,13 +115,13 @@ def test_a_checkpoint_of_another_spec_or_a_damaged_one_is_not_resumed(root):
     run = Path(run_spec.run)
     run.mkdir(parents=True)
     log = root / "other.log"
-    (run / CHECKPOINT_NAME).write_bytes(b"not a checkpoint")
+    checkpoint_file(run).write_bytes(b"not a checkpoint")
     finished(cli("train", "--spec", run_spec.to_json(), log=log), log)
     assert "ignoring unreadable checkpoint" in log.read_text() and "trained steps 1..60" in log.read_text()
 
     import torch
 
-    torch.save({"key": "another spec", "state": {"step": 30}}, run / CHECKPOINT_NAME)
+    torch.save({"key": "another spec", "state": {"step": 30}}, checkpoint_file(run))
     finished(cli("train", "--spec", run_spec.to_json(), log=log), log)
     text = log.read_text()
     assert "belongs to another spec" in text and text.count("trained steps 1..60") == 2
@@ -139,4 +139,4 @@ def test_a_run_past_its_budget_says_so_in_one_line(root):
         last,
     ), last
     assert "Traceback" not in log.read_text()
-    assert not (Path(run_spec.run) / "model").exists() and not (Path(run_spec.run) / "privacy.json").exists()
+    assert not model_path(Path(run_spec.run)).exists() and not ledger_file(Path(run_spec.run)).exists()

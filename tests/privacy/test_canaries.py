@@ -15,7 +15,8 @@ import torch
 from torch import nn
 
 from dpvae.methods.base import Method
-from dpvae.privacy.canaries import AUDIT_FILE, CanarySession
+from dpvae.paths import audit_file, ledger_file
+from dpvae.privacy.canaries import CanarySession
 from dpvae.privacy.dpsgd import DPSGD, poisson_sample
 from dpvae.privacy.engine_audit import AuditSetting, build_engine, calibrate, step_inputs
 from dpvae.privacy.ledger import Accounting, Ledger
@@ -152,8 +153,8 @@ def test_the_train_stage_writes_audit_json_and_the_metric_reads_it(toy_spec) -> 
 
     stages.train(toy_spec)
     run = Path(toy_spec.run)
-    record = json.loads((run / AUDIT_FILE).read_text())
-    ledger = json.loads((run / "privacy.json").read_text())
+    record = json.loads(audit_file(run).read_text())
+    ledger = json.loads(ledger_file(run).read_text())
     assert record["epsilon_claimed"] == ledger["epsilon"] <= 1.0
     assert record["canaries"] == 100 and len(record["scores"]["sum"]) == 100 and record["lower"] <= 1.0
     out = stages.evaluate(run, "canary_audit", {}, run / "metrics" / "canary_audit.json")

@@ -15,6 +15,7 @@ import torch
 
 from dpvae.analyses.audit import train_audited
 from dpvae.methods.registry import METHODS
+from dpvae.paths import audit_file, ledger_file
 from dpvae.privacy.canaries import CanarySession
 from dpvae.runspec import Audit, RunSpec
 from support.planted_bugs import scaled_noise
@@ -67,7 +68,7 @@ def test_an_honest_method_stays_below_its_claim_and_its_planted_bug_is_caught(
     target = smoke_targets()[label]
     honest = _audit(label, target, prepared_from_mirror, tmp_path, bug=False)
     buggy = _audit(label, target, prepared_from_mirror, tmp_path, bug=True)
-    assert (tmp_path / "honest" / "audit.json").is_file() and (tmp_path / "honest" / "privacy.json").is_file()
+    assert audit_file(tmp_path / "honest").is_file() and ledger_file(tmp_path / "honest").is_file()
     for record in (honest, buggy):
         assert record["epsilon_claimed"] <= 1.0 and record["max_certifiable"] > 4
     assert honest["lower"] <= honest["epsilon_claimed"]
@@ -133,7 +134,7 @@ def test_the_analysis_writes_each_audited_run_beside_its_table(tmp_path: Path) -
     out = tmp_path / "results" / "smoke" / "tables" / "audit_methods.csv"
     table = stages.analyze("audit_methods", context, out)
     run = tmp_path / "results" / "smoke" / "audit" / "dp-vae"
-    assert (run / "audit.json").is_file() and (run / "privacy.json").is_file() and out.is_file()
+    assert audit_file(run).is_file() and ledger_file(run).is_file() and out.is_file()
     values = dict(zip(table["metric"], table["value"]))
     assert set(table["variant"]) == {"dp-vae"} and values["canaries"] == 50 and values["eps_claimed"] <= 1
     with pytest.raises(ValueError, match="unknown targets"):

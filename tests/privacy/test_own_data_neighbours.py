@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from dpvae.errors import ConfigError
+from dpvae.paths import ledger_file
 from dpvae.privacy.accounting import pure_epsilon
 from dpvae.privacy.ledger import Ledger
 from dpvae.runs import recomputed_ledger
@@ -107,7 +108,7 @@ def test_a_domain_estimate_is_paid_from_the_target_and_recomputed_bit_for_bit(tm
                 declare=tmp_path / "declare.yaml")
     ).samples  # fmt: skip
     run = out.with_name(out.name + ".run")
-    ledger = Ledger.read(run / "privacy.json")
+    ledger = Ledger.read(ledger_file(run))
     assert pure_epsilon(ledger.paper.preprocessing) == pytest.approx(1.0)  # d / scale, add/remove-one
     assert pure_epsilon(ledger.sound.preprocessing) == pytest.approx(2.0)  # replace-one moves two bins per column
     assert ledger.epsilon <= 3.0 and ledger.paper.epsilon - 1.0 == pytest.approx(2.0, rel=1e-6)
@@ -129,5 +130,5 @@ def test_synth_needs_a_domain_or_an_explicit_not_dp(tmp_path):
         synth(Request(**base, declare=tmp_path / "estimate.yaml"))
     assert not (tmp_path / "o").exists() and not (tmp_path / "data").exists()  # refused before any work
     out = synth(Request(**base, allow_not_dp=True)).samples
-    ledger = Ledger.read(out.with_name(out.name + ".run") / "privacy.json")
+    ledger = Ledger.read(ledger_file(out.with_name(out.name + ".run")))
     assert ledger.not_dp is not None and "domain: from_data" in ledger.not_dp and ledger.sound is None

@@ -18,6 +18,7 @@ import pytest
 from dpvae.data import tabular
 from dpvae.data.store import holdout_rows, write_prepared
 from dpvae.methods.marginals.accounting import privbayes_ledger
+from dpvae.paths import prepared_dir
 from dpvae.runs import domain_budget, released_ledger
 from dpvae.runspec import RunSpec
 
@@ -106,7 +107,7 @@ def test_a_run_on_the_reference_codes_preprocessing_has_a_not_dp_ledger(
     scaling = "reference-code" if dataset.endswith("-refcode") else "public"
     built = tabular.build_adult(raw, 0, drop_missing=False, scaling=scaling)
     root = tmp_path / "root"
-    write_prepared(root / "prepared" / dataset, built.train, built.test, built.meta)
+    write_prepared(prepared_dir(root, dataset), built.train, built.test, built.meta)
     spec = RunSpec.standalone(
         f"{dataset}/privbayes/eps1/seed0",
         root / "run",

@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from dpvae import stages
+from dpvae.paths import ledger_file
 from dpvae.privacy.ledger import Ledger
 from dpvae.runs import recomputed_ledger
 from support.toy_runs import toy_spec, write_toy_dataset
@@ -49,7 +50,7 @@ def test_a_sound_calibrated_run_meets_its_target_with_the_sound_bound(tmp_path, 
     p3gm = {**spec.params, "sigma_pca": 20.0}  # a cheaper DP-PCA: at σ_p 5 its sound ε alone exceeds 1
     spec = replace(spec, params={"privbayes": {}, "p3gm": p3gm, "privae": PRIVAE}[method], calibrate=calibrate)
     stages.train(spec)
-    ledger = Ledger.read(tmp_path / "run" / "privacy.json")
+    ledger = Ledger.read(ledger_file(tmp_path / "run"))
     if calibrate is None:  # the paper's accounting meets the target; the sound one (replace-one) is 1.5 times it
         assert ledger.headline == "paper" and ledger.sound.epsilon == pytest.approx(1.5, rel=1e-6)
     else:

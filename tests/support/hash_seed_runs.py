@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from dpvae.data.store import Split, write_prepared
+from dpvae.paths import prepared_dir
 from support.toy_runs import write_toy_dataset
 
 N_SAMPLES = 64
@@ -61,7 +62,7 @@ def write_data(root: Path) -> Path:
         x = rng.integers(0, 256, size=(80, 1, side, side)).astype(np.float32) / np.float32(255)
         y = np.arange(80, dtype=np.int64) % 10
         labels = {"label_names": [str(i) for i in range(10)]}
-        write_prepared(root / "prepared" / f"images{side}", Split(x[:64], y[:64]), Split(x[64:], y[64:]), labels)
+        write_prepared(prepared_dir(root, f"images{side}"), Split(x[:64], y[:64]), Split(x[64:], y[64:]), labels)
     return root
 
 

@@ -19,12 +19,13 @@ from pathlib import Path
 import numpy as np
 
 from dpvae.data.store import Split, write_prepared
+from dpvae.paths import MODEL, SAMPLES, TRAIN_RECORD, prepared_dir
 from dpvae.runspec import RunSpec
 
 #: train.json's fields that depend on when and where a run trained, not on its data
 VOLATILE_PROVENANCE = ("seconds", "commit", "device_name", "host", "python", "platform")
 #: files of a run's directory (relative to it) that are drawn from its model: released as the model is
-SAMPLED = ("samples.npz",)
+SAMPLED = (SAMPLES,)
 
 
 def table_splits(n: int, features: int, seed: int = 0) -> tuple[Split, Split]:
@@ -74,7 +75,7 @@ def train_on_neighbours(
     returns the two finished run directories, moved to `out`/d and `out`/d-prime."""
     from dpvae import stages
 
-    prepared, run = Path(spec.data_root) / "prepared" / spec.dataset, Path(spec.run)
+    prepared, run = prepared_dir(Path(spec.data_root), spec.dataset), Path(spec.run)
     finished = []
     for tag, split in (("d", train), ("d-prime", neighbour(train, index))):
         write_prepared(prepared, split, test, {"label_names": ["a", "b"]})
@@ -107,11 +108,11 @@ def undeclared_differences(run: Path, neighbour_run: Path, released: tuple[str, 
     problems = [f"{name}: only in one run" for name in sorted(set(ours) ^ set(theirs))]
     for name in sorted(set(ours) & set(theirs)):
         a, b = ours[name], theirs[name]
-        if name == "train.json":
+        if name == TRAIN_RECORD:
             a, b = provenance(a), provenance(b)
         if a == b:
             continue
-        relative = name.removeprefix("model/") if name.startswith("model/") else None
+        relative = name.removeprefix(f"{MODEL}/") if name.startswith(f"{MODEL}/") else None
         if name in SAMPLED or (relative is not None and any(fnmatch.fnmatch(relative, p) for p in released)):
             continue
         problems.append(f"{name}: differs between D and D' and the method does not declare it released")

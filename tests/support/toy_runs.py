@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from dpvae.data.store import Split, write_prepared
+from dpvae.paths import prepared_dir
 from dpvae.runspec import RunSpec
 
 N_TRAIN, N_TEST, FEATURES = 600, 100, 12
@@ -22,7 +23,7 @@ def write_toy_dataset(root: Path, name: str = "toy") -> Path:
         x = np.clip(0.5 + shift + 0.1 * rng.standard_normal((n, FEATURES)), 0, 1)
         return Split(x.astype(np.float32), y.astype(np.int64))
 
-    write_prepared(root / "prepared" / name, split(N_TRAIN), split(N_TEST), {"label_names": ["a", "b"]})
+    write_prepared(prepared_dir(root, name), split(N_TRAIN), split(N_TEST), {"label_names": ["a", "b"]})
     return root
 
 

@@ -16,7 +16,7 @@ import pytest
 from dpvae.cli import main
 from dpvae.config import load_config
 from dpvae.dag import DagJob
-from dpvae.paths import REPO_ROOT
+from dpvae.paths import REPO_ROOT, ledger_file, model_path, prepared_dir, train_record
 from dpvae.plan import (
     CPU_MACHINE,
     GPU_MACHINE,
@@ -51,17 +51,17 @@ def _fake_built_run(root: Path, plan: Rules, run) -> None:
     """The prepared data and one run's train outputs, older first (Snakemake compares mtimes), with the
     train.json and benchmark file a real train job writes; no Snakemake metadata, as after a copy."""
     run_dir = root / run.path(plan.scale)
-    prepared = root / plan.config["data"]["root"] / "prepared" / run.dataset
-    (run_dir / "model").mkdir(parents=True)
+    prepared = prepared_dir(root / plan.config["data"]["root"], run.dataset)
+    model_path(run_dir).mkdir(parents=True)
     (run_dir / "benchmarks").mkdir()
     prepared.mkdir(parents=True)
-    (run_dir / "privacy.json").write_text("{}")
+    ledger_file(run_dir).write_text("{}")
     spec = run_spec(plan.config, run).to_dict()
-    (run_dir / "train.json").write_text(
+    train_record(run_dir).write_text(
         json.dumps({"spec": spec, "seconds": MEASURED_S, "device": "cpu", "device_name": "cpu: test x2"})
     )
     (run_dir / "benchmarks" / "train.tsv").write_text(f"s\th:m:s\tmax_rss\n{MEASURED_S}\t0:12:00\t100.0\n")
-    for age, path in enumerate([prepared, run_dir / "model", run_dir / "privacy.json", run_dir / "train.json"]):
+    for age, path in enumerate([prepared, model_path(run_dir), ledger_file(run_dir), train_record(run_dir)]):
         os.utime(path, (1_700_000_000 + age, 1_700_000_000 + age))
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from dpvae import reproductions
 from dpvae.errors import DataError
-from dpvae.paths import PUBLISHED_DIR
+from dpvae.paths import PUBLISHED_DIR, train_record
 from dpvae.render.published import (
     CAUSES,
     CAUSES_FILE,
@@ -112,7 +112,7 @@ def paper_run_table(tmp_path, experiment: str, dataset: str, variant: str, train
     results = tmp_path / "results" / "paper"
     run = results / "runs" / dataset / variant / "eps1" / "seed0"
     run.mkdir(parents=True)
-    (run / "train.json").write_text(json.dumps(train))
+    train_record(run).write_text(json.dumps(train))
     table = results / "tables" / experiment / f"{dataset}.csv"
     table.parent.mkdir(parents=True)
     return table
@@ -287,7 +287,7 @@ def test_a_learning_curve_is_recorded_one_key_per_step_and_thinned_to_max_steps(
     results = tmp_path / "results" / "paper"
     run = results / "runs" / "mnist-p3gm" / "p3gm-efficiency" / "eps1" / "seed0"
     run.mkdir(parents=True)
-    (run / "train.json").write_text(json.dumps({"device_name": "cpu", "commit": "abc", "seconds": 1.0}))
+    train_record(run).write_text(json.dumps({"device_name": "cpu", "commit": "abc", "seconds": 1.0}))
     base = {
         "experiment": "p3gm_efficiency",
         "dataset": "mnist-p3gm",

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from dpvae.paths import REPO_ROOT, results_dir
+from dpvae.paths import REPO_ROOT, model_path, results_dir
 from dpvae.render.output import OWN_SCALE
 from support.workflow_runs import snakemake_command, snakemake_env
 
@@ -205,4 +205,4 @@ def test_ryans_method_on_a_declared_dataset_refused(csv_dir):
     assert len(problems) == 1, problems
     assert "'ryan'" in problems[0] and "'breast-cancer'" in problems[0] and "public sample" in problems[0]
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "public sample" in refused.stderr
-    assert not (csv_dir / "s.csv.run" / "model").exists() and not (csv_dir / "s.csv").exists()
+    assert not model_path(csv_dir / "s.csv.run").exists() and not (csv_dir / "s.csv").exists()

@@ -57,9 +57,25 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT / "src") not in sys.path:  # the project's package, run from a checkout without an install
     sys.path.insert(0, str(ROOT / "src"))
+from dpvae.paths import (  # noqa: E402
+    AUDIT,
+    BENCHMARKS,
+    LEDGER,
+    METRICS,
+    MODEL,
+    TRAIN_RECORD,
+    metric_file,
+    model_path,
+    run_dir,
+    run_id,
+    train_record,
+    variant_table,
+)
+
 QUEUE = Path(__file__).with_name("gpu-queue.yaml")
 LIMIT = 15 * 2**20  # one file back from the device: at most 16 MiB
-KEEP = ("privacy.json", "train.json", "audit.json", "metrics", "benchmarks")
+SCALE = "paper"  # the queue's runs are paper-scale runs
+KEEP = (LEDGER, TRAIN_RECORD, AUDIT, METRICS, BENCHMARKS)  # what recording needs of a run (a model where it fits)
 
 
 @dataclass(frozen=True)
@@ -80,7 +96,7 @@ class Entry:
 
     def runs(self) -> list[Path]:
         return [
-            Path("results/paper/runs") / self.dataset / v / f"eps{e}" / f"seed{s}"
+            Path(run_dir(SCALE, run_id(self.dataset, v, e, s)))
             for v in self.variants
             for e in self.epsilons
             for s in self.seeds
@@ -97,7 +113,7 @@ class Entry:
 
     def targets(self, skip: tuple[str, ...] = ()) -> list[str]:
         """Every run's metric files, but those of the metrics in `skip`."""
-        return [str(run / "metrics" / f"{m}.json") for run in self.runs() for m in self.metrics if m not in skip]
+        return [str(metric_file(run, m)) for run in self.runs() for m in self.metrics if m not in skip]
 
     def recorded(self) -> bool:
         """Every run of the entry has a row in reproductions/<paper>.csv (same variant, ε, seed, dataset) made under
@@ -198,7 +214,7 @@ def pack(entry: Entry, out: Path) -> str:
     for with_models in (True, False):
         with tarfile.open(archive, "w:gz") as tar:
             for run in entry.runs():
-                for name in KEEP + (("model",) if with_models else ()):
+                for name in KEEP + ((MODEL,) if with_models else ()):
                     if (ROOT / run / name).exists():
                         tar.add(ROOT / run / name, arcname=str(run / name))
         if archive.stat().st_size <= LIMIT:
@@ -383,11 +399,15 @@ def tables(entry: Entry) -> dict[str, list[str]]:
             continue
         runs = experiment_runs(config, name, entry.dataset)
         for variant in sorted({r.variant for r in runs if (r.variant, _eps(r.eps), r.seed) in mine}):
-            needs = ["train.json", "model", *(f"metrics/{m}.json" for m in exp["metrics"])]
-            found[f"results/paper/tables/{name}/{entry.dataset}/{variant}.csv"] = [
-                f"{r.path('paper')}/{need}" for r in runs if r.variant == variant for need in needs
+            found[variant_table(SCALE, name, entry.dataset, variant)] = [
+                need for r in runs if r.variant == variant for need in _needs(r.path(SCALE), exp["metrics"])
             ]
     return found
+
+
+def _needs(run: str, metrics: list[str]) -> list[str]:
+    """What building a table needs of one of its runs: its train.json, its model and each metric."""
+    return [train_record(run), model_path(run), *(metric_file(run, m) for m in metrics)]
 
 
 def unpack(out: Path, entries: list[Entry]) -> None:

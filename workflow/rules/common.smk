@@ -22,20 +22,28 @@ from dpvae.paths import (
     experiment_prefix,
     experiment_spec_file,
     experiment_table,
+    fetched_marker,
     figure_file,
     gathered_file,
     item_prefix,
     item_spec_file,
     job_benchmark,
     job_log,
+    ledger_file,
     log_file,
+    metric_file,
+    model_path,
+    prepared_dir,
     reference_file,
     render_log,
     results_dir,
     run_dir,
     run_id,
+    samples_file,
     stage1_dir,
     stage1_id,
+    stage1_record,
+    train_record,
     variant_table,
 )
 from dpvae.workflow import Rules
@@ -96,7 +104,7 @@ STAGE1 = stage1_dir(SCALE, stage1_id("{dataset}", "{method}", "{key}", "{seed}")
 
 
 def prepared(dataset):
-    return f"{DATA}/prepared/{dataset}"
+    return prepared_dir(DATA, dataset)
 
 
 @checked

@@ -22,7 +22,7 @@ rule fetch:
     input:
         lambda w: RULES.declared_files(w.source),  # a dataset declared in the config: its own file(s)
     output:
-        f"{DATA}/raw/{{source}}/SHA256SUMS",
+        fetched_marker(DATA, "{source}"),
     log:
         log_file("fetch/{source}"),
     conda:
@@ -43,7 +43,7 @@ rule prepare:
     input:
         fetch_inputs,
     output:
-        directory(f"{DATA}/prepared/{{dataset}}"),
+        directory(prepared_dir(DATA, "{dataset}")),
     log:
         log_file("prepare/{dataset}"),
     conda:

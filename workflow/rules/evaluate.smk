@@ -5,7 +5,7 @@ rule evaluate:
     input:
         unpack(lambda w: RULES.evaluate_inputs(w.dataset, RUN.format(**dict(w.items())), w.metric)),
     output:
-        f"{RUN}/metrics/{{metric}}.json",
+        metric_file(RUN, "{metric}"),
     log:
         job_log(RUN, "evaluate-{metric}"),
     benchmark:

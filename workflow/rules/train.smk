@@ -11,8 +11,8 @@ rule stage1:
     input:
         data=lambda w: prepared(w.dataset),
     output:
-        model=directory(f"{STAGE1}/model"),
-        meta=f"{STAGE1}/stage1.json",
+        model=directory(model_path(STAGE1)),
+        meta=stage1_record(STAGE1),
     log:
         job_log(STAGE1, "stage1"),
     benchmark:
@@ -36,9 +36,9 @@ rule train:
         data=lambda w: prepared(w.dataset),
         stage1=_stage1_inputs,
     output:
-        model=directory(f"{RUN}/model"),
-        ledger=f"{RUN}/privacy.json",
-        meta=f"{RUN}/train.json",
+        model=directory(model_path(RUN)),
+        ledger=ledger_file(RUN),
+        meta=train_record(RUN),
     log:
         job_log(RUN, "train"),
     benchmark:
@@ -59,11 +59,11 @@ rule train:
 
 rule sample:
     input:
-        meta=f"{RUN}/train.json",
-        model=f"{RUN}/model",
+        meta=train_record(RUN),
+        model=model_path(RUN),
         data=lambda w: prepared(w.dataset),
     output:
-        f"{RUN}/samples.npz",
+        samples_file(RUN),
     log:
         job_log(RUN, "sample"),
     benchmark:

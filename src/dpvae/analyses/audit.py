@@ -13,7 +13,7 @@ import pandas as pd
 
 from dpvae.analyses import register_analysis
 from dpvae.analyses.tidy import tidy
-from dpvae.paths import RESULTS
+from dpvae.paths import RESULTS, audit_file, model_path
 from dpvae.runspec import DEFAULT_AUDIT_CONFIDENCE, Audit, RunSpec
 
 
@@ -101,7 +101,7 @@ def train_audited(spec: RunSpec) -> dict:
 
     from dpvae.files import write_json
     from dpvae.methods.registry import get_method, run_context
-    from dpvae.privacy.canaries import AUDIT_FILE, CanarySession
+    from dpvae.privacy.canaries import CanarySession
     from dpvae.privacy.ledger import check_budget
 
     method = get_method(spec.method)
@@ -110,8 +110,8 @@ def train_audited(spec: RunSpec) -> dict:
     if spec.audit is None:
         raise ValueError(f"run {spec.run_id}: its spec names no audit (canaries)")
     run = Path(spec.run)
-    ctx = run_context(spec, model_dir=run / "model")
-    (run / "model").mkdir(parents=True, exist_ok=True)
+    ctx = run_context(spec, model_dir=model_path(run))
+    model_path(run).mkdir(parents=True, exist_ok=True)
     seed = ctx.seed_for("global")
     random.seed(seed)
     np.random.seed(seed)
@@ -122,7 +122,7 @@ def train_audited(spec: RunSpec) -> dict:
     check_budget(ledger, spec.epsilon, spec.delta)
     ledger.write(ctx.ledger_path)
     record = session.record(ledger, spec.delta)
-    write_json(run / AUDIT_FILE, record)
+    write_json(audit_file(run), record)
     return record
 
 

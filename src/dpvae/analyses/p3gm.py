@@ -8,6 +8,7 @@ import pandas as pd
 
 from dpvae.analyses import register_analysis
 from dpvae.analyses.tidy import tidy
+from dpvae.paths import prepared_dir
 
 
 @register_analysis("dataset_statistics")
@@ -26,7 +27,7 @@ def dataset_statistics(name: str, experiment: dict, context: dict) -> pd.DataFra
     }  # -> the published metric names
     rows = []
     for dataset in experiment["datasets"]:
-        stats = statistics(load_prepared(Path(context["data_root"]) / "prepared" / dataset))
+        stats = statistics(load_prepared(prepared_dir(Path(context["data_root"]), dataset)))
         rows += [
             {"experiment": name, "dataset": dataset, "variant": "real", "metric": names[k], "value": stats[k]}
             for k in names

@@ -21,6 +21,7 @@ import torch
 from dpvae.methods.privae.accounting import KAPPAS, PRIVAE_ORDERS, privae_kappa, privae_ledger
 from dpvae.models.conv_vae import ConvVAE
 from dpvae.models.losses import sample_sparse_prior
+from dpvae.paths import prepared_dir
 from dpvae.privacy.accounting import calibrate_noise
 from dpvae.privacy.dpsgd import BatchAggregation, MicroAggregation, NoiseProfile, TermwiseDPSGD
 from dpvae.privacy.dpsgd.analysis import clipped_sums, measured_sensitivity
@@ -186,7 +187,7 @@ def privae_table1(name: str, experiment: dict, context: dict) -> pd.DataFrame:
 
     params = experiment["params"]
     (dataset,) = experiment["datasets"]
-    prepared = load_prepared(Path(context["data_root"]) / "prepared" / dataset)
+    prepared = load_prepared(prepared_dir(Path(context["data_root"]), dataset))
     setting = Table1Setting(
         batch_size=params["batch_size"],
         groups=params["groups"],

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from dpvae import paths
 from dpvae.data import domain
 from dpvae.data.errors import DataError
 from dpvae.data.sources import RemoteFile, copy_verified, file_digests
@@ -248,7 +249,7 @@ def declaration(entry: Mapping[str, Any]) -> dict[str, Any]:
 def copy_in(dataset_id: str, declared: Mapping[str, Any], root: str | Path) -> Path:
     """Copy a declared dataset's files into <root>/raw/<id>/, each checked against the sha256 of its
     identity (a file changed since planning is refused); write dataset.json and the SHA256SUMS marker."""
-    raw_dir = Path(root) / "raw" / dataset_id
+    raw_dir = paths.raw_dir(Path(root), dataset_id)
     pinned = declared["identity"]["files_sha256"]
     for name, path in copies(declared).items():
         try:
@@ -258,12 +259,15 @@ def copy_in(dataset_id: str, declared: Mapping[str, Any], root: str | Path) -> P
                 f"dataset '{dataset_id}': {error}; it changed since the run was planned: run it again"
             ) from None
     write_json(raw_dir / DECLARATION, dict(declared))
-    return write_text(raw_dir / "SHA256SUMS", "".join(f"{digest}  {name}\n" for name, digest in sorted(pinned.items())))
+    return write_text(
+        paths.fetched_marker(Path(root), dataset_id),
+        "".join(f"{digest}  {name}\n" for name, digest in sorted(pinned.items())),
+    )
 
 
 def recorded(dataset_id: str, root: str | Path) -> dict[str, Any] | None:
     """The declaration recorded in <root>/raw/<id>/dataset.json by the fetch step, or None."""
-    path = Path(root) / "raw" / dataset_id / DECLARATION
+    path = paths.raw_dir(Path(root), dataset_id) / DECLARATION
     return json.loads(path.read_text()) if path.is_file() else None
 
 

@@ -435,7 +435,9 @@ def of_run(spec: RunSpec) -> Domain | None:
     import json
     from pathlib import Path
 
-    meta = Path(spec.data_root) / "prepared" / spec.dataset / "meta.json"
+    from dpvae.paths import prepared_meta
+
+    meta = prepared_meta(Path(spec.data_root), spec.dataset)
     recorded = json.loads(meta.read_text()).get("domain") if meta.is_file() else None
     return None if recorded is None else Domain.from_dict(recorded)
 

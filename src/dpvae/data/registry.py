@@ -4,8 +4,10 @@ Root layout: raw files in ``<root>/raw/<source>/`` (several ids share one source
 ``<root>/prepared/<dataset_id>/`` (see `dpvae.data.store`). Parametric ids: ``twogauss-d<d>`` for any
 positive integer d. The papers' tables are encoded through their declared public domains
 (`dpvae.data.tabular`); ``<id>-refcode`` (Adult, Credit, ESR) is the same data with P3GM's reference code's
-whole-set min-max instead, whose runs' ledgers say not DP. Datasets declared in the configuration
-(`datasets:`, `dpvae.data.declared`) are passed as `declared`; their source is their id.
+whole-set min-max instead, whose runs' ledgers say not DP. Each id carries the papers' name of its data
+(`DatasetSpec.published_as`: ``mnist`` for ``mnist-p3gm``), which a ``-refcode`` id and a stand-in inherit from the
+data they derive from. Datasets declared in the configuration (`datasets:`, `dpvae.data.declared`) are passed as
+`declared`; their source is their id.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dpvae.data.sources import RemoteFile, allow_unverified_hint, fetch, unverif
 from dpvae.data.store import Prepared, write_prepared
 from dpvae.errors import TargetError
 from dpvae.files import write_text
+from dpvae.paths import fetched_marker, prepared_dir, raw_dir
 
 Builder = Callable[[Path | None, int], Prepared]
 TWO_GAUSSIANS_PATTERN = re.compile(r"twogauss-d([1-9][0-9]*)")
@@ -42,6 +45,12 @@ class DatasetSpec:
     n_test: int | None = None  # documented test-set size (tested; used by config validation)
     record_shape: tuple[int, ...] | None = None  # one record's shape: (d,) a table, (C, H, W) images (tested)
     classes: int | None = None  # label classes (tested)
+    published_as: str = ""  # the papers' name of the data ("" on construction: the id itself)
+    published_setting: str = ""  # what the id implies beside that name in the papers' tables ("d=20": twogauss-d20)
+
+    def __post_init__(self) -> None:
+        if not self.published_as:
+            object.__setattr__(self, "published_as", self.dataset_id)
 
     @property
     def facts(self) -> declared.Facts | None:
@@ -92,24 +101,24 @@ def _specs() -> dict[str, DatasetSpec]:
         DatasetSpec(
             "mnist-p3gm", "MNIST as P3GM: train+test (70k) flattened (N,784) in [0,1]", "mnist", mnist,
             partial(images.build_p3gm, family="mnist"), P3GM_HOLDOUT, "pixel/255", n_train=63000,
-            n_test=7000, record_shape=(784,), classes=10,
+            n_test=7000, record_shape=(784,), classes=10, published_as="mnist",
         ),
         DatasetSpec(
             "fashion-mnist-p3gm", "Fashion-MNIST as P3GM: train+test (70k) flattened (N,784) in [0,1]", "fashion-mnist",
             fashion, partial(images.build_p3gm, family="fashion-mnist"), P3GM_HOLDOUT, "pixel/255", n_train=63000,
-            n_test=7000, record_shape=(784,), classes=10,
+            n_test=7000, record_shape=(784,), classes=10, published_as="fashion-mnist",
         ),
         DatasetSpec(
             "fashion-mnist-32", "Fashion-MNIST as Mathieu et al./PriVAE: 32x32, clamped to [1e-6, 1-1e-6]",
             "fashion-mnist", fashion, images.build_fashion_32, OFFICIAL,
             "PIL bilinear 28->32, pixel/255, clamp [1e-6, 1-1e-6]", n_train=60000,
-            n_test=10000, record_shape=(1, 32, 32), classes=10,
+            n_test=10000, record_shape=(1, 32, 32), classes=10, published_as="fashion-mnist",
         ),
         DatasetSpec(
             "mnist-lvae", "MNIST as LVAE: binarised; 9,999 seeded train images + one all-white outlier", "mnist", mnist,
             images.build_lvae, "train: 9,999 seeded draws from MNIST train + white image; test: MNIST test",
             "pixel/255 > 0.5", n_train=10000,
-            n_test=10000, record_shape=(1, 28, 28), classes=10,
+            n_test=10000, record_shape=(1, 28, 28), classes=10, published_as="mnist",
         ),
         DatasetSpec(
             "adult", "Adult as P3GM's code: adult.data + adult.test, '?' kept as a category (48,842 rows)", "adult",
@@ -119,7 +128,7 @@ def _specs() -> dict[str, DatasetSpec]:
         DatasetSpec(
             "adult-dropna", "Adult as P3GM's paper text: rows with '?' dropped (45,222 rows)", "adult",
             adult, partial(tabular.build_adult, drop_missing=True), HOLDOUT, ADULT_SCALING, n_train=40699,
-            n_test=4523, record_shape=(14,), classes=2,
+            n_test=4523, record_shape=(14,), classes=2, published_as="adult",
         ),
         DatasetSpec(
             "credit", "Kaggle Credit as P3GM's code: all 492 frauds + 10,000 seeded normal rows (10,492)", "credit",
@@ -130,7 +139,7 @@ def _specs() -> dict[str, DatasetSpec]:
             "credit-full", "Kaggle Credit as P3GM's paper text: all 284,807 rows", "credit",
             credit, partial(tabular.build_credit, n_normal=None), HOLDOUT, CREDIT_SCALING,
             n_train=256326,
-            n_test=28481, record_shape=(29,), classes=2,
+            n_test=28481, record_shape=(29,), classes=2, published_as="credit",
         ),
         DatasetSpec(
             "isolet", "UCI ISOLET: isolet1+2+3+4 + isolet5 (7,797 rows), y = vowel", "isolet",
@@ -147,7 +156,7 @@ def _specs() -> dict[str, DatasetSpec]:
             celeba.CELEBA_FILES, celeba.build_celeba,
             "train: 60,000 seeded draws from the official train partition; test: official test partition",
             "centre crop, PIL bilinear to 32x32, pixel/255", n_train=60000,
-            n_test=19962, record_shape=(3, 32, 32), classes=2,
+            n_test=19962, record_shape=(3, 32, 32), classes=2, published_as="celeba",
         ),
         DatasetSpec(
             "celeba32-standin", "STAND-IN for celeba32 (CelebA is not reachable here): generated 3x32x32 colour "
@@ -163,7 +172,14 @@ def _specs() -> dict[str, DatasetSpec]:
     ]  # fmt: skip
     specs += [_reference_code(spec) for spec in specs if spec.dataset_id in REFERENCE_CODE_IDS]
     specs += [_standin_spec(real_id) for real_id in standins.SCHEMAS]
-    return {spec.dataset_id: spec for spec in specs}
+    by_id = {spec.dataset_id: spec for spec in specs}
+    return {dataset_id: _published_as_real(spec, by_id) for dataset_id, spec in by_id.items()}
+
+
+def _published_as_real(spec: DatasetSpec, by_id: Mapping[str, DatasetSpec]) -> DatasetSpec:
+    """A stand-in takes the papers' name of the data it stands in for; any other spec is returned as it is."""
+    real = by_id.get(spec.dataset_id.removesuffix(standins.STANDIN_SUFFIX))
+    return replace(spec, published_as=real.published_as) if standins.is_standin(spec.dataset_id) and real else spec
 
 
 #: The tables P3GM's reference code min-max scales on the whole set (ISOLET it leaves as published).
@@ -223,7 +239,7 @@ def get_dataset(dataset_id: str, declared: Mapping[str, Mapping] | None = None) 
         shape = (dim,)
         return DatasetSpec(
             dataset_id, description, None, (), build, HOLDOUT, "none", n_train=18000, n_test=2000, record_shape=shape,
-            classes=2,
+            classes=2, published_as="twogauss", published_setting=f"d={dim}",
         )  # fmt: skip
     known = ", ".join([*DATASETS, *PARAMETRIC_IDS, *(declared or ())])
     raise TargetError(
@@ -245,13 +261,13 @@ def builtin_names() -> set[str]:
 def raw_dir_of(dataset_id: str, root: str | Path) -> Path | None:
     """``<root>/raw/<source>`` of a dataset id, or None for a generated dataset."""
     source = get_dataset(dataset_id).source
-    return None if source is None else Path(root) / "raw" / source
+    return None if source is None else raw_dir(Path(root), source)
 
 
 def prepared_dir_of(dataset_id: str, root: str | Path) -> Path:
     """``<root>/prepared/<dataset_id>``."""
     get_dataset(dataset_id)
-    return Path(root) / "prepared" / dataset_id
+    return prepared_dir(Path(root), dataset_id)
 
 
 def fetch_dataset(
@@ -295,7 +311,7 @@ def unverified_source_problem(source: str, root: str | Path, allowed: list[str] 
     published or recorded, and the source not in `allowed`), naming the config key; None if it would not."""
     if source in allowed:
         return None
-    missing = unverifiable(source_files(source), Path(root) / "raw" / source)
+    missing = unverifiable(source_files(source), raw_dir(Path(root), source))
     if not missing:
         return None
     wanted = sorted({*allowed, *sources_without_checksums()})
@@ -311,12 +327,15 @@ def fetch_source(
 ) -> Path:
     """Fetch and verify a source's raw files, then write ``<root>/raw/<source>/SHA256SUMS`` (the workflow's
     marker that the source is complete, in ``sha256sum`` format); return the marker's path."""
-    raw_dir = Path(root) / "raw" / source
     observed = fetch(
-        source_files(source), raw_dir, mirror=mirror, source_name=source, allow_unverified=allow_unverified
+        source_files(source),
+        raw_dir(Path(root), source),
+        mirror=mirror,
+        source_name=source,
+        allow_unverified=allow_unverified,
     )
     return write_text(
-        raw_dir / "SHA256SUMS", "".join(f"{digest}  {name}\n" for name, digest in sorted(observed.items()))
+        fetched_marker(Path(root), source), "".join(f"{digest}  {name}\n" for name, digest in sorted(observed.items()))
     )
 
 
@@ -328,5 +347,5 @@ def prepare_dataset(dataset_id: str, root: str | Path, seed: int = 0) -> Path:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     if dataset_id not in DATASETS and (entry := declared.recorded(dataset_id, root)) is not None:
         spec = DatasetSpec(**declared_fields(dataset_id, entry, with_facts=False))
-        return spec.prepare(Path(root) / "raw" / dataset_id, Path(root) / "prepared" / dataset_id, seed)
+        return spec.prepare(raw_dir(Path(root), dataset_id), prepared_dir(Path(root), dataset_id), seed)
     return get_dataset(dataset_id).prepare(raw_dir_of(dataset_id, root), prepared_dir_of(dataset_id, root), seed)

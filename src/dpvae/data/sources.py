@@ -26,6 +26,7 @@ from typing import BinaryIO
 
 from dpvae.data.errors import DataError
 from dpvae.files import atomic_write, write_text
+from dpvae.paths import FETCHED_MARKER
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +167,7 @@ def copy_verified(source: Path, destination: Path, sha256: str) -> str:
 
 def _refetch_hint(raw_dir: Path) -> str:
     return (
-        f"delete {raw_dir / 'SHA256SUMS'} and run the same command again: the fetch step replaces a missing "
+        f"delete {raw_dir / FETCHED_MARKER} and run the same command again: the fetch step replaces a missing "
         f"or corrupted raw file with a verified copy (or run `python -m dpvae fetch --source {raw_dir.name} "
         f"--root {raw_dir.parent.parent}`)"
     )

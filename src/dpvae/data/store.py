@@ -26,6 +26,7 @@ import numpy as np
 
 from dpvae.data.errors import DataError
 from dpvae.files import atomic_directory
+from dpvae.paths import PREPARED_META
 
 FORMAT_VERSION = 2
 SPLIT_NAMES = ("train", "test")
@@ -122,7 +123,7 @@ def write_prepared(out_dir: str | Path, train: Split, test: Split, meta: dict[st
         full_meta["x_storage"] = storage
         full_meta["files_sha256"] = checksums
         meta_text = json.dumps(full_meta, indent=2, sort_keys=True, default=_json_default)
-        (staging / "meta.json").write_text(meta_text + "\n")
+        (staging / PREPARED_META).write_text(meta_text + "\n")
     return out_dir
 
 
@@ -132,7 +133,7 @@ def load_prepared(path: str | Path) -> Prepared:
     The error names the file and says how to rebuild it (the rebuilt files have the same bytes).
     """
     path = Path(path)
-    meta_path = path / "meta.json"
+    meta_path = path / PREPARED_META
     if not meta_path.is_file():
         raise DataError(f"prepared dataset is missing {meta_path}; {_rebuild_hint(path)}")
     try:
@@ -152,7 +153,8 @@ def load_prepared(path: str | Path) -> Prepared:
             raise DataError(f"{meta_path} records no sha256 of {file.name}; {_rebuild_hint(path)}")
         if expected is not None and (actual := _sha256(file)) != expected:
             raise DataError(
-                f"{file} is corrupted: sha256 expected {expected} (meta.json), actual {actual}; {_rebuild_hint(path)}"
+                f"{file} is corrupted: sha256 expected {expected} ({meta_path.name}), actual {actual}; "
+                f"{_rebuild_hint(path)}"
             )
         try:
             with np.load(file, allow_pickle=False) as arrays:
@@ -161,7 +163,7 @@ def load_prepared(path: str | Path) -> Prepared:
             raise DataError(f"{file} is not a valid split ({error}); {_rebuild_hint(path)}") from None
         if list(split.x.shape) != meta["shapes"][name]:
             raise DataError(
-                f"{file} has x shape {list(split.x.shape)}, meta.json says {meta['shapes'][name]}; "
+                f"{file} has x shape {list(split.x.shape)}, {meta_path.name} says {meta['shapes'][name]}; "
                 f"{_rebuild_hint(path)}"
             )
         splits[name] = split

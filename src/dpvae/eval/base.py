@@ -21,6 +21,7 @@ import numpy as np
 from dpvae.data.declared import Facts
 from dpvae.methods.base import RunContext
 from dpvae.params import MetricOptions
+from dpvae.paths import model_path
 
 NEEDS: tuple[str, ...] = ("samples", "model", "data", "reference")
 
@@ -45,7 +46,7 @@ class EvalContext:
 
     @property
     def model_dir(self) -> Path:
-        return self.run.run_dir / "model"
+        return model_path(self.run.run_dir)
 
     def reference(self) -> dict[str, np.ndarray]:
         if self.reference_path is None:

@@ -13,6 +13,7 @@ import json
 from dpvae.errors import DataError
 from dpvae.eval.base import EvalContext, Rows
 from dpvae.eval.registry import register_metric
+from dpvae.paths import audit_file
 
 
 @register_metric(
@@ -24,9 +25,9 @@ from dpvae.eval.registry import register_metric
     description="one-run canary audit: empirical epsilon lower bound beside the claimed epsilon",
 )
 def canary_audit(ctx: EvalContext) -> Rows:
-    from dpvae.privacy.canaries import AUDIT_FILE, audit_rows
+    from dpvae.privacy.canaries import audit_rows
 
-    path = ctx.run.run_dir / AUDIT_FILE
+    path = audit_file(ctx.run.run_dir)
     if not path.is_file():
         raise DataError(
             f"{path}: missing; the run's variant '{ctx.run.spec.variant}' needs "

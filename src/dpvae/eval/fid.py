@@ -35,7 +35,7 @@ from dpvae.errors import DataError
 from dpvae.eval.base import EvalContext, Rows
 from dpvae.eval.registry import register_metric
 from dpvae.params import MetricOptions, param
-from dpvae.paths import data_mirror
+from dpvae.paths import data_mirror, raw_dir
 from dpvae.progress import Progress
 
 WEIGHTS_NAME = "pt_inception-2015-12-05-fc-zeroed.pth"
@@ -58,7 +58,7 @@ def weights_path(data_root: Path | None = None) -> Path:
     if mirror := data_mirror(None):
         candidates.append(str(Path(mirror) / "inception" / WEIGHTS_NAME))
     if data_root is not None:
-        candidates.append(str(Path(data_root) / "raw" / "inception" / WEIGHTS_NAME))
+        candidates.append(str(raw_dir(Path(data_root), "inception") / WEIGHTS_NAME))
     for candidate in filter(None, candidates):
         path = Path(candidate)
         if path.is_file():
@@ -67,7 +67,7 @@ def weights_path(data_root: Path | None = None) -> Path:
     raise DataError(
         f"FID needs the Inception weights {WEIGHTS_NAME} (sha256 {WEIGHTS_SHA256}): set "
         f"{WEIGHTS_ENV} or DPVAE_DATA_MIRROR (<mirror>/inception/), or place it in "
-        f"<data root>/raw/inception/; looked at: {', '.join(filter(None, candidates)) or 'nothing'}"
+        f"{raw_dir('<data root>', 'inception')}/; looked at: {', '.join(filter(None, candidates)) or 'nothing'}"
     )
 
 

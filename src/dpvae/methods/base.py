@@ -26,7 +26,7 @@ from dpvae.data.declared import Facts
 from dpvae.devices import resolve_device
 from dpvae.models.precision import DEFAULT as DEFAULT_PRECISION
 from dpvae.params import MethodParams
-from dpvae.paths import stage1_dir, stage1_id
+from dpvae.paths import ledger_file, model_path, prepared_dir, samples_file, stage1_dir, stage1_id
 from dpvae.provenance import sha256_json
 from dpvae.runspec import STAGE1_KIND, RunSpec
 from dpvae.runtimes import Work
@@ -59,15 +59,15 @@ class RunContext:
     @property
     def model_dir(self) -> Path:
         """Where the trained model goes (the train stage points this at a temporary directory)."""
-        return Path(self.extra.get("model_dir", self.run_dir / "model"))
+        return Path(self.extra.get("model_dir", model_path(self.run_dir)))
 
     @property
     def ledger_path(self) -> Path:
-        return self.run_dir / "privacy.json"
+        return ledger_file(self.run_dir)
 
     @property
     def samples_path(self) -> Path:
-        return self.run_dir / "samples.npz"
+        return samples_file(self.run_dir)
 
     @property
     def device(self) -> str:
@@ -126,7 +126,7 @@ class RunContext:
 
         if self.stage1 is not None:
             return self.stage1.data
-        prepared = load_prepared(Path(self.spec.data_root) / "prepared" / self.spec.dataset)
+        prepared = load_prepared(prepared_dir(Path(self.spec.data_root), self.spec.dataset))
         if (expected := self.spec.data_identity) is not None:  # a dataset declared in the config
             from dpvae.data.declared import check_identity
 

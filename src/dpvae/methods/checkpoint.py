@@ -32,9 +32,9 @@ from typing import Any
 from dpvae.errors import ConfigError
 from dpvae.files import save_torch
 from dpvae.methods.base import RunContext
+from dpvae.paths import checkpoint_file
 from dpvae.provenance import sha256_json
 
-CHECKPOINT_NAME = "checkpoint.pt"
 EVERY_STEPS_VARIABLE = "DPVAE_CHECKPOINT_EVERY_STEPS"
 EVERY_SECONDS_VARIABLE = "DPVAE_CHECKPOINT_EVERY_SECONDS"
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ class Checkpoint:
     """One run's checkpoint file; `every_seconds` / `every_steps` decide when `due` says to save."""
 
     def __init__(self, ctx: RunContext, every_seconds: float = 300.0, every_steps: int | None = None) -> None:
-        self.path = Path(ctx.run_dir) / CHECKPOINT_NAME
+        self.path = checkpoint_file(Path(ctx.run_dir))
         self.key = sha256_json(ctx.spec.to_dict())
         self.every_seconds, self.every_steps = every_seconds, every_steps
         if os.environ.get(EVERY_STEPS_VARIABLE):

@@ -53,7 +53,6 @@ if TYPE_CHECKING:
     from dpvae.privacy.ledger import Ledger
 
 CANARY_SCALE = 100.0  # a canary's gradient norm, in units of the clip it is clipped at
-AUDIT_FILE = "audit.json"  # an audited run's record, beside its ledger (privacy.json)
 #: the tidy metrics of an audit record (metric -> its key in audit.json; `noise_multiplier` from the engine)
 AUDIT_ROWS = {
     "eps_lower": "lower",

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from dpvae.errors import ConfigError, DataError
+from dpvae.paths import LEDGER, ledger_file, prepared_meta, train_record
 from dpvae.privacy.ledger import Accounting, Ledger
 from dpvae.runspec import RunSpec
 
-LEDGER_FILE = "privacy.json"
 LEDGER_SUFFIX = ".privacy.json"
 RUN_SUFFIXES = (".csv", ".npz")  # `dpvae synth` writes x.csv or x.npz, its run in x.csv.run/ or x.npz.run/
 
@@ -76,7 +76,7 @@ def domain_of(meta: dict | None, where: str) -> str:
 def run_of(path: Path) -> Path | None:
     """The run directory of a ledger file (its own directory for privacy.json; `x.csv.run/` for x.privacy.json),
     or None where there is none."""
-    if path.name == LEDGER_FILE:
+    if path.name == LEDGER:
         return path.parent
     stem = path.name.removesuffix(LEDGER_SUFFIX)
     return next((r for s in RUN_SUFFIXES if (r := path.with_name(f"{stem}{s}.run")).is_dir()), None)
@@ -86,23 +86,23 @@ def read_release(path: str | Path) -> tuple[Path, dict, RunSpec | None]:
     """(the ledger file, its JSON, the run's spec or None) of PATH, a ledger or a run directory; a missing file
     or one that is not JSON is a DataError naming it."""
     path = Path(path)
-    file = path / LEDGER_FILE if path.is_dir() else path
+    file = ledger_file(path) if path.is_dir() else path
     if not file.is_file():
-        raise DataError(f"{path}: no such ledger" + (f" ({LEDGER_FILE} in the run directory)" if path.is_dir() else ""))
+        raise DataError(f"{path}: no such ledger" + (f" ({LEDGER} in the run directory)" if path.is_dir() else ""))
     try:
         data = json.loads(file.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise DataError(f"{file}: not a privacy ledger (not JSON: {error})") from None
     run = run_of(file)
     try:
-        spec = RunSpec.from_dict(json.loads((run / "train.json").read_text())["spec"]) if run is not None else None
+        spec = RunSpec.from_dict(json.loads(train_record(run).read_text())["spec"]) if run is not None else None
     except (OSError, ValueError, KeyError, ConfigError):
         spec = None
     return file, data, spec
 
 
 def _prepared_meta(spec: RunSpec) -> tuple[dict | None, str]:
-    where = Path(spec.data_root) / "prepared" / spec.dataset / "meta.json"
+    where = prepared_meta(Path(spec.data_root), spec.dataset)
     try:
         return json.loads(where.read_text()), str(where)
     except (OSError, ValueError):

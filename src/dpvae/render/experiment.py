@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpvae.errors import DataError
+from dpvae.paths import LEDGER
 from dpvae.provenance import git_commit, sha256_json
 from dpvae.render.output import Stamp, save_table, stamped
 from dpvae.seeds import seed_summary
@@ -131,7 +132,7 @@ def render_experiment(spec_path: str | Path, prefix: str | Path) -> pd.DataFrame
         "epsilon (inf: non-private)"
         + (f", sweep point ({sweep})" if sweep else "")
         + f" and metric; delta = {spec['delta']:g}.",
-        "eps spent: the largest over seeds of the run's privacy ledger (privacy.json): the headline epsilon and, "
+        f"eps spent: the largest over seeds of the run's privacy ledger ({LEDGER}): the headline epsilon and, "
         "where the method keeps both, its paper and sound accountings; empty = non-private. Each run's noise is "
         "calibrated so that its headline (most often the paper's claim) meets the target; the sound epsilon is "
         "the proven bound and may exceed the target (then the target holds only under the paper's analysis).",

@@ -29,6 +29,7 @@ from dpvae.methods.dp2vae.accounting import dp2vae_ledger, noise_multiplier
 from dpvae.models.cvae import CVAE, CVAEDecoder, stacked_loss
 from dpvae.models.stacked import StackedAdam, clip_per_model, stack
 from dpvae.params import CompileMode
+from dpvae.paths import model_path, stage1_record
 from dpvae.privacy.ledger import Ledger
 from dpvae.progress import Progress
 
@@ -137,7 +138,7 @@ def load_stage1(stage1: RunContext, subsets: torch.Tensor, device: torch.device)
     settings or on another partition of the data."""
     path = stage1.model_dir / ENCODERS
     if not path.is_file():
-        raise DataError(f"{path}: the run's stage 1 is not built (snakemake {stage1.run_dir}/stage1.json)")
+        raise DataError(f"{path}: the run's stage 1 is not built (snakemake {stage1_record(stage1.run_dir)})")
     saved = torch.load(path, map_location="cpu", weights_only=True)
     if saved.get("key") != stage1.spec.key:
         raise DataError(f"{path}: trained for stage-1 key {saved.get('key')}, this run needs {stage1.spec.key}")
@@ -298,5 +299,5 @@ def load_decoder(model_dir, device: torch.device) -> tuple[CVAEDecoder, dict]:
 @torch.no_grad()
 def sample(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
     """z ~ N(0, I) decoded with class-balanced labels (0, 1, ..., K-1, 0, ...); n = None: the training-set size."""
-    decoder, meta = load_decoder(ctx.run_dir / "model", device_of(ctx))
+    decoder, meta = load_decoder(model_path(ctx.run_dir), device_of(ctx))
     return sample_labelled(ctx, n, decoder, meta["latent_dim"], meta["num_classes"], tuple(meta["shape"]))

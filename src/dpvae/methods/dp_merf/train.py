@@ -12,6 +12,7 @@ from dpvae.methods.conditional import batches, device_of, num_classes, onehot, s
 from dpvae.methods.dp_merf.accounting import ledger, noise_multiplier
 from dpvae.models import precision
 from dpvae.models.merf import MERFGenerator, embedding, rff_weights
+from dpvae.paths import model_path
 from dpvae.privacy import canaries
 from dpvae.privacy.ledger import Ledger
 from dpvae.progress import Progress
@@ -91,7 +92,7 @@ def train(ctx: RunContext) -> Ledger:
 def sample(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
     """Codes z ~ N(0, I) with class-balanced labels, through the generator in eval mode (BatchNorm statistics)."""
     device = device_of(ctx)
-    model_dir = ctx.run_dir / "model"
+    model_dir = model_path(ctx.run_dir)
     meta = json.loads((model_dir / MODEL_JSON).read_text())
     generator = _generator(meta)
     generator.load_state_dict(torch.load(model_dir / GENERATOR, map_location="cpu", weights_only=True))

@@ -19,6 +19,7 @@ from dpvae.methods.conditional import balanced_labels, batches, compiled, device
 from dpvae.methods.gs_wgan.accounting import authors_epsilon, authors_iters, ledger
 from dpvae.models import gswgan as nets
 from dpvae.models.stacked import Stacked, StackedAdam, Streams
+from dpvae.paths import model_path
 from dpvae.privacy import canaries
 from dpvae.privacy.ledger import Ledger
 from dpvae.progress import Progress
@@ -308,7 +309,7 @@ def train(ctx: RunContext) -> Ledger:
 def sample(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
     """The moving-average generator (spectral norms re-estimated by 20 power iterations), class-balanced labels."""
     device = device_of(ctx)
-    model_dir = ctx.run_dir / "model"
+    model_dir = model_path(ctx.run_dir)
     meta = json.loads((model_dir / MODEL_JSON).read_text())
     saved = torch.load(model_dir / GENERATOR, map_location=device, weights_only=True)
     params, u = saved["params"], saved["u"]

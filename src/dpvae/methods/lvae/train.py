@@ -17,6 +17,7 @@ from dpvae.methods.lvae import accounting
 from dpvae.methods.lvae.accounting import CLAIM_FILE, lipschitz_claim
 from dpvae.models import precision
 from dpvae.models.lvae_vae import LVAEConvVAE, decoder_jacobian_norms, jacobian_norm_estimate
+from dpvae.paths import model_path
 from dpvae.privacy.budget import StepBudget
 from dpvae.privacy.dpsgd import DPSGD
 from dpvae.privacy.ledger import Ledger
@@ -190,7 +191,7 @@ def _write_claim(ctx: RunContext, model: Any, p: Any) -> None:
 
 def load(ctx: RunContext, model_dir: Any = None) -> Any:
     """The trained network (eval mode, on the run's device)."""
-    directory = model_dir or ctx.run_dir / "model"
+    directory = model_dir or model_path(ctx.run_dir)
     spec = json.loads((directory / SPEC_FILE).read_text())
     model = LVAEConvVAE(
         spec["latent_dim"], spectral_norm=spec["constraint"] == "spectral_norm", lipschitz=spec["lipschitz"]

@@ -25,6 +25,7 @@ from dpvae.methods.privae.accounting import schedule
 from dpvae.models import precision
 from dpvae.models.latent_vae import LatentVAE
 from dpvae.models.vae_files import load_vae, save_vae
+from dpvae.paths import model_path
 from dpvae.progress import Progress
 
 
@@ -206,7 +207,7 @@ def _terms(
 
 def sample_vae(ctx: RunContext, n: int | None, batch: int = 1000) -> dict[str, np.ndarray]:
     """Decoder means at prior draws (images clamped to [0, 1]); labels 0 (the VAEs are unconditional)."""
-    model, _ = load_vae(ctx.run_dir / "model")
+    model, _ = load_vae(model_path(ctx.run_dir))
     count = len(ctx.data.train.y) if n is None else int(n)
     generator = ctx.torch_generator("sample", "cpu")
     parts, progress = [], Progress("sampling", count, "records")
