@@ -4,7 +4,6 @@ its checkpoint with the bytes of an uninterrupted one; an engine refuses a forwa
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,33 +12,17 @@ import torch
 from dpvae import stages
 from dpvae.files import json_text
 from dpvae.methods.checkpoint import Checkpoint
-from dpvae.runs import Run, planned_release, recomputed_ledger, run_spec
+from dpvae.runs import planned_release, recomputed_ledger
 from dpvae.runspec import RunSpec
+from support.tiny_dp2vae import tiny_dp2vae_spec
 
 RTOL = 1e-5  # decoder parameters: |compiled - eager| <= RTOL * max|eager|, tensor by tensor
 CUDA_RTOL = 1e-4  # on CUDA: TF32 convolutions (cuDNN's default) on both paths, fused kernels rounding otherwise
 
 
 def _spec(config: dict, data: Path, tmp: Path, name: str, device: str = "cpu", **params) -> RunSpec:
-    """A tiny run with stage 1 in-process and sigma fixed (calibrating it takes seconds)."""
-    spec = run_spec(config, Run("mnist", "dp2vae", "10", 0))
-    tiny = {
-        **spec.params,
-        "subsets": 4,
-        "pretrain_iters": 2,
-        "iters": 6,
-        "batch_size": 4,
-        "hidden_channels": [4, 4],
-        "latent_dim": 2,
-        "chunk": 2,
-        "max_train": 64,
-        "noise_multiplier": 1.0,
-        "lr": 0.001,
-        **params,
-    }
-    return replace(
-        spec, params=tiny, stage1=None, run=str(tmp / name), data_root=str(Path(data).parents[1]), device=device
-    )
+    """A tiny run with sigma fixed (calibrating it takes seconds)."""
+    return tiny_dp2vae_spec(config, data, tmp, name, device=device, **{"noise_multiplier": 1.0, "lr": 0.001, **params})
 
 
 def _decoder(spec: RunSpec) -> dict[str, torch.Tensor]:

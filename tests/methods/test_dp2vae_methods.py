@@ -17,28 +17,9 @@ from dpvae import stages
 from dpvae.errors import DataError
 from dpvae.methods.checkpoint import Checkpoint
 from dpvae.paths import checkpoint_file, ledger_file, model_path, stage1_record
-from dpvae.runs import Run, run_spec, stage1_of
+from dpvae.runs import stage1_of
 from dpvae.runspec import RunSpec
-
-
-def _spec(config: dict, data: Path, tmp: Path, name: str, eps: str = "10", **params) -> RunSpec:
-    """A tiny run; without `stage1`, so that it trains its stage 1 in-process (`_cached` names one)."""
-    spec = run_spec(config, Run("mnist", "dp2vae", eps, 0))
-    tiny = {
-        **spec.params,
-        "subsets": 4,
-        "pretrain_iters": 2,
-        "iters": 6,
-        "batch_size": 4,
-        "hidden_channels": [4, 4],
-        "latent_dim": 2,
-        "chunk": 2,
-        "max_train": 64,
-        **params,
-    }
-    return replace(
-        spec, params=tiny, stage1=None, run=str(tmp / name), data_root=str(Path(data).parents[1]), device="cpu"
-    )
+from support.tiny_dp2vae import tiny_dp2vae_spec
 
 
 def _cached(spec: RunSpec, directory: Path) -> RunSpec:
@@ -52,8 +33,8 @@ def test_dp2vae_resumes_from_its_checkpoint_with_identical_bytes(
     import dpvae.methods.dp2vae.train as impl
 
     data = prepared_from_mirror("mnist")
-    stages.train(_spec(smoke_config, data, tmp_path, "whole"))
-    spec = _spec(smoke_config, data, tmp_path, "killed")
+    stages.train(tiny_dp2vae_spec(smoke_config, data, tmp_path, "whole"))
+    spec = tiny_dp2vae_spec(smoke_config, data, tmp_path, "killed")
     monkeypatch.setattr(Checkpoint, "due", lambda self, step: True)
     calls = {"n": 0}
 
@@ -107,7 +88,7 @@ def test_dp2vae_cached_stage1_gives_the_bytes_of_an_in_run_one(
     pretrain, stacked_loss = impl.pretrain_encoders, impl.stacked_loss
     monkeypatch.setattr(impl, "pretrain_encoders", recording("in-run", pretrain))
     data = prepared_from_mirror("mnist")
-    in_run = _spec(smoke_config, data, tmp_path, "in-run", noise_multiplier=1.0)
+    in_run = tiny_dp2vae_spec(smoke_config, data, tmp_path, "in-run", noise_multiplier=1.0)
     stages.train(in_run)
     monkeypatch.setattr(impl, "pretrain_encoders", pretrain)
 
@@ -130,7 +111,9 @@ def test_dp2vae_cached_stage1_gives_the_bytes_of_an_in_run_one(
     saved = torch.load(model_path(tmp_path / "stage1") / impl.ENCODERS, weights_only=True)["encoders"]
     monkeypatch.setattr(impl, "pretrain_encoders", None)  # a run with a cached stage 1 never trains it
     monkeypatch.setattr(impl, "load_stage1", recording("cached", impl.load_stage1))
-    cached = _cached(_spec(smoke_config, data, tmp_path, "cached", noise_multiplier=1.0), tmp_path / "stage1")
+    cached = _cached(
+        tiny_dp2vae_spec(smoke_config, data, tmp_path, "cached", noise_multiplier=1.0), tmp_path / "stage1"
+    )
     stages.train(cached)
 
     encoders = used["in-run"]
@@ -143,7 +126,7 @@ def test_dp2vae_cached_stage1_gives_the_bytes_of_an_in_run_one(
     samples = [dict(np.load(stages.sample(r, 32))) for r in runs]
     assert all(np.array_equal(samples[0][k], samples[1][k]) for k in ("x", "y"))
 
-    other = _spec(smoke_config, data, tmp_path, "other", eps="1", lr=0.001, iters=60, noise_multiplier=2.0)
+    other = tiny_dp2vae_spec(smoke_config, data, tmp_path, "other", eps="1", lr=0.001, iters=60, noise_multiplier=2.0)
     assert stage1_of(_cached(other, tmp_path / "stage1")) == stage1
 
     stale = _cached(replace(in_run, params={**in_run.params, "pretrain_lr": 0.001}), tmp_path / "stage1")
