@@ -15,10 +15,10 @@ evaluate=1`). A wave still running when the budget is spent is stopped
 (its process group killed) before the device's own limit, so the report comes back; the next call on the same warm
 machine resumes it (stale locks removed, `--rerun-incomplete`, training from the runs' checkpoints). An entry that
 needs FID while the Inception weights are not on the machine builds its other metrics and says FID is left.
-Each finished entry is packed into OUTDIR/<entry>.tar.gz: the runs' ledgers, train.json, metrics and benchmarks, their
-models where the archive stays under 15 MiB (never checkpoints or samples), so that `unpack` + Snakemake here build
-the tables without retraining. OUTDIR/queue.txt, rewritten after every entry, says what ran, what was skipped and why,
-and what is left.
+Each finished entry, and each stopped one with the runs it finished so far, is packed into OUTDIR/<entry>.tar.gz:
+the runs' ledgers, train.json, metrics and benchmarks, their models where the archive stays under 15 MiB (never
+checkpoints or samples), so that `unpack` + Snakemake here build the tables without retraining. OUTDIR/queue.txt,
+rewritten after every entry, says what ran, what was skipped and why, and what is left.
 
 `unpack` (here): extracts every OUTDIR/*.tar.gz into the repository and, per entry, names the per-variant tables
 holding its runs: the build-and-record command for each whose runs are all here (ledger, model, every metric of its
@@ -357,11 +357,13 @@ def run(entries: list[Entry], out: Path, budget: float, cores: int, dry_run: boo
         failed += outcome == "failed"
         others = len(wave.entries) - 1
         for entry in wave.entries:
-            packed = pack(entry, out) if outcome == "ok" and not dry_run else "nothing packed"
+            packed = pack(entry, out) if outcome != "failed" and not dry_run else "nothing packed"
             beside = f" (side by side with {others} other entr{'y' if others == 1 else 'ies'})" if others else ""
             line = f"{entry.name}: {outcome} in {took:.1f} min{beside}; {packed}"
             if outcome == "stopped":
-                line += "; resumes from its checkpoints in the next call on this warm machine"
+                line += (
+                    " (the runs finished so far); resumes from its checkpoints in the next call on this warm machine"
+                )
             if "fid" in skip and "fid" in entry.metrics:
                 line += "; FID left (no Inception weights here: workflow/campaigns/gpu-inception.sh join)"
             lines[entry.name] = line
