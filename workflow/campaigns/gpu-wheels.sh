@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.."
 PIP=(env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL -u PIP_INDEX_URL PIP_CONFIG_FILE=/dev/null "${PY:-.venv/bin/python}" -m pip)
 PLATFORM=(--python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64
           --platform manylinux2014_x86_64)
-PACKAGES=(opacus dp-accounting dm-tree jsonschema jsonschema-specifications referencing rpds-py mbi torch_fidelity
+PACKAGES=(opacus pypdf dp-accounting dm-tree jsonschema jsonschema-specifications referencing rpds-py mbi torch_fidelity
           DataSynthesizer autodp snakemake annotated-types argparse-dataclass conda-inject configargparse connection-pool
           docutils dpath fastjsonschema gitdb gitpython greenlet humanfriendly immutables jupyter-core nbformat
           platformdirs pydantic pydantic-core smart-open smmap snakemake-interface-common

@@ -35,7 +35,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-python3}
 KEEP=${GPU_WINDOW_KEEP:-/tmp}
-if PYTHONPATH=$KEEP/site "$PY" -c "import snakemake, opacus" 2> /dev/null; then
+if PYTHONPATH=$KEEP/site "$PY" -c "import snakemake, opacus, pypdf" 2> /dev/null; then
   echo "gpu-window: packages already importable"
 else
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$KEEP/site" .whl/*.whl
