@@ -52,14 +52,17 @@ def on_code_path(files: list[str], named: list[str] | tuple[str, ...] = ()) -> l
 
 @functools.cache
 def git_commit() -> str:
-    """The checkout's commit: '<sha>', '<sha>-dirty' if a file on a job's path is modified or untracked
-    (`on_code_path`; other changes leave the sha clean); outside a git checkout (a device's copy of the working
-    tree, without .git) $DPVAE_COMMIT, else 'unknown'."""
+    """$DPVAE_COMMIT where set (gpu-window.sh: a device's copy of the working tree, whose .git, if it has one, can
+    be an older commit's -- on 27 Nov 2026 it named the session's first commit); else the checkout's: '<sha>',
+    '<sha>-dirty' if a file on a job's path is modified or untracked (`on_code_path`; other changes leave the sha
+    clean); 'unknown' outside a git checkout."""
+    if os.environ.get("DPVAE_COMMIT"):
+        return os.environ["DPVAE_COMMIT"]
     try:
         sha = _git("rev-parse", "HEAD").strip()
         dirty = bool(on_code_path(changed_files()))
     except (OSError, subprocess.SubprocessError):
-        return os.environ.get("DPVAE_COMMIT") or "unknown"
+        return "unknown"
     return f"{sha}-dirty" if dirty else sha
 
 

@@ -30,6 +30,7 @@ def checkout(tmp_path, monkeypatch) -> Iterator[tuple[Path, str]]:
     _git(tmp_path, "add", ".")
     _git(tmp_path, "commit", "-q", "-m", "x")
     monkeypatch.setattr(provenance, "REPO_ROOT", tmp_path)
+    monkeypatch.delenv("DPVAE_COMMIT", raising=False)
     provenance.git_commit.cache_clear()
     yield tmp_path, _git(tmp_path, "rev-parse", "HEAD")
     provenance.git_commit.cache_clear()
@@ -62,6 +63,16 @@ def test_a_change_on_the_path_makes_the_commit_dirty(checkout, change):
         _git(repo, "mv", name, "docs/rules.smk")
     assert name in provenance.changed_files()
     assert provenance.git_commit() == f"{sha}-dirty"
+
+
+def test_the_commit_a_device_call_names_wins_over_a_stale_git(checkout, monkeypatch):
+    """A device's copy can carry an older commit's .git beside a newer tree: gpu-window.sh's DPVAE_COMMIT decides."""
+    repo, sha = checkout
+    (repo / "src" / "pkg" / "a.py").write_text("changed\n")
+    assert provenance.git_commit() == f"{sha}-dirty"
+    provenance.git_commit.cache_clear()
+    monkeypatch.setenv("DPVAE_COMMIT", "f6b37a48d31a5be5b1dc819cf292b86f11541747")
+    assert provenance.git_commit() == "f6b37a48d31a5be5b1dc819cf292b86f11541747"
 
 
 def test_record_refuses_a_change_on_the_path_naming_the_files_in_one_line(checkout):

@@ -4,8 +4,8 @@
 # BUDGET_MINUTES: default 9; OPTIONs go to `gpu_queue.py run` (--dry-run, --queue FILE, --cores N, --device cpu);
 # results under $OUT/queue; $PY: python3. DPVAE_COMMIT: the commit the call's working tree is (`git rev-parse HEAD`
 # here, `-dirty` added for uncommitted changes), which the runs' train.json and so the recorded rows carry (the
-# copy on the device has no .git). GPU_WINDOW_KEEP: where the machine keeps the wheels' install and the joined
-# weights between calls (default /tmp).
+# copy on the device may carry an older commit's .git: DPVAE_COMMIT wins, dpvae.provenance.git_commit).
+# GPU_WINDOW_KEEP: where the machine keeps the wheels' install and the joined weights between calls (default /tmp).
 # Carrying .whl/ (workflow/campaigns/gpu-wheels.sh), .devdata/ (the entries' datasets from ../shared/data with its
 # MANIFEST.tsv) and, for FID, the Inception weights' parts .devinc<k>/ (workflow/campaigns/gpu-inception.sh split)
 # spread over consecutive calls: the machine keeps them, and /tmp, while it stays warm. Installs the wheels once,
