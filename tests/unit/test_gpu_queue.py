@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import random
 import sys
 import time
 from dataclasses import replace
@@ -112,3 +113,35 @@ def test_entries_of_one_overlay_run_side_by_side_while_they_fit():
     assert mixed.entries == (dp2vae[0],)  # another overlay waits for its own wave
     alone = replace(dp2vae[0], gpu_share=1.0)  # a share not measured predicts as if run one after another
     assert queue.Wave((alone, replace(dp2vae[1], gpu_share=1.0))).minutes == 2 * alone.minutes
+
+
+def test_an_entry_too_big_for_one_file_comes_back_in_parts_and_unpacks_whole(tmp_path, monkeypatch):
+    """Models are what a table's build needs most (without them Snakemake here trains again): an archive over one
+    file's limit is split into parts within the files a call brings back, else packed without models, saying so;
+    `unpack` joins the parts into the same files."""
+    queue = _queue()
+    device, here = tmp_path / "device", tmp_path / "here"
+    entry = next(e for e in queue.load_queue() if e.paper == "privae" and not e.blocked)
+    monkeypatch.setattr(queue, "LIMIT", 40_000)
+    monkeypatch.setattr(queue, "ROOT", device)
+    rng = random.Random(0)
+    for run in entry.runs():
+        for name, size in (("train.json", 100), ("model/model.pt", 30_000), ("metrics/m.json", 50)):
+            (device / run / name).parent.mkdir(parents=True, exist_ok=True)
+            (device / run / name).write_bytes(rng.randbytes(size))  # incompressible, as weights are
+    out = tmp_path / "out"
+    out.mkdir()
+    line = queue.pack(entry, out)
+    parts = sorted(p.name for p in out.iterdir())
+    assert f"in {len(parts)} parts" in line and len(parts) > 1 and len(parts) < queue.FILES_BACK, line
+    assert parts[0] == f"{entry.name}.tar.gz.1" and all(p.stat().st_size <= 40_000 for p in out.iterdir())
+    monkeypatch.setattr(queue, "ROOT", here)
+    queue.unpack(out, [])  # (no entries: the tables it names come from the checkout's configuration)
+    for run in entry.runs():
+        for name in ("train.json", "model/model.pt", "metrics/m.json"):
+            assert (here / run / name).read_bytes() == (device / run / name).read_bytes(), run / name
+    # no room for the parts among the files a call brings back: no models, and queue.txt says where they are
+    monkeypatch.setattr(queue, "ROOT", device)
+    line = queue.pack(entry, out, files_back=2)
+    assert "without models" in line and f"pack OUTDIR {entry.name}" in line, line
+    assert [p.name for p in out.iterdir()] == [f"{entry.name}.tar.gz"]

@@ -126,12 +126,13 @@ def test_two_calls_of_the_window_round_trip_into_the_scorecard(tmp_path, mirror)
     assert "gpu-window: packages already importable" in call.stdout
     assert "gpu-window: FID left for a later call (a part missing)" in call.stdout
     assert seconds < STOP_BUDGET * 60 + 60, f"the stopped call took {seconds:.0f} s"
-    assert [p.name for p in came_back(out1)] == ["queue.txt"]
+    # the stopped entry comes back with what it finished so far (a window's next call may never come)
+    assert sorted(p.name for p in came_back(out1)) == ["queue.txt", "toy-mnist-seed1.tar.gz"]
     report = (out1 / "queue" / "queue.txt").read_text().splitlines()
     assert report[0].startswith("device: cpu") and "10 DP-SGD steps" in report[0], report
     assert report[1].startswith("toy-mnist-seed0: left for a later call"), report
     assert report[2].startswith("toy-mnist-seed1: stopped"), report
-    assert "resumes from its checkpoints" in report[2] and "FID left" in report[2], report
+    assert "(the runs finished so far); resumes from its checkpoints" in report[2] and "FID left" in report[2], report
 
     # call 2 on the same warm machine: the second part joins the weights, the stopped entry resumes, both finish
     assert carry(here, device, ".devinc2") <= 64 * MIB

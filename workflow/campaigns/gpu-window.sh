@@ -31,6 +31,10 @@
 #   * nvidia-smi: the name and memory line below.
 #   * Paper-size timings and archive sizes (the toy entries take seconds and KiB): queue.txt's "ok in X min;
 #     <entry>.tar.gz: Y MiB" of the first entry, against its `minutes` and the 16 MiB limit of one file back.
+# Seen on the first queue calls (27 Nov 2026, one H200; benchmarks/measured/h200-2026-11-27/): a call starts in
+# ~30 s and installs the wheels in ~20 s; the device's copy carried the session's first commit's .git (hence
+# DPVAE_COMMIT decides); 12 PriVAE runs side by side took 5.8 min; their models (56 MiB) came back only by a
+# later call (now: in parts, see gpu_queue.pack).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-python3}

@@ -4,6 +4,7 @@ needs, unpack it here.
     python workflow/campaigns/gpu_queue.py status
     python workflow/campaigns/gpu_queue.py run OUTDIR [--budget MINUTES] [--cores N] [--dry-run]
     python workflow/campaigns/gpu_queue.py unpack OUTDIR
+    python workflow/campaigns/gpu_queue.py pack OUTDIR ENTRY...   (on the machine: an entry's runs packed again)
 
 `run` (on the GPU machine, repository root, the project's packages importable, `DPVAE_DATA_MIRROR` set): takes the
 entries in order, skips those recorded in reproductions/<paper>.csv (every run has a row) or blocked, and runs the
@@ -16,8 +17,9 @@ evaluate=1`). A wave still running when the budget is spent is stopped
 machine resumes it (stale locks removed, `--rerun-incomplete`, training from the runs' checkpoints). An entry that
 needs FID while the Inception weights are not on the machine builds its other metrics and says FID is left.
 Each finished entry, and each stopped one with the runs it finished so far, is packed into OUTDIR/<entry>.tar.gz:
-the runs' ledgers, train.json, metrics and benchmarks, their models where the archive stays under 15 MiB (never
-checkpoints or samples), so that `unpack` + Snakemake here build the tables without retraining. OUTDIR/queue.txt,
+the runs' ledgers, train.json, metrics, benchmarks and models (never checkpoints or samples), split into parts of
+at most 15 MiB while OUTDIR holds at most the 8 files a call brings back (else without models, named in queue.txt),
+so that `unpack` + Snakemake here build the tables without retraining. OUTDIR/queue.txt,
 rewritten after every entry, says what ran, what was skipped and why, and what is left.
 
 `unpack` (here): extracts every OUTDIR/*.tar.gz into the repository and, per entry, names the per-variant tables
@@ -48,6 +50,7 @@ import signal
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +77,7 @@ from dpvae.paths import (  # noqa: E402
 
 QUEUE = Path(__file__).with_name("gpu-queue.yaml")
 LIMIT = 15 * 2**20  # one file back from the device: at most 16 MiB
+FILES_BACK = 8  # files one device call brings back from its $OUT
 SCALE = "paper"  # the queue's runs are paper-scale runs
 KEEP = (LEDGER, TRAIN_RECORD, AUDIT, METRICS, BENCHMARKS)  # what recording needs of a run (a model where it fits)
 
@@ -208,20 +212,47 @@ def status(entries: list[Entry]) -> None:
         print(f"{entry.name:34s} {entry.minutes:5.0f} min  {len(entry.runs()):3d} runs  {state}")
 
 
-def pack(entry: Entry, out: Path) -> str:
-    """OUTDIR/<entry>.tar.gz of what recording needs; models too if the archive stays under the limit."""
+def pack(entry: Entry, out: Path, files_back: int = FILES_BACK) -> str:
+    """OUTDIR/<entry>.tar.gz of what recording needs of the entry's runs, their models included (a table's build
+    needs them: without, Snakemake here would train again). An archive over the limit of one file back is split into
+    parts <entry>.tar.gz.1, .2, ... (`unpack` joins them) while OUTDIR's files stay within `files_back` (queue.txt
+    counted); else it is packed without models, which stay on the machine (`gpu_queue.py pack OUTDIR ENTRY` in the
+    next call on it brings them)."""
     archive = out / f"{entry.name}.tar.gz"
+    for old in out.glob(f"{archive.name}*"):
+        old.unlink()
+    others = {p.name for p in out.iterdir() if p.is_file()} | {"queue.txt"}
     for with_models in (True, False):
         with tarfile.open(archive, "w:gz") as tar:
             for run in entry.runs():
                 for name in KEEP + ((MODEL,) if with_models else ()):
                     if (ROOT / run / name).exists():
                         tar.add(ROOT / run / name, arcname=str(run / name))
-        if archive.stat().st_size <= LIMIT:
-            return (
-                f"{archive.name}: {archive.stat().st_size / 2**20:.1f} MiB{'' if with_models else ', without models'}"
-            )
-    return f"{archive.name}: {archive.stat().st_size / 2**20:.1f} MiB, OVER the limit of one file back"
+        size = archive.stat().st_size
+        if with_models and size <= LIMIT:
+            return f"{archive.name}: {size / 2**20:.1f} MiB"
+        parts = -(-size // LIMIT)
+        if with_models and len(others) + parts <= files_back:
+            with archive.open("rb") as whole:
+                for k in range(1, parts + 1):
+                    (out / f"{archive.name}.{k}").write_bytes(whole.read(LIMIT))
+            archive.unlink()
+            return f"{archive.name}: {size / 2**20:.1f} MiB in {parts} parts"
+    over = ", OVER the limit of one file back" if size > LIMIT else ""
+    return (
+        f"{archive.name}: {size / 2**20:.1f} MiB without models{over} (they stay on this machine: "
+        f"`gpu_queue.py pack OUTDIR {entry.name}` in the next call on it brings them)"
+    )
+
+
+def archives(out: Path) -> list[tuple[str, list[Path]]]:
+    """OUTDIR's packed entries: (entry name, its archive or the parts that make it, in order)."""
+    found: dict[str, dict[int, Path]] = {}
+    for path in out.glob("*.tar.gz*"):
+        name, _, part = path.name.partition(".tar.gz")
+        if part == "" or (part[:1] == "." and part[1:].isdigit()):
+            found.setdefault(name, {})[int(part[1:] or 0)] = path
+    return [(name, [parts[k] for k in sorted(parts)]) for name, parts in sorted(found.items())]
 
 
 def fid_ready() -> bool:
@@ -416,11 +447,15 @@ def unpack(out: Path, entries: list[Entry]) -> None:
     """Extract the archives, then name each table whose runs are all here now (build it, then record it) and
     what each other one lacks (building it here would train or evaluate on this machine)."""
     by_name = {e.name: e for e in entries}
-    for archive in sorted(out.glob("*.tar.gz")):
-        with tarfile.open(archive) as tar:
-            tar.extractall(ROOT, filter="data")
-        print(f"{archive.name}: unpacked")
-        entry = by_name.get(archive.name.removesuffix(".tar.gz"))
+    for name, paths in archives(out):
+        with tempfile.TemporaryFile() as joined:
+            for path in paths:
+                joined.write(path.read_bytes())
+            joined.seek(0)
+            with tarfile.open(fileobj=joined, mode="r:gz") as tar:
+                tar.extractall(ROOT, filter="data")
+        print(f"{name}.tar.gz: unpacked" + (f" ({len(paths)} parts)" if len(paths) > 1 else ""))
+        entry = by_name.get(name)
         if entry is None:
             continue
         for table, needs in tables(entry).items():
@@ -451,12 +486,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     p = sub.add_parser("unpack", parents=[common])
     p.add_argument("out", type=Path)
+    p = sub.add_parser("pack", parents=[common], help="pack entries' runs again (on the machine that ran them)")
+    p.add_argument("out", type=Path)
+    p.add_argument("names", nargs="+", metavar="ENTRY")
     args = parser.parse_args(argv)
     entries = load_queue(args.queue)
     if args.verb == "status":
         status(entries)
     elif args.verb == "run":
         return run(entries, args.out, args.budget, args.cores, args.dry_run, args.device)
+    elif args.verb == "pack":
+        by_name = {e.name: e for e in entries}
+        unknown = [n for n in args.names if n not in by_name]
+        if unknown:
+            print(f"gpu_queue: no entry {unknown[0]!r} in {args.queue}", file=sys.stderr)
+            return 2
+        args.out.mkdir(parents=True, exist_ok=True)
+        for name in args.names:
+            print(pack(by_name[name], args.out))
     else:
         unpack(args.out, entries)
     return 0
