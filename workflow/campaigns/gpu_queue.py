@@ -37,7 +37,8 @@ Fashion-MNIST (30 MB) does not fit beside a weights part: on a machine that has 
 MANIFEST.tsv, MNIST 12 MB, Fashion-MNIST 30 MB; `.devinc<k>/`: workflow/campaigns/gpu-inception.sh split.) Checked
 here end to end with `PY=.venv/bin/python gpu-window.sh 200 --dry-run --device cpu` (join, every entry planned)
 and rehearsed on the CPU by tests/workflow/test_gpu_window.py; Snakemake from
-the wheels planned an entry on one H200 (26 Nov 2026); no entry has yet run on a device.
+the wheels planned an entry on one H200 (26 Nov 2026); the first entries ran on one H200 on 27 Nov 2026
+(PriVAE Fig. 1, benchmarks/measured/h200-2026-11-27/).
 """
 
 from __future__ import annotations
