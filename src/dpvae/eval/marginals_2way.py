@@ -12,8 +12,9 @@ Two binnings, one switch:
   maximum in the last one, synthetic values outside [min, max] clipped into the first/last interval.
 * ``notebook``: the notebook's cells exactly, with the −1 wrap (values below min share the ≥ max cell).
 
-The data matrix is the features plus the label as one-hot columns (the layout of P3GM's data arrays,
-which the notebook binned), unless `label_columns` says otherwise. `tvd_2way` is the public function the
+The data matrix is the features plus the label as one-hot columns (the layout of P3GM's data arrays), unless
+`label_columns` says otherwise. The notebook binned the code's CSV files, where the label is one column (`single`):
+on Adult that adds 0.01–0.02 (docs/p3gm.md, "PrivBayes on Adult"). `tvd_2way` is the public function the
 P3GM reconstruction variant (`marginals_2way_public`) reuses.
 """
 
