@@ -250,7 +250,12 @@ class LocalWorker:
 
 def start(src: str, log: Path) -> LocalWorker:
     """Start a worker for the jobs of this process (importing dpvae from `src`; its messages to `log`) and
-    export its socket in os.environ, which the jobs inherit. Jobs run alone until it listens."""
+    export its socket in os.environ, which the jobs inherit. Jobs run alone until it listens.
+
+    The worker gets a process group of its own but stays in this process's session: under Linux's autogroup
+    scheduling a session of its own is a scheduling group of its own, whose jobs then weigh as much as everything
+    in Snakemake's session together, whatever the nice values (tests/run.sh's niced second pytest process took
+    half a core from them, and a two-thread job waited on it at every OpenMP barrier)."""
     folder = Path(tempfile.mkdtemp(prefix="dpvae-worker-"))
     log.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))}
@@ -261,7 +266,7 @@ def start(src: str, log: Path) -> LocalWorker:
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
+            process_group=0,  # the terminal's Ctrl-C is not for it; its session stays Snakemake's (above)
         )
     os.environ[ENV_VAR] = str(folder / "socket")
     return LocalWorker(process, folder)
