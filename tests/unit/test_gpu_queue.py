@@ -96,10 +96,11 @@ def test_an_entry_builds_every_metric_the_tables_of_its_runs_need():
             assert metrics <= targets, f"{entry.name}: {table} also needs {sorted(metrics - targets)}"
 
 
-def test_entries_of_one_overlay_run_side_by_side_while_they_fit():
+def test_entries_of_one_overlay_run_side_by_side_while_they_fit(tmp_path, monkeypatch):
     """A wave packs the queue's entries by their declared GPU share and memory: three DP²-VAE seeds fit one
     9-minute call together; a fourth does not; another overlay never joins; memory and cores bound a wave."""
     queue = _queue()
+    monkeypatch.setattr(queue, "ROOT", tmp_path)  # no run of any entry started on this "machine"
     dp2vae = [e for e in queue.load_queue() if e.paper == "dp2vae" and not e.blocked]
     room = queue.Room(cores=16, memory_gib=70.0)
     wave = queue.next_wave(dp2vae, 9.0, room)
@@ -113,6 +114,25 @@ def test_entries_of_one_overlay_run_side_by_side_while_they_fit():
     assert mixed.entries == (dp2vae[0],)  # another overlay waits for its own wave
     alone = replace(dp2vae[0], gpu_share=1.0)  # a share not measured predicts as if run one after another
     assert queue.Wave((alone, replace(dp2vae[1], gpu_share=1.0))).minutes == 2 * alone.minutes
+
+
+def test_an_entry_an_earlier_call_stopped_resumes_first_whatever_its_prediction(tmp_path, monkeypatch):
+    """An entry longer than a call (its runs trained, a metric missing on this warm machine) runs first in the next
+    call while a minute is left, though its minutes exceed what is left; untouched or finished, it waits as before."""
+    queue = _queue()
+    monkeypatch.setattr(queue, "ROOT", tmp_path)
+    entries = [e for e in queue.load_queue() if e.name in ("real-mnist-table1", "dp-merf-mnist-table1")]
+    stopped = entries[1]
+    room = queue.Room(cores=16, memory_gib=70.0)
+    assert queue.next_wave(entries, 3.0, room) is None  # nothing started: 9 minutes do not fit 3
+    (tmp_path / queue.train_record(stopped.runs()[0])).parent.mkdir(parents=True)
+    (tmp_path / queue.train_record(stopped.runs()[0])).write_text("{}")
+    assert queue.next_wave(entries, 3.0, room).entries == (stopped,)  # resumes alone, ahead of the queue's order
+    assert queue.next_wave(entries, 0.5, room) is None  # less than a minute left
+    for target in stopped.targets():
+        (tmp_path / target).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / target).write_text("{}")
+    assert not stopped.started() and queue.next_wave(entries, 3.0, room) is None  # finished: nothing to resume
 
 
 def test_an_entry_too_big_for_one_file_comes_back_in_parts_and_unpacks_whole(tmp_path, monkeypatch):

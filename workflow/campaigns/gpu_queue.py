@@ -14,7 +14,8 @@ memory within the free memory, the predicted minutes of all of them together -- 
 left); one Snakemake builds every run's metrics of the wave, all runs sharing the GPU (`--set-threads train=1
 evaluate=1`). A wave still running when the budget is spent is stopped
 (its process group killed) before the device's own limit, so the report comes back; the next call on the same warm
-machine resumes it (stale locks removed, `--rerun-incomplete`, training from the runs' checkpoints). An entry that
+machine resumes it first, whatever its prediction (stale locks removed, `--rerun-incomplete`, training from the
+runs' checkpoints, the image classifiers after their finished fits). An entry that
 needs FID while the Inception weights are not on the machine builds its other metrics and says FID is left.
 Each finished entry, and each stopped one with the runs it finished so far, is packed into OUTDIR/<entry>.tar.gz:
 the runs' ledgers, train.json, metrics, benchmarks and models (never checkpoints or samples), split into parts of
@@ -120,6 +121,12 @@ class Entry:
         """Every run's metric files, but those of the metrics in `skip`."""
         return [str(metric_file(run, m)) for run in self.runs() for m in self.metrics if m not in skip]
 
+    def started(self) -> bool:
+        """Stopped by an earlier call on this machine: a run of it trained, a metric of it still missing."""
+        return any((ROOT / train_record(run)).exists() for run in self.runs()) and not all(
+            (ROOT / target).exists() for target in self.targets()
+        )
+
     def recorded(self) -> bool:
         """Every run of the entry has a row in reproductions/<paper>.csv (same variant, ε, seed, dataset) made under
         the entry's overlay (a row of another campaign, e.g. a narrower CPU overlay, does not count)."""
@@ -194,10 +201,16 @@ class Wave:
         return " + ".join(e.name for e in self.entries)
 
 
+#: a call resumes an entry an earlier call stopped (`Entry.started`) whatever its prediction while this much is left
+RESUME_MINUTES = 1.0
+
+
 def next_wave(ready: list[Entry], minutes: float, room: Room) -> Wave | None:
-    """The next entries to run side by side: the first ready entry (queue order) that fits `minutes` alone, joined
-    by every later ready entry of the same overlay with which the wave still fits the room and `minutes`."""
-    first = next((e for e in ready if Wave((e,)).fits(room, minutes)), None)
+    """The next entries to run side by side: an entry an earlier call stopped first (it resumes, and is stopped
+    again at the budget), else the first ready entry (queue order) that fits `minutes` alone; joined by every later
+    ready entry of the same overlay with which the wave still fits the room and `minutes`."""
+    resuming = (e for e in ready if e.started() and minutes >= RESUME_MINUTES and Wave((e,)).fits(room, float("inf")))
+    first = next(resuming, None) or next((e for e in ready if Wave((e,)).fits(room, minutes)), None)
     if first is None:
         return None
     wave = Wave((first,))
