@@ -14,8 +14,9 @@ memory within the free memory, the predicted minutes of all of them together -- 
 left); one Snakemake builds every run's metrics of the wave, all runs sharing the GPU (`--set-threads train=1
 evaluate=1`). A wave still running when the budget is spent is stopped
 (its process group killed) before the device's own limit, so the report comes back; the next call on the same warm
-machine resumes it (stale locks removed, `--rerun-incomplete`, training from the runs' checkpoints). An entry that
-needs FID while the Inception weights are not on the machine builds its other metrics and says FID is left.
+machine resumes it (stale locks removed, `--rerun-incomplete`, training from the runs' checkpoints, DP²-VAE's image
+classifiers after their finished fits). An entry that needs FID while the Inception weights are not on the machine
+builds its other metrics and says FID is left.
 Each finished entry, and each stopped one with the runs it finished so far, is packed into OUTDIR/<entry>.tar.gz:
 the runs' ledgers, train.json, metrics, benchmarks and models (never checkpoints, samples or a metric's resume
 point), split into parts of at most 15 MiB while OUTDIR holds at most the 8 files a call brings back (else without
