@@ -169,15 +169,23 @@ class FinishedFits:
         self.path.unlink(missing_ok=True)
 
 
-def _fits_key(ctx: EvalContext, x: np.ndarray, y: np.ndarray, n_test: int, classes: int, seeds: dict) -> str:
+def _fits_key(ctx: EvalContext, x: np.ndarray, y: np.ndarray, n_test: int, classes: int, seeds: dict[str, int]) -> str:
     """sha256 of what decides every fit: the options, the synthetic records, the test split's size, the classes,
     the device and each fit's seed."""
     records = hashlib.sha256()
     for array in (x, y):
         records.update(f"{array.dtype.str}{array.shape}".encode())
         records.update(np.ascontiguousarray(array).data)
-    identity = {"options": ctx.options.to_dict(), "samples_sha256": records.hexdigest(), "n_test": n_test}
-    return sha256_json({**identity, "classes": classes, "device": ctx.run.device, "seeds": seeds})
+    return sha256_json(
+        {
+            "options": ctx.options.to_dict(),
+            "samples_sha256": records.hexdigest(),
+            "n_test": n_test,
+            "classes": classes,
+            "device": ctx.run.device,
+            "seeds": seeds,
+        }
+    )
 
 
 def classifier_sizes(options: ImageClassifierOptions, facts: Facts, n_synthetic: int) -> list[tuple[str, str]]:
