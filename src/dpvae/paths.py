@@ -89,6 +89,7 @@ TRAIN_RECORD = "train.json"  # a run's spec as planned and its provenance (writt
 LEDGER = "privacy.json"  # a run's privacy ledger (a non-private run's says so)
 AUDIT = "audit.json"  # an audited run's canary record, beside its ledger
 CHECKPOINT = "checkpoint.pt"  # a resume point while training (removed once the model is in place)
+FITS = ".fits.json"  # ending of a metric's resume point: `.<metric>.fits.json` beside its JSON (removed when done)
 SAMPLES = "samples.npz"  # the synthetic records the sample stage draws
 METRICS = "metrics"  # one JSON per metric (+ its artifacts beside it)
 BENCHMARKS = "benchmarks"  # Snakemake's benchmark of each job writing into the directory
@@ -129,6 +130,17 @@ def samples_file(run: Dir) -> Dir:
 def metric_file(run: Dir, metric: str) -> Dir:
     """<run>/metrics/<metric>.json: one metric of the run (its artifacts go beside it)."""
     return _under(run, METRICS, f"{metric}.json")
+
+
+def metric_fits_file(metrics: Dir, metric: str) -> Dir:
+    """<run>/metrics/.<metric>.fits.json, given the folder of the metric's JSON (its `out_dir`): the fits its job
+    has finished, hidden beside the JSON and not a rule's output, so a killed job keeps it (`is_metric_fits`)."""
+    return _under(metrics, f".{metric}{FITS}")
+
+
+def is_metric_fits(name: str) -> bool:
+    """Whether a file's name is a metric's resume point (`metric_fits_file`): it serves the job on its machine only."""
+    return name.startswith(".") and name.endswith(FITS)
 
 
 def stage1_record(stage1: Dir) -> Dir:

@@ -15,12 +15,12 @@ left); one Snakemake builds every run's metrics of the wave, all runs sharing th
 evaluate=1`). A wave still running when the budget is spent is stopped
 (its process group killed) before the device's own limit, so the report comes back; the next call on the same warm
 machine resumes it first, whatever its prediction (stale locks removed, `--rerun-incomplete`, training from the
-runs' checkpoints, the image classifiers after their finished fits). An entry that
-needs FID while the Inception weights are not on the machine builds its other metrics and says FID is left.
+runs' checkpoints, DP²-VAE's image classifiers after their finished fits). An entry that needs FID while the
+Inception weights are not on the machine builds its other metrics and says FID is left.
 Each finished entry, and each stopped one with the runs it finished so far, is packed into OUTDIR/<entry>.tar.gz:
-the runs' ledgers, train.json, metrics, benchmarks and models (never checkpoints or samples), split into parts of
-at most 15 MiB while OUTDIR holds at most the 8 files a call brings back (else without models, named in queue.txt),
-so that `unpack` + Snakemake here build the tables without retraining. OUTDIR/queue.txt,
+the runs' ledgers, train.json, metrics, benchmarks and models (never checkpoints, samples or a metric's resume
+point), split into parts of at most 15 MiB while OUTDIR holds at most the 8 files a call brings back (else without
+models, named in queue.txt), so that `unpack` + Snakemake here build the tables without retraining. OUTDIR/queue.txt,
 rewritten after every entry, says what ran, what was skipped and why, and what is left.
 
 `unpack` (here): extracts every OUTDIR/*.tar.gz into the repository and, per entry, names the per-variant tables
@@ -69,6 +69,7 @@ from dpvae.paths import (  # noqa: E402
     METRICS,
     MODEL,
     TRAIN_RECORD,
+    is_metric_fits,
     metric_file,
     model_path,
     run_dir,
@@ -241,7 +242,7 @@ def pack(entry: Entry, out: Path, files_back: int = FILES_BACK) -> str:
             for run in entry.runs():
                 for name in KEEP + ((MODEL,) if with_models else ()):
                     if (ROOT / run / name).exists():
-                        tar.add(ROOT / run / name, arcname=str(run / name))
+                        tar.add(ROOT / run / name, arcname=str(run / name), filter=_recorded)
         size = archive.stat().st_size
         if with_models and size <= LIMIT:
             return f"{archive.name}: {size / 2**20:.1f} MiB"
@@ -257,6 +258,11 @@ def pack(entry: Entry, out: Path, files_back: int = FILES_BACK) -> str:
         f"{archive.name}: {size / 2**20:.1f} MiB without models{over} (they stay on this machine: "
         f"`gpu_queue.py pack OUTDIR {entry.name}` in the next call on it brings them)"
     )
+
+
+def _recorded(member: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    """A packed file, but not a metric's resume point (`dpvae.paths.is_metric_fits`: it serves the job here)."""
+    return None if is_metric_fits(Path(member.name).name) else member
 
 
 def archives(out: Path) -> list[tuple[str, list[Path]]]:

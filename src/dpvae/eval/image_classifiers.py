@@ -11,12 +11,24 @@ Device: the MLP and CNN train on the run's device. Their initial weights (built 
 same order on every device, so the MLP on CUDA follows the CPU's training up to float rounding; the CNN's
 dropout masks come from the device's own generator (seeded alike), so on CUDA it is the same protocol with
 other masks: its accuracy agrees with the CPU's statistically, not to rounding. LR (scikit-learn) runs on the CPU.
+
+Resuming: each fit depends on nothing but its own seed, so a killed job resumes after its finished fits. Each fit's
+accuracy goes into `<run>/metrics/.image_classifiers.fits.json` (`paths.metric_fits_file`, written atomically)
+under a key of what decides every fit (options, the synthetic records' sha256, the test split's size, the classes,
+the device, the seeds); a rerun skips the fits stored under its key (a file of another key is ignored and replaced)
+and returns the same rows; the file is removed once every fit is done.
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+import functools
+import hashlib
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -24,10 +36,15 @@ import numpy as np
 from dpvae.data.declared import Facts
 from dpvae.eval.base import EvalContext, Rows
 from dpvae.eval.registry import register_metric
+from dpvae.files import write_json
 from dpvae.params import MetricOptions, param
+from dpvae.paths import metric_fits_file
 from dpvae.progress import Progress
+from dpvae.provenance import sha256_json
 
 Classifier = Literal["lr", "mlp", "cnn"]
+NAME = "image_classifiers"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -113,6 +130,64 @@ def _lr_accuracy(x: np.ndarray, y: np.ndarray, test_x: np.ndarray, test_y: np.nd
     return float(model.score(test_x.reshape(len(test_x), -1), test_y))
 
 
+@dataclass
+class FinishedFits:
+    """The resume file: each finished fit's accuracy by fit name ('lr', 'mlp/0', ...), under the key of what
+    decides the fits."""
+
+    path: Path
+    key: str
+    scores: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path, key: str) -> FinishedFits:
+        """The fits stored at `path` under `key`; none if the file is missing, unreadable or of another key."""
+        fits = cls(path, key)
+        if not path.is_file():
+            return fits
+        try:
+            saved = json.loads(path.read_text())
+            scores = {str(name): float(score) for name, score in saved["fits"].items()} if saved["key"] == key else {}
+        except (OSError, ValueError, TypeError, KeyError, AttributeError) as error:
+            log.warning("ignoring unreadable %s (%s); fitting every classifier", path, error)
+            return fits
+        if not scores:
+            log.info("ignoring %s: written for other options, samples or device", path)
+        else:
+            log.info("resuming after %d finished fits (%s) from %s", len(scores), ", ".join(scores), path)
+        fits.scores = scores
+        return fits
+
+    def score(self, name: str, fit: Callable[[], float]) -> float:
+        """The stored accuracy of fit `name`, else `fit()`'s, stored at once (a file of another key is replaced)."""
+        if name not in self.scores:
+            self.scores[name] = float(fit())
+            write_json(self.path, {"key": self.key, "fits": self.scores})
+        return self.scores[name]
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def _fits_key(ctx: EvalContext, x: np.ndarray, y: np.ndarray, n_test: int, classes: int, seeds: dict[str, int]) -> str:
+    """sha256 of what decides every fit: the options, the synthetic records, the test split's size, the classes,
+    the device and each fit's seed."""
+    records = hashlib.sha256()
+    for array in (x, y):
+        records.update(f"{array.dtype.str}{array.shape}".encode())
+        records.update(np.ascontiguousarray(array).data)
+    return sha256_json(
+        {
+            "options": ctx.options.to_dict(),
+            "samples_sha256": records.hexdigest(),
+            "n_test": n_test,
+            "classes": classes,
+            "device": ctx.run.device,
+            "seeds": seeds,
+        }
+    )
+
+
 def classifier_sizes(options: ImageClassifierOptions, facts: Facts, n_synthetic: int) -> list[tuple[str, str]]:
     """The CNN needs [C, H, W] images; a batch fits in the synthetic set; a classifier needs two classes."""
     problems = []
@@ -126,7 +201,7 @@ def classifier_sizes(options: ImageClassifierOptions, facts: Facts, n_synthetic:
 
 
 @register_metric(
-    "image_classifiers",
+    NAME,
     needs=("samples", "data"),
     options=ImageClassifierOptions,
     check=classifier_sizes,
@@ -136,33 +211,31 @@ def classifier_sizes(options: ImageClassifierOptions, facts: Facts, n_synthetic:
 )
 def image_classifiers(ctx: EvalContext) -> Rows:
     x = np.ascontiguousarray(ctx.samples["x"], dtype=np.float32)
-    y = np.asarray(ctx.samples["y"], dtype=np.int64)
+    y = np.ascontiguousarray(ctx.samples["y"], dtype=np.int64)
     test = ctx.data.test
     test_x, test_y = test.x[: ctx.options.max_test], test.y[: ctx.options.max_test]
     classes = int(max(y.max(), ctx.data.train.y.max(), test.y.max())) + 1
+    fit_names = [
+        (kind, ["lr"] if kind == "lr" else [f"{kind}/{repeat}" for repeat in range(ctx.options.repeats)])
+        for kind in ctx.options.classifiers
+    ]  # LR is deterministic (lbfgs): one fit stands for every repeat
+    seeds = {name: ctx.run.seed_for(f"{NAME}/{name}") for _, names in fit_names for name in names}
+    key = _fits_key(ctx, x, y, len(test_y), classes, seeds)
+    fits = FinishedFits.load(metric_fits_file(ctx.out_dir, NAME), key)
+
+    def fit(kind: str, seed: int) -> float:
+        if kind == "lr":
+            return _lr_accuracy(x, y, test_x, test_y, seed)
+        return _torch_accuracy(kind, x, y, test_x, test_y, classes, ctx.options, seed, ctx.run.device)
+
     rows = []
-    for kind in ctx.options.classifiers:
-        if kind == "lr":  # deterministic (lbfgs): one fit stands for every repeat
-            scores = [_lr_accuracy(x, y, test_x, test_y, ctx.run.seed_for("image_classifiers/lr"))]
-        else:
-            scores = [
-                _torch_accuracy(
-                    kind,
-                    x,
-                    y,
-                    test_x,
-                    test_y,
-                    classes,
-                    ctx.options,
-                    ctx.run.seed_for(f"image_classifiers/{kind}/{repeat}"),
-                    ctx.run.device,
-                )
-                for repeat in range(ctx.options.repeats)
-            ]
+    for kind, names in fit_names:
+        scores = [fits.score(name, functools.partial(fit, kind, seeds[name])) for name in names]
         rows += [
             {"metric": "accuracy", "classifier": kind, "value": float(np.mean(scores))},
             {"metric": "accuracy_std", "classifier": kind, "value": float(np.std(scores))},
         ]
+    fits.remove()  # every fit is done: the metric's JSON is the record
     # the protocol actually run (the item states it): synthetic training images, real test images
     o = ctx.options
     return rows + [
