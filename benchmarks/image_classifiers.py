@@ -1,0 +1,86 @@
+"""DP²-VAE's downstream classifiers per device: epochs per second of the MLP and the CNN through the metric's own fit.
+
+    python benchmarks/image_classifiers.py [--device cuda] [--images 60000] [--epochs 3] [--quick]
+
+Each fit is `dpvae.eval.image_classifiers._torch_accuracy` on `--images` random MNIST-shaped images (10 classes,
+batch 512, 10 % held out: every epoch also scores the held-out part, as in a job) for `--epochs` epochs (patience
+above them: no early stop). On CUDA twice, with the deterministic kernels a job runs with
+(`dpvae.devices.repeatable`) and without them; on the CPU once. Then LR's one fit (scikit-learn, the CPU) on the
+same images, and per classifier the FLOPs of one training step per image (torch.utils.flop_counter) and the rate in
+GFLOP/s. A job of the paper's protocol runs LR once and each of MLP and CNN 5 times to early stopping (30-60 epochs
+each on 60,000 MNIST-like images, measured on one H200; docs/dp2vae.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+
+from dpvae.devices import device_argument, device_name, repeatable, synchronize
+from dpvae.eval.image_classifiers import ImageClassifierOptions, _lr_accuracy, _torch_accuracy
+from dpvae.models import classifiers
+
+CLASSES = 10
+
+
+def step_flops(kind: str, shape: tuple[int, ...]) -> int:
+    """FLOPs of one forward + backward of one image (matmuls and convolutions)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model = getattr(classifiers, kind)(shape, CLASSES)
+    with FlopCounterMode(display=False) as counter:
+        torch.nn.functional.cross_entropy(model(torch.zeros(1, *shape)), torch.zeros(1, dtype=torch.long)).backward()
+    return counter.get_total_flops()
+
+
+def epochs_per_s(kind: str, x: np.ndarray, y: np.ndarray, epochs: int, device: str) -> float:
+    options = ImageClassifierOptions(max_epochs=epochs, patience=epochs + 1)
+    synchronize(device)
+    started = time.perf_counter()
+    _torch_accuracy(kind, x, y, x[:2048], y[:2048], CLASSES, options, seed=0, device=device)
+    synchronize(device)
+    return epochs / (time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    device_argument(parser)
+    parser.add_argument("--images", type=int, default=60_000)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="1,024 images, 1 epoch: a check of the script")
+    args = parser.parse_args()
+    if args.quick:
+        args.images, args.epochs = 1024, 1
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("image_classifiers: --device cuda, but torch sees no CUDA device")
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, CLASSES, args.images)
+    x = (rng.random((args.images, 1, 28, 28)) * 0.5 + y[:, None, None, None] / (2 * CLASSES)).astype(np.float32)
+    print(f"# device={args.device} name={device_name(args.device)} torch={torch.__version__} images={args.images}")
+    settings = ["deterministic", "default"] if args.device == "cuda" else ["default"]
+    for kind in ("mlp", "cnn"):
+        flops = step_flops(kind, x.shape[1:])
+        for setting in settings:
+            if setting == "deterministic":
+                repeatable(args.device)
+            else:
+                torch.use_deterministic_algorithms(False)
+                torch.backends.cudnn.deterministic = False
+            epochs_per_s(kind, x[:1024], y[:1024], 1, args.device)  # warm-up: kernels chosen, memory pooled
+            rate = epochs_per_s(kind, x, y, args.epochs, args.device)
+            gflop_per_s = rate * 0.9 * args.images * flops / 1e9  # the 90 % trained on
+            print(
+                f"image_classifiers kind={kind} kernels={setting} epochs_per_s={rate:.3f} "
+                f"flop_per_image_step={flops} gflop_per_s={gflop_per_s:.1f}",
+                flush=True,
+            )
+    started = time.perf_counter()
+    _lr_accuracy(x, y, x[:2048], y[:2048], seed=0)
+    print(f"image_classifiers kind=lr fit_s={time.perf_counter() - started:.1f} threads={torch.get_num_threads()}")
+
+
+if __name__ == "__main__":
+    main()
