@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import random
+import shlex
+import subprocess
 import sys
 import tarfile
 import time
@@ -184,3 +186,47 @@ def test_a_metrics_resume_file_stays_on_the_machine(tmp_path, monkeypatch):
     queue.pack(entry, out)
     with tarfile.open(out / f"{entry.name}.tar.gz") as tar:
         assert sorted(m.name for m in tar.getmembers() if m.isfile()) == sorted(str(p) for p in kept)
+
+
+def test_the_calls_limit_stops_the_wave_and_the_report_still_comes_back(tmp_path):
+    """`timeout`'s SIGTERM reaches the queue process but not Snakemake (a session of its own): under
+    `stopped_by_signals` the wave's process group is killed and what follows (packing, queue.txt) still runs, so a
+    call whose output goes through a pipe ends at its `timeout` instead of when Snakemake would (an H100 call of
+    27 Nov 2026 brought nothing back). Without the handler this waits for the 120-second child and fails."""
+    child = tmp_path / "child.pid"
+    spawn = (
+        "import subprocess, time; "
+        f"p = subprocess.Popen(['sleep', '120']); open({str(child)!r}, 'w').write(str(p.pid)); time.sleep(120)"
+    )
+    script = (
+        "import importlib.util, sys; "
+        f"spec = importlib.util.spec_from_file_location('gpu_queue', {str(SCRIPT)!r}); "
+        "q = importlib.util.module_from_spec(spec); sys.modules['gpu_queue'] = q; spec.loader.exec_module(q)\n"
+        "with q.stopped_by_signals():\n"
+        f"    print(q.build([sys.executable, '-c', {spawn!r}], seconds=120), flush=True)\n"
+        "print('reported', flush=True)\n"
+    )
+    started = time.monotonic()
+    call = subprocess.run(
+        ["bash", "-c", f"timeout -k 60 3 {sys.executable} -c {shlex.quote(script)} | cat"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert call.stdout.split() == ["stopped", "reported"], call.stderr
+    assert time.monotonic() - started < 30
+    status = Path(f"/proc/{int(child.read_text())}/status")
+    assert not status.exists() or "State:\tZ" in status.read_text(), "the wave's child process survived"
+
+
+def test_the_budget_counts_from_the_calls_start(tmp_path, monkeypatch):
+    """gpu-window.sh passes its start (`--since`): the set-up before the queue (install, join, device check) is
+    spent from the budget, so a call whose set-up took 8 of its 9 minutes starts no 8-minute entry."""
+    queue = _queue()
+    monkeypatch.setattr(queue, "ROOT", tmp_path)  # no run of any entry started on this "machine"
+    ready = [e for e in queue.load_queue() if not e.blocked and not e.recorded()]
+    assert ready and max(e.minutes for e in ready) <= 9
+    out = tmp_path / "out"
+    assert queue.run(ready, out, budget=9.5, cores=16, dry_run=True, device="cpu", since=time.time() - 480) == 0
+    report = (out / "queue.txt").read_text()
+    assert "wave" not in report and report.count("left for a later call") == len(ready), report

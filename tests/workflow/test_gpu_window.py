@@ -29,7 +29,7 @@ QUEUE = "tests/config/gpu-rehearsal-queue.yaml"
 TABLE = "results/paper/tables/dp2vae_eps10/mnist/dp2vae.csv"
 COMMIT = "0123456789abcdef-rehearsal"
 MIB = 2**20
-STOP_BUDGET = 0.1  # minutes: under the first entry's estimate, and under what the second entry takes
+STOP_AFTER_SETUP = 0.1  # minutes: under the first entry's estimate, and under what the second entry takes
 
 
 def working_tree(destination: Path) -> Path:
@@ -104,7 +104,7 @@ def test_two_calls_of_the_window_round_trip_into_the_scorecard(tmp_path, mirror)
     real_reproductions = (REPO_ROOT / "reproductions" / "dp2vae.csv").read_bytes()
     here = working_tree(tmp_path / "here")  # the local checkout (its reproductions/ a copy)
     device, keep, out1, out2 = (tmp_path / name for name in ("device", "keep", "out1", "out2"))
-    for folder in (device, keep, out1, out2):
+    for folder in (device, keep, tmp_path / "out0", out1, out2):
         folder.mkdir()
 
     # here: the carried folders, made as the real scripts make them
@@ -118,14 +118,20 @@ def test_two_calls_of_the_window_round_trip_into_the_scorecard(tmp_path, mirror)
     ignored = subprocess.run(["git", "-C", str(REPO_ROOT), "check-ignore", *carried], capture_output=True, text=True)
     assert ignored.stdout.split() == carried, "a carried folder must be ignored by git, or it travels with every call"
 
-    # call 1: the first weights part and the data; the budget stops the second entry, the first is left
+    # call 0: no budget: the set-up alone (the budget counts from the call's start), which call 1's budget adds to
     working_tree(device)
     assert carry(here, device, ".devdata", ".devinc1") <= 64 * MIB
-    call, seconds = window(device, keep, out1, STOP_BUDGET)
+    call, setup = window(device, keep, tmp_path / "out0", 0)
+    later = re.findall(r"^toy-mnist-seed\d: left for a later call", call.stdout, re.M)
+    assert call.returncode == 0 and len(later) == 2, call.stdout + call.stderr
+
+    # call 1: the first weights part and the data; the budget stops the second entry, the first is left
+    budget = setup / 60 + STOP_AFTER_SETUP
+    call, seconds = window(device, keep, out1, budget)
     assert call.returncode == 0, call.stdout[-3000:] + call.stderr[-3000:]
     assert "gpu-window: packages already importable" in call.stdout
     assert "gpu-window: FID left for a later call (a part missing)" in call.stdout
-    assert seconds < STOP_BUDGET * 60 + 60, f"the stopped call took {seconds:.0f} s"
+    assert seconds < budget * 60 + 60, f"the stopped call took {seconds:.0f} s"
     # the stopped entry comes back with what it finished so far (a window's next call may never come)
     assert sorted(p.name for p in came_back(out1)) == ["queue.txt", "toy-mnist-seed1.tar.gz"]
     report = (out1 / "queue" / "queue.txt").read_text().splitlines()

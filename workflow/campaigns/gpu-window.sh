@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call of the GPU queue (gpu-queue.yaml) on a CUDA machine of this workplace, from the repository root:
 #   DPVAE_COMMIT=<sha> workflow/campaigns/gpu-window.sh [BUDGET_MINUTES [OPTION...]]
-# BUDGET_MINUTES: default 9; OPTIONs go to `gpu_queue.py run` (--dry-run, --queue FILE, --cores N, --device cpu);
+# BUDGET_MINUTES (default 9) counts from this script's start and bounds the whole call but the packing of what
+# finished (seconds); OPTIONs go to `gpu_queue.py run` (--dry-run, --queue FILE, --cores N, --device cpu);
 # results under $OUT/queue; $PY: python3. DPVAE_COMMIT: the commit the call's working tree is (`git rev-parse HEAD`
 # here, `-dirty` added for uncommitted changes), which the runs' train.json and so the recorded rows carry (the
 # copy on the device may carry an older commit's .git: DPVAE_COMMIT wins, dpvae.provenance.git_commit).
@@ -35,7 +36,16 @@
 # ~30 s and installs the wheels in ~20 s; the device's copy carried the session's first commit's .git (hence
 # DPVAE_COMMIT decides); 12 PriVAE runs side by side took 5.8 min; their models (56 MiB) came back only by a
 # later call (now: in parts, see gpu_queue.pack).
+# The device call's command: its output into a file under $OUT, never into a pipe; `timeout`'s limit + its -k
+# under the call's timeout_s, and BUDGET*60 under `timeout`'s limit:
+#   DPVAE_COMMIT=<sha> PY=python3 timeout -k 40 550 workflow/campaigns/gpu-window.sh 8.5 --cores 16 \
+#     > $OUT/window.log 2>&1; tail -n 12 $OUT/window.log                           (timeout_s 598)
+# A SIGTERM stops the wave as the budget would (gpu_queue.stopped_by_signals). On 27 Nov 2026 (one H100) a call of
+# `timeout 580 gpu-window.sh 9.5 | tail` brought nothing back: the budget started after ~30 s of set-up, timeout's
+# SIGTERM killed the queue process but not Snakemake (a session of its own), which held the pipe to `tail` open
+# until the device tool's limit took the call and everything under $OUT with it.
 set -euo pipefail
+started=$(date +%s)  # the budget counts from here: the install, the join and the device check are in it
 cd "$(dirname "$0")/../.."
 PY=${PY:-python3}
 KEEP=${GPU_WINDOW_KEEP:-/tmp}
@@ -54,4 +64,5 @@ if [ ! -f "$weights" ] && compgen -G ".devinc*/*.part*" > /dev/null; then
 fi
 [ -f "$weights" ] && export DPVAE_INCEPTION_WEIGHTS=$weights
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
-"$PY" workflow/campaigns/gpu_queue.py run "${OUT:-/tmp/out}/queue" --budget "${1:-9}" "${@:2}"
+# exec: `timeout` then signals and waits for the queue itself, which stops its wave and packs before it exits
+exec "$PY" workflow/campaigns/gpu_queue.py run "${OUT:-/tmp/out}/queue" --budget "${1:-9}" --since "$started" "${@:2}"

@@ -31,7 +31,9 @@ In this workplace's device tool, one call = `workflow/campaigns/gpu-window.sh [B
 `.whl/`, joins the Inception weights once all their parts are there, runs this queue into $OUT/queue). A call carries
 at most 64 MiB, so a window with FID takes two calls back to back (the warm machine keeps what each carried):
     1. carry [.whl, .devinc1]                                  gpu-window.sh 0   (install only: ~60 MiB)
-    2. carry [.devinc2, .devdata/MANIFEST.tsv, .devdata/mnist]  gpu-window.sh 8   (join, then the next entries)
+    2. carry [.devinc2, .devdata/MANIFEST.tsv, .devdata/mnist]  gpu-window.sh 8.5 (join, then the next entries)
+The call's command, with its `timeout` and its output in a file under $OUT: gpu-window.sh's header; the budget counts
+from the call's start, and a SIGTERM stops the wave as the budget would (`stopped_by_signals`).
 Fashion-MNIST (30 MB) does not fit beside a weights part: on a machine that has both parts, carry
 [.devdata/MANIFEST.tsv, .devdata/fashion-mnist] with the call that runs its entries (the MNIST ones come first).
 (`.whl/`: workflow/campaigns/gpu-wheels.sh; `.devdata/`: the entries' datasets copied from ../shared/data with its
@@ -45,6 +47,7 @@ the wheels planned an entry on one H200 (26 Nov 2026); the first entries ran on 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import os
 import shutil
@@ -53,7 +56,9 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -287,22 +292,44 @@ def fid_ready() -> bool:
     return True
 
 
-def build(command: list[str], seconds: float) -> str:
-    """Run one entry's Snakemake in its own process group: 'ok', 'failed', or 'stopped' when `seconds` ran out."""
-    process = subprocess.Popen(command, cwd=ROOT, start_new_session=True)
+STOP = threading.Event()  # set by SIGTERM / SIGINT (`stopped_by_signals`): the call's own limit has come
+
+
+@contextlib.contextmanager
+def stopped_by_signals() -> Iterator[None]:
+    """While inside, SIGTERM (`timeout`'s: the call's limit) and SIGINT set STOP, which stops the running wave as its
+    budget would -- its process group killed, what finished packed, queue.txt written -- where the default action
+    killed this process alone: Snakemake runs in a session of its own, which a signal to this process group never
+    reaches, and it kept the call's output open until the device tool's limit took the call and all it had made (an
+    H100 call of 27 Nov 2026 brought nothing back that way)."""
+    previous = {sig: signal.signal(sig, lambda *_: STOP.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        return "ok" if process.wait(timeout=max(seconds, 1.0)) == 0 else "failed"
-    except subprocess.TimeoutExpired:
-        for sig, grace in ((signal.SIGTERM, 20), (signal.SIGKILL, None)):
-            try:
-                os.killpg(process.pid, sig)
-                process.wait(timeout=grace)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-            except ProcessLookupError:
-                break
-        return "stopped"
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def build(command: list[str], seconds: float) -> str:
+    """Run one entry's Snakemake in its own process group: 'ok', 'failed', or 'stopped' when `seconds` ran out or
+    STOP was set."""
+    process = subprocess.Popen(command, cwd=ROOT, start_new_session=True)
+    deadline = time.monotonic() + max(seconds, 1.0)
+    while process.poll() is None:
+        if STOP.wait(timeout=min(0.5, max(deadline - time.monotonic(), 0.0))) or time.monotonic() >= deadline:
+            break
+    if process.poll() is not None:
+        return "ok" if process.returncode == 0 else "failed"
+    for sig, grace in ((signal.SIGTERM, 20), (signal.SIGKILL, None)):
+        try:
+            os.killpg(process.pid, sig)
+            process.wait(timeout=grace)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+        except ProcessLookupError:
+            break
+    return "stopped"
 
 
 def check(device: str) -> str:
@@ -363,9 +390,19 @@ def _later(entry: Entry, left: float, room: Room) -> str:
     return f"{entry.name}: left for a later call ({entry.minutes:.0f} min > {max(left, 0.0):.1f} min left)"
 
 
-def run(entries: list[Entry], out: Path, budget: float, cores: int, dry_run: bool, device: str = "cuda") -> int:
-    """Run the ready entries in waves (`next_wave`) until the budget is spent; OUTDIR/queue.txt says, per entry in
-    queue order, what became of it, then per wave its predicted and measured minutes."""
+def run(
+    entries: list[Entry],
+    out: Path,
+    budget: float,
+    cores: int,
+    dry_run: bool,
+    device: str = "cuda",
+    since: float | None = None,
+) -> int:
+    """Run the ready entries in waves (`next_wave`) until the budget, counted from `since` (epoch seconds: the
+    call's start; default now), is spent or a signal stops the call; OUTDIR/queue.txt says, per entry in queue
+    order, what became of it, then per wave its predicted and measured minutes."""
+    budget -= (time.time() - since) / 60 if since is not None else 0.0
     out.mkdir(parents=True, exist_ok=True)
     try:
         header = check(device)
@@ -397,7 +434,7 @@ def run(entries: list[Entry], out: Path, budget: float, cores: int, dry_run: boo
         return text
 
     left, failed = budget, 0
-    while (wave := next_wave(ready, left, room)) is not None:
+    while not STOP.is_set() and (wave := next_wave(ready, left, room)) is not None:
         targets = [target for entry in wave.entries for target in entry.targets(skip)]
         command = [*snakemake, *(["-n"] if dry_run else []), f"--configfile={wave.entries[0].overlay}", *targets]
         print("==", wave.names(), ":", " ".join(command[1:5]), "...", flush=True)
@@ -424,7 +461,8 @@ def run(entries: list[Entry], out: Path, budget: float, cores: int, dry_run: boo
         ready = [entry for entry in ready if entry not in wave.entries]
         report()
     for entry in ready:
-        lines[entry.name] = _later(entry, left, room)
+        stopped = f"{entry.name}: left for a later call (this call was stopped)"
+        lines[entry.name] = stopped if STOP.is_set() else _later(entry, left, room)
     print(report(), end="")
     return 1 if failed else 0
 
@@ -499,6 +537,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("run", parents=[common])
     p.add_argument("out", type=Path)
     p.add_argument("--budget", type=float, default=9.0, help="minutes of work for this call")
+    p.add_argument("--since", type=float, help="epoch seconds the budget counts from (gpu-window.sh: the call's start)")
     p.add_argument("--cores", type=int, default=16)
     p.add_argument("--dry-run", action="store_true", help="snakemake -n for each entry that would run")
     p.add_argument(
@@ -514,7 +553,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.verb == "status":
         status(entries)
     elif args.verb == "run":
-        return run(entries, args.out, args.budget, args.cores, args.dry_run, args.device)
+        with stopped_by_signals():
+            return run(entries, args.out, args.budget, args.cores, args.dry_run, args.device, args.since)
     elif args.verb == "pack":
         by_name = {e.name: e for e in entries}
         unknown = [n for n in args.names if n not in by_name]
