@@ -2,12 +2,19 @@
 eager, used below `COMPILE_MIN_IMAGES`; channels-last compiled with frozen weights, used from it on).
 
     DPVAE_DATA_MIRROR=../shared/data python benchmarks/fid_features.py [--images 256] [--batch 64] [--repeats 3]
+    DPVAE_DATA_MIRROR=../shared/data python benchmarks/fid_features.py --device cuda [--images 4096] [--batches 64,256]
 
 Prints one line per path: images per wall second and per CPU second (process time, both threads: the fairer
 number on a machine shared with other jobs), the largest feature difference from the plain path relative to the
 largest feature, and the compile time; then the FLOPs per image (torch.utils.flop_counter, the plain path:
-about 5.7 GFLOP, the 299x299 InceptionV3) and the rate in GFLOP/s. The paths alternate, `--repeats` times, best
+about 11.4 GFLOP (5.7 GMAC), the 299x299 InceptionV3) and the rate in GFLOP/s. The paths alternate, `--repeats` times, best
 of the repeats per path. MNIST-shaped random images ([N, 1, 28, 28], resized to 299 inside the extractor).
+
+With `--device cuda`: the metric's own `statistics` (uint8 conversion, features, float64 sums on the GPU) per
+batch size of `--batches`, with the deterministic kernels a job runs with (`dpvae.devices.repeatable`) and without:
+images per second, GFLOP/s, and the largest difference of the mean feature from the first case's, relative to its
+largest entry. The FID jobs of DP²-VAE's paper protocol (60,000 images, batch 64) ran at ~170 images/s each with
+six at once on one H200 (benchmarks/README.md): what batch size and kernels a window's FID should use.
 """
 
 from __future__ import annotations
@@ -22,12 +29,51 @@ from dpvae.devices import device_name
 from dpvae.eval.fid import extractor, to_uint8_rgb, weights_path
 
 
+def on_cuda(images: int, batches: list[int]) -> None:
+    """The metric's `statistics` on CUDA per batch size, deterministic kernels on and off (see the docstring)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from dpvae.devices import repeatable, synchronize
+    from dpvae.eval.fid import statistics
+
+    weights = weights_path()
+    x = np.random.default_rng(0).random((images, 1, 28, 28)).astype(np.float32)
+    model = extractor(weights)
+    with FlopCounterMode(display=False) as counter:
+        model(torch.from_numpy(to_uint8_rgb(x[:1])))
+    gflop = counter.get_total_flops() / 1e9
+    print(f"device={device_name('cuda')} torch={torch.__version__} images={images} gflop_per_image={gflop:.2f}")
+    first = None
+    for setting in ("deterministic", "default"):
+        if setting == "deterministic":
+            repeatable("cuda")
+        else:
+            torch.use_deterministic_algorithms(False)
+            torch.backends.cudnn.deterministic = False
+        for batch in batches:
+            statistics(x[:batch], batch, weights, "cuda")  # warm-up: the model's load, cuDNN's plans
+            synchronize("cuda")
+            started = time.perf_counter()
+            mu = statistics(x, batch, weights, "cuda")["mu"]
+            per_s = images / (time.perf_counter() - started)
+            first = mu if first is None else first
+            relative = float(np.abs(mu - first).max() / np.abs(first).max())
+            print(
+                f"fid_statistics kernels={setting} batch={batch} images_per_s={per_s:.1f} "
+                f"gflop_per_s={per_s * gflop:.0f} max_rel_diff_mu={relative:.1e}"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=256)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--batches", default="64,256", help="with --device cuda: batch sizes, comma-separated")
     args = parser.parse_args()
+    if args.device == "cuda":
+        return on_cuda(args.images, [int(b) for b in args.batches.split(",")])
     from torch.utils.flop_counter import FlopCounterMode
     from torch_fidelity.feature_extractor_inceptionv3 import FeatureExtractorInceptionV3
 

@@ -9,7 +9,9 @@
 #   6. whether it pays for DP²-VAE's stage-2 step (its `compile` parameter) at the paper's widths, with FLOPs and
 #      operator calls / kernel launches per step,
 #   7. whether it pays for GS-WGAN's main-phase iteration (its `compile` parameter), with FLOPs per iteration,
-#   8. DP²-VAE's downstream classifiers (MLP, CNN epochs/s on 60,000 images, deterministic kernels on and off; LR).
+#   8. DP²-VAE's downstream classifiers (MLP, CNN epochs/s on 60,000 images, deterministic kernels on and off; LR),
+#   9. FID's statistics (the metric's own path) per batch size, deterministic kernels on and off (needs the
+#      Inception weights: DPVAE_INCEPTION_WEIGHTS, as gpu-window.sh joins them).
 #
 #   benchmarks/gpu.sh [OUTDIR]        (default benchmarks/out/gpu-<date>; PY=python to choose the interpreter)
 #   DEVICE=cpu benchmarks/gpu.sh      the same parts on the CPU at toy sizes (a check of the script: the CUDA
@@ -34,6 +36,7 @@ if [ "$DEVICE" = cuda ]; then
   gswgan_main=(--discriminators 100 --model-dim 64 --batch 32 --critic-iters 5 --steps 20 --repeats 3 \
     --compile reduce-overhead)
   classifiers=(--images 60000 --epochs 3)
+  fid=(--device cuda --images 4096 --batches 64,256,1024)
 else
   engines=(--quick) dp2vae=(--quick) gswgan=(--cases 4:2:4 --threads 1 --chunk 2 --iters 1 --repeats 1)
   compiled=(--quick --models mlp --engines nonprivate dpsgd --compile default)
@@ -41,8 +44,9 @@ else
   gswgan_main=(--discriminators 2 --model-dim 2 --batch 4 --critic-iters 1 --steps 1 --warmup 1 --repeats 1 \
     --compile default)
   classifiers=(--quick)
+  fid=(--images 16 --batch 8 --repeats 1)
 fi
-PARTS=${PARTS:-device tests engines dp2vae gswgan compiled dp2vae-compiled gswgan-compiled classifiers}
+PARTS=${PARTS:-device tests engines dp2vae gswgan compiled dp2vae-compiled gswgan-compiled classifiers fid}
 mkdir -p "$OUTDIR"
 export PYTHONPATH=src:tests${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 # cuBLAS' reproducible workspace for the whole pytest process (jobs set it themselves: dpvae.devices.repeatable)
@@ -72,5 +76,6 @@ part compiled 120 "$PY" benchmarks/dpsgd_step.py --device "$DEVICE" "${compiled[
 part dp2vae-compiled 180 "$PY" benchmarks/dp2vae_stage1.py --device "$DEVICE" --parts stage2 "${stage2[@]}"
 part gswgan-compiled 240 "$PY" benchmarks/gswgan_main.py --device "$DEVICE" "${gswgan_main[@]}"
 part classifiers 180 "$PY" benchmarks/image_classifiers.py --device "$DEVICE" "${classifiers[@]}"
+part fid 150 "$PY" benchmarks/fid_features.py "${fid[@]}"
 echo "== gpu.sh: ${#failed[@]} part(s) failed${failed[*]:+: ${failed[*]}}; logs in $OUTDIR"
 [ ${#failed[@]} -eq 0 ]
