@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import os
 import random
 import shlex
 import subprocess
@@ -230,3 +231,14 @@ def test_the_budget_counts_from_the_calls_start(tmp_path, monkeypatch):
     assert queue.run(ready, out, budget=9.5, cores=16, dry_run=True, device="cpu", since=time.time() - 480) == 0
     report = (out / "queue.txt").read_text()
     assert "wave" not in report and report.count("left for a later call") == len(ready), report
+
+
+def test_a_window_without_its_commit_stops_before_any_work(tmp_path):
+    """Rows recorded from a call without DPVAE_COMMIT would name no code: gpu-window.sh refuses in one line, before
+    installing or running anything (a --dry-run may go without it)."""
+    env = {k: v for k, v in os.environ.items() if k != "DPVAE_COMMIT"}
+    env.update(OUT=str(tmp_path / "out"), GPU_WINDOW_KEEP=str(tmp_path / "keep"), PY=sys.executable)
+    window = REPO_ROOT / "workflow" / "campaigns" / "gpu-window.sh"
+    call = subprocess.run([str(window), "1", "--device", "cpu"], capture_output=True, text=True, env=env, timeout=60)
+    assert call.returncode == 2 and "set DPVAE_COMMIT" in call.stderr and not call.stdout, call.stdout + call.stderr
+    assert not (tmp_path / "out").exists() and not (tmp_path / "keep").exists()

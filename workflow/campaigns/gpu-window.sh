@@ -5,7 +5,8 @@
 # finished (seconds); OPTIONs go to `gpu_queue.py run` (--dry-run, --queue FILE, --cores N, --device cpu);
 # results under $OUT/queue; $PY: python3. DPVAE_COMMIT: the commit the call's working tree is (`git rev-parse HEAD`
 # here, `-dirty` added for uncommitted changes), which the runs' train.json and so the recorded rows carry (the
-# copy on the device may carry an older commit's .git: DPVAE_COMMIT wins, dpvae.provenance.git_commit).
+# copy on the device may carry an older commit's .git: DPVAE_COMMIT wins, dpvae.provenance.git_commit); a call
+# without it stops before any work (but a --dry-run).
 # GPU_WINDOW_KEEP: where the machine keeps the wheels' install and the joined weights between calls (default /tmp).
 # Carrying .whl/ (workflow/campaigns/gpu-wheels.sh), .devdata/ (the entries' datasets from ../shared/data with its
 # MANIFEST.tsv) and, for FID, the Inception weights' parts .devinc<k>/ (workflow/campaigns/gpu-inception.sh split)
@@ -48,6 +49,11 @@ set -euo pipefail
 started=$(date +%s)  # the budget counts from here: the install, the join and the device check are in it
 cd "$(dirname "$0")/../.."
 PY=${PY:-python3}
+if [ -z "${DPVAE_COMMIT:-}" ] && [[ " ${*:2} " != *" --dry-run "* ]]; then
+  echo "gpu-window: set DPVAE_COMMIT=<sha> (git rev-parse HEAD where the call was prepared): without it every run's" \
+    "train.json, and so every row recorded from it, says commit 'unknown'; nothing ran" >&2
+  exit 2
+fi
 KEEP=${GPU_WINDOW_KEEP:-/tmp}
 if PYTHONPATH=$KEEP/site "$PY" -c "import snakemake, opacus, pypdf" 2> /dev/null; then
   echo "gpu-window: packages already importable"
@@ -55,7 +61,6 @@ else
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$KEEP/site" .whl/*.whl
   echo "gpu-window: installed $(ls .whl | wc -l) wheels into $KEEP/site"
 fi
-[ -n "${DPVAE_COMMIT:-}" ] || echo "gpu-window: DPVAE_COMMIT unset: the runs' train.json will say commit 'unknown'"
 export PYTHONPATH=$KEEP/site DPVAE_DATA_MIRROR=$PWD/.devdata
 weights=$KEEP/pt_inception-2015-12-05-fc-zeroed.pth
 if [ ! -f "$weights" ] && compgen -G ".devinc*/*.part*" > /dev/null; then
