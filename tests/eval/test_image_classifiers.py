@@ -51,9 +51,9 @@ def test_rows_report_accuracies_and_the_protocol_run(tmp_path):
 
 def _serial_fit(
     kind: str, x: np.ndarray, y: np.ndarray, test: tuple[np.ndarray, np.ndarray], options, seed: int
-) -> tuple[float, dict[str, torch.Tensor], int]:
+) -> tuple[float, dict[str, torch.Tensor], list[float]]:
     """One fit alone, as the metric trained each before its fits were vectorised: its test accuracy, best weights
-    and epochs run."""
+    and validation score after each epoch run."""
     generator = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     model = getattr(networks, kind)(tuple(x.shape[1:]), 3)
@@ -68,22 +68,22 @@ def _serial_fit(
         with torch.no_grad():
             return int((model(inputs).argmax(1) == labels).sum()) / len(labels)
 
-    best, best_state, waited, epochs = -1.0, copy.deepcopy(model.state_dict()), 0, 0
-    for epochs in range(1, options.max_epochs + 1):
+    best, best_state, waited, scores = -1.0, copy.deepcopy(model.state_dict()), 0, []
+    for _ in range(options.max_epochs):
         model.train()
         for part in train[torch.randperm(len(train), generator=generator)].split(options.batch_size):
             optimizer.zero_grad()
             F.cross_entropy(model(xt[part]), yt[part]).backward()
             optimizer.step()
-        score = accuracy(xt[val], yt[val])
-        if score > best:
-            best, best_state, waited = score, copy.deepcopy(model.state_dict()), 0
+        scores.append(accuracy(xt[val], yt[val]))
+        if scores[-1] > best:
+            best, best_state, waited = scores[-1], copy.deepcopy(model.state_dict()), 0
         else:
             waited += 1
             if waited >= options.patience:
                 break
     model.load_state_dict(best_state)
-    return accuracy(torch.from_numpy(test[0]), torch.from_numpy(test[1])), best_state, epochs
+    return accuracy(torch.from_numpy(test[0]), torch.from_numpy(test[1])), best_state, scores
 
 
 def _faint_images(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -91,40 +91,45 @@ def _faint_images(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     validation accuracy rises and falls and fits stop at different epochs."""
     rng = np.random.default_rng(seed)
     y = np.arange(n) % 3
-    return (rng.random((n, 1, 8, 8)) + 0.05 * y[:, None, None, None]).astype(np.float32), y
+    return (rng.random((n, 1, 8, 8)) + 0.03 * y[:, None, None, None]).astype(np.float32), y
 
 
-def _fits_equal_serial_fits(options: ImageClassifierOptions, seeds: list[int]) -> list[int]:
+FAINT = (*_faint_images(300, 2), _faint_images(90, 3))  # synthetic images, labels, (test images, labels)
+
+
+def _fits_equal_serial_fits(options: ImageClassifierOptions, seeds: list[int]) -> list[list[float]]:
     """The MLP's fits of `seeds` trained together against each trained alone: the same test accuracies, best
-    weights equal up to float rounding; the epochs each serial fit ran."""
-    x, y = _faint_images(300, 2)
-    test = _faint_images(90, 3)
+    weights equal up to float rounding; each serial fit's validation scores."""
+    x, y, test = FAINT
     got = classifiers._torch_accuracies("mlp", x, y, *test, 3, options, seeds)
     _, best = classifiers._fit_together("mlp", x, y, 3, options, seeds, "cpu")
-    epochs = []
+    scores = []
     for fit, seed in enumerate(seeds):
-        accuracy, state, ran = _serial_fit("mlp", x, y, test, options, seed)
+        accuracy, state, fit_scores = _serial_fit("mlp", x, y, test, options, seed)
         assert got[fit] == accuracy, f"fit {fit} (seed {seed})"
         for name, value in state.items():
             torch.testing.assert_close(best[name][fit], value, rtol=1e-5, atol=1e-6, msg=f"fit {fit}: {name}")
-        epochs.append(ran)
-    return epochs
+        scores.append(fit_scores)
+    return scores
 
 
 @pytest.mark.usefixtures("one_thread")
 def test_mlp_fits_trained_together_equal_each_fit_trained_alone():
     """Batches of 16 of 270 training images (the last one partial), 3 epochs with no early stop."""
     options = ImageClassifierOptions(batch_size=16, max_epochs=3, patience=4)
-    assert _fits_equal_serial_fits(options, [11, 12, 13]) == [3, 3, 3]
+    assert [len(scores) for scores in _fits_equal_serial_fits(options, [11, 12, 13])] == [3, 3, 3]
 
 
 @pytest.mark.usefixtures("one_thread")
 def test_each_fit_stops_early_on_its_own_validation_split():
-    """Patience 2: each fit stops after two epochs without a better validation score, the last ones later than
-    the first: the stopped ones train on but keep their best weights and score."""
+    """Patience 2, two fits: seed 4's stops at epoch 3 and would beat its best validation score had it trained on,
+    seed 0's stops at epoch 7, its best weights those of an epoch after the first fit stopped. Together both step
+    to epoch 7; the first keeps its own best weights and score."""
     options = ImageClassifierOptions(batch_size=16, max_epochs=12, patience=2)
-    epochs = _fits_equal_serial_fits(options, [0, 1, 2, 3])
-    assert len(set(epochs)) > 1 and max(epochs) < options.max_epochs, epochs
+    early, late = _fits_equal_serial_fits(options, [4, 0])
+    assert len(early) + options.patience <= len(late) < options.max_epochs, (len(early), len(late))
+    trained_on = _serial_fit("mlp", *FAINT, replace(options, patience=options.max_epochs), 4)[2]
+    assert max(trained_on[len(early) : len(late)]) > max(early), "the early fit would have found better weights"
 
 
 # -- resuming after finished classifiers (a job killed at a device call's budget reruns only the missing ones) -----
