@@ -9,7 +9,8 @@
 #   6. whether it pays for DP²-VAE's stage-2 step (its `compile` parameter) at the paper's widths, with FLOPs and
 #      operator calls / kernel launches per step,
 #   7. whether it pays for GS-WGAN's main-phase iteration (its `compile` parameter), with FLOPs per iteration,
-#   8. DP²-VAE's downstream classifiers (MLP, CNN epochs/s on 60,000 images, deterministic kernels on and off; LR),
+#   8. DP²-VAE's downstream classifiers (MLP, CNN: 5 fits trained together, epochs/s on 60,000 images, deterministic
+#      kernels on and off; LR),
 #   9. FID's statistics (the metric's own path) per batch size, deterministic kernels on and off (needs the
 #      Inception weights: DPVAE_INCEPTION_WEIGHTS, as gpu-window.sh joins them).
 #

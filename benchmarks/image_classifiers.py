@@ -1,14 +1,16 @@
-"""DP²-VAE's downstream classifiers per device: epochs per second of the MLP and the CNN through the metric's own fit.
+"""DP²-VAE's downstream classifiers per device: epochs per second of the MLP's and the CNN's fits trained together.
 
-    python benchmarks/image_classifiers.py [--device cuda] [--images 60000] [--epochs 3] [--quick]
+    python benchmarks/image_classifiers.py [--device cuda] [--images 60000] [--epochs 3] [--repeats 5] [--quick]
 
-Each fit is `dpvae.eval.image_classifiers._torch_accuracy` on `--images` random MNIST-shaped images (10 classes,
-batch 512, 10 % held out: every epoch also scores the held-out part, as in a job) for `--epochs` epochs (patience
-above them: no early stop). On CUDA twice, with the deterministic kernels a job runs with
-(`dpvae.devices.repeatable`) and without them; on the CPU once. Then LR's one fit (scikit-learn, the CPU) on the
-same images, and per classifier the FLOPs of one training step per image (torch.utils.flop_counter) and the rate in
-GFLOP/s. A job of the paper's protocol runs LR once and each of MLP and CNN 5 times to early stopping (30-60 epochs
-each on 60,000 MNIST-like images, measured on one H200; docs/dp2vae.md).
+Per classifier, `--repeats` fits trained together as a job trains them (`dpvae.eval.image_classifiers.
+_torch_accuracies`: one vectorised loop) on `--images` random MNIST-shaped images (10 classes, batch 512, 10 % held
+out: every epoch also scores the held-out part, as in a job) for `--epochs` epochs (patience above them: no early
+stop): epochs per second of the fits together (`epochs_per_s`) and the per-fit rate that would do as much one fit
+after another (`fit_epochs_per_s`, `--repeats` times it). On CUDA twice, with the deterministic kernels a job runs
+with (`dpvae.devices.repeatable`) and without them; on the CPU once. Then LR's one fit (scikit-learn, the CPU) on
+the same images, and per classifier the FLOPs of one training step per image (torch.utils.flop_counter) and the
+rate of all the fits in GFLOP/s. A job of the paper's protocol runs LR once and the MLP's and the CNN's 5 fits to
+early stopping (30-60 epochs each on 60,000 MNIST-like images, measured on one H200; docs/dp2vae.md).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import numpy as np
 import torch
 
 from dpvae.devices import device_argument, device_name, repeatable, synchronize
-from dpvae.eval.image_classifiers import ImageClassifierOptions, _lr_accuracy, _torch_accuracy
+from dpvae.eval.image_classifiers import ImageClassifierOptions, _lr_accuracy, _torch_accuracies
 from dpvae.models import classifiers
 
 CLASSES = 10
@@ -36,11 +38,12 @@ def step_flops(kind: str, shape: tuple[int, ...]) -> int:
     return counter.get_total_flops()
 
 
-def epochs_per_s(kind: str, x: np.ndarray, y: np.ndarray, epochs: int, device: str) -> float:
+def epochs_per_s(kind: str, x: np.ndarray, y: np.ndarray, epochs: int, repeats: int, device: str) -> float:
+    """Epochs per second of `repeats` fits trained together."""
     options = ImageClassifierOptions(max_epochs=epochs, patience=epochs + 1)
     synchronize(device)
     started = time.perf_counter()
-    _torch_accuracy(kind, x, y, x[:2048], y[:2048], CLASSES, options, seed=0, device=device)
+    _torch_accuracies(kind, x, y, x[:2048], y[:2048], CLASSES, options, list(range(repeats)), device)
     synchronize(device)
     return epochs / (time.perf_counter() - started)
 
@@ -50,10 +53,13 @@ def main() -> None:
     device_argument(parser)
     parser.add_argument("--images", type=int, default=60_000)
     parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5, help="fits of a classifier trained together (a job's 5)")
     parser.add_argument("--quick", action="store_true", help="1,024 images, 1 epoch: a check of the script")
     args = parser.parse_args()
     if args.quick:
         args.images, args.epochs = 1024, 1
+    if args.repeats < 1:
+        raise SystemExit(f"image_classifiers: --repeats {args.repeats}; it takes 1 or more fits")
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("image_classifiers: --device cuda, but torch sees no CUDA device")
     rng = np.random.default_rng(0)
@@ -69,12 +75,12 @@ def main() -> None:
             else:
                 torch.use_deterministic_algorithms(False)
                 torch.backends.cudnn.deterministic = False
-            epochs_per_s(kind, x[:1024], y[:1024], 1, args.device)  # warm-up: kernels chosen, memory pooled
-            rate = epochs_per_s(kind, x, y, args.epochs, args.device)
-            gflop_per_s = rate * 0.9 * args.images * flops / 1e9  # the 90 % trained on
+            epochs_per_s(kind, x[:1024], y[:1024], 1, args.repeats, args.device)  # warm-up: kernels, memory pool
+            rate = epochs_per_s(kind, x, y, args.epochs, args.repeats, args.device)
+            gflop_per_s = rate * args.repeats * 0.9 * args.images * flops / 1e9  # the 90 % trained on
             print(
-                f"image_classifiers kind={kind} kernels={setting} epochs_per_s={rate:.3f} "
-                f"flop_per_image_step={flops} gflop_per_s={gflop_per_s:.1f}",
+                f"image_classifiers kind={kind} kernels={setting} repeats={args.repeats} epochs_per_s={rate:.3f} "
+                f"fit_epochs_per_s={rate * args.repeats:.3f} flop_per_image_step={flops} gflop_per_s={gflop_per_s:.1f}",
                 flush=True,
             )
     started = time.perf_counter()

@@ -6,22 +6,32 @@ synthetic set held out for early stopping (patience 10 epochs, at most 300, best
 as in DP-Sinkhorn's code. "5 runs" are read as 5 classifier trainings (seeds) on one synthetic set, and
 their mean (and standard deviation) is reported.
 
-Device: the MLP and CNN train on the run's device. Their initial weights (built on the CPU after
-`torch.manual_seed(seed)`), the validation split and every epoch's batch order come from CPU streams in the
-same order on every device, so the MLP on CUDA follows the CPU's training up to float rounding; the CNN's
-dropout masks come from the device's own generator (seeded alike), so on CUDA it is the same protocol with
-other masks: its accuracy agrees with the CPU's statistically, not to rounding. LR (scikit-learn) runs on the CPU.
+Fits together: a classifier's `repeats` fits (MLP or CNN) train in one vectorised loop on the run's device
+(`torch.func`: their weights stacked, one `vmap`ped forward and backward a step, one Adam over the stack, which is R
+separate Adams since its update is elementwise), so one step's operator calls serve every fit. Each fit keeps its
+own: initial weights (built on the CPU after `torch.manual_seed(seed)`), a CPU `torch.Generator(seed)` for its
+validation split and every epoch's batch order (the draws a fit trained alone makes, in its order), early stopping
+on its own split and its best weights, which give its test accuracy. The cost: every fit steps until the last one
+stops (or `max_epochs`), a stopped fit's score and best weights frozen, so the loop runs the slowest fit's epochs
+and a fit that stopped earlier trains on uselessly (R times the slowest fit's FLOPs: on a CPU that is the time,
+on a host-bound GPU a step of R fits takes about one fit's).
 
-Resuming: each fit depends on nothing but its own seed, so a killed job resumes after its finished fits. Each fit's
-accuracy goes into `<run>/metrics/.image_classifiers.fits.json` (`paths.metric_fits_file`, written atomically)
-under a key of what decides every fit (options, the synthetic records' sha256, the test split's size, the classes,
-the device, the seeds); a rerun skips the fits stored under its key (a file of another key is ignored and replaced)
-and returns the same rows; the file is removed once every fit is done.
+Random streams: the MLP draws nothing else, so on every device each of its fits follows the serial CPU training of
+its seed up to float rounding (tested). The CNN's dropout masks come from one stream for all R fits: the device's
+generator seeded, once the weights are built, by a hash of the fits' seeds (deterministic per run); these are
+other masks than a fit trained alone draws, so its accuracy agrees with such a fit statistically, not to
+rounding. LR (scikit-learn) runs on the CPU.
+
+Resuming: the unit of work is one classifier's fits (LR's one, the MLP's or CNN's R together), depending on nothing
+but their seeds, so a killed job resumes after its finished classifiers. Their accuracies go into
+`<run>/metrics/.image_classifiers.fits.json` (`paths.metric_fits_file`, written atomically) under a key of what
+decides every fit (options, the synthetic records' sha256, the test split's size, the classes, the device, the
+seeds, `TRAINING`: a file of the serial fits never mixes in); a rerun skips the classifiers stored under its key (a
+file of another key is ignored and replaced) and returns the same rows; the file is removed once every fit is done.
 """
 
 from __future__ import annotations
 
-import copy
 import functools
 import hashlib
 import json
@@ -29,7 +39,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -42,8 +52,13 @@ from dpvae.paths import metric_fits_file
 from dpvae.progress import Progress
 from dpvae.provenance import sha256_json
 
+if TYPE_CHECKING:
+    import torch
+
 Classifier = Literal["lr", "mlp", "cnn"]
 NAME = "image_classifiers"
+#: how the fits train, in the resume file's key (the serial fits' files had none)
+TRAINING = "vectorised: a classifier's repeats in one torch.func.vmap loop"
 log = logging.getLogger(__name__)
 
 
@@ -60,7 +75,11 @@ class ImageClassifierOptions(MetricOptions):
     max_test: int | None = param(None, "evaluate on the first n real test images (null = all)", minimum=1)
 
 
-def _torch_accuracy(
+#: each fit's share of right answers, given the fits' stacked weights, inputs [R, n, ...] and labels [R, n]
+Scorer = Callable[[dict[str, "torch.Tensor"], "torch.Tensor", "torch.Tensor"], list[float]]
+
+
+def _torch_accuracies(
     kind: str,
     x: np.ndarray,
     y: np.ndarray,
@@ -68,52 +87,89 @@ def _torch_accuracy(
     test_y: np.ndarray,
     classes: int,
     options: ImageClassifierOptions,
-    seed: int,
+    seeds: list[int],
     device: str = "cpu",
-) -> float:
-    """Train one MLP/CNN on `device` with early stopping on a seeded validation split; accuracy on
-    (test_x, test_y). Random streams: see the module docstring."""
+) -> list[float]:
+    """Train one MLP/CNN per seed, all together on `device` (`_fit_together`); each fit's accuracy on
+    (test_x, test_y) with its best weights."""
     import torch
+
+    accuracies, best = _fit_together(kind, x, y, classes, options, seeds, device)
+    tx, ty = torch.from_numpy(test_x).to(device), torch.from_numpy(test_y).to(device)
+    return accuracies(best, tx.expand(len(seeds), *tx.shape), ty.expand(len(seeds), *ty.shape))
+
+
+def _fit_together(
+    kind: str,
+    x: np.ndarray,
+    y: np.ndarray,
+    classes: int,
+    options: ImageClassifierOptions,
+    seeds: list[int],
+    device: str,
+) -> tuple[Scorer, dict[str, torch.Tensor]]:
+    """One MLP/CNN per seed trained in one vectorised loop, each with early stopping on its own seeded validation
+    split: their scorer and best weights stacked [R, ...]. Random streams and cost: see the module docstring."""
+    import torch
+    from torch.func import functional_call, stack_module_state, vmap
     from torch.nn import functional as F
 
     from dpvae.models import classifiers
 
-    generator = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
-    model = getattr(classifiers, kind)(tuple(x.shape[1:]), classes).to(device)
-    optimizer = torch.optim.Adam(model.parameters())
-    order = torch.randperm(len(y), generator=generator)
+    generators, models = [], []
+    for seed in seeds:
+        generators.append(torch.Generator().manual_seed(seed))
+        torch.manual_seed(seed)
+        models.append(getattr(classifiers, kind)(tuple(x.shape[1:]), classes).to(device))
+    torch.manual_seed(int(sha256_json(seeds)[:8], 16))  # the dropout masks' one stream
+    params, buffers = stack_module_state(models)
+    weights = {**params, **buffers}
+    base = models[0].to("meta")  # the architecture only: every fit's weights come with a call
+    net = vmap(lambda state, inputs: functional_call(base, state, (inputs,)), randomness="different")
+    optimizer = torch.optim.Adam(params.values())
+    orders = [torch.randperm(len(y), generator=generator) for generator in generators]
     n_val = max(1, int(round(options.val_fraction * len(y))))
-    val, train = order[:n_val].to(device), order[n_val:]
+    val, train = torch.stack([order[:n_val] for order in orders]).to(device), [order[n_val:] for order in orders]
     xt, yt = torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
 
-    def accuracy(inputs: torch.Tensor, labels: torch.Tensor) -> float:
-        model.eval()
+    def accuracies(state: dict[str, torch.Tensor], inputs: torch.Tensor, labels: torch.Tensor) -> list[float]:
+        """Each fit's share of right answers; inputs [R, n, ...], labels [R, n]."""
+        base.eval()
         with torch.no_grad():
             hits = sum(
-                int((model(inputs[s : s + 2048]).argmax(1) == labels[s : s + 2048]).sum())
-                for s in range(0, len(labels), 2048)
+                (net(state, inputs[:, s : s + 2048]).argmax(-1) == labels[:, s : s + 2048]).sum(1)
+                for s in range(0, labels.shape[1], 2048)
             )
-        return hits / len(labels)
+        return [h / labels.shape[1] for h in hits.tolist()]
 
-    best, best_state, waited = -1.0, copy.deepcopy(model.state_dict()), 0
-    progress = Progress(f"{kind} classifier (at most; early stopping)", options.max_epochs, "epochs")
+    best, waited = [-1.0] * len(seeds), [0] * len(seeds)  # each fit's best validation score, epochs since it
+    best_state = {name: value.detach().clone() for name, value in weights.items()}
+    progress = Progress(f"{len(seeds)} {kind} classifiers (at most; early stopping)", options.max_epochs, "epochs")
     for _ in range(options.max_epochs):
-        model.train()
-        for part in train[torch.randperm(len(train), generator=generator)].to(device).split(options.batch_size):
+        base.train()
+        batches = torch.stack([part[torch.randperm(len(part), generator=g)] for part, g in zip(train, generators)])
+        for part in batches.to(device).split(options.batch_size, dim=1):
             optimizer.zero_grad()
-            F.cross_entropy(model(xt[part]), yt[part]).backward()
+            logits = net(weights, xt[part])  # [R, B, classes]
+            # each fit's mean loss, summed: each fit's gradient is its own loss's
+            (F.cross_entropy(logits.flatten(0, 1), yt[part].flatten(), reduction="sum") / part.shape[1]).backward()
             optimizer.step()
         progress.advance()
-        score = accuracy(xt[val], yt[val])
-        if score > best:
-            best, best_state, waited = score, copy.deepcopy(model.state_dict()), 0
-        else:
-            waited += 1
-            if waited >= options.patience:
-                break
-    model.load_state_dict(best_state)
-    return accuracy(torch.from_numpy(test_x).to(device), torch.from_numpy(test_y).to(device))
+        improved = [False] * len(seeds)
+        for fit, score in enumerate(accuracies(weights, xt[val], yt[val])):
+            if waited[fit] >= options.patience:
+                continue  # stopped: its score and best weights stay
+            if score > best[fit]:
+                best[fit], waited[fit], improved[fit] = score, 0, True
+            else:
+                waited[fit] += 1
+        if any(improved):
+            mask = torch.tensor(improved, device=device)
+            for name, value in best_state.items():
+                value[mask] = weights[name].detach()[mask]
+        if min(waited) >= options.patience:
+            break
+    return accuracies, best_state
 
 
 def _lr_accuracy(x: np.ndarray, y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray, seed: int) -> float:
@@ -132,12 +188,12 @@ def _lr_accuracy(x: np.ndarray, y: np.ndarray, test_x: np.ndarray, test_y: np.nd
 
 @dataclass
 class FinishedFits:
-    """The resume file: each finished fit's accuracy by fit name ('lr', 'mlp/0', ...), under the key of what
-    decides the fits."""
+    """The resume file: each finished classifier's accuracies (one a fit) by classifier ('lr', 'mlp', 'cnn'), under
+    the key of what decides the fits."""
 
     path: Path
     key: str
-    scores: dict[str, float] = field(default_factory=dict)
+    scores: dict[str, list[float]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path, key: str) -> FinishedFits:
@@ -147,23 +203,28 @@ class FinishedFits:
             return fits
         try:
             saved = json.loads(path.read_text())
-            scores = {str(name): float(score) for name, score in saved["fits"].items()} if saved["key"] == key else {}
+            scores = (
+                {str(kind): [float(score) for score in scores] for kind, scores in saved["fits"].items()}
+                if saved["key"] == key
+                else {}
+            )
         except (OSError, ValueError, TypeError, KeyError, AttributeError) as error:
             log.warning("ignoring unreadable %s (%s); fitting every classifier", path, error)
             return fits
         if not scores:
-            log.info("ignoring %s: written for other options, samples or device", path)
+            log.info("ignoring %s: written for other options, samples, device or training", path)
         else:
-            log.info("resuming after %d finished fits (%s) from %s", len(scores), ", ".join(scores), path)
+            log.info("resuming after the finished classifiers %s from %s", ", ".join(scores), path)
         fits.scores = scores
         return fits
 
-    def score(self, name: str, fit: Callable[[], float]) -> float:
-        """The stored accuracy of fit `name`, else `fit()`'s, stored at once (a file of another key is replaced)."""
-        if name not in self.scores:
-            self.scores[name] = float(fit())
+    def accuracies(self, kind: str, fit: Callable[[], list[float]]) -> list[float]:
+        """The stored accuracies of classifier `kind`'s fits, else `fit()`'s, stored at once (a file of another key
+        is replaced)."""
+        if kind not in self.scores:
+            self.scores[kind] = [float(score) for score in fit()]
             write_json(self.path, {"key": self.key, "fits": self.scores})
-        return self.scores[name]
+        return self.scores[kind]
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
@@ -171,7 +232,7 @@ class FinishedFits:
 
 def _fits_key(ctx: EvalContext, x: np.ndarray, y: np.ndarray, n_test: int, classes: int, seeds: dict[str, int]) -> str:
     """sha256 of what decides every fit: the options, the synthetic records, the test split's size, the classes,
-    the device and each fit's seed."""
+    the device, each fit's seed and how the fits train."""
     records = hashlib.sha256()
     for array in (x, y):
         records.update(f"{array.dtype.str}{array.shape}".encode())
@@ -184,6 +245,7 @@ def _fits_key(ctx: EvalContext, x: np.ndarray, y: np.ndarray, n_test: int, class
             "classes": classes,
             "device": ctx.run.device,
             "seeds": seeds,
+            "training": TRAINING,
         }
     )
 
@@ -223,14 +285,15 @@ def image_classifiers(ctx: EvalContext) -> Rows:
     key = _fits_key(ctx, x, y, len(test_y), classes, seeds)
     fits = FinishedFits.load(metric_fits_file(ctx.out_dir, NAME), key)
 
-    def fit(kind: str, seed: int) -> float:
+    def fit(kind: str, names: list[str]) -> list[float]:
         if kind == "lr":
-            return _lr_accuracy(x, y, test_x, test_y, seed)
-        return _torch_accuracy(kind, x, y, test_x, test_y, classes, ctx.options, seed, ctx.run.device)
+            return [_lr_accuracy(x, y, test_x, test_y, seeds["lr"])]
+        fit_seeds = [seeds[name] for name in names]
+        return _torch_accuracies(kind, x, y, test_x, test_y, classes, ctx.options, fit_seeds, ctx.run.device)
 
     rows = []
     for kind, names in fit_names:
-        scores = [fits.score(name, functools.partial(fit, kind, seeds[name])) for name in names]
+        scores = fits.accuracies(kind, functools.partial(fit, kind, names))
         rows += [
             {"metric": "accuracy", "classifier": kind, "value": float(np.mean(scores))},
             {"metric": "accuracy_std", "classifier": kind, "value": float(np.std(scores))},
