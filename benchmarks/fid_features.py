@@ -7,8 +7,8 @@ eager, used below `COMPILE_MIN_IMAGES`; channels-last compiled with frozen weigh
 Prints one line per path: images per wall second and per CPU second (process time, both threads: the fairer
 number on a machine shared with other jobs), the largest feature difference from the plain path relative to the
 largest feature, and the compile time; then the FLOPs per image (torch.utils.flop_counter, the plain path:
-about 11.4 GFLOP (5.7 GMAC), the 299x299 InceptionV3) and the rate in GFLOP/s. The paths alternate, `--repeats` times, best
-of the repeats per path. MNIST-shaped random images ([N, 1, 28, 28], resized to 299 inside the extractor).
+about 11.4 GFLOP (5.7 GMAC), the 299x299 InceptionV3) and the rate in GFLOP/s. The paths alternate, `--repeats`
+times, best of the repeats per path. MNIST-shaped random images ([N, 1, 28, 28], resized to 299 inside the extractor).
 
 With `--device cuda`: the metric's own `statistics` (uint8 conversion, features, float64 sums on the GPU) per
 batch size of `--batches`, with the deterministic kernels a job runs with (`dpvae.devices.repeatable`) and without:
