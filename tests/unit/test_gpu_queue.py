@@ -242,3 +242,20 @@ def test_a_window_without_its_commit_stops_before_any_work(tmp_path):
     call = subprocess.run([str(window), "1", "--device", "cpu"], capture_output=True, text=True, env=env, timeout=60)
     assert call.returncode == 2 and "set DPVAE_COMMIT" in call.stderr and not call.stdout, call.stdout + call.stderr
     assert not (tmp_path / "out").exists() and not (tmp_path / "keep").exists()
+
+
+def test_a_failed_job_loses_nothing_its_wave_finished(tmp_path, monkeypatch):
+    """One failed job (a metric's CUDA path, say) must not cost a window the rest: Snakemake keeps going past it and
+    prints its log, and the wave's entries are packed with what finished, the report saying so."""
+    queue = _queue()
+    monkeypatch.setattr(queue, "ROOT", tmp_path)  # no run of any entry started on this "machine"
+    commands, packed = [], []
+    monkeypatch.setattr(queue, "build", lambda command, seconds: commands.append(command) or "failed")
+    monkeypatch.setattr(queue, "pack", lambda entry, out: packed.append(entry.name) or f"{entry.name}.tar.gz: 0.1 MiB")
+    ready = [e for e in queue.load_queue() if not e.blocked and not e.recorded()]
+    out = tmp_path / "out"
+    assert queue.run(ready, out, budget=9.5, cores=16, dry_run=False, device="cpu") == 1
+    assert commands and all({"--keep-going", "--show-failed-logs"} <= set(command) for command in commands)
+    report = (out / "queue.txt").read_text()
+    first = ready[0].name
+    assert first in packed and f"{first}: failed in" in report and f"{first}.tar.gz: 0.1 MiB" in report, report

@@ -15,9 +15,10 @@ left); one Snakemake builds every run's metrics of the wave, all runs sharing th
 evaluate=1`). A wave still running when the budget is spent is stopped
 (its process group killed) before the device's own limit, so the report comes back; the next call on the same warm
 machine resumes it first, whatever its prediction (stale locks removed, `--rerun-incomplete`, training from the
-runs' checkpoints, DP²-VAE's image classifiers after their finished fits). An entry that needs FID while the
+runs' checkpoints, DP²-VAE's image classifiers after their finished classifiers). An entry that needs FID while the
 Inception weights are not on the machine builds its other metrics and says FID is left.
-Each finished entry, and each stopped one with the runs it finished so far, is packed into OUTDIR/<entry>.tar.gz:
+Each finished entry, and each stopped or failed one with what its jobs finished (Snakemake `--keep-going`: a failed
+job stops no other; `--show-failed-logs`: its log in the call's output), is packed into OUTDIR/<entry>.tar.gz:
 the runs' ledgers, train.json, metrics, benchmarks and models (never checkpoints, samples or a metric's resume
 point), split into parts of at most 15 MiB while OUTDIR holds at most the 8 files a call brings back (else without
 models, named in queue.txt), so that `unpack` + Snakemake here build the tables without retraining. OUTDIR/queue.txt,
@@ -412,7 +413,8 @@ def run(
         return 2
     shutil.rmtree(ROOT / ".snakemake" / "locks", ignore_errors=True)  # a call stopped at its limit leaves them
     snakemake = [sys.executable, "-m", "snakemake", "--cores", str(cores), "--set-threads", "train=1", "evaluate=1"]
-    snakemake += ["--rerun-incomplete"]
+    # a failed job neither stops its wave's other jobs nor loses what they finish; its log goes to the call's output
+    snakemake += ["--rerun-incomplete", "--keep-going", "--show-failed-logs"]
     skip = () if fid_ready() else ("fid",)
     room = free_room(device, cores)
     lines: dict[str, str] = {}
@@ -445,13 +447,15 @@ def run(
         failed += outcome == "failed"
         others = len(wave.entries) - 1
         for entry in wave.entries:
-            packed = pack(entry, out) if outcome != "failed" and not dry_run else "nothing packed"
+            packed = "nothing packed" if dry_run else pack(entry, out)
             beside = f" (side by side with {others} other entr{'y' if others == 1 else 'ies'})" if others else ""
             line = f"{entry.name}: {outcome} in {took:.1f} min{beside}; {packed}"
             if outcome == "stopped":
                 line += (
                     " (the runs finished so far); resumes from its checkpoints in the next call on this warm machine"
                 )
+            elif outcome == "failed":
+                line += " (the jobs that finished; the failed job's log is in this call's output)"
             if "fid" in skip and "fid" in entry.metrics:
                 line += "; FID left (no Inception weights here: workflow/campaigns/gpu-inception.sh join)"
             lines[entry.name] = line
