@@ -45,11 +45,7 @@ def on_cuda(images: int, batches: list[int]) -> None:
     print(f"device={device_name('cuda')} torch={torch.__version__} images={images} gflop_per_image={gflop:.2f}")
     first = None
     for setting in ("deterministic", "default"):
-        if setting == "deterministic":
-            repeatable("cuda")
-        else:
-            torch.use_deterministic_algorithms(False)
-            torch.backends.cudnn.deterministic = False
+        repeatable("cuda", on=setting == "deterministic")
         for batch in batches:
             statistics(x[:batch], batch, weights, "cuda")  # warm-up: the model's load, cuDNN's plans
             synchronize("cuda")

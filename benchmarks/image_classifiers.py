@@ -70,11 +70,7 @@ def main() -> None:
     for kind in ("mlp", "cnn"):
         flops = step_flops(kind, x.shape[1:])
         for setting in settings:
-            if setting == "deterministic":
-                repeatable(args.device)
-            else:
-                torch.use_deterministic_algorithms(False)
-                torch.backends.cudnn.deterministic = False
+            repeatable(args.device, on=setting == "deterministic")
             epochs_per_s(kind, x[:1024], y[:1024], 1, args.repeats, args.device)  # warm-up: kernels, memory pool
             rate = epochs_per_s(kind, x, y, args.epochs, args.repeats, args.device)
             gflop_per_s = rate * args.repeats * 0.9 * args.images * flops / 1e9  # the 90 % trained on

@@ -25,16 +25,17 @@ def resolve_device(wanted: str = "auto") -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def repeatable(device: str) -> None:
-    """Deterministic kernels on CUDA (call before the job's first CUDA kernel); nothing on the CPU."""
+def repeatable(device: str, on: bool = True) -> None:
+    """Deterministic kernels on CUDA (call before the job's first CUDA kernel); nothing on the CPU. `on=False` puts
+    the default kernels back (a benchmark's comparison; jobs never do)."""
     if not device.startswith("cuda"):
         return
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
     import torch
 
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.use_deterministic_algorithms(on, warn_only=True)
     torch.backends.cudnn.benchmark = False
-    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.deterministic = on
 
 
 def device_name(device: str) -> str:

@@ -15,8 +15,8 @@ left); one Snakemake builds every run's metrics of the wave, all runs sharing th
 evaluate=1`). A wave still running when the budget is spent is stopped
 (its process group killed) before the device's own limit, so the report comes back; the next call on the same warm
 machine resumes it first, whatever its prediction (stale locks removed, `--rerun-incomplete`, training from the
-runs' checkpoints, DP²-VAE's image classifiers after their finished classifiers). An entry that needs FID while the
-Inception weights are not on the machine builds its other metrics and says FID is left.
+runs' checkpoints, DP²-VAE's image classifiers after the classifiers they finished). An entry that needs FID while
+the Inception weights are not on the machine builds its other metrics and says FID is left.
 Each finished entry, and each stopped or failed one with what its jobs finished (Snakemake `--keep-going`: a failed
 job stops no other; `--show-failed-logs`: its log in the call's output), is packed into OUTDIR/<entry>.tar.gz:
 the runs' ledgers, train.json, metrics, benchmarks and models (never checkpoints, samples or a metric's resume
