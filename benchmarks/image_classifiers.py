@@ -1,12 +1,12 @@
-"""DP²-VAE's downstream classifiers per device: epochs per second of the MLP's and the CNN's fits trained together.
+"""DP²-VAE's downstream classifiers per device: epochs per second of the MLP's and the CNN's fits as a job trains them.
 
     python benchmarks/image_classifiers.py [--device cuda] [--images 60000] [--epochs 3] [--repeats 5] [--quick]
 
-Per classifier, `--repeats` fits trained together as a job trains them (`dpvae.eval.image_classifiers.
-_torch_accuracies`: one vectorised loop) on `--images` random MNIST-shaped images (10 classes, batch 512, 10 % held
-out: every epoch also scores the held-out part, as in a job) for `--epochs` epochs (patience above them: no early
-stop): epochs per second of the fits together (`epochs_per_s`) and the per-fit rate that would do as much one fit
-after another (`fit_epochs_per_s`, `--repeats` times it). On CUDA twice, with the deterministic kernels a job runs
+Per classifier, `--repeats` fits trained as a job trains them (`dpvae.eval.image_classifiers.fit_groups`: together
+in one vectorised loop on CUDA, one at a time on the CPU) on `--images` random MNIST-shaped images (10 classes,
+batch 512, 10 % held out: every epoch also scores the held-out part, as in a job) for `--epochs` epochs (patience
+above them: no early stop): epochs per second of all the fits (`epochs_per_s`) and per fit (`fit_epochs_per_s`,
+`--repeats` times it). On CUDA twice, with the deterministic kernels a job runs
 with (`dpvae.devices.repeatable`) and without them; on the CPU once. Then LR's one fit (scikit-learn, the CPU) on
 the same images, and per classifier the FLOPs of one training step per image (torch.utils.flop_counter) and the
 rate of all the fits in GFLOP/s. A job of the paper's protocol runs LR once and the MLP's and the CNN's 5 fits to
@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from dpvae.devices import device_argument, device_name, repeatable, synchronize
-from dpvae.eval.image_classifiers import ImageClassifierOptions, _lr_accuracy, _torch_accuracies
+from dpvae.eval.image_classifiers import ImageClassifierOptions, _lr_accuracy, _torch_accuracies, fit_groups
 from dpvae.models import classifiers
 
 CLASSES = 10
@@ -39,11 +39,12 @@ def step_flops(kind: str, shape: tuple[int, ...]) -> int:
 
 
 def epochs_per_s(kind: str, x: np.ndarray, y: np.ndarray, epochs: int, repeats: int, device: str) -> float:
-    """Epochs per second of `repeats` fits trained together."""
+    """Epochs per second of `repeats` fits, trained as a job trains them on `device`."""
     options = ImageClassifierOptions(max_epochs=epochs, patience=epochs + 1)
     synchronize(device)
     started = time.perf_counter()
-    _torch_accuracies(kind, x, y, x[:2048], y[:2048], CLASSES, options, list(range(repeats)), device)
+    for group in fit_groups(list(range(repeats)), device):
+        _torch_accuracies(kind, x, y, x[:2048], y[:2048], CLASSES, options, group, device)
     synchronize(device)
     return epochs / (time.perf_counter() - started)
 
@@ -53,7 +54,7 @@ def main() -> None:
     device_argument(parser)
     parser.add_argument("--images", type=int, default=60_000)
     parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--repeats", type=int, default=5, help="fits of a classifier trained together (a job's 5)")
+    parser.add_argument("--repeats", type=int, default=5, help="fits of a classifier (a job's 5)")
     parser.add_argument("--quick", action="store_true", help="1,024 images, 1 epoch: a check of the script")
     args = parser.parse_args()
     if args.quick:

@@ -1,6 +1,6 @@
 """DP²-VAE's image classifiers: accuracies in [0, 1] and the protocol actually run reported beside them; a
-classifier's fits trained together equal its fits trained one after another (`_serial_fit`, the code before they
-were vectorised); a killed job resumes after its finished classifiers."""
+classifier's fits trained together (or alone, as on the CPU) equal its fits trained one after another
+(`_serial_fit`, the code before they were vectorised); a killed job resumes after its finished fits."""
 
 from __future__ import annotations
 
@@ -121,6 +121,19 @@ def test_mlp_fits_trained_together_equal_each_fit_trained_alone():
 
 
 @pytest.mark.usefixtures("one_thread")
+def test_a_fit_alone_as_on_the_cpu_equals_it_trained_serially():
+    """A group of one (the CPU's: the loop without vmap) follows the serial fit too."""
+    options = ImageClassifierOptions(batch_size=16, max_epochs=3, patience=4)
+    assert [len(scores) for scores in _fits_equal_serial_fits(options, [12])] == [3]
+
+
+def test_fits_train_together_on_cuda_and_alone_on_the_cpu():
+    names = ["cnn/0", "cnn/1", "cnn/2"]
+    assert classifiers.fit_groups(names, "cuda") == classifiers.fit_groups(names, "cuda:1") == [names]
+    assert classifiers.fit_groups(names, "cpu") == [["cnn/0"], ["cnn/1"], ["cnn/2"]]
+
+
+@pytest.mark.usefixtures("one_thread")
 def test_each_fit_stops_early_on_its_own_validation_split():
     """Patience 2, two fits: seed 4's stops at epoch 3 and would beat its best validation score had it trained on,
     seed 0's stops at epoch 7, its best weights those of an epoch after the first fit stopped. Together both step
@@ -167,8 +180,8 @@ class Killed(Exception):
 
 
 class Fits:
-    """Counts the trainings (`_torch_accuracies` calls, one a classifier's R fits, and `_lr_accuracy` calls); the
-    `fail_at`-th MLP/CNN training raises, as a job killed there."""
+    """Counts the trainings (`_torch_accuracies` calls, one a group of fits: on the CPU one fit, and `_lr_accuracy`
+    calls); the `fail_at`-th MLP/CNN training raises, as a job killed there."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, fail_at: int | None = None) -> None:
         self.torch = self.lr = 0
@@ -189,26 +202,27 @@ class Fits:
 
 
 def _killed_in_the_cnn(ctx: EvalContext, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Run the job until its CNN training raises; the resume file it leaves (LR's score and the MLP's 3)."""
-    Fits(monkeypatch, fail_at=2)
+    """Run the job until its second CNN fit raises; the resume file it leaves (LR's score, the MLP's 3 fits and
+    the CNN's first, each alone as on the CPU)."""
+    Fits(monkeypatch, fail_at=5)
     with pytest.raises(Killed):
         image_classifiers(ctx)
     resume = metric_fits_file(ctx.out_dir, "image_classifiers")
     fits = json.loads(resume.read_text())["fits"]
-    assert sorted(fits) == ["lr", "mlp"] and (len(fits["lr"]), len(fits["mlp"])) == (1, 3)
+    assert list(fits) == ["lr", "mlp/0", "mlp/1", "mlp/2", "cnn/0"] and {len(f) for f in fits.values()} == {1}
     return resume
 
 
 @pytest.mark.usefixtures("one_thread")
-def test_a_killed_job_reruns_only_its_missing_classifiers_and_returns_the_same_rows(tmp_path, monkeypatch):
+def test_a_killed_job_reruns_only_its_missing_fits_and_returns_the_same_rows(tmp_path, monkeypatch):
     whole = Fits(monkeypatch)
     expected = image_classifiers(_resume_context(tmp_path / "whole"))
-    assert (whole.lr, whole.torch) == (1, 2)
+    assert (whole.lr, whole.torch) == (1, 6)
     assert len({r["value"] for r in expected if r["metric"] == "accuracy_std"}) > 1  # the fits differ
     _killed_in_the_cnn(_resume_context(tmp_path / "killed"), monkeypatch)
     rerun = Fits(monkeypatch)
     rows = image_classifiers(_resume_context(tmp_path / "killed"))
-    assert (rerun.lr, rerun.torch) == (0, 1), "the rerun trains the CNN's fits only"
+    assert (rerun.lr, rerun.torch) == (0, 2), "the rerun trains the CNN's last 2 fits only"
     assert json.dumps(rows) == json.dumps(expected)
 
 
@@ -225,7 +239,7 @@ def test_a_resume_file_of_other_options_samples_or_training_is_not_used(tmp_path
         _killed_in_the_cnn(_resume_context(tmp_path / "killed", **other), killed)
     rerun = Fits(monkeypatch)
     rows = image_classifiers(_resume_context(tmp_path / "killed"))
-    assert (rerun.lr, rerun.torch) == (1, 2), "every classifier is trained anew"
+    assert (rerun.lr, rerun.torch) == (1, 6), "every fit is trained anew"
     Fits(monkeypatch)
     assert json.dumps(rows) == json.dumps(image_classifiers(_resume_context(tmp_path / "fresh")))
 

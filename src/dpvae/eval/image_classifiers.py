@@ -6,27 +6,30 @@ synthetic set held out for early stopping (patience 10 epochs, at most 300, best
 as in DP-Sinkhorn's code. "5 runs" are read as 5 classifier trainings (seeds) on one synthetic set, and
 their mean (and standard deviation) is reported.
 
-Fits together: a classifier's `repeats` fits (MLP or CNN) train in one vectorised loop on the run's device
-(`torch.func`: their weights stacked, one `vmap`ped forward and backward a step, one Adam over the stack, which is R
-separate Adams since its update is elementwise), so one step's operator calls serve every fit. Each fit keeps its
-own: initial weights (built on the CPU after `torch.manual_seed(seed)`), a CPU `torch.Generator(seed)` for its
-validation split and every epoch's batch order (the draws a fit trained alone makes, in its order), early stopping
-on its own split and its best weights, which give its test accuracy. The cost: every fit steps until the last one
-stops (or `max_epochs`), a stopped fit's score and best weights frozen, so the loop runs the slowest fit's epochs
-and a fit that stopped earlier trains on uselessly (R times the slowest fit's FLOPs: on a CPU that is the time,
-on a host-bound GPU a step of R fits takes about one fit's).
+Fits together: on a GPU a classifier's `repeats` fits (MLP or CNN) train in one vectorised loop (`torch.func`:
+their weights stacked, one `vmap`ped forward and backward a step, one Adam over the stack, which is R separate
+Adams since its update is elementwise), so one step's operator calls serve every fit. On the CPU they train one at
+a time (a group of one: the same loop without `vmap`), since there R stacked fits cost more than R fits alone (the
+CNN's grouped convolutions: 2.4x a fit's time per fit, benchmarks/README.md) and each fit stops at its own epoch.
+Each fit keeps its own: initial weights (built on the CPU after `torch.manual_seed(seed)`), a CPU
+`torch.Generator(seed)` for its validation split and every epoch's batch order (the draws a fit trained alone makes,
+in its order), early stopping on its own split and its best weights, which give its test accuracy. The cost
+together: every fit steps until the last one stops (or `max_epochs`), a stopped fit's score and best weights
+frozen, so the loop runs the slowest fit's epochs (R times its FLOPs; on a host-bound GPU a step of R fits takes
+about one fit's).
 
 Random streams: the MLP draws nothing else, so on every device each of its fits follows the serial CPU training of
-its seed up to float rounding (tested). The CNN's dropout masks come from one stream for all R fits: the device's
-generator seeded, once the weights are built, by a hash of the fits' seeds (deterministic per run); these are
-other masks than a fit trained alone draws, so its accuracy agrees with such a fit statistically, not to
-rounding. LR (scikit-learn) runs on the CPU.
+its seed up to float rounding (tested). The CNN's dropout masks come from one stream per group of fits: the
+device's generator seeded, once the weights are built, by a hash of the group's seeds (deterministic per run and
+device); a group of R fits draws other masks than a fit trained alone, so its accuracies agree with such fits
+statistically, not to rounding. LR (scikit-learn) runs on the CPU.
 
-Resuming: the unit of work is one classifier's fits (LR's one, the MLP's or CNN's R together), depending on nothing
-but their seeds, so a killed job resumes after its finished classifiers. Their accuracies go into
+Resuming: the unit of work is one group of fits (LR's one fit; on a GPU the MLP's or CNN's R together, on the CPU
+each fit alone), depending on nothing but their seeds, so a killed job resumes after its finished groups. Their
+accuracies go into
 `<run>/metrics/.image_classifiers.fits.json` (`paths.metric_fits_file`, written atomically) under a key of what
 decides every fit (options, the synthetic records' sha256, the test split's size, the classes, the device, the
-seeds, `TRAINING`: a file of the serial fits never mixes in); a rerun skips the classifiers stored under its key (a
+seeds, `TRAINING`: a file of another training never mixes in); a rerun skips the groups stored under its key (a
 file of another key is ignored and replaced) and returns the same rows; the file is removed once every fit is done.
 """
 
@@ -58,7 +61,7 @@ if TYPE_CHECKING:
 Classifier = Literal["lr", "mlp", "cnn"]
 NAME = "image_classifiers"
 #: how the fits train, in the resume file's key (the serial fits' files had none)
-TRAINING = "vectorised: a classifier's repeats in one torch.func.vmap loop"
+TRAINING = "a classifier's repeats in one torch.func.vmap loop on a GPU, one at a time on the CPU; HalfDropout"
 log = logging.getLogger(__name__)
 
 
@@ -125,7 +128,12 @@ def _fit_together(
     params, buffers = stack_module_state(models)
     weights = {**params, **buffers}
     base = models[0].to("meta")  # the architecture only: every fit's weights come with a call
-    net = vmap(lambda state, inputs: functional_call(base, state, (inputs,)), randomness="different")
+    if len(seeds) == 1:  # a group of one (the CPU): the loop without vmap's batching rules
+
+        def net(state: dict[str, torch.Tensor], inputs: torch.Tensor) -> torch.Tensor:
+            return functional_call(base, {name: value[0] for name, value in state.items()}, (inputs[0],))[None]
+    else:
+        net = vmap(lambda state, inputs: functional_call(base, state, (inputs,)), randomness="different")
     optimizer = torch.optim.Adam(params.values())
     orders = [torch.randperm(len(y), generator=generator) for generator in generators]
     n_val = max(1, int(round(options.val_fraction * len(y))))
@@ -188,8 +196,8 @@ def _lr_accuracy(x: np.ndarray, y: np.ndarray, test_x: np.ndarray, test_y: np.nd
 
 @dataclass
 class FinishedFits:
-    """The resume file: each finished classifier's accuracies (one a fit) by classifier ('lr', 'mlp', 'cnn'), under
-    the key of what decides the fits."""
+    """The resume file: each finished group's accuracies (one a fit) by the group's fits' names ('lr', 'cnn/0', or
+    'mlp/0,mlp/1,...' for fits trained together), under the key of what decides the fits."""
 
     path: Path
     key: str
@@ -204,7 +212,7 @@ class FinishedFits:
         try:
             saved = json.loads(path.read_text())
             scores = (
-                {str(kind): [float(score) for score in scores] for kind, scores in saved["fits"].items()}
+                {str(group): [float(score) for score in scores] for group, scores in saved["fits"].items()}
                 if saved["key"] == key
                 else {}
             )
@@ -214,17 +222,18 @@ class FinishedFits:
         if not scores:
             log.info("ignoring %s: written for other options, samples, device or training", path)
         else:
-            log.info("resuming after the finished classifiers %s from %s", ", ".join(scores), path)
+            log.info("resuming after the finished fits %s from %s", ", ".join(scores), path)
         fits.scores = scores
         return fits
 
-    def accuracies(self, kind: str, fit: Callable[[], list[float]]) -> list[float]:
-        """The stored accuracies of classifier `kind`'s fits, else `fit()`'s, stored at once (a file of another key
+    def accuracies(self, group: list[str], fit: Callable[[], list[float]]) -> list[float]:
+        """The stored accuracies of the fits `group` names, else `fit()`'s, stored at once (a file of another key
         is replaced)."""
-        if kind not in self.scores:
-            self.scores[kind] = [float(score) for score in fit()]
+        label = ",".join(group)
+        if label not in self.scores:
+            self.scores[label] = [float(score) for score in fit()]
             write_json(self.path, {"key": self.key, "fits": self.scores})
-        return self.scores[kind]
+        return self.scores[label]
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
@@ -248,6 +257,11 @@ def _fits_key(ctx: EvalContext, x: np.ndarray, y: np.ndarray, n_test: int, class
             "training": TRAINING,
         }
     )
+
+
+def fit_groups(names: list[str], device: str) -> list[list[str]]:
+    """A classifier's fits as they train: all in one loop on a GPU, each alone on the CPU (module docstring)."""
+    return [names] if device.startswith("cuda") else [[name] for name in names]
 
 
 def classifier_sizes(options: ImageClassifierOptions, facts: Facts, n_synthetic: int) -> list[tuple[str, str]]:
@@ -285,15 +299,16 @@ def image_classifiers(ctx: EvalContext) -> Rows:
     key = _fits_key(ctx, x, y, len(test_y), classes, seeds)
     fits = FinishedFits.load(metric_fits_file(ctx.out_dir, NAME), key)
 
-    def fit(kind: str, names: list[str]) -> list[float]:
+    def fit(kind: str, group: list[str]) -> list[float]:
         if kind == "lr":
             return [_lr_accuracy(x, y, test_x, test_y, seeds["lr"])]
-        fit_seeds = [seeds[name] for name in names]
+        fit_seeds = [seeds[name] for name in group]
         return _torch_accuracies(kind, x, y, test_x, test_y, classes, ctx.options, fit_seeds, ctx.run.device)
 
     rows = []
     for kind, names in fit_names:
-        scores = fits.accuracies(kind, functools.partial(fit, kind, names))
+        groups = fit_groups(names, ctx.run.device)
+        scores = [score for group in groups for score in fits.accuracies(group, functools.partial(fit, kind, group))]
         rows += [
             {"metric": "accuracy", "classifier": kind, "value": float(np.mean(scores))},
             {"metric": "accuracy_std", "classifier": kind, "value": float(np.std(scores))},
