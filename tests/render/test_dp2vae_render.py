@@ -126,3 +126,25 @@ def test_table2_marks_the_celeba_stand_in(built, monkeypatch):
     table = pd.read_csv(root / "figures" / "dp2vae" / "table2.csv")
     assert table["dataset"].str.contains("stand-in").any()
     assert "DataLens (paper, cited)" in table.columns and "Ours (DP2-VAE) (paper)" in table.columns
+
+
+def test_fid_size_notes_state_the_real_images_fid_at_both_sizes(tmp_path):
+    """The study's TF1 rows of the datasets shown, none without the study or for a dataset it did not measure."""
+    from dpvae.render.dp2vae.shared import fid_size_notes
+
+    study = tmp_path / "dp2vae_real_fid.csv"
+    assert fid_size_notes(["mnist"], study) == []
+    rows = [
+        ("tf1", "train[:60000]", 1.02, 0.0, 1),
+        ("tf1", "6 blocks of 10000 train", 2.10, 0.05, 6),
+        ("tf1", "train[:10000]", 2.04, 0.0, 1),
+        ("bilinear", "train[:60000]", 9.99, 0.0, 1),
+    ]
+    pd.DataFrame(
+        [{"resize": r, "generated": g, "fid": f, "sd": s, "blocks": b, "dataset": "mnist", "device": "cpu"}
+         for r, g, f, s, b in rows]
+    ).to_csv(study, index=False)  # fmt: skip
+    (note,) = fid_size_notes(["mnist", "fashion-mnist"], study)
+    assert "all 60,000 training images 1.02, the first 10,000 2.04, 6 blocks of 10,000 2.10 +- 0.05" in note
+    assert "reads 1.02 higher" in note and "9.99" not in note and "MNIST" in note
+    assert fid_size_notes(["fashion-mnist"], study) == []
