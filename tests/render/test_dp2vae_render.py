@@ -148,3 +148,33 @@ def test_fid_size_notes_state_the_real_images_fid_at_both_sizes(tmp_path):
     assert "all 60,000 training images 1.02, the first 10,000 2.04, 6 blocks of 10,000 2.10 +- 0.05" in note
     assert "reads 1.02 higher" in note and "9.99" not in note and "MNIST" in note
     assert fid_size_notes(["fashion-mnist"], study) == []
+
+
+def test_recorded_rows_state_their_protocol_one_line_per_protocol():
+    """Rows recorded under two protocols (a cut one for DP2-VAE, the paper's for Real data and DP-MERF) give two
+    lines, each naming its methods and its own sample counts."""
+    from types import SimpleNamespace
+
+    from dpvae.render.dp2vae.shared import recorded_protocol_notes
+
+    def cells(method: str, fid_n: int, n_train: int, repeats: int, epochs: int, patience: int) -> list[dict]:
+        values = {
+            "fid_n_samples": fid_n,
+            "fid_reference_n": 10000,
+            "classifier_n_train": n_train,
+            "classifier_repeats": repeats,
+            "classifier_max_epochs": epochs,
+            "classifier_patience": patience,
+            "fid": 50.0,
+        }
+        return [{"method": method, "metric": metric, "mean": value} for metric, value in values.items()]
+
+    recorded = pd.DataFrame(
+        cells("real", 10000, 60000, 5, 300, 10) + cells("dp-merf", 10000, 60000, 5, 300, 10)
+        + cells("dp2vae", 1000, 10000, 1, 5, 2)
+    )  # fmt: skip
+    paper, cut = recorded_protocol_notes(SimpleNamespace(recorded=lambda: recorded))
+    assert paper.startswith("Recorded rows of Real data, DP-MERF: FID of 10,000 generated images against 10,000")
+    assert "MLP and CNN 5 training(s) each (<= 300 epochs, patience 10) on 60,000 synthetic images" in paper
+    assert cut.startswith("Recorded rows of Ours (DP2-VAE): FID of 1,000") and "(<= 5 epochs, patience 2)" in cut
+    assert recorded_protocol_notes(SimpleNamespace(recorded=pd.DataFrame)) == []

@@ -139,6 +139,36 @@ def recorded_label(recorded: pd.DataFrame) -> str:
     return f"ours, recorded at paper scale ({devices or 'device unknown'})"
 
 
+def recorded_protocol_notes(ctx: RenderContext) -> list[str]:
+    """The protocol of the item's recorded rows, read from their own protocol cells (FID's and the classifiers'
+    sample counts and training), one line per protocol naming the methods recorded with it: a table whose rows
+    were measured differently says so."""
+    rec = ctx.recorded()
+    if rec.empty:
+        return []
+    names = (
+        "fid_n_samples",
+        "fid_reference_n",
+        "classifier_n_train",
+        "classifier_repeats",
+        "classifier_max_epochs",
+        "classifier_patience",
+    )
+    by_protocol: dict[tuple, list[str]] = {}
+    for method, part in rec.groupby("method", sort=False):
+        values = tuple(
+            "/".join(f"{v:,.0f}" for v in sorted(part.loc[part["metric"] == name, "mean"].unique())) or "?"
+            for name in names
+        )
+        by_protocol.setdefault(values, []).append(LABELS.get(method, method))
+    return [
+        f"Recorded rows of {', '.join(methods)}: FID of {fid_n} generated images against {ref} real test images; "
+        f"LR once, MLP and CNN {repeats} training(s) each (<= {epochs} epochs, patience {patience}) on {n_train} "
+        "synthetic images."
+        for (fid_n, ref, n_train, repeats, epochs, patience), methods in by_protocol.items()
+    ]
+
+
 def protocol_notes(ctx: RenderContext, experiment: str) -> list[str]:
     """FID and classifier protocol of our numbers, from the tidy table (sample counts) and the configuration."""
     table = ctx.tables.get(experiment, pd.DataFrame())

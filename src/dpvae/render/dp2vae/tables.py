@@ -26,6 +26,7 @@ from dpvae.render.dp2vae.shared import (
     protocol_notes,
     recorded_cells,
     recorded_label,
+    recorded_protocol_notes,
     scale_label,
     sources,
     value_of,
@@ -100,6 +101,7 @@ def dp2vae_table1(ctx: RenderContext) -> None:
     notes = (
         setting.notes()
         + protocol_notes(ctx, ctx.experiment)
+        + (recorded_protocol_notes(ctx) if ctx.config.get("scale") != "paper" else [])
         + [
             "'cited' rows are numbers the DP2-VAE paper copied from other papers (not run by its authors or by us).",
             "DPImageBench rows (MNIST accuracy 81.3 / 75.3 %, FID 106.3 / 47.7; FMNIST 62.2 / 56.7 %, FID 106.4 / "
@@ -153,11 +155,15 @@ def dp2vae_table2(ctx: RenderContext) -> None:
         for m in dict.fromkeys(method_of(ctx, v) for v in generators(ctx, ctx.experiment))
         for v in sorted(set(ours.loc[(ours["method"] == m) & (ours["dataset"] == d), "variant"]))
     ]
-    notes = protocol_notes(ctx, ctx.experiment) + [
-        "'cited' columns: numbers the paper copied from G-PATE [18] and DataLens [40]; GS-WGAN has no CelebA "
-        "configuration of its own (A-D11). CelebA: gender-conditional, CNN accuracy of gender classification.",
-        "Our epsilon at delta = 1e-5 (paper accounting, sound bound in brackets): " + "; ".join(eps),
-    ]
+    notes = (
+        protocol_notes(ctx, ctx.experiment)
+        + (recorded_protocol_notes(ctx) if ctx.config.get("scale") != "paper" else [])
+        + [
+            "'cited' columns: numbers the paper copied from G-PATE [18] and DataLens [40]; GS-WGAN has no CelebA "
+            "configuration of its own (A-D11). CelebA: gender-conditional, CNN accuracy of gender classification.",
+            "Our epsilon at delta = 1e-5 (paper accounting, sound bound in brackets): " + "; ".join(eps),
+        ]
+    )
     if any(is_standin(d) for d in datasets):
         notes.append(
             "CelebA is not reachable from this machine: the CelebA row ran on a generated stand-in with "
