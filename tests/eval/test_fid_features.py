@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -51,3 +53,28 @@ def test_compiled_statistics_equal_the_plain_ones(weights):
     for key in ("mu", "sigma"):
         scale = np.abs(eager[key]).max()
         np.testing.assert_allclose(compiled[key], eager[key], rtol=0, atol=10 * RTOL * scale, err_msg=key)
+
+
+def test_generated_statistics_are_read_back_for_the_same_images_only(tmp_path, monkeypatch):
+    """A second run of the same images (the Real-data rows' seeds) reads the kept statistics; other images, or no
+    memo, compute (a stand-in for Inception counts the calls)."""
+    from dpvae.eval import fid
+
+    calls = []
+
+    def statistics(x, batch_size, weights, device="cpu"):
+        calls.append(len(x))
+        return {"mu": x.reshape(len(x), -1).mean(0).astype(np.float64), "sigma": np.eye(2), "n": np.asarray(len(x))}
+
+    monkeypatch.setattr(fid, "statistics", statistics)
+    images = np.random.default_rng(0).random((6, 1, 1, 2), dtype=np.float32)
+    first = fid.memoised_statistics(images, 64, Path("w"), "cpu", tmp_path / "generated")
+    again = fid.memoised_statistics(images.copy(), 64, Path("w"), "cpu", tmp_path / "generated")
+    assert calls == [6] and all(np.array_equal(first[k], again[k]) for k in first)
+    assert len(list((tmp_path / "generated").glob("*.npz"))) == 1  # no temporary left
+    other = images.copy()
+    other[0, 0, 0, 0] += 1e-3
+    fid.memoised_statistics(other, 64, Path("w"), "cpu", tmp_path / "generated")
+    fid.memoised_statistics(images, 32, Path("w"), "cpu", tmp_path / "generated")  # another batch size
+    fid.memoised_statistics(images, 64, Path("w"), "cpu", None)
+    assert calls == [6, 6, 6, 6]

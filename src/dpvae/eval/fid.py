@@ -10,6 +10,9 @@ Protocol (written on every item that shows FID):
 * generated: the first `n_samples` of the run's samples (class-balanced prefixes, 60,000 at paper scale);
 * real reference: the `reference` split (train by default, [choice] A-D7), all of it or `reference_n`
   images drawn with seed 0, its mean and covariance cached once per dataset by the `reference` rule;
+* generated: their mean and covariance kept beside the reference (`generated/<key>.npz`, the key a sha256 of the
+  images' bytes and of what decides their features), so that a run whose images another run already measured
+  (the Real-data rows' seeds: the same training images) reads them instead of recomputing them;
 * FID = ‖μ_r − μ_g‖² + Tr(Σ_r + Σ_g − 2(Σ_rΣ_g)^{1/2}) by torch-fidelity's `fid_statistics_to_metric`.
 
 Device: the extractor runs on the run's device (the reference on the reference job's); the feature moments
@@ -34,9 +37,11 @@ from dpvae.data.declared import Facts
 from dpvae.errors import DataError
 from dpvae.eval.base import EvalContext, Rows
 from dpvae.eval.registry import register_metric
+from dpvae.files import atomic_write
 from dpvae.params import MetricOptions, param
 from dpvae.paths import data_mirror, raw_dir
 from dpvae.progress import Progress
+from dpvae.provenance import sha256_json
 
 WEIGHTS_NAME = "pt_inception-2015-12-05-fc-zeroed.pth"
 WEIGHTS_SHA256 = "b60f2de70e560e3d08f8dfb001f46f346e701c1eb50ea87d9cf90427f066b997"
@@ -154,6 +159,37 @@ def statistics(
     return {"mu": mu, "sigma": sigma, "n": np.asarray(n)}
 
 
+def memoised_statistics(
+    x: np.ndarray, batch_size: int, weights: Path, device: str, memo: Path | None
+) -> dict[str, np.ndarray]:
+    """`statistics` of `x`, read from `memo/<key>.npz` when the same images were measured the same way before (the
+    key: a sha256 of their bytes, the batch size, the weights' sha256, the device's kind, whether compiled, the
+    torch version), else computed and written there (atomically); `memo` None: computed."""
+    import torch
+
+    if memo is None:
+        return statistics(x, batch_size, weights, device)
+    images = hashlib.sha256(np.ascontiguousarray(x).data).hexdigest()
+    kind = torch.device(device).type
+    key = sha256_json(
+        {
+            "images": [images, x.dtype.str, list(x.shape)],
+            "batch_size": batch_size,
+            "weights": WEIGHTS_SHA256,
+            "device": kind,
+            "compiled": kind == "cpu" and len(x) >= COMPILE_MIN_IMAGES,
+            "torch": torch.__version__,
+        }
+    )
+    path = memo / f"{key}.npz"
+    if path.is_file():
+        with np.load(path) as kept:
+            return dict(kept)
+    stats = statistics(x, batch_size, weights, device)
+    atomic_write(path, lambda tmp: np.savez(tmp, **stats))
+    return stats
+
+
 def build_reference(prepared_dir: Path, options: FIDOptions, device: str = "cpu") -> dict[str, np.ndarray]:
     """Real-image statistics of one dataset's `reference` split (the cached input of every FID job)."""
     from dpvae.data.store import load_prepared
@@ -198,7 +234,9 @@ def fid(ctx: EvalContext) -> Rows:
     if len(x) < 2:
         raise ValueError(f"FID needs at least 2 samples, the run has {len(ctx.samples['x'])}")
     real = ctx.reference()
-    generated = statistics(x, ctx.options.batch_size, weights_path(Path(ctx.run.spec.data_root)), ctx.run.device)
+    weights = weights_path(Path(ctx.run.spec.data_root))
+    memo = ctx.reference_path.parent / "generated" if ctx.reference_path else None
+    generated = memoised_statistics(x, ctx.options.batch_size, weights, ctx.run.device, memo)
     value = fid_statistics_to_metric(generated, {"mu": real["mu"], "sigma": real["sigma"]}, verbose=False)
     return [
         {"metric": "fid", "value": float(value["frechet_inception_distance"])},
