@@ -26,11 +26,11 @@ statistically, not to rounding. LR (scikit-learn) runs on the CPU.
 
 Resuming: the unit of work is one group of fits (LR's one fit; on a GPU the MLP's or CNN's R together, on the CPU
 each fit alone), depending on nothing but their seeds, so a killed job resumes after its finished groups. Their
-accuracies go into
-`<run>/metrics/.image_classifiers.fits.json` (`paths.metric_fits_file`, written atomically) under a key of what
-decides every fit (options, the synthetic records' sha256, the test split's size, the classes, the device, the
-seeds, `TRAINING`: a file of another training never mixes in); a rerun skips the groups stored under its key (a
-file of another key is ignored and replaced) and returns the same rows; the file is removed once every fit is done.
+accuracies go into `<run>/metrics/.image_classifiers.fits.json` (`paths.metric_fits_file`, written atomically)
+under a key of what decides every fit (options, the synthetic records' sha256, the test split's size, the classes,
+the device, the seeds, `TRAINING`: a file of another training never mixes in); a rerun skips the groups stored
+under its key (a file of another key is ignored and replaced) and returns the same rows; the file is removed once
+every fit is done.
 """
 
 from __future__ import annotations
