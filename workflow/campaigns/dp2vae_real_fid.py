@@ -36,6 +36,7 @@ from torch_fidelity.metric_fid import fid_statistics_to_metric
 from dpvae.data.images import load_idx_split
 from dpvae.devices import device_name
 from dpvae.eval.fid import extractor, weights_path
+from dpvae.files import atomic_write
 from dpvae.paths import data_mirror
 from dpvae.provenance import git_commit
 
@@ -80,9 +81,7 @@ def features(images: np.ndarray, device: str, batch: int, cache: Path | None = N
             parts.append(features_of(torch.from_numpy(rgb).to(device))[:n].double().cpu().numpy())
         out.append(np.concatenate(parts))
         if path:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            np.save(path.with_suffix(".part.npy"), out[-1])
-            path.with_suffix(".part.npy").replace(path)
+            atomic_write(path, lambda tmp: np.save(tmp, out[-1]))
     return np.concatenate(out)
 
 

@@ -104,6 +104,13 @@ def to_uint8_rgb(x: np.ndarray) -> np.ndarray:
 COMPILE_MIN_IMAGES = 10_000
 
 
+def compiles(device: str, n_images: int, compile_min: int = COMPILE_MIN_IMAGES) -> bool:
+    """Whether `statistics` of `n_images` on `device` run the compiled extractor (the CPU's, from `compile_min`)."""
+    import torch
+
+    return torch.device(device).type == "cpu" and n_images >= compile_min
+
+
 def extractor(weights: Path, device: str = "cpu", compiled: bool = False):
     """torch-fidelity's InceptionV3 pool3 extractor on `device` as a callable images -> features [n, 2048]. On
     the CPU in channels-last layout (oneDNN's fast convolutions; features equal the default layout's to ~1e-6
@@ -136,7 +143,7 @@ def statistics(
 
     device = torch.device(device)
     on_cpu = device.type == "cpu"  # NumPy's float64 sums there: the CPU's statistics stay bit for bit
-    compiled = on_cpu and len(x) >= compile_min
+    compiled = compiles(str(device), len(x), compile_min)
     features_of = extractor(weights, str(device), compiled)
     total = np.zeros(2048) if on_cpu else torch.zeros(2048, dtype=torch.float64, device=device)
     outer = np.zeros((2048, 2048)) if on_cpu else torch.zeros((2048, 2048), dtype=torch.float64, device=device)
@@ -170,14 +177,13 @@ def memoised_statistics(
     if memo is None:
         return statistics(x, batch_size, weights, device)
     images = hashlib.sha256(np.ascontiguousarray(x).data).hexdigest()
-    kind = torch.device(device).type
     key = sha256_json(
         {
             "images": [images, x.dtype.str, list(x.shape)],
             "batch_size": batch_size,
             "weights": WEIGHTS_SHA256,
-            "device": kind,
-            "compiled": kind == "cpu" and len(x) >= COMPILE_MIN_IMAGES,
+            "device": torch.device(device).type,
+            "compiled": compiles(device, len(x)),
             "torch": torch.__version__,
         }
     )

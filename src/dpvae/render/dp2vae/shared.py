@@ -142,7 +142,9 @@ def recorded_label(recorded: pd.DataFrame) -> str:
 def recorded_protocol_notes(ctx: RenderContext) -> list[str]:
     """The protocol of the item's recorded rows, read from their own protocol cells (FID's and the classifiers'
     sample counts and training), one line per protocol naming the methods recorded with it: a table whose rows
-    were measured differently says so."""
+    were measured differently says so. None at paper scale, where the items show the build's own runs instead."""
+    if ctx.config.get("scale") == "paper":
+        return []
     rec = ctx.recorded()
     if rec.empty:
         return []

@@ -101,7 +101,7 @@ def dp2vae_table1(ctx: RenderContext) -> None:
     notes = (
         setting.notes()
         + protocol_notes(ctx, ctx.experiment)
-        + (recorded_protocol_notes(ctx) if ctx.config.get("scale") != "paper" else [])
+        + recorded_protocol_notes(ctx)
         + [
             "'cited' rows are numbers the DP2-VAE paper copied from other papers (not run by its authors or by us).",
             "DPImageBench rows (MNIST accuracy 81.3 / 75.3 %, FID 106.3 / 47.7; FMNIST 62.2 / 56.7 %, FID 106.4 / "
@@ -157,7 +157,7 @@ def dp2vae_table2(ctx: RenderContext) -> None:
     ]
     notes = (
         protocol_notes(ctx, ctx.experiment)
-        + (recorded_protocol_notes(ctx) if ctx.config.get("scale") != "paper" else [])
+        + recorded_protocol_notes(ctx)
         + [
             "'cited' columns: numbers the paper copied from G-PATE [18] and DataLens [40]; GS-WGAN has no CelebA "
             "configuration of its own (A-D11). CelebA: gender-conditional, CNN accuracy of gender classification.",
