@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # DP²-VAE Tables 1-2's Real-data and DP-MERF rows at the paper's protocol on a CPU (overlay
-# workflow/campaigns/overlays/dp2vae-cpu-protocol.yaml, which states the protocol and the costs), one job at a time in
-# this order, with the Real-data FID study of each dataset after its Table 1 cells (features of 70,000 real images,
-# cached every 10,000). Everything resumes: Snakemake keeps finished jobs, the classifiers' finished fits and the study's
-# features are kept, a finished study's CSV is not rebuilt. Usage, from the repo root of a clean checkout:
+# workflow/campaigns/overlays/dp2vae-cpu-protocol.yaml, which states the protocol and the costs), one seed of one cell
+# at a time in this order, each seed recorded into reproductions/dp2vae.csv as soon as it is built (`python -m dpvae
+# record`: refused from a modified checkout), so that a session that ends loses at most the seed it was building; a
+# seed whose rows are recorded under this overlay is skipped (`gpu_queue.py recorded`), which is how a later session on
+# a fresh machine goes on where the last one stopped. Within a session everything resumes too: Snakemake keeps
+# finished jobs, the classifiers their finished fits. The Real-data FID study of each dataset runs after its Table 1
+# cells (features of 70,000 real images, cached every 10,000; about 95 min) unless STUDY_DIR already has its CSV.
+# Usage, from the repo root of a clean checkout (a worktree of the commit the runs are to name):
 #   DPVAE_DATA_MIRROR=../shared/data nice -n 19 workflow/campaigns/dp2vae-protocol-queue.sh STUDY_DIR
-# STUDY_DIR (outside the checkout) gets the study's CSVs and feature caches. Then record each cell's table:
-#   python -m dpvae record results/paper/tables/dp2vae_eps10/mnist/real.csv --command "..." (the overlay's header)
+# ONLY_CELLS=1 skips the studies. Each seed's table is built with the overlay and, layered on it, the overlay naming
+# that seed alone (dp2vae-cpu-protocol-seed<k>.yaml); the recorded command names both.
 set -euo pipefail
 STUDY=${1:?usage: dp2vae-protocol-queue.sh STUDY_DIR}
 PY=${PY:-.venv/bin/python}
@@ -14,22 +18,33 @@ SNAKEMAKE=${SNAKEMAKE:-.venv/bin/snakemake}
 OVERLAY=workflow/campaigns/overlays/dp2vae-cpu-protocol.yaml
 TABLES=results/paper/tables
 study() {  # dataset
+  [ -n "${ONLY_CELLS:-}" ] && return
   [ -f "$STUDY/dp2vae_real_fid_$1.csv" ] && return
   echo "== $(date -u +%FT%TZ) study $1"
   PYTHONPATH=src "$PY" workflow/campaigns/dp2vae_real_fid.py --dataset "$1" --resizes tf1 \
     --cache "$STUDY/cache-$1" --out "$STUDY/dp2vae_real_fid_$1.csv"
 }
-cell() {  # table
-  echo "== $(date -u +%FT%TZ) $1"
-  "$SNAKEMAKE" --cores 2 --configfile="$OVERLAY" --quiet progress -- "$TABLES/$1.csv"
+cell() {  # experiment dataset variant epsilon
+  local seed table="$TABLES/$1/$2/$3.csv" configs
+  for seed in 0 1 2; do
+    if PYTHONPATH=src "$PY" workflow/campaigns/gpu_queue.py recorded dp2vae "$OVERLAY" "$2" "$3" "$4" "$seed"; then
+      echo "== $1/$2/$3 seed $seed: recorded, skipped"
+      continue
+    fi
+    echo "== $(date -u +%FT%TZ) $1/$2/$3 seed $seed"
+    configs="--configfiles $OVERLAY ${OVERLAY%.yaml}-seed$seed.yaml"  # the plural: both files, merged in order
+    rm -f "$table"  # the table of another seed
+    "$SNAKEMAKE" --cores 2 --quiet progress $configs -- "$table"
+    PYTHONPATH=src "$PY" -m dpvae record "$table" --command "nice -n 19 snakemake --cores 2 $configs -- $table"
+  done
 }
 mkdir -p "$STUDY"
-cell dp2vae_eps10/mnist/real
-cell dp2vae_eps10/mnist/dp-merf
+cell dp2vae_eps10 mnist real inf
+cell dp2vae_eps10 mnist dp-merf 10
 study mnist
-cell dp2vae_eps10/fashion-mnist/real
-cell dp2vae_eps10/fashion-mnist/dp-merf
+cell dp2vae_eps10 fashion-mnist real inf
+cell dp2vae_eps10 fashion-mnist dp-merf 10
 study fashion-mnist
-cell dp2vae_eps1/mnist/dp-merf
-cell dp2vae_eps1/fashion-mnist/dp-merf
+cell dp2vae_eps1 mnist dp-merf 1
+cell dp2vae_eps1 fashion-mnist dp-merf 1
 echo "== $(date -u +%FT%TZ) done"

@@ -552,7 +552,16 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("pack", parents=[common], help="pack entries' runs again (on the machine that ran them)")
     p.add_argument("out", type=Path)
     p.add_argument("names", nargs="+", metavar="ENTRY")
+    p = sub.add_parser(
+        "recorded", help="exit 0 where one run has its rows in reproductions/<paper>.csv made under OVERLAY, else 1"
+    )
+    for name in ("paper", "overlay", "dataset", "variant", "epsilon"):
+        p.add_argument(name)
+    p.add_argument("seed", type=int)
     args = parser.parse_args(argv)
+    if args.verb == "recorded":  # one run, whatever the queue file holds (the CPU campaigns' scripts ask this)
+        run = (args.paper, args.overlay, args.dataset, (args.variant,), (args.epsilon,), (args.seed,), (), args.dataset)
+        return 0 if Entry(f"{args.variant}-{args.seed}", *run, minutes=0.0).recorded() else 1
     entries = load_queue(args.queue)
     if args.verb == "status":
         status(entries)
