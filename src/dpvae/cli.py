@@ -199,6 +199,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--command", default=None, help="the command that produced them (default: this one)")
     p.add_argument("--out-dir", default=None, help="default: <repo>/reproductions")
     p.add_argument(
+        "--replaces",
+        action="append",
+        default=[],
+        metavar="OVERLAY",
+        help="drop the rows of the recorded keys made under this earlier campaign overlay, every seed (repeatable)",
+    )
+    p.add_argument(
         "--prune", action="store_true", help="drop rows filed under an item that does not show their dataset"
     )
 
@@ -414,7 +421,7 @@ def _run(args: argparse.Namespace) -> int:
             return _fail("record: name the tidy tables to record (or --prune)")
         if args.tables:
             command = args.command or "python -m dpvae record " + " ".join(args.tables)
-            for path in record(args.tables, command=command, out_dir=args.out_dir):
+            for path in record(args.tables, command=command, out_dir=args.out_dir, replaces=tuple(args.replaces)):
                 print(f"recorded into {path}")
         if args.prune:
             for path, n in prune(args.out_dir).items():

@@ -45,6 +45,11 @@ def campaign_overlay(path: str) -> str:
     return f"{OVERLAYS}/{name}" if folder == CAMPAIGNS and name.endswith((".yaml", ".yml")) else path
 
 
+def overlays_named(command: str) -> set[str]:
+    """The campaign overlays a recorded command names, each where it lives now (`campaign_overlay`)."""
+    return {campaign_overlay(path) for path in CAMPAIGN_OVERLAY.findall(command)}
+
+
 def results_dir(scale: str) -> str:
     """Everything computed at one scale: results/<scale> (smoke and paper never share a file)."""
     return f"{RESULTS}/{scale}"

@@ -27,7 +27,7 @@ from dpvae.data.registry import get_dataset
 from dpvae.errors import DataError, TargetError
 from dpvae.files import atomic_write
 from dpvae.items import ITEMS, PAPERS
-from dpvae.paths import REPO_ROOT, RESULTS, run_id, train_record
+from dpvae.paths import REPO_ROOT, RESULTS, campaign_overlay, overlays_named, run_id, train_record
 from dpvae.provenance import changed_files, git_commit, on_code_path
 from dpvae.runs import split_variant
 from dpvae.schema import format_eps, read_config
@@ -231,9 +231,13 @@ def check_tree(command: str) -> None:
         )
 
 
-def record(tables: list[str | Path], command: str, out_dir: str | Path | None = None) -> list[Path]:
+def record(
+    tables: list[str | Path], command: str, out_dir: str | Path | None = None, replaces: tuple[str, ...] = ()
+) -> list[Path]:
     """Merge the rows of `tables` into reproductions/<paper>.csv, or reproductions/studies/<experiment>.csv for an
-    experiment no item reads (same key + seed replaced); return the files. Refused from a checkout whose code
+    experiment no item reads (same key + seed replaced); return the files. `replaces`: campaign overlays of an
+    earlier protocol for the same cells -- every row of a recorded key and variant whose command names one of them
+    goes, whatever its seed, so that no cell mixes the seeds of two protocols. Refused from a checkout whose code
     differs from its commit (`check_tree`)."""
     out = Path(out_dir) if out_dir else REPRODUCTIONS_DIR
     studies = [t for t in tables if not _items_reading(_experiment_of(Path(t))[1])]
@@ -244,10 +248,25 @@ def record(tables: list[str | Path], command: str, out_dir: str | Path | None = 
     written = [_record_study(t, rows, out) for t, rows in study_frames]
     for paper, rows in new.groupby("paper"):
         path = out / f"{paper}.csv"
-        merged = pd.concat([read_reproductions(path), rows], ignore_index=True)
+        old = read_reproductions(path)
+        merged = pd.concat([old[~_superseded(old, rows, replaces)], rows], ignore_index=True)
         _write(path, merged.drop_duplicates(subset=[*KEY, "seed", "variant"], keep="last"))
         written.append(path)
     return written
+
+
+def _superseded(old: pd.DataFrame, new: pd.DataFrame, replaces: tuple[str, ...]) -> pd.Series:
+    """Rows of `old` with a key and variant among `new`'s whose command names an overlay in `replaces`."""
+    named = {campaign_overlay(path) for path in replaces}
+
+    def keys(frame: pd.DataFrame) -> pd.Series:  # epsilon as read back (1) and as built (1.0) alike
+        eps = pd.to_numeric(frame["epsilon"], errors="coerce").map(lambda e: "" if pd.isna(e) else f"{e:g}")
+        return frame[[*KEY, "variant"]].assign(epsilon=eps).astype(object).fillna("").astype(str).agg("|".join, axis=1)
+
+    if old.empty or not named:
+        return pd.Series(False, index=old.index)
+    by_overlay = [bool(overlays_named(str(command)) & named) for command in old["command"].fillna("")]
+    return pd.Series(by_overlay, index=old.index, dtype=bool) & keys(old).isin(set(keys(new)))
 
 
 def study_rows(table_path: str | Path, command: str) -> pd.DataFrame:

@@ -165,6 +165,33 @@ def test_record_writes_paper_scale_rows_with_provenance(tmp_path):
     assert cell["verdict"].item() == "within tolerance"
 
 
+def test_a_new_protocol_replaces_every_seed_of_the_old_one_in_the_cells_it_records(tmp_path):
+    old_overlay, new_overlay = "workflow/campaigns/cut.yaml", "workflow/campaigns/overlays/full.yaml"
+    train = {"device_name": "cpu", "commit": "abc", "seconds": 1.0}
+    table = paper_run_table(tmp_path, "p3gm_images", "mnist-p3gm", "p3gm", train)
+    row = {"experiment": "p3gm_images", "dataset": "mnist-p3gm", "variant": "p3gm", "method": "p3gm", "epsilon": 1.0}
+    pd.DataFrame([{**row, "seed": 0, "metric": "accuracy", "classifier": "cnn", "value": 0.9}]).to_csv(
+        table, index=False
+    )
+    out = tmp_path / "reproductions"
+    (written,) = record([table], command=f"snakemake --configfile={old_overlay} t.csv", out_dir=out)
+    old = pd.read_csv(written)
+    other = old.assign(method="vae", variant="vae")  # a cell the new protocol does not record: kept
+    seeds = pd.concat([old.assign(seed=s, value=0.5) for s in (1, 2)])  # the old protocol's other seeds
+    pd.concat([old, seeds, other]).to_csv(written, index=False)
+    command = f"snakemake --configfiles {new_overlay} seed0.yaml -- t.csv"
+    record([table], command=command, out_dir=out)  # without `replaces`: the old seeds 1 and 2 stay beside seed 0
+    kept = pd.read_csv(written)
+    assert sorted(kept.loc[kept["method"] == "p3gm", "seed"].unique()) == [0, 1, 2]
+    record([table], command=command, out_dir=out, replaces=(old_overlay,))
+    rows = pd.read_csv(written)
+    mine = rows[rows["method"] == "p3gm"]
+    assert (mine["seed"] == 0).all() and mine["command"].str.contains(new_overlay).all()
+    assert len(rows[rows["method"] == "vae"]) == len(other)
+    cells = recorded("p3gm", "table7", out)
+    assert cells.loc[cells["method"] == "p3gm", ["mean", "n"]].values.tolist() == [[0.9, 1]]
+
+
 def test_record_refuses_a_checkout_changed_on_the_jobs_path_and_allows_other_changes(tmp_path, monkeypatch):
     train = {"device_name": "cpu", "commit": "abc", "seconds": 1.0}
     table = paper_run_table(tmp_path, "p3gm_images", "mnist-p3gm", "p3gm", train)

@@ -15,8 +15,12 @@ set -euo pipefail
 STUDY=${1:?usage: dp2vae-protocol-queue.sh STUDY_DIR}
 PY=${PY:-.venv/bin/python}
 SNAKEMAKE=${SNAKEMAKE:-.venv/bin/snakemake}
-OVERLAY=workflow/campaigns/overlays/dp2vae-cpu-protocol.yaml
+OVERLAY_DIR=workflow/campaigns/overlays
+OVERLAY=$OVERLAY_DIR/dp2vae-cpu-protocol.yaml
 TABLES=results/paper/tables
+# the cut protocol's rows of the same cells (session 12's build 0, the MNIST DP-MERF seeds): every seed of a cell goes
+# when its first seed at this protocol is recorded, so that no cell mixes the two
+REPLACES="--replaces $OVERLAY_DIR/dp2vae-cpu-build0.yaml --replaces $OVERLAY_DIR/dp2vae-cpu-merf-seeds.yaml"
 study() {  # dataset
   [ -n "${ONLY_CELLS:-}" ] && return
   [ -f "$STUDY/dp2vae_real_fid_$1.csv" ] && return
@@ -35,7 +39,7 @@ cell() {  # experiment dataset variant epsilon
     configs="--configfiles $OVERLAY ${OVERLAY%.yaml}-seed$seed.yaml"  # the plural: both files, merged in order
     rm -f "$table"  # the table of another seed
     "$SNAKEMAKE" --cores 2 --quiet progress $configs -- "$table"
-    PYTHONPATH=src "$PY" -m dpvae record "$table" --command "nice -n 19 snakemake --cores 2 $configs -- $table"
+    PYTHONPATH=src "$PY" -m dpvae record "$table" $REPLACES --command "nice -n 19 snakemake --cores 2 $configs -- $table"
   done
 }
 mkdir -p "$STUDY"

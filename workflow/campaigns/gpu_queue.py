@@ -118,11 +118,11 @@ class Entry:
     def made_here(self, command: str) -> bool:
         """Whether a recorded row's command ran this entry's overlay (config.yaml: no campaign overlay), the command
         naming it where it lives now or where it lived when recorded (`dpvae.paths.campaign_overlay`)."""
-        from dpvae.paths import CAMPAIGNS, campaign_overlay
+        from dpvae.paths import CAMPAIGNS, overlays_named
 
         if self.overlay == "config.yaml":
             return f"{CAMPAIGNS}/" not in command
-        return self.overlay in {campaign_overlay(part) for token in command.split() for part in token.split("=")}
+        return self.overlay in overlays_named(command)
 
     def targets(self, skip: tuple[str, ...] = ()) -> list[str]:
         """Every run's metric files, but those of the metrics in `skip`."""
