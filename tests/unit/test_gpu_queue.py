@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from dpvae.paths import REPO_ROOT, metric_file, metric_fits_file, model_path
+from dpvae.reproductions import COLUMNS
 from dpvae.runs import Run
 from dpvae.workflow import Rules
 
@@ -259,3 +260,43 @@ def test_a_failed_job_loses_nothing_its_wave_finished(tmp_path, monkeypatch):
     report = (out / "queue.txt").read_text()
     first = ready[0].name
     assert first in packed and f"{first}: failed in" in report and f"{first}.tar.gz: 0.1 MiB" in report, report
+
+
+def test_the_cpu_protocol_campaign_builds_one_seed_per_seed_overlay():
+    """workflow/campaigns/dp2vae-protocol-queue.sh builds and records one seed at a time: the protocol overlay with
+    dp2vae-cpu-protocol-seed<k>.yaml layered on it has seed k alone of every protocol cell, FID still on 10,000."""
+    from dpvae.config import load_config
+    from dpvae.runs import experiment_runs
+
+    overlays = REPO_ROOT / "workflow" / "campaigns" / "overlays"
+    for seed in (0, 1, 2):
+        config = load_config(
+            [
+                REPO_ROOT / "config.yaml",
+                overlays / "dp2vae-cpu-protocol.yaml",
+                overlays / f"dp2vae-cpu-protocol-seed{seed}.yaml",
+            ]
+        )
+        assert config["evaluation"]["fid"]["n_samples"] == 10000
+        for experiment in ("dp2vae_eps10", "dp2vae_eps1"):
+            runs = experiment_runs(config, experiment)
+            assert runs and {r.seed for r in runs} == {seed}
+            assert {r.variant for r in runs} == ({"real", "dp-merf"} if experiment == "dp2vae_eps10" else {"dp-merf"})
+    script = (REPO_ROOT / "workflow" / "campaigns" / "dp2vae-protocol-queue.sh").read_text()
+    assert "-seed$seed.yaml" in script and "--replaces" in script
+
+
+def test_recorded_says_whether_one_run_has_rows_made_under_the_overlay(tmp_path, monkeypatch):
+    queue = _queue()
+    overlay = "workflow/campaigns/overlays/dp2vae-cpu-protocol.yaml"
+    (tmp_path / "reproductions").mkdir()
+    row = "dp2vae,table1,mnist,real,,fid,,,{seed},1.6,paper,real,cpu,abc,snakemake --configfiles {overlay} s.yaml,1,d"
+    header = ",".join(COLUMNS)
+    lines = [header, row.format(seed=0, overlay=overlay), row.format(seed=1, overlay="workflow/campaigns/other.yaml")]
+    (tmp_path / "reproductions" / "dp2vae.csv").write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(queue, "ROOT", tmp_path)
+    ask = ["recorded", "dp2vae", overlay, "mnist", "real", "inf"]
+    assert queue.main([*ask, "0"]) == 0
+    assert queue.main([*ask, "1"]) == 1  # its row was made under another overlay
+    assert queue.main([*ask, "2"]) == 1
+    assert queue.main(["recorded", "dp2vae", overlay, "fashion-mnist", "real", "inf", "0"]) == 1
