@@ -45,9 +45,10 @@ def campaign_overlay(path: str) -> str:
     return f"{OVERLAYS}/{name}" if folder == CAMPAIGNS and name.endswith((".yaml", ".yml")) else path
 
 
-def overlays_named(command: str) -> set[str]:
-    """The campaign overlays a recorded command names, each where it lives now (`campaign_overlay`)."""
-    return {campaign_overlay(path) for path in CAMPAIGN_OVERLAY.findall(command)}
+def command_words(command: str) -> set[str]:
+    """The words of a recorded command (`--configfile=X` split at '='), a campaign overlay among them named where it
+    lives now (`campaign_overlay`): what a recorded row's command is matched against an overlay by."""
+    return {campaign_overlay(part) for token in command.split() for part in token.split("=") if part}
 
 
 def results_dir(scale: str) -> str:

@@ -27,7 +27,7 @@ from dpvae.data.registry import get_dataset
 from dpvae.errors import DataError, TargetError
 from dpvae.files import atomic_write
 from dpvae.items import ITEMS, PAPERS
-from dpvae.paths import REPO_ROOT, RESULTS, campaign_overlay, overlays_named, run_id, train_record
+from dpvae.paths import REPO_ROOT, RESULTS, campaign_overlay, command_words, run_id, train_record
 from dpvae.provenance import changed_files, git_commit, on_code_path
 from dpvae.runs import split_variant
 from dpvae.schema import format_eps, read_config
@@ -222,7 +222,7 @@ def check_tree(command: str) -> None:
         files = changed_files()
     except (OSError, subprocess.SubprocessError):
         return
-    named = [part for token in command.split() for part in token.split("=") if part]
+    named = sorted(command_words(command))
     if changed := on_code_path(files, named):
         shown = ", ".join(changed[:10]) + (f" and {len(changed) - 10} more" if len(changed) > 10 else "")
         raise DataError(
@@ -265,7 +265,7 @@ def _superseded(old: pd.DataFrame, new: pd.DataFrame, replaces: tuple[str, ...])
 
     if old.empty or not named:
         return pd.Series(False, index=old.index)
-    by_overlay = [bool(overlays_named(str(command)) & named) for command in old["command"].fillna("")]
+    by_overlay = [bool(command_words(str(command)) & named) for command in old["command"].fillna("")]
     return pd.Series(by_overlay, index=old.index, dtype=bool) & keys(old).isin(set(keys(new)))
 
 

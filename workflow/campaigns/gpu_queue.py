@@ -118,11 +118,11 @@ class Entry:
     def made_here(self, command: str) -> bool:
         """Whether a recorded row's command ran this entry's overlay (config.yaml: no campaign overlay), the command
         naming it where it lives now or where it lived when recorded (`dpvae.paths.campaign_overlay`)."""
-        from dpvae.paths import CAMPAIGNS, overlays_named
+        from dpvae.paths import CAMPAIGNS, command_words
 
         if self.overlay == "config.yaml":
             return f"{CAMPAIGNS}/" not in command
-        return self.overlay in overlays_named(command)
+        return self.overlay in command_words(command)
 
     def targets(self, skip: tuple[str, ...] = ()) -> list[str]:
         """Every run's metric files, but those of the metrics in `skip`."""
@@ -560,8 +560,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("seed", type=int)
     args = parser.parse_args(argv)
     if args.verb == "recorded":  # one run, whatever the queue file holds (the CPU campaigns' scripts ask this)
-        run = (args.paper, args.overlay, args.dataset, (args.variant,), (args.epsilon,), (args.seed,), (), args.dataset)
-        return 0 if Entry(f"{args.variant}-{args.seed}", *run, minutes=0.0).recorded() else 1
+        one = (args.paper, args.overlay, args.dataset, (args.variant,), (args.epsilon,), (args.seed,), (), args.dataset)
+        return 0 if Entry(f"{args.variant}-{args.seed}", *one, minutes=0.0).recorded() else 1
     entries = load_queue(args.queue)
     if args.verb == "status":
         status(entries)
