@@ -560,8 +560,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("seed", type=int)
     args = parser.parse_args(argv)
     if args.verb == "recorded":  # one run, whatever the queue file holds (the CPU campaigns' scripts ask this)
-        one = (args.paper, args.overlay, args.dataset, (args.variant,), (args.epsilon,), (args.seed,), (), args.dataset)
-        return 0 if Entry(f"{args.variant}-{args.seed}", *one, minutes=0.0).recorded() else 1
+        one = Entry(
+            name=f"{args.variant}-{args.seed}",
+            paper=args.paper,
+            overlay=args.overlay,
+            dataset=args.dataset,
+            variants=(args.variant,),
+            epsilons=(args.epsilon,),
+            seeds=(args.seed,),
+            metrics=(),
+            recorded_as=args.dataset,
+            minutes=0.0,
+        )
+        return 0 if one.recorded() else 1
     entries = load_queue(args.queue)
     if args.verb == "status":
         status(entries)
