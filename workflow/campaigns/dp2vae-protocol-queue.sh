@@ -4,7 +4,7 @@
 # at a time in this order, each seed recorded into reproductions/dp2vae.csv as soon as it is built (`python -m dpvae
 # record`: refused from a modified checkout), so that a session that ends loses at most the seed it was building; a
 # seed whose rows are recorded under this overlay is skipped (`gpu_queue.py recorded`), which is how a later session on
-# a fresh machine goes on where the last one stopped. Within a session everything resumes too: Snakemake keeps
+# a fresh machine goes on where the last one stopped. Everything resumes on the same machine too: Snakemake keeps
 # finished jobs, the classifiers their finished fits. The Real-data FID study of each dataset runs after its Table 1
 # cells (features of 70,000 real images, cached every 10,000; about 95 min) unless STUDY_DIR already has its CSV.
 # Usage, from the repo root of a clean checkout (a worktree of the commit the runs are to name):
@@ -38,7 +38,10 @@ cell() {  # experiment dataset variant epsilon
     echo "== $(date -u +%FT%TZ) $1/$2/$3 seed $seed"
     configs="--configfiles $OVERLAY ${OVERLAY%.yaml}-seed$seed.yaml"  # the plural: both files, merged in order
     rm -f "$table"  # the table of another seed
-    "$SNAKEMAKE" --cores 2 --quiet progress $configs -- "$table"
+    # a session that ended mid-job leaves Snakemake's lock and the job marked incomplete: this queue is the only
+    # Snakemake in its checkout, so it unlocks, and reruns the job (the classifiers resume from their finished fits)
+    "$SNAKEMAKE" --unlock $configs -- "$table" >/dev/null
+    "$SNAKEMAKE" --cores 2 --quiet progress --rerun-incomplete $configs -- "$table"
     PYTHONPATH=src "$PY" -m dpvae record "$table" $REPLACES --command "nice -n 19 snakemake --cores 2 $configs -- $table"
   done
 }
