@@ -4,12 +4,14 @@
 # test. Same tests as a plain `python -m pytest`; on 2 cores the suite then keeps both busy. The split balances the
 # two by measured durations (CI of 27 Nov 2026: tests/workflow 1,314 s, the rest 1,557 s of which the hash-seed
 # module ~112 s; so the module joined the workflow process; a local CI run of 27 Nov, session 20: that process
-# 1,427 s, the rest 1,872 s, so FID's feature tests (~120 s) and PriVAE's (~110 s) join it too). Arguments go to
+# 1,427 s, the rest 1,872 s, so FID's feature tests (~120 s) and PriVAE's (~110 s) join it too; session 23's: 1,336 s and
+# 1,801 s, and CI's whole run 1,834 s, so DP²-VAE's compiled-stage-2 tests (~207 s) join it). Arguments go to
 # both; exit status is non-zero when either fails. The other process's report is printed after the workflow one's.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
-FIRST=(tests/workflow tests/methods/test_hash_seed.py tests/eval/test_fid_features.py tests/methods/test_privae.py)   # the process that runs in the foreground
+FIRST=(tests/workflow tests/methods/test_hash_seed.py tests/eval/test_fid_features.py tests/methods/test_privae.py
+       tests/methods/test_dp2vae_compile.py)   # the process that runs in the foreground
 report=$(mktemp)
 trap 'rm -f "$report"' EXIT
 nice -n 10 "$PY" -m pytest -p no:cacheprovider "${FIRST[@]/#/--ignore=}" "$@" >"$report" 2>&1 &   # niced: the foreground one waits on Snakemake jobs
