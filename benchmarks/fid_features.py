@@ -25,6 +25,7 @@ import time
 import numpy as np
 import torch
 
+from dpvae.allocator import malloc_argument, malloc_setting
 from dpvae.devices import device_name
 from dpvae.eval.fid import extractor, to_uint8_rgb, weights_path
 
@@ -67,7 +68,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--batches", default="64,256", help="with --device cuda: batch sizes, comma-separated")
+    malloc_argument(parser)
     args = parser.parse_args()
+    malloc = malloc_setting(args.default_malloc)
     if args.device == "cuda":
         return on_cuda(args.images, [int(b) for b in args.batches.split(",")])
     from torch.utils.flop_counter import FlopCounterMode
@@ -104,7 +107,10 @@ def main() -> None:
     with FlopCounterMode(display=False) as counter:
         plain(batches[0][:1])
     gflop = counter.get_total_flops() / 1e9
-    print(f"device={device_name('cpu')} threads={torch.get_num_threads()} images={args.images} batch={args.batch}")
+    print(
+        f"device={device_name('cpu')} threads={torch.get_num_threads()} images={args.images} batch={args.batch}"
+        f" malloc={malloc}"
+    )
     for name, (per_wall, per_cpu, relative) in best.items():
         extra = f" compile_s={compile_s:.0f}" if name == "compiled" else ""
         print(

@@ -21,6 +21,7 @@ import time
 import numpy as np
 import torch
 
+from dpvae.allocator import malloc_argument, malloc_setting
 from dpvae.devices import device_argument, device_name, repeatable, synchronize
 from dpvae.eval.image_classifiers import ImageClassifierOptions, _lr_accuracy, _torch_accuracies, fit_groups
 from dpvae.models import classifiers
@@ -56,7 +57,9 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=5, help="fits of a classifier (a job's 5)")
     parser.add_argument("--quick", action="store_true", help="1,024 images, 1 epoch: a check of the script")
+    malloc_argument(parser)
     args = parser.parse_args()
+    malloc = malloc_setting(args.default_malloc)
     if args.quick:
         args.images, args.epochs = 1024, 1
     if args.repeats < 1:
@@ -66,7 +69,10 @@ def main() -> None:
     rng = np.random.default_rng(0)
     y = rng.integers(0, CLASSES, args.images)
     x = (rng.random((args.images, 1, 28, 28)) * 0.5 + y[:, None, None, None] / (2 * CLASSES)).astype(np.float32)
-    print(f"# device={args.device} name={device_name(args.device)} torch={torch.__version__} images={args.images}")
+    print(
+        f"# device={args.device} name={device_name(args.device)} torch={torch.__version__} images={args.images}"
+        f" malloc={malloc}"
+    )
     settings = ["deterministic", "default"] if args.device == "cuda" else ["default"]
     for kind in ("mlp", "cnn"):
         flops = step_flops(kind, x.shape[1:])

@@ -221,8 +221,10 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; a user-fixable error prints its message (naming the key, file or value) and exits 2, a
     bug its traceback and then one line naming the command and the exception, exit 1."""
+    from dpvae.allocator import keep_freed_memory
     from dpvae.errors import DpvaeError
 
+    keep_freed_memory()  # a step's large tensors reuse freed memory (no page faults per step): never a result byte
     if problem := foreign_environment():
         return _fail(problem)
     args = _parser().parse_args(argv)

@@ -33,6 +33,7 @@ import torch_fidelity.feature_extractor_inceptionv3 as inception
 from torch.nn import functional as F
 from torch_fidelity.metric_fid import fid_statistics_to_metric
 
+from dpvae.allocator import keep_freed_memory
 from dpvae.data.images import load_idx_split
 from dpvae.devices import device_name
 from dpvae.eval.fid import extractor, weights_path
@@ -101,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--cache", type=Path, help="keep each 10,000 images' features here (resume)")
     args = parser.parse_args(argv)
+    keep_freed_memory()  # as a job runs (dpvae.allocator)
     mirror = data_mirror(None)
     if mirror is None:
         print(f"dp2vae_real_fid: set DPVAE_DATA_MIRROR to the folder holding {args.dataset}/", file=sys.stderr)
