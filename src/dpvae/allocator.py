@@ -13,6 +13,7 @@ than glibc is left as it is.
 
 from __future__ import annotations
 
+import argparse
 import ctypes
 import ctypes.util
 
@@ -35,7 +36,7 @@ def keep_freed_memory() -> bool:
     return bool(mallopt(M_MMAP_MAX, 0)) and bool(mallopt(M_TRIM_THRESHOLD, NEVER_TRIM))
 
 
-def malloc_argument(parser) -> None:
+def malloc_argument(parser: argparse.ArgumentParser) -> None:
     """The benchmarks' `--default-malloc`: measure with glibc's defaults rather than as a job runs (the before)."""
     parser.add_argument(
         "--default-malloc", action="store_true", help="leave glibc's malloc as it is (jobs: keep_freed_memory)"
