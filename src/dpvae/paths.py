@@ -96,6 +96,7 @@ LEDGER = "privacy.json"  # a run's privacy ledger (a non-private run's says so)
 AUDIT = "audit.json"  # an audited run's canary record, beside its ledger
 CHECKPOINT = "checkpoint.pt"  # a resume point while training (removed once the model is in place)
 FITS = ".fits.json"  # ending of a metric's resume point: `.<metric>.fits.json` beside its JSON (removed when done)
+PARTIAL = ".partial.npz"  # ending of an output's running sums: `.<stem>.partial.npz` beside it (removed when done)
 SAMPLES = "samples.npz"  # the synthetic records the sample stage draws
 METRICS = "metrics"  # one JSON per metric (+ its artifacts beside it)
 BENCHMARKS = "benchmarks"  # Snakemake's benchmark of each job writing into the directory
@@ -140,13 +141,20 @@ def metric_file(run: Dir, metric: str) -> Dir:
 
 def metric_fits_file(metrics: Dir, metric: str) -> Dir:
     """<run>/metrics/.<metric>.fits.json, given the folder of the metric's JSON (its `out_dir`): the fits its job
-    has finished, hidden beside the JSON and not a rule's output, so a killed job keeps it (`is_metric_fits`)."""
+    has finished, hidden beside the JSON and not a rule's output, so a killed job keeps it (`is_resume_point`)."""
     return _under(metrics, f".{metric}{FITS}")
 
 
-def is_metric_fits(name: str) -> bool:
-    """Whether a file's name is a metric's resume point (`metric_fits_file`): it serves the job on its machine only."""
-    return name.startswith(".") and name.endswith(FITS)
+def partial_file(output: Path) -> Path:
+    """<folder>/.<stem>.partial.npz beside `output` (a metric's JSON, a reference's .npz): the running sums of the job
+    that writes `output`, hidden and not a rule's output, so a killed job keeps them (`is_resume_point`)."""
+    return output.with_name(f".{output.stem}{PARTIAL}")
+
+
+def is_resume_point(name: str) -> bool:
+    """Whether a file's name is a job's resume point (`metric_fits_file`, `partial_file`): it serves the job on its
+    machine only."""
+    return name.startswith(".") and name.endswith((FITS, PARTIAL))
 
 
 def stage1_record(stage1: Dir) -> Dir:

@@ -29,7 +29,7 @@ from dpvae.files import atomic_directory, atomic_write, write_json
 from dpvae.methods.base import RunContext, stage1_context
 from dpvae.methods.registry import get_method, run_context
 from dpvae.models import precision
-from dpvae.paths import audit_file, checkpoint_file, model_path, stage1_record, train_record
+from dpvae.paths import audit_file, checkpoint_file, model_path, partial_file, stage1_record, train_record
 from dpvae.provenance import git_commit, machine, sha256_json
 from dpvae.runs import domain_budget, released_ledger
 from dpvae.runspec import RunSpec
@@ -167,14 +167,14 @@ def evaluate(
 
 def reference(data_dir: str | Path, metric: str, options: dict, out: str | Path, device: str = "auto") -> Path:
     """A metric's cached per-dataset input (e.g. FID's real-image statistics) into `out` (.npz), computed on
-    `device` (`auto`: CUDA when available, as a run's)."""
+    `device` (`auto`: CUDA when available, as a run's); a killed job's partial result beside `out` is resumed."""
     entry = METRICS.get(metric)
     parsed = entry.Options.parse(options, key=f"evaluation.{metric}", name=metric)
     if entry.reference is None:
         raise NotBuiltError(f"metric '{metric}' has no reference builder")
     resolved = resolve_device(device)
     with precision.ieee_fp32():
-        arrays = entry.reference(Path(data_dir), parsed, resolved)
+        arrays = entry.reference(Path(data_dir), parsed, resolved, partial_file(Path(out)))
     atomic_write(out, lambda tmp: np.savez(tmp, **arrays))
     return Path(out)
 

@@ -62,7 +62,7 @@ def test_generated_statistics_are_read_back_for_the_same_images_only(tmp_path, m
 
     calls = []
 
-    def statistics(x, batch_size, weights, device="cpu"):
+    def statistics(x, batch_size, weights, device="cpu", partial=None):
         calls.append(len(x))
         return {"mu": x.reshape(len(x), -1).mean(0).astype(np.float64), "sigma": np.eye(2), "n": np.asarray(len(x))}
 
@@ -78,3 +78,70 @@ def test_generated_statistics_are_read_back_for_the_same_images_only(tmp_path, m
     fid.memoised_statistics(images, 32, Path("w"), "cpu", tmp_path / "generated")  # another batch size
     fid.memoised_statistics(images, 64, Path("w"), "cpu", None)
     assert calls == [6, 6, 6, 6]
+
+
+def test_a_killed_feature_pass_resumes_to_the_bytes_of_an_uninterrupted_one(weights, tmp_path, monkeypatch):
+    """A pass killed after two batches leaves its running sums; the next call measures only the batches after them
+    and gives the uninterrupted moments' bytes (a fresh extractor, as a new process has); the file then goes."""
+    from dpvae.eval import fid
+
+    x = np.random.default_rng(2).random((5, 1, 28, 28)).astype(np.float32)
+    whole = statistics(x, 2, weights, compile_min=10**9)
+    monkeypatch.setattr(fid, "PARTIAL_SECONDS", 0.0)  # save after every batch
+    real_extractor, batches = fid.extractor, []
+
+    def killed_after_two(*args, **kwargs):
+        features_of = real_extractor(*args, **kwargs)
+
+        def features(images):
+            if len(batches) == 2:
+                raise KeyboardInterrupt("killed")
+            batches.append(len(images))
+            return features_of(images)
+
+        return features
+
+    partial = tmp_path / ".fid.partial.npz"
+    monkeypatch.setattr(fid, "extractor", killed_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        statistics(x, 2, weights, compile_min=10**9, partial=partial)
+    with np.load(partial) as saved:
+        assert int(saved["done"]) == 4
+    batches.clear()
+    monkeypatch.setattr(fid, "extractor", _counting(real_extractor, batches))
+    resumed = statistics(x, 2, weights, compile_min=10**9, partial=partial)
+    assert batches == [1]  # the fifth image only
+    assert all(resumed[k].tobytes() == whole[k].tobytes() for k in whole)
+    assert not partial.exists() and not list(tmp_path.iterdir())
+
+
+def test_sums_of_other_images_are_not_resumed(tmp_path, monkeypatch):
+    """A partial file of other images (or another batch size) is ignored: every image is measured."""
+    from dpvae.eval import fid
+
+    batches: list[int] = []
+    monkeypatch.setattr(
+        fid, "extractor", _counting(lambda *a, **k: lambda images: torch.ones(len(images), 2048), batches)
+    )
+    x = np.random.default_rng(3).random((4, 1, 2, 2)).astype(np.float32)
+    partial = tmp_path / ".fid.partial.npz"
+    key = fid.statistics_key(x, 2, "cpu", compiled=False)
+    fid.RunningMoments(np.full(2048, 7.0), np.zeros((2048, 2048)), done=2).save(partial, key)
+    other = x.copy()
+    other[3, 0, 1, 1] += 1e-3
+    statistics(other, 2, Path("w"), compile_min=10**9, partial=partial)
+    assert batches == [2, 2] and not partial.exists()
+    fid.RunningMoments(np.full(2048, 7.0), np.zeros((2048, 2048)), done=2).save(partial, key)
+    batches.clear()
+    assert statistics(x, 2, Path("w"), compile_min=10**9, partial=partial)["mu"][0] == (7.0 + 2) / 4
+    assert batches == [2]  # the same images: resumed after the saved two
+
+
+def _counting(make_extractor, batches: list[int]):
+    """`fid.extractor`'s stand-in: `make_extractor`'s features, each batch's size appended to `batches`."""
+
+    def counting(*args, **kwargs):
+        features_of = make_extractor(*args, **kwargs)
+        return lambda images: batches.append(len(images)) or features_of(images)
+
+    return counting

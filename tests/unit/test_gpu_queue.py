@@ -14,7 +14,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from dpvae.paths import REPO_ROOT, metric_file, metric_fits_file, model_path
+from dpvae.paths import REPO_ROOT, metric_file, metric_fits_file, model_path, partial_file
 from dpvae.reproductions import COLUMNS
 from dpvae.runs import Run
 from dpvae.workflow import Rules
@@ -173,14 +173,16 @@ def test_an_entry_too_big_for_one_file_comes_back_in_parts_and_unpacks_whole(tmp
 
 
 def test_a_metrics_resume_file_stays_on_the_machine(tmp_path, monkeypatch):
-    """A stopped entry's runs are packed with their finished metrics, never a metric's resume point (its fits so
-    far serve the job on the machine that resumes it); other hidden files (a directory's timestamp) go along."""
+    """A stopped entry's runs are packed with their finished metrics, never a metric's resume point (its fits or its
+    running sums so far serve the job on the machine that resumes it); other hidden files (a directory's timestamp)
+    go along."""
     queue = _queue()
     entry = next(e for e in queue.load_queue() if e.paper == "privae" and not e.blocked)
     monkeypatch.setattr(queue, "ROOT", tmp_path / "device")
     run = entry.runs()[0]
     kept = [metric_file(run, "m"), model_path(run) / ".snakemake_timestamp"]
-    for path in (*kept, metric_fits_file(metric_file(run, "m").parent, "m")):
+    resume_points = (metric_fits_file(metric_file(run, "m").parent, "m"), partial_file(Path(metric_file(run, "m"))))
+    for path in (*kept, *resume_points):
         (tmp_path / "device" / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "device" / path).write_text("{}")
     out = tmp_path / "out"

@@ -75,7 +75,7 @@ from dpvae.paths import (  # noqa: E402
     METRICS,
     MODEL,
     TRAIN_RECORD,
-    is_metric_fits,
+    is_resume_point,
     metric_file,
     model_path,
     run_dir,
@@ -267,8 +267,8 @@ def pack(entry: Entry, out: Path, files_back: int = FILES_BACK) -> str:
 
 
 def _recorded(member: tarfile.TarInfo) -> tarfile.TarInfo | None:
-    """A packed file, but not a metric's resume point (`dpvae.paths.is_metric_fits`: it serves the job here)."""
-    return None if is_metric_fits(Path(member.name).name) else member
+    """A packed file, but not a job's resume point (`dpvae.paths.is_resume_point`: it serves the job here)."""
+    return None if is_resume_point(Path(member.name).name) else member
 
 
 def archives(out: Path) -> list[tuple[str, list[Path]]]:

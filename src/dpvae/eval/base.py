@@ -62,14 +62,15 @@ MetricFn = Callable[[EvalContext], Rows]
 SizeCheck = Callable[[Any, Facts, int], list[tuple[str, str]]]
 KINDS = ("table", "image")
 KIND_NAMES = {"table": "tables ([d] records)", "image": "images ([C, H, W] records)"}
-ReferenceFn = Callable[[Path, Any, str], dict[str, np.ndarray]]  # (prepared dataset dir, options, device) -> arrays
+#: (prepared dataset dir, options, device, the file for a killed job's partial result) -> arrays
+ReferenceFn = Callable[[Path, Any, str, Path], dict[str, np.ndarray]]
 
 
 @dataclass(frozen=True)
 class Metric:
     """A registered metric: `fn(ctx)` computes its rows.
 
-    A metric that needs "reference" has `reference(prepared_dir, options, device) -> arrays`, cached once per
+    A metric that needs "reference" has `reference(prepared_dir, options, device, partial) -> arrays`, cached once per
     dataset by the reference rule; `reference_keys` are the option names it reads (other options never rebuild
     it). `gpu`: its jobs ask the cluster for a GPU (they run on the CPU when none is there, or `device: cpu`).
     """

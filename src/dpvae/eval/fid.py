@@ -13,6 +13,8 @@ Protocol (written on every item that shows FID):
 * generated: their mean and covariance kept beside the reference (`generated/<key>.npz`, the key a sha256 of the
   images' bytes and of what decides their features), so that a run whose images another run already measured
   (the Real-data rows' seeds: the same training images) reads them instead of recomputing them;
+* a killed feature pass resumes: its running sums are saved every `PARTIAL_SECONDS` beside the job's output
+  (`paths.partial_file`) and read back by the next call of the same images and extractor (`statistics_key`);
 * FID = ‖μ_r − μ_g‖² + Tr(Σ_r + Σ_g − 2(Σ_rΣ_g)^{1/2}) by torch-fidelity's `fid_statistics_to_metric`.
 
 Device: the extractor runs on the run's device (the reference on the reference job's); the feature moments
@@ -26,7 +28,9 @@ about 1.5x and 2.2x the images per CPU second of the plain extractor, features e
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -38,14 +42,16 @@ from dpvae.errors import DataError
 from dpvae.eval.base import EvalContext, Rows
 from dpvae.eval.registry import register_metric
 from dpvae.files import atomic_write
+from dpvae.methods.checkpoint import interval_seconds
 from dpvae.params import MetricOptions, param
-from dpvae.paths import data_mirror, raw_dir
+from dpvae.paths import data_mirror, partial_file, raw_dir
 from dpvae.progress import Progress
 from dpvae.provenance import sha256_json
 
 WEIGHTS_NAME = "pt_inception-2015-12-05-fc-zeroed.pth"
 WEIGHTS_SHA256 = "b60f2de70e560e3d08f8dfb001f46f346e701c1eb50ea87d9cf90427f066b997"
 WEIGHTS_ENV = "DPVAE_INCEPTION_WEIGHTS"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -133,22 +139,87 @@ def extractor(weights: Path, device: str = "cpu", compiled: bool = False):
     return features
 
 
+def statistics_key(x: np.ndarray, batch_size: int, device: str, compiled: bool) -> str:
+    """sha256 of what decides `statistics` of `x`: their bytes, the batch size, the weights' sha256, the device's
+    kind, whether compiled, the torch version."""
+    import torch
+
+    images = hashlib.sha256(np.ascontiguousarray(x).data).hexdigest()
+    return sha256_json(
+        {
+            "images": [images, x.dtype.str, list(x.shape)],
+            "batch_size": batch_size,
+            "weights": WEIGHTS_SHA256,
+            "device": torch.device(device).type,
+            "compiled": compiled,
+            "torch": torch.__version__,
+        }
+    )
+
+
+#: seconds between two saves of `statistics`' running sums (`DPVAE_CHECKPOINT_EVERY_SECONDS` overrides it)
+PARTIAL_SECONDS = 120.0
+
+
+@dataclass
+class RunningMoments:
+    """The float64 sums `statistics` accumulates, after the first `done` images; `save`d to and `load`ed from a
+    partial file (keyed by `statistics_key`) so that a killed job goes on at the batch it stopped before."""
+
+    total: np.ndarray
+    outer: np.ndarray
+    done: int = 0
+
+    @classmethod
+    def load(cls, path: Path | None, key: str) -> RunningMoments:
+        moments = cls(np.zeros(2048), np.zeros((2048, 2048)))
+        if path is None or not path.is_file():
+            return moments
+        try:
+            with np.load(path) as saved:
+                if str(saved["key"]) != key:
+                    log.info("ignoring %s: the sums of other images or of another extractor", path)
+                    return moments
+                moments = cls(saved["total"], saved["outer"], int(saved["done"]))
+        except (OSError, ValueError, KeyError) as error:
+            log.warning("ignoring unreadable %s (%s); measuring every image", path, error)
+            return moments
+        log.info("resuming FID features after %d images from %s", moments.done, path)
+        return moments
+
+    def save(self, path: Path, key: str) -> None:
+        arrays = {"key": np.asarray(key), "total": self.total, "outer": self.outer, "done": np.asarray(self.done)}
+        atomic_write(path, lambda tmp: np.savez(tmp, **arrays))
+
+
 def statistics(
-    x: np.ndarray, batch_size: int, weights: Path, device: str = "cpu", compile_min: int = COMPILE_MIN_IMAGES
+    x: np.ndarray,
+    batch_size: int,
+    weights: Path,
+    device: str = "cpu",
+    compile_min: int = COMPILE_MIN_IMAGES,
+    partial: Path | None = None,
 ) -> dict[str, np.ndarray]:
     """Mean [2048] and covariance [2048, 2048] (float64) of pool3 features, accumulated batch by batch on
     `device` (see the module docstring); on the CPU compiled from `compile_min` images on, every batch then
-    padded to `batch_size` (one compiled shape; the padding's features are dropped)."""
+    padded to `batch_size` (one compiled shape; the padding's features are dropped). With `partial`, the running
+    sums are saved there every `PARTIAL_SECONDS` and a call that finds them (same key) goes on after their images:
+    the same bytes as one uninterrupted call; the file is removed at the end."""
     import torch
 
     device = torch.device(device)
     on_cpu = device.type == "cpu"  # NumPy's float64 sums there: the CPU's statistics stay bit for bit
     compiled = compiles(str(device), len(x), compile_min)
+    key = statistics_key(x, batch_size, str(device), compiled) if partial else ""
+    moments = RunningMoments.load(partial, key)
     features_of = extractor(weights, str(device), compiled)
-    total = np.zeros(2048) if on_cpu else torch.zeros(2048, dtype=torch.float64, device=device)
-    outer = np.zeros((2048, 2048)) if on_cpu else torch.zeros((2048, 2048), dtype=torch.float64, device=device)
+    total, outer = moments.total, moments.outer
+    if not on_cpu:
+        total, outer = torch.from_numpy(total).to(device), torch.from_numpy(outer).to(device)
     progress = Progress("fid features", len(x), "images")
-    for start in range(0, len(x), batch_size):
+    progress.start_at(moments.done)
+    every, saved = interval_seconds(PARTIAL_SECONDS), time.monotonic()
+    for start in range(moments.done, len(x), batch_size):
         batch = to_uint8_rgb(x[start : start + batch_size])
         n_batch = len(batch)
         if compiled and n_batch < batch_size:
@@ -158,53 +229,49 @@ def statistics(
         total += f.sum(0)
         outer += f.T @ f
         progress.advance(n_batch)
+        if partial and start + n_batch < len(x) and time.monotonic() - saved >= every:
+            host = (total, outer) if on_cpu else (total.cpu().numpy(), outer.cpu().numpy())
+            RunningMoments(*host, done=start + n_batch).save(partial, key)
+            saved = time.monotonic()
     if not on_cpu:
         total, outer = total.cpu().numpy(), outer.cpu().numpy()
     n = len(x)
     mu = total / n
     sigma = (outer - n * np.outer(mu, mu)) / (n - 1)
+    if partial:
+        partial.unlink(missing_ok=True)
     return {"mu": mu, "sigma": sigma, "n": np.asarray(n)}
 
 
 def memoised_statistics(
-    x: np.ndarray, batch_size: int, weights: Path, device: str, memo: Path | None
+    x: np.ndarray, batch_size: int, weights: Path, device: str, memo: Path | None, partial: Path | None = None
 ) -> dict[str, np.ndarray]:
-    """`statistics` of `x`, read from `memo/<key>.npz` when the same images were measured the same way before (the
-    key: a sha256 of their bytes, the batch size, the weights' sha256, the device's kind, whether compiled, the
-    torch version), else computed and written there (atomically); `memo` None: computed."""
-    import torch
-
+    """`statistics` of `x`, read from `memo/<key>.npz` when the same images were measured the same way before
+    (`statistics_key`), else computed (resuming from `partial`) and written there (atomically); `memo` None:
+    computed."""
     if memo is None:
-        return statistics(x, batch_size, weights, device)
-    images = hashlib.sha256(np.ascontiguousarray(x).data).hexdigest()
-    key = sha256_json(
-        {
-            "images": [images, x.dtype.str, list(x.shape)],
-            "batch_size": batch_size,
-            "weights": WEIGHTS_SHA256,
-            "device": torch.device(device).type,
-            "compiled": compiles(device, len(x)),
-            "torch": torch.__version__,
-        }
-    )
-    path = memo / f"{key}.npz"
+        return statistics(x, batch_size, weights, device, partial=partial)
+    path = memo / f"{statistics_key(x, batch_size, device, compiles(device, len(x)))}.npz"
     if path.is_file():
         with np.load(path) as kept:
             return dict(kept)
-    stats = statistics(x, batch_size, weights, device)
+    stats = statistics(x, batch_size, weights, device, partial=partial)
     atomic_write(path, lambda tmp: np.savez(tmp, **stats))
     return stats
 
 
-def build_reference(prepared_dir: Path, options: FIDOptions, device: str = "cpu") -> dict[str, np.ndarray]:
-    """Real-image statistics of one dataset's `reference` split (the cached input of every FID job)."""
+def build_reference(
+    prepared_dir: Path, options: FIDOptions, device: str = "cpu", partial: Path | None = None
+) -> dict[str, np.ndarray]:
+    """Real-image statistics of one dataset's `reference` split (the cached input of every FID job), resuming
+    from `partial`."""
     from dpvae.data.store import load_prepared
 
     split = getattr(load_prepared(prepared_dir), options.reference)
     x = split.x
     if options.reference_n and options.reference_n < len(x):
         x = x[np.sort(np.random.default_rng(0).choice(len(x), options.reference_n, replace=False))]
-    stats = statistics(x, options.batch_size, weights_path(Path(prepared_dir).parents[1]), device)
+    stats = statistics(x, options.batch_size, weights_path(Path(prepared_dir).parents[1]), device, partial=partial)
     return {**stats, "split": np.asarray(options.reference)}
 
 
@@ -242,7 +309,8 @@ def fid(ctx: EvalContext) -> Rows:
     real = ctx.reference()
     weights = weights_path(Path(ctx.run.spec.data_root))
     memo = ctx.reference_path.parent / "generated" if ctx.reference_path else None
-    generated = memoised_statistics(x, ctx.options.batch_size, weights, ctx.run.device, memo)
+    partial = partial_file(ctx.out_dir / "fid.json")
+    generated = memoised_statistics(x, ctx.options.batch_size, weights, ctx.run.device, memo, partial)
     value = fid_statistics_to_metric(generated, {"mu": real["mu"], "sigma": real["sigma"]}, verbose=False)
     return [
         {"metric": "fid", "value": float(value["frechet_inception_distance"])},

@@ -46,11 +46,8 @@ class Checkpoint:
     def __init__(self, ctx: RunContext, every_seconds: float = 300.0, every_steps: int | None = None) -> None:
         self.path = checkpoint_file(Path(ctx.run_dir))
         self.key = sha256_json(ctx.spec.to_dict())
-        self.every_seconds, self.every_steps = every_seconds, every_steps
-        if os.environ.get(EVERY_STEPS_VARIABLE):
-            self.every_steps = _positive(EVERY_STEPS_VARIABLE, int)
-        if os.environ.get(EVERY_SECONDS_VARIABLE):
-            self.every_seconds = _positive(EVERY_SECONDS_VARIABLE, float)
+        self.every_steps = _positive(EVERY_STEPS_VARIABLE, int) if os.environ.get(EVERY_STEPS_VARIABLE) else every_steps
+        self.every_seconds = interval_seconds(every_seconds)
         self._last = time.monotonic()
 
     def load(self) -> dict[str, Any] | None:
@@ -86,6 +83,12 @@ class Checkpoint:
 
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)
+
+
+def interval_seconds(default: float) -> float:
+    """Seconds between two saves of a resume point: `DPVAE_CHECKPOINT_EVERY_SECONDS` when set, else `default`
+    (training checkpoints and metrics' partial results alike)."""
+    return _positive(EVERY_SECONDS_VARIABLE, float) if os.environ.get(EVERY_SECONDS_VARIABLE) else default
 
 
 def _positive(variable: str, kind: type) -> Any:
