@@ -14,7 +14,11 @@ FIRST=(tests/workflow tests/methods/test_hash_seed.py tests/eval/test_fid_featur
        tests/methods/test_dp2vae_compile.py)   # the process that runs in the foreground
 report=$(mktemp)
 trap 'rm -f "$report"' EXIT
-nice -n 10 "$PY" -m pytest -p no:cacheprovider "${FIRST[@]/#/--ignore=}" "$@" >"$report" 2>&1 &   # niced: the foreground one waits on Snakemake jobs
+# niced (the foreground one waits on Snakemake jobs) and on one OpenMP thread: with torch's default (one per core)
+# its threads spin-wait for cores the foreground holds. benchmarks/suite_threads.sh, this 2-core CPU, 28 Nov 2026
+# (benchmarks/measured/cpu-2026-11-28/suite-threads.log): four modules as two processes, both done in 64.8 s with
+# the default, 52.7 s with this one's single thread (its own tests 61 s -> 34 s), 59.7 s with one thread in both
+OMP_NUM_THREADS=1 nice -n 10 "$PY" -m pytest -p no:cacheprovider "${FIRST[@]/#/--ignore=}" "$@" >"$report" 2>&1 &
 others=$!
 "$PY" -m pytest "${FIRST[@]}" "$@"
 workflow_status=$?
