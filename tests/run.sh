@@ -5,8 +5,10 @@
 # two by measured durations (CI of 27 Nov 2026: tests/workflow 1,314 s, the rest 1,557 s of which the hash-seed
 # module ~112 s; so the module joined the workflow process; a local CI run of 27 Nov, session 20: that process
 # 1,427 s, the rest 1,872 s, so FID's feature tests (~120 s) and PriVAE's (~110 s) join it too; session 23's: 1,336 s and
-# 1,801 s, and CI's whole run 1,834 s, so DP²-VAE's compiled-stage-2 tests (~207 s) join it). Arguments go to
-# both; exit status is non-zero when either fails. The other process's report is printed after the workflow one's.
+# 1,801 s, and CI's whole run 1,834 s, so DP²-VAE's compiled-stage-2 tests (~207 s) join it; session 25's, with
+# the second process on one thread (below): 1,691 s and 1,697 s, the whole local CI 1,867 s, session 24's ~3,100 s).
+# Arguments go to both; exit status is non-zero when either fails. The other process's report is printed after the
+# workflow one's.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
