@@ -116,7 +116,7 @@ def test_a_killed_feature_pass_resumes_to_the_bytes_of_an_uninterrupted_one(weig
 
 
 def test_sums_of_other_images_are_not_resumed(tmp_path, monkeypatch):
-    """A partial file of other images (or another batch size) is ignored: every image is measured."""
+    """A partial file of other images is ignored (every image is measured); of the same images, resumed."""
     from dpvae.eval import fid
 
     batches: list[int] = []
