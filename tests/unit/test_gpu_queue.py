@@ -6,6 +6,7 @@ import importlib.util
 import itertools
 import os
 import random
+import re
 import shlex
 import subprocess
 import sys
@@ -271,7 +272,7 @@ def test_the_cpu_protocol_campaign_builds_one_seed_per_seed_overlay():
     from dpvae.runs import experiment_runs
 
     overlays = REPO_ROOT / "workflow" / "campaigns" / "overlays"
-    for seed in (0, 1, 2):
+    for seed in range(5):
         config = load_config(
             [
                 REPO_ROOT / "config.yaml",
@@ -286,6 +287,59 @@ def test_the_cpu_protocol_campaign_builds_one_seed_per_seed_overlay():
             assert {r.variant for r in runs} == ({"real", "dp-merf"} if experiment == "dp2vae_eps10" else {"dp-merf"})
     script = (REPO_ROOT / "workflow" / "campaigns" / "dp2vae-protocol-queue.sh").read_text()
     assert "-seed$seed.yaml" in script and "--replaces" in script
+
+
+def test_the_cpu_protocol_campaign_takes_seeds_3_and_4_only_where_the_verdict_is_close(tmp_path):
+    """dp2vae-protocol-queue.sh, its Python and Snakemake stubbed (nothing recorded yet; `close` answers as told):
+    every cell is built and recorded seed by seed, 0-2, and 3-4 only after `close` says so."""
+    stub = tmp_path / "stub"
+    answers = 'case "$*" in *" recorded "*) exit 1;; *" close "*) echo "$VERDICT";; esac'
+    stub.write_text(f'#!/usr/bin/env bash\necho "$*" >> "$LOG"\n{answers}\n')
+    stub.chmod(0o755)
+    script = REPO_ROOT / "workflow" / "campaigns" / "dp2vae-protocol-queue.sh"
+
+    def recorded_seeds(verdict: str) -> list[list[int]]:
+        log = tmp_path / f"{verdict}.log"
+        env = {
+            **os.environ,
+            "PY": str(stub),
+            "SNAKEMAKE": "true",
+            "ONLY_CELLS": "1",
+            "LOG": str(log),
+            "VERDICT": verdict,
+        }
+        subprocess.run(["bash", str(script), str(tmp_path / "study")], cwd=tmp_path, env=env, check=True)
+        by_table = {}
+        for line in log.read_text().splitlines():
+            if line.startswith("-m dpvae record"):
+                seed = re.search(r"dp2vae-cpu-protocol-seed(\d)\.yaml", line)
+                by_table.setdefault(line.split()[3], []).append(int(seed[1]))
+        assert len(by_table) == 6, by_table  # Table 1's four cells, Table 2's two
+        return list(by_table.values())
+
+    assert recorded_seeds("settled") == [[0, 1, 2]] * 6
+    assert recorded_seeds("close") == [[0, 1, 2, 3, 4]] * 6
+
+
+def test_close_says_whether_a_cell_the_runs_reach_misses_within_seed_noise(tmp_path, monkeypatch):
+    """The CPU campaign takes seeds 3 and 4 of a cell only where `close` says so: a miss within 2 standard errors of
+    the tolerance edge (MNIST DP-MERF's LR at ε = 10, paper 79.1 %, tolerance 3 points)."""
+    queue = _queue()
+    (tmp_path / "reproductions").mkdir()
+    row = "dp2vae,table1,mnist,dp-merf,10,accuracy,lr,,{seed},{value},paper,dp-merf,cpu,abc,snakemake,1,d"
+    header = ",".join(COLUMNS)
+    monkeypatch.setattr(queue, "ROOT", tmp_path)
+
+    def verdict(*values: float, variant: str = "dp-merf", epsilon: str = "10") -> str:
+        lines = [row.format(seed=s, value=v) for s, v in enumerate(values)]
+        (tmp_path / "reproductions" / "dp2vae.csv").write_text("\n".join([header, *lines]) + "\n")
+        return "close" if queue.close("dp2vae", "mnist", variant, epsilon) else "settled"
+
+    assert verdict(0.760, 0.730, 0.745) == "close"  # 4.6 points below: 1.6 past the edge, 2 se = 1.7
+    assert verdict(0.700, 0.701, 0.699) == "settled"  # far outside: more seeds cannot turn it
+    assert verdict(0.790, 0.780, 0.795) == "settled"  # within tolerance
+    assert verdict(0.760, 0.730, 0.745, epsilon="1") == "settled"  # no row of the ε = 1 runs
+    assert verdict(0.760, 0.730, 0.745, variant="real") == "settled"  # nor of the Real-data runs
 
 
 def test_recorded_says_whether_one_run_has_rows_made_under_the_overlay(tmp_path, monkeypatch):

@@ -5,6 +5,7 @@ needs, unpack it here.
     python workflow/campaigns/gpu_queue.py run OUTDIR [--budget MINUTES] [--cores N] [--dry-run]
     python workflow/campaigns/gpu_queue.py unpack OUTDIR
     python workflow/campaigns/gpu_queue.py pack OUTDIR ENTRY...   (on the machine: an entry's runs packed again)
+    python workflow/campaigns/gpu_queue.py recorded|close PAPER ...  (asked by the CPU campaigns' scripts)
 
 `run` (on the GPU machine, repository root, the project's packages importable, `DPVAE_DATA_MIRROR` set): takes the
 entries in order, skips those recorded in reproductions/<paper>.csv (every run has a row) or blocked, and runs the
@@ -150,6 +151,25 @@ class Entry:
 
 def _eps(value: str) -> str:
     return "inf" if str(value) in ("inf", "nan", "") else f"{float(value):g}"
+
+
+def close(paper: str, dataset: str, variant: str, epsilon: str) -> bool:
+    """Whether a published cell that these runs' recorded rows reach misses within seed noise (the scorecard's
+    `seed-noise` cause): a verdict more seeds can still turn, so the cell takes 5 seeds rather than 3."""
+    import numpy as np
+
+    from dpvae.render.published import SEED_NOISE
+    from dpvae.reproductions import read_all
+    from dpvae.scorecard import scorecard
+
+    rows = read_all(ROOT / "reproductions", paper)
+    same_eps = rows["epsilon"].map(_eps) == _eps(epsilon)
+    rows = rows[(rows["dataset"] == dataset) & (rows["variant"] == variant) & same_eps]
+    cells = set(zip(rows["item"], rows["method"]))
+    card = scorecard(paper, ROOT / "reproductions")
+    card = card[(card["dataset"] == dataset) & (card["epsilon"].map(_eps) == _eps(epsilon))]
+    reached = np.array([cell in cells for cell in zip(card["item"], card["method"])], dtype=bool)
+    return bool(((card["cause"] == SEED_NOISE).to_numpy() & reached).any())
 
 
 def load_queue(path: Path = QUEUE) -> list[Entry]:
@@ -558,7 +578,13 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("paper", "overlay", "dataset", "variant", "epsilon"):
         p.add_argument(name)
     p.add_argument("seed", type=int)
+    p = sub.add_parser("close", help="prints 'close' if a cell the runs reach misses within seed noise, else 'settled'")
+    for name in ("paper", "dataset", "variant", "epsilon"):
+        p.add_argument(name)
     args = parser.parse_args(argv)
+    if args.verb == "close":
+        print("close" if close(args.paper, args.dataset, args.variant, args.epsilon) else "settled")
+        return 0
     if args.verb == "recorded":  # one run, whatever the queue file holds (the CPU campaigns' scripts ask this)
         one = Entry(
             name=f"{args.variant}-{args.seed}",
