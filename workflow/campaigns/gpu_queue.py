@@ -156,20 +156,17 @@ def _eps(value: str) -> str:
 def close(paper: str, dataset: str, variant: str, epsilon: str) -> bool:
     """Whether a published cell that these runs' recorded rows reach misses within seed noise (the scorecard's
     `seed-noise` cause): a verdict more seeds can still turn, so the cell takes 5 seeds rather than 3."""
-    import numpy as np
-
     from dpvae.render.published import SEED_NOISE
     from dpvae.reproductions import read_all
     from dpvae.scorecard import scorecard
 
-    rows = read_all(ROOT / "reproductions", paper)
-    same_eps = rows["epsilon"].map(_eps) == _eps(epsilon)
-    rows = rows[(rows["dataset"] == dataset) & (rows["variant"] == variant) & same_eps]
-    cells = set(zip(rows["item"], rows["method"]))
-    card = scorecard(paper, ROOT / "reproductions")
-    card = card[(card["dataset"] == dataset) & (card["epsilon"].map(_eps) == _eps(epsilon))]
-    reached = np.array([cell in cells for cell in zip(card["item"], card["method"])], dtype=bool)
-    return bool(((card["cause"] == SEED_NOISE).to_numpy() & reached).any())
+    def here(frame):  # the frame's rows of this dataset and ε
+        return frame[(frame["dataset"] == dataset) & (frame["epsilon"].map(_eps) == _eps(epsilon))]
+
+    rows = here(read_all(ROOT / "reproductions", paper))
+    cells = rows.loc[rows["variant"] == variant, ["item", "method"]].drop_duplicates()
+    reached = here(scorecard(paper, ROOT / "reproductions")).merge(cells, on=["item", "method"])
+    return bool((reached["cause"] == SEED_NOISE).any())
 
 
 def load_queue(path: Path = QUEUE) -> list[Entry]:
