@@ -356,3 +356,24 @@ def test_recorded_says_whether_one_run_has_rows_made_under_the_overlay(tmp_path,
     assert queue.main([*ask, "1"]) == 1  # its row was made under another overlay
     assert queue.main([*ask, "2"]) == 1
     assert queue.main(["recorded", "dp2vae", overlay, "fashion-mnist", "real", "inf", "0"]) == 1
+
+
+def test_the_cpu_protocol_studies_read_the_fid_jobs_kept_statistics(tmp_path):
+    """dp2vae-protocol-queue.sh's Real-data FID study of a dataset gets the FID jobs' memo, and their test-split
+    statistics where the cells left them (MNIST's here, Fashion-MNIST's not)."""
+    stub = tmp_path / "stub"
+    stub.write_text('#!/usr/bin/env bash\necho "$*" >> "$LOG"\ncase "$*" in *" close "*) echo settled;; esac\n')
+    stub.chmod(0o755)
+    kept = tmp_path / "results" / "paper" / "references"
+    (kept / "mnist").mkdir(parents=True)
+    (kept / "mnist" / "fid.npz").write_bytes(b"")
+    log = tmp_path / "log"
+    env = {**os.environ, "PY": str(stub), "SNAKEMAKE": "true", "LOG": str(log)}
+    script = REPO_ROOT / "workflow" / "campaigns" / "dp2vae-protocol-queue.sh"
+    subprocess.run(["bash", str(script), str(tmp_path / "study")], cwd=tmp_path, env=env, check=True)
+    studies = {line.split()[2]: line for line in log.read_text().splitlines() if "dp2vae_real_fid.py" in line}
+    assert set(studies) == {"mnist", "fashion-mnist"}
+    for dataset, line in studies.items():
+        assert f"--memo results/paper/references/{dataset}/generated" in line
+    assert "--reference results/paper/references/mnist/fid.npz" in studies["mnist"]
+    assert "--reference" not in studies["fashion-mnist"]

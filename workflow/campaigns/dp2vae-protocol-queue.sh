@@ -6,7 +6,8 @@
 # seed whose rows are recorded under this overlay is skipped (`gpu_queue.py recorded`), which is how a later session on
 # a fresh machine goes on where the last one stopped. Everything resumes on the same machine too: Snakemake keeps
 # finished jobs, the classifiers their finished fits. The Real-data FID study of each dataset runs after its Table 1
-# cells (features of 70,000 real images, cached every 10,000; about 95 min) unless STUDY_DIR already has its CSV.
+# cells unless STUDY_DIR already has its CSV: features of 70,000 real images (statistics kept every 10,000), less the
+# first 10,000 training and the 10,000 test images whose statistics the Real-data cell's FID job left (~80 min).
 # Usage, from the repo root of a clean checkout (a worktree of the commit the runs are to name):
 #   DPVAE_DATA_MIRROR=../shared/data nice -n 19 workflow/campaigns/dp2vae-protocol-queue.sh STUDY_DIR
 # A cell whose three seeds leave a miss within seed noise (the scorecard's `seed-noise`: a close verdict) takes seeds 3
@@ -27,8 +28,10 @@ study() {  # dataset
   [ -n "${ONLY_CELLS:-}" ] && return
   [ -f "$STUDY/dp2vae_real_fid_$1.csv" ] && return
   echo "== $(date -u +%FT%TZ) study $1"
-  PYTHONPATH=src "$PY" workflow/campaigns/dp2vae_real_fid.py --dataset "$1" --resizes tf1 \
-    --cache "$STUDY/cache-$1" --out "$STUDY/dp2vae_real_fid_$1.csv"
+  local kept=results/paper/references/$1 reference=()  # the FID jobs' memo and test-split statistics: read again
+  [ -f "$kept/fid.npz" ] && reference=(--reference "$kept/fid.npz")
+  PYTHONPATH=src "$PY" workflow/campaigns/dp2vae_real_fid.py --dataset "$1" --resizes tf1 --cache "$STUDY/cache-$1" \
+    --memo "$kept/generated" "${reference[@]}" --out "$STUDY/dp2vae_real_fid_$1.csv"
 }
 cell() {  # experiment dataset variant epsilon
   local seed verdict table="$TABLES/$1/$2/$3.csv" configs
