@@ -208,6 +208,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--prune", action="store_true", help="drop rows filed under an item that does not show their dataset"
     )
+    p.add_argument(
+        "--study",
+        metavar="NAME",
+        help="the tables are a campaign script's own measurements with their provenance columns (e.g. "
+        "workflow/campaigns/dp2vae_real_fid.py's CSV): merged into reproductions/studies/NAME.csv",
+    )
 
     p = sub.add_parser("scorecard", help="every published cell beside ours, with a verdict")
     p.add_argument("--paper", default=None)
@@ -421,7 +427,12 @@ def _run(args: argparse.Namespace) -> int:
 
         if not args.tables and not args.prune:
             return _fail("record: name the tidy tables to record (or --prune)")
-        if args.tables:
+        if args.study:
+            from dpvae.reproductions import record_measured
+
+            for table in args.tables:
+                print(f"recorded into {record_measured(table, args.study, args.out_dir)}")
+        elif args.tables:
             command = args.command or "python -m dpvae record " + " ".join(args.tables)
             for path in record(args.tables, command=command, out_dir=args.out_dir, replaces=tuple(args.replaces)):
                 print(f"recorded into {path}")

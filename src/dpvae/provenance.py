@@ -50,6 +50,17 @@ def on_code_path(files: list[str], named: list[str] | tuple[str, ...] = ()) -> l
     return [f for f in files if f.startswith(CODE_PATHS) or os.path.normpath(f) in extra]
 
 
+def names_a_commit(commit: str) -> bool:
+    """Whether `commit` is a full sha of a commit in this repository (not 'unknown', not '<sha>-dirty')."""
+    if len(commit) != 40:
+        return False
+    try:
+        _git("cat-file", "-e", f"{commit}^{{commit}}")
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return True
+
+
 @functools.cache
 def git_commit() -> str:
     """$DPVAE_COMMIT where set (gpu-window.sh: a device's copy of the working tree, whose .git, if it has one, can

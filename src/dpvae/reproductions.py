@@ -28,7 +28,7 @@ from dpvae.errors import DataError, TargetError
 from dpvae.files import atomic_write
 from dpvae.items import ITEMS, PAPERS
 from dpvae.paths import REPO_ROOT, RESULTS, campaign_overlay, command_words, run_id, train_record
-from dpvae.provenance import changed_files, git_commit, on_code_path
+from dpvae.provenance import changed_files, git_commit, names_a_commit, on_code_path
 from dpvae.runs import split_variant
 from dpvae.schema import format_eps, read_config
 from dpvae.seeds import seed_summary
@@ -304,6 +304,31 @@ def _record_study(table: str | Path, rows: pd.DataFrame, out: Path) -> Path:
     merged = merged.fillna({"classifier": "", "setting": ""}).drop_duplicates([*STUDY_KEY, "seed"], keep="last")
     path.parent.mkdir(parents=True, exist_ok=True)
     frame = merged.sort_values([*STUDY_KEY, "seed"], kind="stable")
+    atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False, float_format="%.10g"))
+    return path
+
+
+#: the columns a campaign script's own measurements carry (`record_measured`)
+MEASURED_PROVENANCE = ("device", "commit", "command", "date")
+
+
+def record_measured(table: str | Path, study: str, out_dir: str | Path | None = None) -> Path:
+    """Merge a campaign script's own measurements (a CSV with `MEASURED_PROVENANCE` columns, such as
+    workflow/campaigns/dp2vae_real_fid.py's) into reproductions/studies/<study>.csv, a row with the same text columns
+    (the case measured) replaced. Refused, before anything is written, where a column is missing or a row's commit
+    does not name code in this repository (unknown, `-dirty`, or no such commit)."""
+    table = Path(table)
+    rows = pd.read_csv(table, dtype={"commit": str})
+    if missing := [c for c in MEASURED_PROVENANCE if c not in rows.columns]:
+        raise DataError(f"record: {table} lacks the provenance column(s) {', '.join(missing)}")
+    for commit in sorted(set(rows["commit"].fillna("unknown"))):
+        if not names_a_commit(commit):
+            raise DataError(f"record: {table} has rows of commit {commit!r}, which names no commit of this repository")
+    path = (Path(out_dir) if out_dir else REPRODUCTIONS_DIR) / "studies" / f"{study}.csv"
+    old = pd.read_csv(path, dtype={"commit": str}) if path.is_file() else rows.iloc[:0]
+    merged = pd.concat([f for f in (old, rows) if not f.empty], ignore_index=True)
+    case = [c for c in merged.columns if c not in MEASURED_PROVENANCE and not pd.api.types.is_numeric_dtype(merged[c])]
+    frame = merged.drop_duplicates(case, keep="last").sort_values(case, kind="stable")
     atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False, float_format="%.10g"))
     return path
 

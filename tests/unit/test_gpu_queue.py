@@ -360,7 +360,7 @@ def test_recorded_says_whether_one_run_has_rows_made_under_the_overlay(tmp_path,
 
 def test_the_cpu_protocol_studies_read_the_fid_jobs_kept_statistics(tmp_path):
     """dp2vae-protocol-queue.sh's Real-data FID study of a dataset gets the FID jobs' memo, and their test-split
-    statistics where the cells left them (MNIST's here, Fashion-MNIST's not)."""
+    statistics where the cells left them (MNIST's here, Fashion-MNIST's not), and is recorded as it ends."""
     stub = tmp_path / "stub"
     stub.write_text('#!/usr/bin/env bash\necho "$*" >> "$LOG"\ncase "$*" in *" close "*) echo settled;; esac\n')
     stub.chmod(0o755)
@@ -377,3 +377,7 @@ def test_the_cpu_protocol_studies_read_the_fid_jobs_kept_statistics(tmp_path):
         assert f"--memo results/paper/references/{dataset}/generated" in line
     assert "--reference results/paper/references/mnist/fid.npz" in studies["mnist"]
     assert "--reference" not in studies["fashion-mnist"]
+    records = [line for line in log.read_text().splitlines() if "--study" in line]
+    assert records == [
+        f"-m dpvae record --study dp2vae_real_fid {tmp_path}/study/dp2vae_real_fid_{d}.csv" for d in studies
+    ]

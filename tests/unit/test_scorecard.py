@@ -262,6 +262,42 @@ def test_a_study_no_item_reads_is_recorded_under_studies_with_its_sweep_point(tm
     assert pd.read_csv(written)["value"].tolist() == [240.0]
 
 
+def test_a_campaign_scripts_measurements_are_recorded_with_their_own_provenance(tmp_path):
+    """`record --study NAME FILE` (the Real-data FID study's CSV): rows merged into reproductions/studies/NAME.csv,
+    a case measured again replaced, another dataset's kept; refused with one line, nothing written, where a column of
+    provenance is missing or a commit names no code of this repository (-dirty, unknown, no such commit)."""
+    from dpvae.provenance import git_commit
+
+    head = git_commit().removesuffix("-dirty")
+    case = {"resize": "tf1", "generated": "train[:60000]", "reference": "test[:10000]", "fid": 1.1, "blocks": 1}
+    provenance = {"device": "cpu: x86_64 x2", "commit": head, "command": "python study.py", "date": "2026-11-28"}
+    out = tmp_path / "reproductions"
+
+    def measured(name: str, **changes) -> Path:
+        path = tmp_path / name
+        rows = [{**case, "dataset": "mnist", **provenance}, {**case, "dataset": "fashion-mnist", **provenance}]
+        pd.DataFrame([{**row, **changes} for row in rows]).to_csv(path, index=False)
+        return path
+
+    written = reproductions.record_measured(measured("first.csv"), "real_fid", out)
+    assert written == out / "studies" / "real_fid.csv"
+    reproductions.record_measured(measured("again.csv", fid=1.3, dataset="mnist"), "real_fid", out)
+    got = pd.read_csv(written)
+    assert sorted(zip(got["dataset"], got["fid"])) == [("fashion-mnist", 1.1), ("mnist", 1.3)]
+    before = written.read_bytes()
+    for bad, message in [
+        ({"commit": head + "-dirty"}, "names no commit"),
+        ({"commit": "unknown"}, "names no commit"),
+        ({"commit": "0" * 40}, "names no commit"),
+    ]:
+        with pytest.raises(DataError, match=message):
+            reproductions.record_measured(measured("bad.csv", **bad), "real_fid", out)
+    pd.DataFrame([case]).to_csv(tmp_path / "bare.csv", index=False)
+    with pytest.raises(DataError, match="lacks the provenance column"):
+        reproductions.record_measured(tmp_path / "bare.csv", "real_fid", out)
+    assert written.read_bytes() == before
+
+
 def test_record_refuses_smoke_scale_tables(tmp_path):
     table = tmp_path / "results" / "smoke" / "tables" / "p3gm_images" / "mnist-p3gm.csv"
     table.parent.mkdir(parents=True)

@@ -6,8 +6,9 @@
 # seed whose rows are recorded under this overlay is skipped (`gpu_queue.py recorded`), which is how a later session on
 # a fresh machine goes on where the last one stopped. Everything resumes on the same machine too: Snakemake keeps
 # finished jobs, the classifiers their finished fits. The Real-data FID study of each dataset runs after its Table 1
-# cells unless STUDY_DIR already has its CSV: features of 70,000 real images (statistics kept every 10,000), less the
-# first 10,000 training and the 10,000 test images whose statistics the Real-data cell's FID job left (~80 min).
+# cells and is recorded (`record --study`) unless reproductions/studies/dp2vae_real_fid.csv has its rows: features of
+# 70,000 real images (statistics kept every 10,000 in STUDY_DIR), less the first 10,000 training and the 10,000 test
+# images whose statistics the Real-data cell's FID job left (~70 min).
 # Usage, from the repo root of a clean checkout (a worktree of the commit the runs are to name):
 #   DPVAE_DATA_MIRROR=../shared/data nice -n 19 workflow/campaigns/dp2vae-protocol-queue.sh STUDY_DIR
 # A cell whose three seeds leave a miss within seed noise (the scorecard's `seed-noise`: a close verdict) takes seeds 3
@@ -26,12 +27,18 @@ TABLES=results/paper/tables
 REPLACES="--replaces $OVERLAY_DIR/dp2vae-cpu-build0.yaml --replaces $OVERLAY_DIR/dp2vae-cpu-merf-seeds.yaml"
 study() {  # dataset
   [ -n "${ONLY_CELLS:-}" ] && return
-  [ -f "$STUDY/dp2vae_real_fid_$1.csv" ] && return
-  echo "== $(date -u +%FT%TZ) study $1"
-  local kept=results/paper/references/$1 reference=()  # the FID jobs' memo and test-split statistics: read again
-  [ -f "$kept/fid.npz" ] && reference=(--reference "$kept/fid.npz")
-  PYTHONPATH=src "$PY" workflow/campaigns/dp2vae_real_fid.py --dataset "$1" --resizes tf1 --cache "$STUDY/cache-$1" \
-    --memo "$kept/generated" "${reference[@]}" --out "$STUDY/dp2vae_real_fid_$1.csv"
+  local out=$STUDY/dp2vae_real_fid_$1.csv kept=results/paper/references/$1 reference=()
+  if grep -qs ",$1," reproductions/studies/dp2vae_real_fid.csv; then
+    echo "== study $1: recorded, skipped"
+    return
+  fi
+  if [ ! -f "$out" ]; then
+    echo "== $(date -u +%FT%TZ) study $1"
+    [ -f "$kept/fid.npz" ] && reference=(--reference "$kept/fid.npz")  # the FID jobs' statistics: read again
+    PYTHONPATH=src "$PY" workflow/campaigns/dp2vae_real_fid.py --dataset "$1" --resizes tf1 --cache "$STUDY/cache-$1" \
+      --memo "$kept/generated" "${reference[@]}" --out "$out"
+  fi
+  PYTHONPATH=src "$PY" -m dpvae record --study dp2vae_real_fid "$out"
 }
 cell() {  # experiment dataset variant epsilon
   local seed verdict table="$TABLES/$1/$2/$3.csv" configs
