@@ -299,11 +299,18 @@ def study_rows(table_path: str | Path, command: str) -> pd.DataFrame:
 def _record_study(table: str | Path, rows: pd.DataFrame, out: Path) -> Path:
     """Merge one study table's `rows` into `out`/studies/<experiment>.csv (same key + seed replaced)."""
     path = out / "studies" / f"{_experiment_of(Path(table))[1]}.csv"
-    old = pd.read_csv(path, dtype={"classifier": str, "setting": str}) if path.is_file() else None
+    text = {"classifier": "", "setting": ""}
+    return _merge_into(path, rows, [*STUDY_KEY, "seed"], read_as=dict.fromkeys(text, str), fill=text)
+
+
+def _merge_into(
+    path: Path, rows: pd.DataFrame, key: list[str], read_as: dict | None = None, fill: dict | None = None
+) -> Path:
+    """Write `path` (a CSV, read with dtypes `read_as`) with `rows` merged in -- a row of `rows` replaces an old one
+    with the same `key` columns, `fill`'s empty values counted as given -- sorted by `key`, atomically."""
+    old = pd.read_csv(path, dtype=read_as) if path.is_file() else None
     merged = pd.concat([f for f in (old, rows) if f is not None and not f.empty], ignore_index=True)
-    merged = merged.fillna({"classifier": "", "setting": ""}).drop_duplicates([*STUDY_KEY, "seed"], keep="last")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    frame = merged.sort_values([*STUDY_KEY, "seed"], kind="stable")
+    frame = merged.fillna(fill or {}).drop_duplicates(key, keep="last").sort_values(key, kind="stable")
     atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False, float_format="%.10g"))
     return path
 
@@ -318,6 +325,8 @@ def record_measured(table: str | Path, study: str, out_dir: str | Path | None = 
     (the case measured) replaced. Refused, before anything is written, where a column is missing or a row's commit
     does not name code in this repository (unknown, `-dirty`, or no such commit)."""
     table = Path(table)
+    if not table.is_file():
+        raise DataError(f"record: {table} does not exist")
     rows = pd.read_csv(table, dtype={"commit": str})
     if missing := [c for c in MEASURED_PROVENANCE if c not in rows.columns]:
         raise DataError(f"record: {table} lacks the provenance column(s) {', '.join(missing)}")
@@ -325,12 +334,8 @@ def record_measured(table: str | Path, study: str, out_dir: str | Path | None = 
         if not names_a_commit(commit):
             raise DataError(f"record: {table} has rows of commit {commit!r}, which names no commit of this repository")
     path = (Path(out_dir) if out_dir else REPRODUCTIONS_DIR) / "studies" / f"{study}.csv"
-    old = pd.read_csv(path, dtype={"commit": str}) if path.is_file() else rows.iloc[:0]
-    merged = pd.concat([f for f in (old, rows) if not f.empty], ignore_index=True)
-    case = [c for c in merged.columns if c not in MEASURED_PROVENANCE and not pd.api.types.is_numeric_dtype(merged[c])]
-    frame = merged.drop_duplicates(case, keep="last").sort_values(case, kind="stable")
-    atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False, float_format="%.10g"))
-    return path
+    case = [c for c in rows.columns if c not in MEASURED_PROVENANCE and not pd.api.types.is_numeric_dtype(rows[c])]
+    return _merge_into(path, rows, case, read_as={"commit": str})
 
 
 def prune(out_dir: str | Path | None = None) -> dict[Path, int]:
