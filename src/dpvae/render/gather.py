@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-import matplotlib.pyplot as plt
-from pypdf import PdfWriter
+from typing import TYPE_CHECKING
 
 from dpvae.files import atomic_write
-from dpvae.render.output import apply_style
+from dpvae.render.output import apply_style, pyplot
+
+if TYPE_CHECKING:  # matplotlib and pypdf load when a page is drawn, not when the Snakefile imports this module
+    from matplotlib.figure import Figure
 
 
 def gather(item_id: str, pdfs: list[str], pending: dict[str, list[str]], out: str | Path) -> None:
     """A cover page (what is included, what is not reproduced yet and why) followed by each item's pages."""
+    from pypdf import PdfWriter
+
     writer = PdfWriter()
     cover = Path(out).with_suffix(".cover.pdf")
     atomic_write(cover, lambda tmp: _cover(item_id, pdfs, pending).savefig(tmp, format="pdf"))
@@ -24,9 +27,9 @@ def gather(item_id: str, pdfs: list[str], pending: dict[str, list[str]], out: st
         cover.unlink(missing_ok=True)
 
 
-def _cover(item_id: str, pdfs: list[str], pending: dict[str, list[str]]) -> plt.Figure:
+def _cover(item_id: str, pdfs: list[str], pending: dict[str, list[str]]) -> Figure:
     apply_style()
-    fig = plt.figure(figsize=(8.27, 3 + 0.25 * len(pending)))
+    fig = pyplot().figure(figsize=(8.27, 3 + 0.25 * len(pending)))
     lines = [f"'{item_id}' across the four papers", ""]
     lines += ["Included (one page each, in this order):"] + [f"   {Path(p).parent.name}/{Path(p).stem}" for p in pdfs]
     if not pdfs:

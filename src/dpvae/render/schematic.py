@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import matplotlib.pyplot as plt
-from matplotlib.patches import FancyBboxPatch
+from dpvae.render.output import apply_style, pyplot
 
-from dpvae.render.output import apply_style
+if TYPE_CHECKING:  # matplotlib loads when a schematic is drawn (the Snakefile imports every renderer module)
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 PRIVATE, PUBLIC, DATA = "#f4c7c3", "#c9daf8", "#d9ead3"
 
@@ -23,7 +25,7 @@ class Box:
     color: str = PUBLIC
 
 
-def draw(ax: plt.Axes, boxes: list[Box], arrows: list[tuple[str, str, str]], title: str = "") -> None:
+def draw(ax: Axes, boxes: list[Box], arrows: list[tuple[str, str, str]], title: str = "") -> None:
     """Draw boxes and labelled arrows (source key, target key, label); arrows are clipped at the boxes."""
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
@@ -72,7 +74,9 @@ def draw(ax: plt.Axes, boxes: list[Box], arrows: list[tuple[str, str, str]], tit
             )
 
 
-def legend(fig: plt.Figure) -> None:
+def legend(fig: Figure) -> None:
+    from matplotlib.patches import FancyBboxPatch
+
     handles = [FancyBboxPatch((0, 0), 1, 1, facecolor=c, edgecolor="0.3") for c in (DATA, PRIVATE, PUBLIC)]
     fig.legend(
         handles,
@@ -84,10 +88,10 @@ def legend(fig: plt.Figure) -> None:
     )
 
 
-def p3gm_release() -> plt.Figure:
+def p3gm_release() -> Figure:
     """P3GM Fig. 1: a data holder trains a DP generative model and shares it; users generate data."""
     apply_style()
-    fig, ax = plt.subplots(figsize=(7, 2.6))
+    fig, ax = pyplot().subplots(figsize=(7, 2.6))
     draw(
         ax,
         [
@@ -109,10 +113,10 @@ def p3gm_release() -> plt.Figure:
     return fig
 
 
-def p3gm_phases() -> plt.Figure:
+def p3gm_phases() -> Figure:
     """P3GM Fig. 3: an end-to-end DP VAE vs P3GM's encoding and decoding phases."""
     apply_style()
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.5, 4.6))
+    fig, (top, bottom) = pyplot().subplots(2, 1, figsize=(7.5, 4.6))
     draw(
         top,
         [
@@ -149,10 +153,10 @@ def p3gm_phases() -> plt.Figure:
     return fig
 
 
-def dp2vae_stages() -> plt.Figure:
+def dp2vae_stages() -> Figure:
     """DP2-VAE Fig. 6: stage 1 pre-trains K encoders non-privately; stage 2 trains a fresh decoder with DP."""
     apply_style()
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.5, 4.4))
+    fig, (top, bottom) = pyplot().subplots(2, 1, figsize=(7.5, 4.4))
     draw(
         top,
         [
