@@ -237,82 +237,85 @@ def summary_line(card: pd.DataFrame) -> str:
 
 
 def write_scorecard(card: pd.DataFrame, out: str | Path) -> None:
-    """`out` = <prefix>.csv or <prefix>.pdf: writes both. The PDF: per paper, table pages of its published cells,
-    then plain-text pages listing its figure-only cells (one text block per page: hundreds of rows stay cheap)."""
+    """`out` = <prefix>.csv or <prefix>.pdf: writes both. The PDF: per paper, pages listing its published cells
+    (with the tally and the tolerances), then pages listing its figure-only cells; each page is one monospace
+    text block, so hundreds of rows stay cheap (a drawn table took ~2 s a page)."""
     prefix = Path(out).with_suffix("")
     atomic_write(f"{prefix}.csv", lambda tmp: card.to_csv(tmp, index=False, float_format="%.6g"))
     from matplotlib.backends.backend_pdf import PdfPages
 
-    from dpvae.render.output import pyplot, table_figure
+    from dpvae.render.output import pyplot
 
     shown = card.assign(
         ours=[
-            ("" if n == 0 else f"{m:.4g}" + ("" if np.isnan(s) else f" ± {s:.2g}") + f" (n={n})")
+            ("" if n == 0 else f"{m:.4g}" + ("" if np.isnan(s) else f" +- {s:.2g}") + f" (n={n})")
             for m, s, n in zip(card["ours_mean"], card["ours_sd"], card["n"])
-        ]
+        ],
+        paper_value=[_number(v, 6) for v in card["paper_value"]],
+        epsilon=[_number(v, 4) for v in card["epsilon"]],
     )
-    columns = [
-        "item",
-        "dataset",
-        "method",
-        "epsilon",
-        "metric",
-        "classifier",
-        "setting",
-        "source",
-        "paper_value",
-        "ours",
-        "verdict",
-        "cause",
-    ]
+    notes = (
+        f"Cause of a miss: seed-noise = within {SEED_NOISE_SE:g} standard errors of the tolerance edge; the others "
+        "are defined in workflow/resources/published/README.md, with their evidence in docs/ (the CSV's evidence "
+        "column). Tolerances: AUROC/AUPRC/TVD/accuracy +-0.03 absolute, FID +-15 % relative, epsilon exact (1e-3), "
+        "counts and settings exact."
+    )
 
     def write(tmp: str) -> None:
-        with PdfPages(tmp) as pdf:
+        with PdfPages(tmp) as pdf, pyplot().rc_context({"pdf.use14corefonts": True}):
             for paper, rows in shown.groupby("paper", sort=False):
                 figure_only = rows["verdict"] == NO_PUBLISHED_NUMBER
                 published = rows[~figure_only]
                 counts = published["verdict"].value_counts().to_dict()
                 tally = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) + _misses(cause_counts(published))
-                for start in range(0, len(published), 45):
-                    page = published.iloc[start : start + 45][columns]
-                    fig = table_figure(
-                        page,
-                        f"Scorecard - {paper} (rows {start + 1}-{start + len(page)} of {len(published)})",
-                        [
-                            tally,
-                            f"Cause of a miss: seed-noise = within {SEED_NOISE_SE:g} standard errors of the tolerance "
-                            "edge; the others are defined in workflow/resources/published/README.md, with their "
-                            "evidence in docs/ (the CSV's evidence column).",
-                            "Tolerances: AUROC/AUPRC/TVD/accuracy +-0.03 absolute, FID +-15 % relative, "
-                            "epsilon exact (1e-3), counts and settings exact.",
-                        ],
-                    )
-                    pdf.savefig(fig)
-                    pyplot().close(fig)
-                _figure_only_pages(pdf, paper, rows[figure_only])
+                _listing_pages(
+                    pdf, f"Scorecard - {paper}: published cells; {tally}", published[_PUBLISHED_COLUMNS], notes
+                )
+                _listing_pages(
+                    pdf,
+                    f"Scorecard - {paper}: recorded cells of items that publish no number (figures); mean +- sd "
+                    "(n seeds), no verdict",
+                    rows[figure_only][[*_CELL_COLUMNS, "ours"]],
+                )
 
     atomic_write(f"{prefix}.pdf", write)
 
 
-def _figure_only_pages(pdf, paper: str, rows: pd.DataFrame, per_page: int = 90) -> None:
-    """Monospace pages of a paper's recorded cells that have no published number."""
+_CELL_COLUMNS = ["item", "dataset", "method", "epsilon", "metric", "classifier", "setting"]
+_PUBLISHED_COLUMNS = [*_CELL_COLUMNS, "source", "paper_value", "ours", "verdict", "cause"]
+_CHAR_INCHES = 6.5 * 0.6 / 72  # one character of the 6.5 pt monospace listing
+
+
+def _number(value: float, digits: int) -> str:
+    return "" if pd.isna(value) else f"{value:.{digits}g}"
+
+
+def _listing_pages(pdf, title: str, rows: pd.DataFrame, notes: str = "", per_page: int = 80) -> None:
+    """Monospace pages listing `rows`, `per_page` to a page, under the title (rows a-b of n) and the notes."""
+    import textwrap
+
     from dpvae.render.output import pyplot
 
-    listing = rows[["item", "dataset", "method", "epsilon", "metric", "classifier", "setting", "ours"]].fillna("")
-    lines = listing.to_string(index=False).splitlines()
+    if rows.empty:
+        return
+    lines = rows.fillna("").to_string(index=False).splitlines()
     header, body = lines[0], lines[1:]
+    width = max(8.0, _CHAR_INCHES * len(header) + 0.4)
+    columns = int((width - 0.4) / _CHAR_INCHES)
     for start in range(0, len(body), per_page):
-        fig = pyplot().figure(figsize=(11, 0.13 * (min(per_page, len(body) - start) + 1) + 0.8))
+        page = body[start : start + per_page]
+        heading = f"{title} (rows {start + 1}-{start + len(page)} of {len(body)})"
+        listing = [*textwrap.wrap(heading, columns), *textwrap.wrap(notes, columns), "", header, *page]
+        text = "\n".join(listing).encode("ascii", "replace").decode()  # the PDF's core Courier font: plain text
+        fig = pyplot().figure(figsize=(width, 0.11 * (text.count("\n") + 1) + 0.4))
         fig.text(
-            0.02,
-            0.98,
-            f"Scorecard - {paper}: recorded cells of items that publish no number (figures), "
-            f"rows {start + 1}-{min(start + per_page, len(body))} of {len(body)}; mean +- sd (n seeds), no verdict",
-            fontsize=9,
+            0.2 / width,
+            1 - 0.2 / fig.get_figheight(),
+            text,
+            family="monospace",
+            weight="medium",
+            fontsize=6.5,
             va="top",
-        )
-        fig.text(
-            0.02, 0.93, "\n".join([header, *body[start : start + per_page]]), family="monospace", fontsize=6.5, va="top"
         )
         pdf.savefig(fig)
         pyplot().close(fig)

@@ -24,7 +24,7 @@ from dpvae.render.published import (
     load_published,
 )
 from dpvae.reproductions import COLUMNS, prune, published_key, record, recorded
-from dpvae.scorecard import cause_problems, item_summary, scorecard
+from dpvae.scorecard import cause_problems, item_summary, scorecard, write_scorecard
 
 
 @pytest.fixture(autouse=True)
@@ -553,3 +553,30 @@ def test_heading_anchors_are_githubs():
         "build-0-session-12-table-1--table-2",
         "build-0-session-12-table-1--table-2-1",
     }
+
+
+def test_the_pdf_lists_every_cell_of_the_card_page_by_page(tmp_path):
+    _write(
+        tmp_path,
+        "privae",
+        [
+            {"paper": "privae", "item": "fig2", "dataset": "pinwheel", "method": "privae-kl", "epsilon": 10,
+             "metric": "pinwheel_recon_error", "scale": "paper", "device": "cpu", "seed": s, "value": v}
+            for s, v in ((0, 0.4), (1, 0.6))
+        ],
+    )  # fmt: skip
+    card = scorecard(reproductions_dir=tmp_path)
+    write_scorecard(card, tmp_path / "scorecard.pdf")
+    from pypdf import PdfReader
+
+    text = "\n".join(page.extract_text() for page in PdfReader(tmp_path / "scorecard.pdf").pages)
+    assert pd.read_csv(tmp_path / "scorecard.csv").shape == card.shape
+    headings = re.findall(r"Scorecard - (\w+): (published|recorded).*?\(rows (\d+)-(\d+) of (\d+)\)", text, re.S)
+    for paper, rows in card.groupby("paper"):
+        figure_only = rows["verdict"] == "no published number"
+        for kind, listed in (("published", rows[~figure_only]), ("recorded", rows[figure_only])):
+            spans = [(int(a), int(b), int(n)) for p, k, a, b, n in headings if (p, k) == (paper, kind)]
+            assert sorted(i for a, b, _ in spans for i in range(a, b + 1)) == list(range(1, len(listed) + 1))
+            assert {n for *_, n in spans} <= {len(listed)}, (paper, kind, spans)
+    assert re.search(r"fig2 +pinwheel +privae-kl +10 +pinwheel_recon_error +0\.5 \+- 0\.14 \(n=2\)", text)
+    assert re.search(r"table2 .* cited \(not run\)", text)  # a published row with its verdict
