@@ -262,7 +262,7 @@ def write_scorecard(card: pd.DataFrame, out: str | Path) -> None:
     )
 
     def write(tmp: str) -> None:
-        with PdfPages(tmp) as pdf, pyplot().rc_context({"pdf.use14corefonts": True}):
+        with PdfPages(tmp, metadata={"CreationDate": None}) as pdf, pyplot().rc_context({"pdf.use14corefonts": True}):
             for paper, rows in shown.groupby("paper", sort=False):
                 figure_only = rows["verdict"] == NO_PUBLISHED_NUMBER
                 published = rows[~figure_only]

@@ -555,7 +555,7 @@ def test_heading_anchors_are_githubs():
     }
 
 
-def test_the_pdf_lists_every_cell_of_the_card_page_by_page(tmp_path):
+def test_the_pdf_lists_every_cell_of_the_card_page_by_page(tmp_path, monkeypatch):
     _write(
         tmp_path,
         "privae",
@@ -570,6 +570,9 @@ def test_the_pdf_lists_every_cell_of_the_card_page_by_page(tmp_path):
     from pypdf import PdfReader
 
     text = "\n".join(page.extract_text() for page in PdfReader(tmp_path / "scorecard.pdf").pages)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "86400")  # matplotlib's creation date, if it wrote one
+    write_scorecard(card, tmp_path / "again.pdf")
+    assert (tmp_path / "again.pdf").read_bytes() == (tmp_path / "scorecard.pdf").read_bytes()  # no creation date
     assert pd.read_csv(tmp_path / "scorecard.csv").shape == card.shape
     headings = re.findall(r"Scorecard - (\w+): (published|recorded).*?\(rows (\d+)-(\d+) of (\d+)\)", text, re.S)
     for paper, rows in card.groupby("paper"):

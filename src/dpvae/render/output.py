@@ -70,12 +70,13 @@ class Stamp:
         note = scale_note(self.scale)
         return note and f"{self.scale} scale: {note}"
 
-    def metadata(self, ext: str) -> dict[str, str]:
+    def metadata(self, ext: str) -> dict[str, str | None]:
+        """The file's metadata: provenance, and no creation date (the same inputs give the same bytes)."""
         text = (
             f"scale={self.scale}; commit={self.commit}; config_sha256={self.config_sha256}; "
             f"seeds={','.join(map(str, self.seeds)) or '-'}"
         )
-        return {"Subject": text} if ext == "pdf" else {"Description": text}
+        return {"Subject": text, "CreationDate": None} if ext == "pdf" else {"Description": text}
 
 
 _STAMP: contextvars.ContextVar[Stamp] = contextvars.ContextVar("stamp", default=Stamp())
