@@ -99,7 +99,21 @@ def _parser() -> argparse.ArgumentParser:
         "ledger from the data's size and shape)",
     )  # fmt: skip
     p.add_argument("--n", type=int, default=None, help="records to draw (default 1000, whatever the data's size)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--seed", type=int, default=None,
+        help="repeatable noise for debugging: whoever knows the seed can replay it, so the ledger says not_dp "
+        "(default: secret noise from OS entropy, written nowhere)",
+    )  # fmt: skip
+    p.add_argument(
+        "--seed-file", type=Path, default=None, metavar="FILE",
+        help="a secret release that repeats: the key is derived from FILE's bytes (read once, never copied)",
+    )  # fmt: skip
+    p.add_argument(
+        "--work", type=Path, default=None, metavar="DIR",
+        help="the private workspace (prepared data, run, checkpoints; default <out>.work/, mode 0700)",
+    )  # fmt: skip
+    p.add_argument("--keep-work", action="store_true", help="keep the private workspace after the release")
+    p.add_argument("--force", action="store_true", help="replace an existing --out and its ledger and audit")
     p.add_argument("--label", default=None, help="a table's label column (default: one named label/target/y/class)")
     p.add_argument("--positive", default=None, help="a table's positive label value (y = 1 for it, 0 otherwise)")
     p.add_argument(
@@ -111,7 +125,10 @@ def _parser() -> argparse.ArgumentParser:
         "--allow-not-dp", action="store_true",
         help="a private method may read the domain (ranges, categories, labels) from the data: not DP",
     )  # fmt: skip
-    p.add_argument("--root", type=Path, default=Path("data"), help="the data root (default: data, as the workflow)")
+    p.add_argument(
+        "--root", type=Path, default=Path("data"),
+        help="where a built-in dataset id is prepared (default: data, as the workflow); a file goes to the workspace",
+    )  # fmt: skip
     p.add_argument("--device", default="auto", help="torch device: auto, cpu or cuda")
 
     p = sub.add_parser("ledger", help="a release's privacy ledger on one screen: epsilons, mechanisms, what is public")
@@ -136,7 +153,21 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("prepare", help="write a dataset's canonical prepared form")
     p.add_argument("--dataset", required=True)
     p.add_argument("--root", required=True)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--seed", type=int, default=None,
+        help="repeatable noise for debugging: whoever knows the seed can replay it, so the ledger says not_dp "
+        "(default: secret noise from OS entropy, written nowhere)",
+    )  # fmt: skip
+    p.add_argument(
+        "--seed-file", type=Path, default=None, metavar="FILE",
+        help="a secret release that repeats: the key is derived from FILE's bytes (read once, never copied)",
+    )  # fmt: skip
+    p.add_argument(
+        "--work", type=Path, default=None, metavar="DIR",
+        help="the private workspace (prepared data, run, checkpoints; default <out>.work/, mode 0700)",
+    )  # fmt: skip
+    p.add_argument("--keep-work", action="store_true", help="keep the private workspace after the release")
+    p.add_argument("--force", action="store_true", help="replace an existing --out and its ledger and audit")
 
     p = sub.add_parser("stage1", help="train a method's shared non-private first stage (DP2-VAE's encoders)")
     p.add_argument(
@@ -382,7 +413,8 @@ def _run(args: argparse.Namespace) -> int:
         from dpvae.synth import Request, parse_params, synth
 
         fields = ("method", "data", "epsilon", "delta", "out", "audit", "n", "seed", "root", "label", "positive")
-        fields += ("declare", "allow_not_dp", "device", "headline", "calibrate_sound")
+        fields += ("declare", "allow_not_dp", "device", "headline", "calibrate_sound", "seed_file", "work")
+        fields += ("keep_work", "force")
         given = {k: getattr(args, k) for k in fields if getattr(args, k) is not None}
         request = Request(**given, params=parse_params(args.params))  # --n left out: synth.DEFAULT_N
         print(synth(request).report)

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from dpvae import randomness
 from dpvae.paths import ledger_file, prepared_meta, run_dir, run_id, train_record
 from dpvae.runspec import Audit, RunSpec
 from dpvae.schema import format_eps
@@ -133,6 +134,7 @@ def run_spec(config: dict, run: Run) -> RunSpec:
         calibrate="sound" if private and variant.get("calibrate") == "sound" else None,  # likewise
         precision=_precision(config, variant["method"]),
         data_identity=_data_identity(config, run.dataset),
+        randomness=_randomness(config, run.dataset, private),
     )
     stage1 = stage1_of(spec)
     return dataclasses.replace(spec, stage1=stage1.run) if stage1 else spec
@@ -160,6 +162,15 @@ def _data_identity(config: dict, dataset: str) -> dict | None:
     from dpvae.data.declared import fingerprint, identity
 
     return fingerprint(identity(entry), config["data"]["root"])
+
+
+def _randomness(config: dict, dataset: str, private: bool) -> str | None:
+    """'secret' for a private run on a dataset declared in the config (a release) unless its declaration says
+    `randomness: seeded`; None (seeded, a replication run) otherwise, so that the papers' runs keep their specs."""
+    entry = (config.get("datasets") or {}).get(dataset)
+    if not private or entry is None or entry.get("randomness", randomness.SECRET) != randomness.SECRET:
+        return None
+    return randomness.SECRET
 
 
 def _precision(config: dict, method: str) -> str | None:
@@ -266,7 +277,8 @@ def dataset_facts(data_root: str | Path, dataset: str, max_train: int | None = N
 def released_ledger(ledger: Any, fitted: Any, spec: RunSpec) -> Any:
     """A method's ledger as the run releases it: its dataset's domain cost composed in (the estimate's pure
     ε-DP Laplace histograms before it in both accountings, `Ledger` preprocessing; a domain read from the data
-    marked not DP), judged against the spec's target; a sound-calibrated run's headline is its sound ε."""
+    marked not DP), judged against the spec's target; a sound-calibrated run's headline is its sound ε; where its
+    noise came from (`dpvae.randomness`: seeded, not a release, or secret)."""
     from dpvae.privacy.ledger import Mechanism, marked_not_dp, with_preprocessing
 
     target = spec.epsilon
@@ -283,7 +295,7 @@ def released_ledger(ledger: Any, fitted: Any, spec: RunSpec) -> Any:
         ledger = marked_not_dp(ledger, fitted.not_dp)
     if spec.calibrate == "sound" and ledger.sound is not None:
         ledger = dataclasses.replace(ledger, headline="sound", target_epsilon=target)
-    return ledger
+    return dataclasses.replace(ledger, randomness=randomness.note(spec))
 
 
 def sound_calibrated_epsilon(planned: Any, spec: RunSpec, fitted: Any) -> float | None:

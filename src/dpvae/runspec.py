@@ -25,7 +25,7 @@ STAGE1_KIND = "stage1"
 #: what a stage-1 spec has not: it trains no variant, without noise or target
 NOT_IN_STAGE1 = ("variant", "private", "epsilon", "delta")
 #: keys written only when set (a spec without them keeps its text and hash)
-OPTIONAL = ("audit", "calibrate", "precision", "data_identity", "stage1", "kind", "key")
+OPTIONAL = ("audit", "calibrate", "precision", "data_identity", "stage1", "kind", "key", "randomness")
 #: the confidence of an audit's lower bound when the spec names none
 DEFAULT_AUDIT_CONFIDENCE = 0.95
 
@@ -84,8 +84,9 @@ class RunSpec:
     Optional (absent from the JSON when None): `audit` (an audited run), `calibrate` ('sound': the noise is
     calibrated to the sound bound), `precision` (a model precision other than fp32 that the method applies),
     `data_identity` (the keyed fingerprint of a dataset declared in the config), `stage1` (the directory of
-    the shared first stage it loads), and `kind`/`key` (a stage-1 spec: then `variant`, `private`, `epsilon`
-    and `delta` are not part of it)."""
+    the shared first stage it loads), `kind`/`key` (a stage-1 spec: then `variant`, `private`, `epsilon`
+    and `delta` are not part of it) and `randomness` ('secret': a release, whose streams come from a key never
+    written, `dpvae.randomness`; absent: seeded, a replication run)."""
 
     run_id: str
     run: str
@@ -107,6 +108,7 @@ class RunSpec:
     stage1: str | None = None
     kind: str | None = None
     key: str | None = None
+    randomness: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", _frozen(self.params))
@@ -137,6 +139,7 @@ class RunSpec:
         stage1: str | None = None,
         kind: str | None = None,
         key: str | None = None,
+        randomness: str | None = None,
     ) -> RunSpec:
         """The spec of a run outside the configuration (`dpvae synth`, the method audit, a shared first stage,
         benchmarks, tests): `variant` defaults to the method's name, `private` to whether it has a target ε, the
@@ -162,6 +165,7 @@ class RunSpec:
             stage1=stage1,
             kind=kind,
             key=key,
+            randomness=randomness,
         )
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import random
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpvae import randomness
 from dpvae.analyses import TIDY_COLUMNS, run_analysis
 from dpvae.data.store import save_npz
 from dpvae.devices import device_name, repeatable, resolve_device
@@ -37,14 +37,9 @@ from dpvae.tables import read_spec
 
 
 def _seed_everything(ctx: RunContext) -> None:
-    """Seed every global generator from the run; on CUDA, deterministic kernels (`dpvae.devices`)."""
-    import torch
-
+    """Seed every global generator from the run (`dpvae.randomness`); on CUDA, deterministic kernels."""
     repeatable(ctx.device)
-    seed = ctx.seed_for("global")
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
+    randomness.seed_globals(ctx.spec)
 
 
 def train(spec: RunSpec) -> Path:

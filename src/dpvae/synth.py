@@ -1,18 +1,20 @@
-"""`python -m dpvae synth`: one synthetic dataset from one method, outside the workflow.
+"""`python -m dpvae synth`: one synthetic dataset from one method, outside the workflow: a release.
 
 The data is a file (a table or image arrays, declared as under the config key `datasets`) or a built-in id.
-It is prepared into the data root like the workflow's (a file under the id `<stem>-<sha256[:8]>`, so another
-version of it is another dataset), trained by the workflow's own train stage (ledger, budget check, canary
-audit) in `<out>.run/`, sampled by its sample stage (`--n` records, DEFAULT_N unless given: never the private
-training-set size), and the samples written to `--out` (`.csv`: the table's columns in their own units, the
-label last; `.npz`: `x` and `y` as prepared) with the ledger `x.privacy.json` (and with `--audit`,
-`x.audit.json`) beside `x.csv`.
+Everything the release is made from goes to a private workspace (`--work`, default `<out>.work/`, mode 0700): a
+file's prepared copy (under the id `<stem>-<keyed hash[:8]>`), the run (trained by the workflow's own train stage:
+ledger, budget check, canary audit), its checkpoints and records. The release bundle is `release.RELEASED`: the
+samples (`--out`: `.csv`, the table's columns in their own units and the label last; `.npz`, `x` and `y` as
+prepared), the ledger `x.privacy.json` and, with `--audit`, `x.audit.json`; nothing else is written beside it, and
+the workspace is deleted once the bundle is in place (`--keep-work` keeps it; it is private, never part of it).
 
-Every argument is checked before anything is written; a problem is one line naming the option and value. The
-headline ε is the sound one: a private method whose sound ε (a ledger that is not DP: unbounded) exceeds the
-target is refused, before training where the method computes its ledger from the data's facts
-(`Method.planned_ledger`), else after training and before any sample is written; `--headline paper` releases
-under the paper's claim instead. The outputs are staged in the run directory and moved beside `--out` at the
+The noise is secret (`dpvae.randomness`): drawn from OS entropy, or from `--seed-file` (read once, never copied),
+and written nowhere. `--seed N` makes the run repeatable for debugging; whoever knows N can replay the noise, so the
+ledger then says `not_dp`. Every argument is checked before anything is written; a problem is one line naming the
+option and value. The headline ε is the sound one: a private method whose sound ε (a ledger that is not DP:
+unbounded) exceeds the target is refused, before training where the method computes its ledger from the data's
+facts (`Method.planned_ledger`), else after training and before any sample is written; `--headline paper`
+releases under the paper's claim instead. The outputs are staged in the workspace and moved beside `--out` at the
 end (ledger, audit, then the samples), so a failure leaves the previous outputs (or none) as they were.
 """
 
@@ -52,8 +54,12 @@ class Request:
     out: Path
     audit: int | None = None  # canaries, or None: no audit
     n: int = DEFAULT_N  # records to draw
-    seed: int = 0
-    root: Path = Path("data")
+    seed: int | None = None  # None: secret randomness (a release); N: repeatable, not DP (whoever knows N replays)
+    seed_file: Path | None = None  # the secret's material, read once (never copied): a repeatable secret release
+    root: Path = Path("data")  # where a built-in dataset's public files are prepared
+    work: Path | None = None  # the private workspace (default <out>.work/)
+    keep_work: bool = False  # keep the workspace after a release
+    force: bool = False  # replace an existing --out and its bundle
     label: str | None = None
     positive: Any = None
     device: str = "auto"
@@ -73,9 +79,22 @@ class Release:
     report: str
 
 
+SEED_GIVEN = (
+    "seed given: whoever knows --seed can replay the run's noise (a repeatable run for debugging, not a release)"
+)
+
+
 def beside(out: Path) -> tuple[Path, Path]:
-    """The ledger and the audit written beside `out`: x.csv -> x.privacy.json, x.audit.json."""
-    return out.with_name(f"{out.stem}.privacy.json"), out.with_name(f"{out.stem}.audit.json")
+    """The ledger and the audit written beside `out` (`release.RELEASED`): x.csv -> x.privacy.json, x.audit.json."""
+    from dpvae.release import bundle
+
+    _, ledger, audit = bundle(out)
+    return ledger, audit
+
+
+def workspace(request: Request) -> Path:
+    """The release's private workspace: --work, or <out>.work beside --out."""
+    return request.work if request.work is not None else request.out.with_name(request.out.name + ".work")
 
 
 def parse_params(pairs: list[str]) -> dict[str, Any]:
@@ -95,24 +114,32 @@ def parse_params(pairs: list[str]) -> dict[str, Any]:
 
 
 def synth(request: Request) -> Release:
-    """Check, (refuse,) prepare, train, (refuse,) sample; write the samples to `request.out`, the ledger beside."""
+    """Check, (refuse,) prepare, train, (refuse,) sample in the private workspace; write the release bundle beside
+    `request.out`; delete the workspace unless `keep_work`."""
+    from dpvae import randomness
+
     method, params, entry, facts = _checked(request)
-    run_dir = request.out.with_name(request.out.name + ".run")
+    work = workspace(request)
+    run_dir = work / "run"
+    if request.seed_file is not None:
+        randomness.use_seed_file(request.seed_file)  # read once: the key lives in this process only
     spec = _spec(request, method, params.to_dict(), "", run_dir)  # a draft: the dataset is named below
     if method.private:
         spec = _planned(method, params, spec, facts, entry, request)  # refused before training where it can be
-    dataset = _dataset_id(request, entry)  # every check passed: the first write (the data root's key)
+    _make_private_dir(work)  # every check passed: the first write
+    root = work / "data" if entry is not None else request.root
+    dataset = _dataset_id(request, entry, root)
     identity = None
     if entry is not None:  # a changed file is another dataset; keyed: no file hash in the run's spec
         from dpvae.data import declared
 
-        identity = declared.fingerprint(declared.identity(entry), request.root)
-    named = _spec(request, method, params.to_dict(), dataset, run_dir)
+        identity = declared.fingerprint(declared.identity(entry), root)
+    named = _spec(request, method, params.to_dict(), dataset, run_dir, root)
     spec = dataclasses.replace(named, calibrate=spec.calibrate, data_identity=identity)
-    prepared = _prepare(dataset, entry, request)
+    prepared = _prepare(dataset, entry, request, root, spec)
     from dpvae import stages
     from dpvae.data.store import load_prepared
-    from dpvae.privacy.ledger import Ledger
+    from dpvae.privacy.ledger import Ledger, marked_not_dp
     from dpvae.tables import read_spec
 
     if not _trained(run_dir, spec, read_spec):
@@ -125,11 +152,22 @@ def synth(request: Request) -> Release:
         except ConfigError:
             shutil.rmtree(run_dir)
             raise
+        if request.seed is not None:
+            ledger = marked_not_dp(ledger, SEED_GIVEN)
     samples = np.load(stages.sample(run_dir, request.n))
     meta = load_prepared(prepared).meta
     release = _publish(run_dir, samples, meta, ledger, request)
     n_train = facts.n_train if facts is not None else _n_train(prepared)
-    return dataclasses.replace(release, report=_report(method, ledger, release, request, n_train, meta, prepared))
+    report = _report(method, ledger, release, request, n_train, meta)
+    if not request.keep_work:
+        shutil.rmtree(work)
+    return dataclasses.replace(release, report=report)
+
+
+def _make_private_dir(path: Path) -> None:
+    """The workspace, readable by its owner only (0700)."""
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o700)
 
 
 def _planned(method: Any, params: Any, spec: RunSpec, facts: Any, entry: dict | None, request: Request) -> RunSpec:
@@ -185,8 +223,15 @@ def _check_arguments(request: Request) -> None:
         raise ConfigError(f"--n {request.n}: draw at least 1 record")
     if request.audit is not None and request.audit < 1:
         raise ConfigError(f"--audit {request.audit}: audit with at least 1 canary")
-    if request.seed < 0:
+    if request.seed is not None and request.seed < 0:
         raise ConfigError(f"--seed {request.seed}: the seed must be >= 0")
+    if request.seed is not None and request.seed_file is not None:
+        raise ConfigError("--seed-file: a secret seed, or --seed: a known one, not both")
+    if request.seed_file is not None and not request.seed_file.is_file():
+        raise ConfigError(f"--seed-file {request.seed_file}: no such file")
+    taken = [p for p in _bundle_paths(request.out) if p.exists()]
+    if taken and not request.force:
+        raise ConfigError(f"--out {request.out}: {taken[0]} exists; pass --force to replace the release")
     if request.calibrate_sound and request.headline != "sound":
         raise ConfigError("--calibrate-sound: calibrates to the sound bound; it cannot go with --headline paper")
     if request.headline not in ("sound", "paper"):
@@ -254,7 +299,13 @@ def _checked(request: Request) -> tuple[Any, Any, dict | None, Any]:
     return method, params, entry, facts
 
 
-def _dataset_id(request: Request, entry: dict | None) -> str:
+def _bundle_paths(out: Path) -> tuple[Path, ...]:
+    from dpvae.release import bundle
+
+    return bundle(out)
+
+
+def _dataset_id(request: Request, entry: dict | None, root: Path) -> str:
     """A built-in id as given; a file as `<stem>-<8 hex>`, keyed (`declared.fingerprint`): another version of the
     file is another dataset, and the id does not name the file's hash."""
     from dpvae.data import declared
@@ -263,7 +314,7 @@ def _dataset_id(request: Request, entry: dict | None) -> str:
         return request.data
     path = Path(request.data)
     stem = re.sub(r"[^a-z0-9_.-]+", "-", path.stem.lower()).strip("-.") or "data"
-    return f"{stem}-{declared.fingerprint({'sha256': declared.sha256(path)}, request.root)['hmac_sha256'][:8]}"
+    return f"{stem}-{declared.fingerprint({'sha256': declared.sha256(path)}, root)['hmac_sha256'][:8]}"
 
 
 DECLARE_KEYS = (
@@ -365,31 +416,35 @@ def _check_fit(method: Any, params: Any, facts: Any, request: Request) -> None:
         raise ConfigError(f"{where} does not fit --data {request.data}: {why}")
 
 
-def _prepare(dataset: str, entry: dict | None, request: Request) -> Path:
-    """The prepared set in the data root (copied in, fetched from the mirror or downloaded, then prepared)."""
+def _prepare(dataset: str, entry: dict | None, request: Request, root: Path, spec: RunSpec) -> Path:
+    """The prepared set in the data root (a file copied into the workspace's, a built-in id fetched from the mirror
+    or downloaded, then prepared); a file's split is drawn from the run's randomness (secret in a release)."""
+    from dpvae import randomness
     from dpvae.data import declared
     from dpvae.data.registry import fetch_dataset, prepare_dataset
     from dpvae.data.store import load_prepared
     from dpvae.paths import data_mirror
 
-    out = prepared_dir(request.root, dataset)
+    out = prepared_dir(root, dataset)
     if entry is not None:
         wanted = declared.declaration(entry)
-        if (
-            prepared_meta(request.root, dataset).is_file()
-            and load_prepared(out).meta.get("identity") == wanted["identity"]
-        ):
+        if prepared_meta(root, dataset).is_file() and load_prepared(out).meta.get("identity") == wanted["identity"]:
             return out
-        declared.copy_in(dataset, wanted, request.root)
-    elif prepared_meta(request.root, dataset).is_file():
+        declared.copy_in(dataset, wanted, root)
+        return prepare_dataset(dataset, root, seed=randomness.stream_seed(spec, "split"))
+    if prepared_meta(root, dataset).is_file():
         return out
-    else:
-        fetch_dataset(dataset, request.root, data_mirror(None))
-    return prepare_dataset(dataset, request.root, seed=0)
+    fetch_dataset(dataset, root, data_mirror(None))
+    return prepare_dataset(dataset, root, seed=0)
 
 
-def _spec(request: Request, method: Any, params: dict, dataset: str, run_dir: Path) -> RunSpec:
-    """A run spec as the workflow's (`dpvae.runs.run_spec`) for this one run (its data identity: `synth`)."""
+def _spec(
+    request: Request, method: Any, params: dict, dataset: str, run_dir: Path, root: Path | None = None
+) -> RunSpec:
+    """A run spec as the workflow's (`dpvae.runs.run_spec`) for this one run (its data identity: `synth`); its
+    randomness secret unless --seed is given."""
+    from dpvae import randomness
+
     return RunSpec.standalone(
         f"synth/{dataset}/{method.name}",
         str(run_dir),
@@ -400,10 +455,11 @@ def _spec(request: Request, method: Any, params: dict, dataset: str, run_dir: Pa
         params=params,
         epsilon=float(request.epsilon) if method.private else None,
         delta=request.delta,
-        seed=request.seed,
+        seed=request.seed or 0,
         device=request.device,
-        data_root=str(request.root),
+        data_root=str(root if root is not None else request.root),
         audit=None if request.audit is None else Audit(request.audit),
+        randomness=None if request.seed is not None else randomness.SECRET,
     )
 
 
@@ -435,11 +491,11 @@ def _headlined(method: Any, ledger: Any, request: Request) -> Any:
 
 
 def _publish(run_dir: Path, samples: Any, meta: dict, ledger: Any, request: Request) -> Release:
-    """Stage the ledger, the audit and the samples in the run directory, then move them beside `--out` (the
-    samples last); a stale audit of an earlier run of this `--out` is removed."""
+    """Stage the ledger, the audit and the samples in the workspace, then move them beside `--out` (the samples
+    last); a stale audit of an earlier release to this `--out` is removed."""
 
     ledger_path, audit_path = beside(request.out)
-    staged = run_dir / "release"
+    staged = run_dir.parent / "release"
     staged.mkdir(exist_ok=True)
     if ledger is not None:
         ledger.write(staged / ledger_path.name)
@@ -460,15 +516,14 @@ def _publish(run_dir: Path, samples: Any, meta: dict, ledger: Any, request: Requ
     return Release(request.out, ledger_path, audit_path if audited else None, "")
 
 
-def _report(
-    method: Any, ledger: Any, release: Release, request: Request, n_train: int, meta: dict, prepared: Path
-) -> str:
-    """A few lines: what was written where, both ε at δ, the mechanisms, what is public, the audit."""
+def _report(method: Any, ledger: Any, release: Release, request: Request, n_train: int, meta: dict) -> str:
+    """A few lines: what was written where, both ε at δ, the mechanisms, what is public, the audit, the workspace."""
     import json
 
     from dpvae.privacy.summary import domain_of, num, public_line
 
-    lines = [f"wrote {request.n} synthetic records to {release.samples} (method {method.name}, seed {request.seed})"]
+    noise = "secret noise" if request.seed is None else f"--seed {request.seed}: repeatable, not a release"
+    lines = [f"wrote {request.n} synthetic records to {release.samples} (method {method.name}, {noise})"]
     if ledger is None:
         lines.append(f"not private: method '{method.name}' gives no differential-privacy guarantee")
     else:
@@ -479,7 +534,7 @@ def _report(
             f"(target ε {num(request.epsilon)}); released under {under}"
             + (f"; not DP: {ledger.not_dp}" if ledger.not_dp else ""),
             f"mechanisms: {'; '.join(m.name for m in ledger.headline_accounting.mechanisms)}",
-            public_line(ledger, method.releases_n, n_train, domain_of(meta, str(prepared / PREPARED_META))),
+            public_line(ledger, method.releases_n, n_train, domain_of(meta, _domain_source(request))),
         ]
     if release.audit is not None:
         record = json.loads(release.audit.read_text())
@@ -490,8 +545,24 @@ def _report(
         )
     elif method.private:
         lines.append("audit: not run (--audit [CANARIES] tests the implementation with canaries in one run)")
-    lines.append(f"ledger: {release.ledger} (python -m dpvae ledger {release.ledger}); the run: {release.samples}.run/")
+    from dpvae.release import RELEASED
+
+    lines.append(f"ledger: {release.ledger} (python -m dpvae ledger {release.ledger})")
+    lines.append(f"the release is {', '.join(RELEASED)} (x = {release.samples.stem}); nothing else is public")
+    work = workspace(request)
+    lines.append(
+        f"workspace (private, not part of the release): {work}/ kept (--keep-work)"
+        if request.keep_work
+        else f"workspace (private): {work}/ deleted"
+    )
     return "\n".join(lines)
+
+
+def _domain_source(request: Request) -> str:
+    """Where the release's public domain is stated: the declaration, or the built-in dataset's code."""
+    if Path(request.data).is_file():
+        return f"--declare {request.declare}" if request.declare is not None else "read from --data"
+    return f"dataset '{request.data}' (dpvae.data)"
 
 
 def _n_train(prepared: Path) -> int:

@@ -108,8 +108,8 @@ def test_a_method_known_only_after_training_is_refused_before_any_sample(table, 
     monkeypatch.setattr(PrivBayes, "planned_ledger", lambda self, params, spec, facts: None)
     assert main(synth()) == 2
     assert "its sound ε at target 1 is 1.5 > 1" in capsys.readouterr().err
-    assert (table / "data" / "prepared").is_dir()  # it trained
-    assert not (table / "out").exists() or files(table / "out") == set()
+    assert (table / "out" / "x.csv.work" / "data" / "prepared").is_dir()  # it trained, in the private workspace
+    assert {p.name for p in (table / "out").iterdir()} == {"x.csv.work"}  # no release
 
 
 def test_headline_paper_releases_under_the_claim_and_reports_it(table, capsys):
@@ -129,7 +129,7 @@ def test_ledger_and_audit_are_named_after_the_output(table):
     """Two outputs in one folder keep both ledgers; an audit goes with its output and a rerun without --audit
     removes the stale one."""
     assert main(synth("--headline", "paper", "--audit", "20", out="out/a.csv")) == 0
-    assert main(synth("--headline", "paper", "--seed", "1", out="out/b.csv")) == 0
+    assert main(synth("--headline", "paper", out="out/b.csv")) == 0
     out = table / "out"
     assert {p.name for p in out.iterdir() if p.is_file()} == {
         "a.csv",
@@ -138,7 +138,7 @@ def test_ledger_and_audit_are_named_after_the_output(table):
         "b.csv",
         "b.privacy.json",
     }
-    assert main(synth("--headline", "paper", out="out/a.csv")) == 0
+    assert main(synth("--headline", "paper", "--force", out="out/a.csv")) == 0
     assert not (out / "a.audit.json").exists()
 
 
@@ -151,7 +151,7 @@ def test_a_failure_leaves_the_previous_release_whole(table, monkeypatch):
         raise RuntimeError("sampling broke")
 
     monkeypatch.setattr(PrivBayes, "sample", broken)
-    assert main(synth("--headline", "paper", "--seed", "2")) == 1
+    assert main(synth("--headline", "paper", "--force")) == 1
     assert {name: (table / "out" / name).read_bytes() for name in before} == before
 
 
@@ -160,14 +160,15 @@ def test_ledger_command_shows_one_screen(table, capsys):
     file and a file that is not a ledger are one line each."""
     assert main(synth("--headline", "paper")) == 0
     capsys.readouterr()
-    for path in ("out/x.privacy.json", "out/x.csv.run"):
+    for path in ("out/x.privacy.json",):
         assert main(["ledger", path]) == 0
         shown = capsys.readouterr().out
         assert "headline: ε = 1 (paper accounting) at δ = 1e-05; target ε 1" in shown
         assert "paper: ε = 1 at δ = 1e-05 (add/remove-one, accountant pure" in shown
         assert "sound: ε = 1.5 at δ = 1e-05 (replace-one" in shown
         assert "PrivBayes conditionals" in shown and "noise multiplier 2, sample rate 1 (poisson), steps 1" in shown
-        assert "public: N = 108 protected (add/remove-one); the domain: 2 columns" in shown
+        assert "public: N protected (add/remove-one); the data's domain" in shown  # the bundle does not tell N
+        assert "randomness: secret (OS entropy, never written)" in shown
         assert len(shown.splitlines()) <= 24
     for path, why in (("out/none.json", "no such ledger"), ("data.csv", "not a privacy ledger")):
         assert main(["ledger", path]) == 2
@@ -181,4 +182,4 @@ def test_calibrate_sound_meets_the_target_with_the_sound_bound(table):
     ledger = Ledger.from_dict(json.loads((table / "out" / "x.privacy.json").read_text()))
     assert ledger.headline == "sound" and 1 - 1e-5 <= ledger.sound.epsilon <= 1 and ledger.target_epsilon == 1
     assert ledger.paper.epsilon == pytest.approx(2 / 3, rel=1e-5)
-    assert main(synth("--calibrate-sound", "--headline", "paper")) == 2
+    assert main(synth("--calibrate-sound", "--headline", "paper", "--force")) == 2

@@ -12,7 +12,6 @@ what it depends on, and runs whose stage-1 parameters, dataset and seed agree sh
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from dpvae import randomness
 from dpvae.data.declared import Facts
 from dpvae.devices import resolve_device
 from dpvae.models.precision import DEFAULT as DEFAULT_PRECISION
@@ -88,20 +88,26 @@ class RunContext:
         return self.spec.precision or DEFAULT_PRECISION
 
     def seed_for(self, stream: str) -> int:
-        """A 32-bit seed for a named random stream of this run (same run + stream => same seed)."""
-        digest = hashlib.sha256(f"{self.spec.run_id}|{self.spec.seed}|{stream}".encode()).digest()
-        return int.from_bytes(digest[:4], "little")
+        """The seed of a named random stream of this run (`dpvae.randomness`: same run + stream => same seed when
+        seeded; secret bits from a key never written in a release)."""
+        return randomness.stream_seed(self.spec, stream)
 
     def rng(self, stream: str) -> np.random.Generator:
         return np.random.default_rng(self.seed_for(stream))
 
     def torch_generator(self, stream: str, device: str | None = None) -> Any:
-        """A seeded `torch.Generator` for a named stream (on `device`, default the run's)."""
+        """A `torch.Generator` for a named stream (on `device`, default the run's)."""
         import torch
 
-        generator = torch.Generator(device=device or self.device)
-        generator.manual_seed(self.seed_for(stream))
-        return generator
+        return randomness.seed_torch(torch.Generator(device=device or self.device), self.spec, stream)
+
+    def seed_torch(self, stream: str) -> None:
+        """Seed torch's global generator (weight initialisation) for a named stream, as `torch.manual_seed` does."""
+        import torch
+
+        randomness.seed_torch(torch.default_generator, self.spec, stream)
+        if torch.cuda.is_available():
+            torch.cuda.manual_seed_all(self.seed_for(stream))
 
     @cached_property
     def stage1(self) -> RunContext | None:
@@ -299,6 +305,7 @@ def stage1_spec(spec: RunSpec, params: MethodParams, method: Method) -> RunSpec 
         seed=spec.seed,
         device=spec.device,
         data_root=spec.data_root,
+        randomness=spec.randomness,
     )
 
 

@@ -27,6 +27,7 @@ JSON layout of a ledger (`Ledger.to_dict`)::
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -111,7 +112,8 @@ class Mechanism:
 _ACCOUNTING_KEYS = ("epsilon", "order", "delta", "accountant", "conversion", "adjacency", "orders", "mechanisms")
 _OPTIONAL_ACCOUNTING_KEYS = ("preprocessing",)
 _LEDGER_KEYS = (
-    *_ACCOUNTING_KEYS, *_OPTIONAL_ACCOUNTING_KEYS, "headline", "paper", "sound", "not_dp", "target_epsilon", "notes"
+    *_ACCOUNTING_KEYS, *_OPTIONAL_ACCOUNTING_KEYS, "headline", "paper", "sound", "not_dp", "target_epsilon", "notes",
+    "randomness",
 )  # fmt: skip
 Headline = Literal["paper", "sound"]
 HEADLINES: tuple[str, ...] = get_args(Headline)
@@ -210,6 +212,7 @@ class Ledger:
     notes: str = ""
     headline: Headline = "paper"
     not_dp: str | None = None
+    randomness: str | None = None  # where the noise came from (`dpvae.randomness`): a release's is secret
 
     def __post_init__(self) -> None:
         if self.target_epsilon is not None and not self.target_epsilon > 0:
@@ -244,6 +247,8 @@ class Ledger:
         data["not_dp"] = self.not_dp
         data["target_epsilon"] = self.target_epsilon
         data["notes"] = self.notes
+        if self.randomness is not None:
+            data["randomness"] = self.randomness
         return data
 
     @classmethod
@@ -268,6 +273,7 @@ class Ledger:
             str(data.get("notes", "")),
             headline,
             data.get("not_dp"),
+            data.get("randomness"),
         )
         if top != ledger.headline_accounting:
             raise ValueError(f"the top-level (headline) accounting differs from the '{headline}' sub-object")
@@ -387,4 +393,4 @@ def with_preprocessing(ledger: Ledger, paper: Mechanism, sound: Mechanism, targe
 def marked_not_dp(ledger: Ledger, reason: str) -> Ledger:
     """`ledger` for a release that is not DP for `reason` (its sound accounting dropped: there is no bound)."""
     why = reason if ledger.not_dp is None else f"{ledger.not_dp}; {reason}"
-    return Ledger(ledger.paper, None, ledger.target_epsilon, ledger.notes, "paper", why)
+    return dataclasses.replace(ledger, sound=None, headline="paper", not_dp=why)

@@ -111,7 +111,8 @@ def _prepared_meta(spec: RunSpec) -> tuple[dict | None, str]:
 
 def screen(path: str | Path, releases_n: Callable[[str], str]) -> str:
     """One screen on the ledger at PATH: the headline ε and its accounting, the paper's and the sound ε at δ, the
-    adjacency and accountant, each mechanism, why it is not DP (if so), the target and what is public
+    adjacency and accountant, each mechanism, why it is not DP (if so), where its noise came from, the target and
+    what is public
     (`releases_n`: a method's `Method.releases_n` by its name)."""
     file, data, spec = read_release(path)
     if not isinstance(data, dict):
@@ -142,5 +143,7 @@ def screen(path: str | Path, releases_n: Callable[[str], str]) -> str:
             lines += [f"mechanisms ({kind}):", *(f"  {mechanism_line(m)}" for m in accounting.mechanisms)]
     if ledger.not_dp:
         lines.append(f"not DP: {ledger.not_dp}")
+    if ledger.randomness:
+        lines.append(f"randomness: {ledger.randomness}")
     lines.append(public_line(ledger, depends, n_train, domain))
     return "\n".join(lines)

@@ -52,8 +52,8 @@ def _architecture(ctx: RunContext) -> dict:
     }
 
 
-def _new_model(arch: dict, seed: int) -> CVAE:
-    torch.manual_seed(seed)
+def _new_model(arch: dict, ctx: RunContext, stream: str) -> CVAE:
+    ctx.seed_torch(stream)
     return CVAE(
         tuple(arch["shape"]),
         arch["num_classes"],
@@ -99,8 +99,8 @@ def pretrain_encoders(
     progress.start_at(done * iters)
     while done < k:
         rows = torch.arange(done, min(k, done + p.chunk))
-        template = _new_model(arch, ctx.seed_for(f"stage1-init-{done}"))
-        models = [template] + [_new_model(arch, ctx.seed_for(f"stage1-init-{done}-{i}")) for i in range(1, len(rows))]
+        template = _new_model(arch, ctx, f"stage1-init-{done}")
+        models = [template] + [_new_model(arch, ctx, f"stage1-init-{done}-{i}") for i in range(1, len(rows))]
         params = {n: t.to(x.device) for n, t in stack(models).items()}
         names = list(params)
         groups = [[n for n in names if n.startswith("encoder.")], [n for n in names if n.startswith("decoder.")]]
@@ -225,7 +225,7 @@ def train(ctx: RunContext) -> Ledger:
         encoders = pretrain_encoders(stage1 or ctx, arch, subsets, x, y, batch, checkpoint)
 
     # stage 2 (Alg. 2): a fresh decoder; encoder k loaded into `model.encoder` for each step
-    model = _new_model(arch, ctx.seed_for("stage2-init")).to(device)
+    model = _new_model(arch, ctx, "stage2-init").to(device)
     encoder_adam = StackedAdam(encoders, p.lr)
     decoder_opt = torch.optim.Adam(model.decoder.parameters(), lr=p.lr)
     draws = ctx.torch_generator("stage2-batches", device=str(device))

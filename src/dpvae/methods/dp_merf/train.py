@@ -64,7 +64,7 @@ def train(ctx: RunContext) -> Ledger:
         "rff_dim": p.rff_dim,
         "rff_sigma": p.rff_sigma,
     }
-    torch.manual_seed(ctx.seed_for("generator-init"))
+    ctx.seed_torch("generator-init")
     generator = _generator(meta).to(device)
     optimizer = torch.optim.Adam(generator.parameters(), lr=p.lr)
     schedule = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=p.lr_decay)

@@ -148,7 +148,7 @@ def warm_start(
     progress = progress or Progress("gs-wgan warm start", len(rows) * p.pretrain_iters, "discriminator iterations")
     models = []  # (d, du, g, gu) of each model, K' = 1
     for k in rows:
-        torch.manual_seed(ctx.seed_for(f"pretrain-init-{k}"))
+        ctx.seed_torch(f"pretrain-init-{k}")
         d, du = nets.init_discriminator(1, p.model_dim, classes)
         models.append((d, du, *nets.init_generator(1, p.z_dim, p.model_dim, classes)))
     d, du, g, gu = (
@@ -226,11 +226,11 @@ def train(ctx: RunContext) -> Ledger:
     elif p.pretrain_iters > 0:
         d, du = pretrain(ctx, x, y, subsets, batch, classes, checkpoint)
     else:
-        torch.manual_seed(ctx.seed_for("discriminators-init"))
+        ctx.seed_torch("discriminators-init")
         d, du = nets.init_discriminator(k, p.model_dim, classes)
     d = {n: t.detach().to(device) for n, t in d.items()}
     du = {n: t.to(device) for n, t in du.items()}
-    torch.manual_seed(ctx.seed_for("generator-init"))
+    ctx.seed_torch("generator-init")
     g, gu = nets.init_generator(1, p.z_dim, p.model_dim, classes)
     g = {n: t.to(device).requires_grad_(True) for n, t in g.items()}
     gu = {n: t.to(device) for n, t in gu.items()}
