@@ -428,10 +428,12 @@ def _prepare(dataset: str, entry: dict | None, request: Request, root: Path, spe
     out = prepared_dir(root, dataset)
     if entry is not None:
         wanted = declared.declaration(entry)
-        if prepared_meta(root, dataset).is_file() and load_prepared(out).meta.get("identity") == wanted["identity"]:
+        keyed = declared.fingerprint(wanted["identity"], root)
+        if prepared_meta(root, dataset).is_file() and load_prepared(out).meta.get("identity") == keyed:
             return out
         declared.copy_in(dataset, wanted, root)
-        return prepare_dataset(dataset, root, seed=randomness.stream_seed(spec, "split"))
+        secret = randomness.is_secret(spec)
+        return prepare_dataset(dataset, root, seed=randomness.stream_seed(spec, "split"), secret_seed=secret)
     if prepared_meta(root, dataset).is_file():
         return out
     fetch_dataset(dataset, root, data_mirror(None))
@@ -446,7 +448,7 @@ def _spec(
     from dpvae import randomness
 
     return RunSpec.standalone(
-        f"synth/{dataset}/{method.name}",
+        f"synth/{method.name}",  # one run per workspace; the same for neighbouring datasets
         str(run_dir),
         scale="synth",
         dataset=dataset,

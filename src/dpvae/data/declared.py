@@ -209,7 +209,7 @@ def spec_fields(dataset_id: str, entry: Mapping[str, Any], *, with_facts: bool =
     kind = kind_of(entry["path"])
     found = facts(entry) if with_facts else None
     split = (
-        f"train: {entry['path']}; test: {entry['test_path']}"
+        "train: the declared file; test: the declared test file"  # no path: a private file is not named
         if entry.get("test_path")
         else f"seeded holdout of all records (test = ceil({options(entry)['test_fraction']} N))"
     )
@@ -275,7 +275,7 @@ def check_identity(prepared: Prepared, expected: Mapping[str, Any], where: str, 
     """Refuse a prepared set made from another version of a declared dataset's files (or other options):
     `expected` is a run spec's `data_identity` (`fingerprint`)."""
     found = prepared.meta.get("identity")
-    if found is None or fingerprint(found, root) != dict(expected):
+    if found is None or dict(found) != dict(expected):
         raise DataError(
             f"{where}: the prepared data is not the dataset this run was planned on: the file or its options "
             "changed. Run the workflow again: it prepares the dataset anew and trains its runs again"
@@ -350,13 +350,17 @@ def build(raw_dir: Path, seed: int, *, entry: Mapping[str, Any]) -> Prepared:
         raw_labels = frame[opts["label"]].to_numpy()
         columns, scaling = [c.described() for c in fitted.columns], TABLE_SCALING
     y = domain.encode_labels(fitted, raw_labels, opts, where)
+    root = raw_dir.parent.parent  # <root>/raw/<id>
+    keyed = fingerprint(entry.get("identity") or identity(entry), root)
     meta: dict[str, Any] = {
         "label_names": list(fitted.labels),
         "split": split_meta,
         "scaling": scaling,
         "domain": fitted.to_dict(),
-        "declared": {k: v for k, v in entry.items() if k != "identity"},
-        "identity": entry.get("identity") or identity(entry),
+        "declared": {k: v for k, v in entry.items() if k not in ("identity", *ROLES, "description")},
+        "identity": keyed,  # keyed: the files' sha256s would let whoever holds candidate files tell which one it was
+        "raw_files_sha256": keyed,
+        "description": "a dataset declared by its user (its file is private and not named here)",
     }
     if len(fitted.labels) == 2:
         meta["positive_class"] = 1

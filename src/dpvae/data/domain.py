@@ -240,8 +240,13 @@ def _column_problems(where: str, spec: Any) -> list[str]:
     return []
 
 
+#: the category a declared categorical column without `other` gets as its last one: unseen values map to it
+CATCH_ALL = "other"
+
+
 def declared_columns(entry: Mapping[str, Any], features: Sequence[str]) -> dict[str, Column]:
-    """The columns the declaration states (by name)."""
+    """The columns the declaration states (by name); a categorical one always has an `other` category (declared,
+    else `CATCH_ALL` appended), so that no value of a record can stop or shape the preparation."""
     found = {}
     for name, spec in (entry.get("columns") or {}).items():
         if name not in features:
@@ -249,10 +254,11 @@ def declared_columns(entry: Mapping[str, Any], features: Sequence[str]) -> dict[
         if "bounds" in spec:
             found[name] = Column(name, bounds=(float(spec["bounds"][0]), float(spec["bounds"][1])))
         else:
-            other = spec.get("other")
-            found[name] = Column(
-                name, categories=tuple(map(_text, spec["categories"])), other=None if other is None else _text(other)
-            )
+            categories = tuple(map(_text, spec["categories"]))
+            other = CATCH_ALL if spec.get("other") is None else _text(spec["other"])
+            if other not in categories:  # the domain's own catch-all, added whatever the data holds
+                categories += (other,)
+            found[name] = Column(name, categories=categories, other=other)
     return found
 
 
@@ -291,7 +297,7 @@ def fit_table(
         )
         for name in estimated:
             columns[name] = Column(
-                name, bounds=estimate_bounds(train[name].to_numpy(dtype=np.float64), estimate, rng, name)
+                name, bounds=estimate_bounds(_numbers(train[name]), estimate, rng, name)
             )
     labels = declared_labels(entry)
     if labels is None:
@@ -336,9 +342,7 @@ def histogram(values: np.ndarray) -> np.ndarray:
 def estimate_bounds(values: np.ndarray, estimate: Estimate, rng: np.random.Generator, name: str) -> tuple[float, float]:
     """[lo, hi] of a column from Laplace-noised counts on the fixed grid: from the lower edge of the lowest
     bin whose noisy count exceeds the threshold to the upper edge of the highest one."""
-    if np.isnan(values).any():
-        raise DataError(f"column {name!r} has empty cells: fill them or drop the column")
-    counts = histogram(values)
+    counts = histogram(values[~np.isnan(values)])  # an empty cell adds to no bin (sensitivity unchanged)
     noisy = counts + rng.laplace(0.0, estimate.scale, size=counts.shape)
     passed = np.flatnonzero(noisy > estimate.threshold)
     if passed.size == 0:
@@ -355,30 +359,24 @@ def estimate_bounds(values: np.ndarray, estimate: Estimate, rng: np.random.Gener
 
 
 def encode_table(domain: Domain, frame: Any, where: str) -> np.ndarray:
-    """The features scaled into [0, 1] by the domain: bounds clipped then (v - lo) / (hi - lo); a category's
-    code k of K scaled to k / (K - 1); an unseen category to `other`, else refused (naming `where`)."""
+    """The features scaled into [0, 1] by the domain: numbers clipped to the bounds then (v - lo) / (hi - lo) (an
+    empty cell or one that is not a number counts as lo); a category's code k of K scaled to k / (K - 1), an unseen
+    one to `other` (a declared column always has one). Nothing here stops on, or names, a record's value; only a
+    built-in dataset's columns (verified public files) have no `other`, and an unlisted value there is refused."""
+
     out = np.empty((len(frame), len(domain.columns)), dtype=np.float32)
     for j, column in enumerate(domain.columns):
         values = frame[column.name]
         if column.categories is None:
             assert column.bounds is not None
-            numbers = values.to_numpy(dtype=np.float64)
-            if np.isnan(numbers).any():
-                raise DataError(
-                    f"{where}: column {column.name!r} has {int(np.isnan(numbers).sum())} empty cells; fill them, "
-                    "declare the column categorical (an empty cell is then the category '') or drop it"
-                )
+            numbers = _numbers(values)
             low, high = column.bounds
-            out[:, j] = (np.clip(numbers, low, high) - low) / (high - low)
+            out[:, j] = (np.clip(np.nan_to_num(numbers, nan=low), low, high) - low) / (high - low)
             continue
         codes = {c: k for k, c in enumerate(column.categories)}
         text = _as_text(values)
-        unseen = sorted({v for v in text if v not in codes})
-        if unseen and column.other is None:
-            raise DataError(
-                f"{where}: column {column.name!r} holds {len(unseen)} value(s) outside its declared categories "
-                f"(e.g. {unseen[0]!r}): add them, or declare `other` to map unseen values to"
-            )
+        if column.other is None and any(v not in codes for v in text):
+            raise DataError(f"{where}: column {column.name!r} holds a value outside its published categories")
         fallback = codes.get(column.other, 0) if column.other is not None else 0
         k = len(column.categories)
         out[:, j] = np.array([codes.get(v, fallback) for v in text], dtype=np.float64) / (k - 1 if k > 1 else 1)
@@ -387,23 +385,14 @@ def encode_table(domain: Domain, frame: Any, where: str) -> np.ndarray:
 
 def encode_labels(domain: Domain, values: np.ndarray, entry: Mapping[str, Any], where: str) -> np.ndarray:
     """Label codes 0..K-1 in the domain's order; with `positive`, 1 for it and 0 for any other value. A value
-    outside declared `labels` is refused."""
-    import pandas as pd
-
-    if pd.isna(values).any():
-        raise DataError(f"{where}: the label has empty cells; fill or remove those rows")
+    outside the declared labels (or an empty cell) counts as the first declared label: a rule of one record alone,
+    so neighbouring datasets stay neighbours of the same size, and no record can stop the preparation."""
     text = _as_text(values)
     positive = entry.get("positive")
-    allowed = domain.labels if positive is None or isinstance(entry.get("labels"), list) else None
-    if allowed is not None and (unseen := sorted(set(text) - set(allowed))):
-        raise DataError(
-            f"{where}: {len(unseen)} label value(s) outside the declared labels (e.g. {unseen[0]!r}): "
-            "add them to `labels`, or remove those rows"
-        )
     if positive is not None:
         return np.array([v == _text(positive) for v in text], dtype=np.int64)
     codes = {name: k for k, name in enumerate(domain.labels)}
-    return np.array([codes[v] for v in text], dtype=np.int64)
+    return np.array([codes.get(v, 0) for v in text], dtype=np.int64)
 
 
 def _text(value: Any) -> str:
@@ -454,3 +443,10 @@ def training_epsilon(spec: RunSpec, fitted: Domain | None) -> float:
             f"domain_epsilon {fitted.estimate.epsilon} of dataset '{spec.dataset}'"
         )
     return left
+
+
+def _numbers(values: Any) -> np.ndarray:
+    """A column's values as float64, an empty cell or one that is not a number as NaN."""
+    import pandas as pd
+
+    return pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)

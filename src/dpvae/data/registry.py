@@ -58,10 +58,15 @@ class DatasetSpec:
         known = (self.record_shape, self.n_train, self.n_test, self.classes)
         return None if None in known else declared.Facts(*known)
 
-    def prepare(self, raw_dir: Path | None, out_dir: Path, seed: int = 0) -> Path:
-        """Verify the raw files, build the splits and write them to ``out_dir``; return ``out_dir``."""
+    def prepare(self, raw_dir: Path | None, out_dir: Path, seed: int = 0, secret_seed: bool = False) -> Path:
+        """Verify the raw files, build the splits and write them to ``out_dir``; return ``out_dir`` (a secret
+        seed is not written: the meta says `SECRET_SEED` where the seed would be)."""
         raw_sha256 = verify_local(self.files, raw_dir) if self.files else {}
         built = self.build(raw_dir, seed)
+        if secret_seed:
+            seed = SECRET_SEED  # type: ignore[assignment]
+            if "seed" in built.meta.get("split", {}):
+                built.meta["split"]["seed"] = SECRET_SEED
         meta = {
             "dataset_id": self.dataset_id,
             "description": self.description,
@@ -75,6 +80,7 @@ class DatasetSpec:
         return write_prepared(out_dir, built.train, built.test, meta)
 
 
+SECRET_SEED = "secret (drawn for a release, written nowhere)"
 HOLDOUT = "seeded 90/10 holdout of all records (test = ceil(0.1 N))"
 REFERENCE_SUFFIX = "-refcode"
 PUBLIC = "split first; encoded into [0,1] by the declared public domain"
@@ -339,13 +345,15 @@ def fetch_source(
     )
 
 
-def prepare_dataset(dataset_id: str, root: str | Path, seed: int = 0) -> Path:
+def prepare_dataset(dataset_id: str, root: str | Path, seed: int = 0, secret_seed: bool = False) -> Path:
     """Prepare ``dataset_id`` from verified raw files into ``<root>/prepared/<dataset_id>/``; return that path.
 
-    A declared dataset is prepared from the declaration its fetch step recorded in ``<root>/raw/<id>/``."""
+    A declared dataset is prepared from the declaration its fetch step recorded in ``<root>/raw/<id>/``; with
+    `secret_seed` (a release's split, `dpvae.randomness`) its meta records that the seed was secret, not the seed."""
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     if dataset_id not in DATASETS and (entry := declared.recorded(dataset_id, root)) is not None:
         spec = DatasetSpec(**declared_fields(dataset_id, entry, with_facts=False))
-        return spec.prepare(raw_dir(Path(root), dataset_id), prepared_dir(Path(root), dataset_id), seed)
+        out = prepared_dir(Path(root), dataset_id)
+        return spec.prepare(raw_dir(Path(root), dataset_id), out, seed, secret_seed)
     return get_dataset(dataset_id).prepare(raw_dir_of(dataset_id, root), prepared_dir_of(dataset_id, root), seed)

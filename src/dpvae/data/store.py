@@ -97,9 +97,10 @@ def holdout_split(x: np.ndarray, y: np.ndarray, *, seed: int, test_fraction: flo
 def write_prepared(out_dir: str | Path, train: Split, test: Split, meta: dict[str, Any]) -> Path:
     """Write ``train.npz``, ``test.npz`` and ``meta.json`` to ``out_dir`` atomically; return ``out_dir``.
 
-    ``meta`` is completed with the format version, the shapes, the observed value range of ``x``, the
-    storage of ``x`` and the sha256 of both ``.npz`` files. An existing ``out_dir`` is replaced only after
-    the new one is complete. The same arrays and meta give the same bytes.
+    ``meta`` is completed with the format version, the shapes and the sha256 of both ``.npz`` files (nothing
+    computed from the values: no observed range, no storage that depends on how many distinct values they hold).
+    An existing ``out_dir`` is replaced only after the new one is complete. The same arrays and meta give the same
+    bytes.
     """
     out_dir = Path(out_dir)
     if train.x.shape[1:] != test.x.shape[1:]:
@@ -108,19 +109,12 @@ def write_prepared(out_dir: str | Path, train: Split, test: Split, meta: dict[st
         **meta,
         "format_version": FORMAT_VERSION,
         "shapes": {"train": list(train.x.shape), "test": list(test.x.shape)},
-        "x_observed_range": [
-            float(min(train.x.min(), test.x.min())),
-            float(max(train.x.max(), test.x.max())),
-        ],
     }
     json.dumps(full_meta, default=_json_default)  # fail on a non-serialisable meta before writing anything
     with atomic_directory(out_dir) as staging:
-        storage, checksums = {}, {}
+        checksums = {}
         for name, split in zip(SPLIT_NAMES, (train, test)):
-            arrays = {**encode_x(split.x), "y": split.y}
-            storage[name] = "uint8 codes + float32 levels" if "x_codes" in arrays else "float32"
-            checksums[f"{name}.npz"] = save_npz(staging / f"{name}.npz", arrays)
-        full_meta["x_storage"] = storage
+            checksums[f"{name}.npz"] = save_npz(staging / f"{name}.npz", {**encode_x(split.x), "y": split.y})
         full_meta["files_sha256"] = checksums
         meta_text = json.dumps(full_meta, indent=2, sort_keys=True, default=_json_default)
         (staging / PREPARED_META).write_text(meta_text + "\n")
