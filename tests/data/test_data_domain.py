@@ -14,7 +14,6 @@ import pytest
 
 from dpvae.data import declared, domain
 from dpvae.data.store import holdout_rows
-from dpvae.errors import DataError
 
 EXTREME = {"age": 45, "income": 7_777_777.7, "colour": "purple", "y": "HIV+"}
 COLUMNS = {
@@ -80,16 +79,26 @@ def test_the_extreme_record_is_clipped_and_its_category_mapped_to_other(tmp_path
     assert colour == 1.0  # 'purple' -> 'other', the last of four categories
 
 
-def test_an_undeclared_category_or_label_is_refused_not_added(tmp_path):
+def test_an_undeclared_category_or_label_maps_never_stops_and_is_never_named(tmp_path, capsys):
+    """Issue 62: whether a run happens, and what it prints, never depends on one record. An unseen category maps to
+    the column's catch-all (added to a declaration without `other`, whatever the data holds), an undeclared label
+    to the first declared label; the domain is the same with or without the record; no message names the value."""
     columns = {**COLUMNS, "colour": {"categories": ["red", "green", "blue"]}}
-    with pytest.raises(DataError, match="outside its declared categories"):
-        _prepare(tmp_path, "a", _with_extreme(_table(50)), columns=columns, positive="yes")
-    with pytest.raises(DataError, match="outside the declared labels"):
-        _prepare(tmp_path, "b", _with_extreme(_table(50)), columns=COLUMNS, labels=["no", "yes"])
-    with pytest.raises(DataError, match="outside the declared labels"):
-        _prepare(tmp_path, "c", _with_extreme(_table(50)), columns=COLUMNS, labels=["no", "yes"], positive="yes")
+    plain = _prepare(tmp_path, "a0", _table(50), columns=columns, positive="yes")
+    extreme = _prepare(tmp_path, "a", _with_extreme(_table(50)), columns=columns, positive="yes")
+    assert plain.meta["domain"] == extreme.meta["domain"]
+    assert [c["categories"] for c in extreme.meta["columns"] if c["name"] == "colour"] == [
+        ["red", "green", "blue", "other"]
+    ]
+    labelled = _prepare(tmp_path, "b", _with_extreme(_table(50)), columns=COLUMNS, labels=["no", "yes"])
+    assert labelled.meta["label_names"] == ["no", "yes"]
+    both = np.concatenate([labelled.train.y, labelled.test.y])
+    assert set(both) <= {0, 1} and len(both) == 51
+    _prepare(tmp_path, "c", _with_extreme(_table(50)), columns=COLUMNS, labels=["no", "yes"], positive="yes")
     named = _prepare(tmp_path, "d", _table(50), columns=COLUMNS, labels=["no", "yes"], positive="yes")
     assert named.meta["label_names"] == ["no", "yes"]
+    shown = capsys.readouterr()
+    assert "purple" not in shown.out + shown.err and "HIV+" not in shown.out + shown.err
 
 
 def test_the_domain_and_the_labels_must_be_declared(tmp_path):

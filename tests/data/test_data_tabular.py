@@ -92,7 +92,7 @@ def test_adult_refuses_a_category_outside_the_published_lists(tmp_path: Path) ->
     )
     (tmp_path / "adult.data").write_text(line * 3)
     (tmp_path / "adult.test").write_text(line.replace("<=50K", "<=50K."))
-    with pytest.raises(DataError, match="column 'workclass' holds 1 value.* outside its declared categories.*Space"):
+    with pytest.raises(DataError, match="column 'workclass' holds a value outside its published categories$"):
         tabular.build_adult(tmp_path, 0, drop_missing=False)
     assert tabular.build_adult(tmp_path, 0, drop_missing=False, scaling="reference-code").meta["columns"][1][
         "categories"
