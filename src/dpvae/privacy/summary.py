@@ -18,7 +18,7 @@ from dpvae.privacy.ledger import Accounting, Ledger
 from dpvae.runspec import RunSpec
 
 LEDGER_SUFFIX = ".privacy.json"
-RUN_SUFFIXES = (".csv", ".npz")  # `dpvae synth` writes x.csv or x.npz, its run in x.csv.run/ or x.npz.run/
+RUN_SUFFIXES = (".csv", ".npz")  # `dpvae synth` writes x.csv or x.npz, its run (if kept) in x.csv.work/run/
 
 
 def num(value: float) -> str:
@@ -74,12 +74,12 @@ def domain_of(meta: dict | None, where: str) -> str:
 
 
 def run_of(path: Path) -> Path | None:
-    """The run directory of a ledger file (its own directory for privacy.json; `x.csv.run/` for x.privacy.json),
-    or None where there is none."""
+    """The run directory of a ledger file (its own directory for privacy.json; for x.privacy.json, the run of a
+    workspace kept with `synth --keep-work`, `x.csv.work/run/`), or None where there is none."""
     if path.name == LEDGER:
         return path.parent
     stem = path.name.removesuffix(LEDGER_SUFFIX)
-    return next((r for s in RUN_SUFFIXES if (r := path.with_name(f"{stem}{s}.run")).is_dir()), None)
+    return next((r for s in RUN_SUFFIXES if (r := path.with_name(f"{stem}{s}.work") / "run").is_dir()), None)
 
 
 def read_release(path: str | Path) -> tuple[Path, dict, RunSpec | None]:

@@ -185,7 +185,7 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
     store.save_model(ctx.model_dir, model, info, result.snapshots)
     LOG.info(
         "P3GM on %d columns: encoding %.1f s (cpu %.1f s), pre-training %.1f s (cpu %.1f s), %d DP-SGD steps "
-        "(sigma %.4g) %.1f s (cpu %.1f s)",  # no record count: docs/operations.md, "Logs"
+        "(sigma %.4g) %.1f s (cpu %.1f s)",  # no record count: docs/operations.md, "Progress while it runs"
         d,
         encoded - started,
         cpu_encoded - cpu_started,
