@@ -415,7 +415,7 @@ def _run(args: argparse.Namespace) -> int:
         fields = ("method", "data", "epsilon", "delta", "out", "audit", "n", "seed", "root", "label", "positive")
         fields += ("declare", "allow_not_dp", "device", "headline", "calibrate_sound", "seed_file", "work")
         fields += ("keep_work", "force")
-        given = {k: getattr(args, k) for k in fields if getattr(args, k) is not None}
+        given = {k: getattr(args, k) for k in fields if getattr(args, k) is not None} | {"epsilon": args.epsilon}
         request = Request(**given, params=parse_params(args.params))  # --n left out: synth.DEFAULT_N
         print(synth(request).report)
     elif args.stage == "ledger":

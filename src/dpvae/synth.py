@@ -369,6 +369,26 @@ def _declare(path: Path, request: Request, private: bool) -> dict:
     return entry
 
 
+def _written_loader() -> Any:
+    """A YAML loader that reads `no`, `yes`, `on`, `off` as the strings written (YAML 1.2: only true/false are
+    booleans), so that a label set `[no, yes]` is the labels in the file, not two booleans."""
+    import re as re_
+
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:bool", re_.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+    )
+    return Loader
+
+
 def _declaration_file(path: Path | None) -> dict[str, Any]:
     """--declare's YAML mapping (keys as under the config key datasets.<id>, without path), or the one dataset
     of a config overlay (e.g. examples/own-data/*.yaml; its `path` is --data's)."""
@@ -377,7 +397,7 @@ def _declaration_file(path: Path | None) -> dict[str, Any]:
     import yaml
 
     try:
-        loaded = yaml.safe_load(path.read_text())
+        loaded = yaml.load(path.read_text(), Loader=_written_loader())  # noqa: S506 - a SafeLoader subclass
     except OSError as error:
         raise ConfigError(f"--declare {path}: cannot read it ({error.strerror})") from None
     except yaml.YAMLError as error:

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from dpvae.cli import main
@@ -183,3 +184,22 @@ def test_calibrate_sound_meets_the_target_with_the_sound_bound(table):
     assert ledger.headline == "sound" and 1 - 1e-5 <= ledger.sound.epsilon <= 1 and ledger.target_epsilon == 1
     assert ledger.paper.epsilon == pytest.approx(2 / 3, rel=1e-5)
     assert main(synth("--calibrate-sound", "--headline", "paper", "--force")) == 2
+
+
+def test_a_missing_epsilon_and_an_existing_out_are_one_line_each(table, capsys):
+    """Issue 64: no traceback without --epsilon; a second release to the same --out needs --force."""
+    base = ["synth", "--method", "privbayes", "--data", "data.csv", "--declare", "declare.yaml", "--out", "o.csv"]
+    assert main(base) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--epsilon: method 'privbayes' is private and needs a target epsilon" in err
+    assert main([*base, "--epsilon", "1", "--headline", "paper"]) == 0
+    assert main([*base, "--epsilon", "1", "--headline", "paper"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--out o.csv: o.csv exists; pass --force" in err
+
+
+def test_labels_are_read_as_written(table):
+    """`labels: [no, yes]` unquoted: the strings of the file, not YAML 1.1's booleans (every row kept its label)."""
+    (table / "declare.yaml").write_text("columns: {a: {bounds: [0, 1]}, b: {bounds: [0, 1]}}\nlabels: [no, yes]\n")
+    assert main(synth("--headline", "paper")) == 0
+    assert set(pd.read_csv(table / "out" / "x.csv")["label"]) == {"no", "yes"}
