@@ -7,7 +7,7 @@
 
 `Params.errors(values, key)` checks a config mapping against the fields (unknown key, wrong type, out of
 range) and names the dotted key; `Params.parse(values)` builds the instance with defaults filled in;
-`Params.describe()` lists the fields for `python -m dpvae methods` and the README.
+`Params.describe()` lists the fields for `python -m dpvae methods` (docs/operations.md).
 """
 
 from __future__ import annotations

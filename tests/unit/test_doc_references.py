@@ -5,7 +5,9 @@ Makefile. A `*.md` name resolves beside the citing file or at the repository roo
 root, and so does a `workflow/campaigns/...` path (a campaign's overlay or script) outside CSV data (recorded
 commands name overlays where they were then). An ambiguity id (A-P1, A-G10, ...) cited anywhere, and a section
 (§3.3) or item (p3gm/table6) cited as `docs/papers.md ...`, must have its entry in docs/papers.md, and every
-paper's item of `dpvae.items` its own.
+paper's item of `dpvae.items` its own. A section anchor (`README.md#privacy-in-one-paragraph`,
+`docs/privacy.md#two-modes-replication-runs-and-releases`, `#...` within a document) must name a heading of that
+document (GitHub's slug: lower case, punctuation but `-` and `_` dropped, spaces as `-`) or an `<a id>` in it.
 In tests/ only comments and docstrings are read: test code's string literals are fixtures, made-up paths
 among them.
 """
@@ -31,6 +33,7 @@ MD_REF = re.compile(r"(?<![\w./:-])((?:\.\.?/)*[\w][\w./-]*\.md)\b")
 DOCS_REF = re.compile(r"(?<![\w./-])docs/[\w./-]*[\w-]")
 CAMPAIGN_REF = re.compile(r"(?<![\w./-])workflow/campaigns(?:/[\w.-]*[\w-])+")
 AMBIGUITY = re.compile(r"\bA-[PLGD]\d+\b")
+ANCHOR_REF = re.compile(r"(?:(?<![\w./:-])((?:\.\.?/)*[\w][\w./-]*\.md)|(?<=\]\())#([\w-]+)")
 #: `docs/papers.md` and the sections and ids listed after it: "§3.1, §3.5", "§1.4-1.5", "§1.2 and A-P8".
 SPEC_CITATION = re.compile(
     re.escape(SPEC) + r"(?:'s)?((?:(?:[ ,/]|and )+(?:§?\d+(?:\.\d+)*(?:[–-]\d+(?:\.\d+)*)?|A-[PLGD]\d+))+)"
@@ -75,6 +78,17 @@ def spec_entries(spec: Path) -> tuple[set[str], set[str]]:
     return anchors, sections
 
 
+def slugs(document: Path) -> set[str]:
+    """The anchors of a markdown document: its headings' GitHub slugs (a repeated one gets -1, -2, ...) and ids."""
+    text = document.read_text(encoding="utf-8")
+    found, seen = set(re.findall(r'<a id="([^"]+)"></a>', text)), {}
+    for heading in re.findall(r"^#{1,6} (.+?)\s*$", text, re.MULTILINE):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        found.add(slug if slug not in seen else f"{slug}-{seen[slug]}")
+        seen[slug] = seen.get(slug, 0) + 1
+    return found
+
+
 def problems(root: Path) -> list[str]:
     """Every reference in scope that does not resolve inside `root`, as 'file: reference (why)'."""
     spec = root / SPEC
@@ -88,6 +102,10 @@ def problems(root: Path) -> list[str]:
         for ref in DOCS_REF.findall(text) + (CAMPAIGN_REF.findall(text) if path.suffix != ".csv" else []):
             if not (root / ref).exists():
                 found.append(f"{name}: {ref} (no such path in the repository)")
+        for ref, anchor in ANCHOR_REF.findall(text) if path.suffix in (".md", ".py") else ():
+            target = path if not ref else path.parent / ref if (path.parent / ref).is_file() else root / ref
+            if target.suffix == ".md" and target.is_file() and anchor not in slugs(target):
+                found.append(f"{name}: {ref or name}#{anchor} (no such section)")
         for ref in AMBIGUITY.findall(text):
             if ref not in anchors:
                 found.append(f"{name}: {ref} (no entry in {SPEC})")
@@ -140,4 +158,16 @@ def test_a_planted_reference_to_a_missing_document_fails(tmp_path: Path) -> None
         "src/mod.py: docs/papers.md §1.3 (no such section)",
         "tests/test_x.py: ../STYLE.md (no such document in the repository)",
         "workflow/campaigns/run.sh: workflow/campaigns/off.yaml (no such path in the repository)",
+    ]
+
+
+def test_a_planted_anchor_to_a_missing_section_fails(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "x.md").write_text("# X: the title\n\n## Two modes — seeded, secret\n\nsee [below](#gone)\n")
+    (tmp_path / "README.md").write_text(
+        "[ok](docs/x.md#two-modes--seeded-secret), docs/x.md#x-the-title; issue #34; docs/x.md#old-name\n"
+    )
+    assert problems(tmp_path) == [
+        "README.md: docs/x.md#old-name (no such section)",
+        "docs/x.md: docs/x.md#gone (no such section)",
     ]

@@ -109,7 +109,7 @@ class PriVAEParams(VAEConvParams):
     kappa: Literal["paper", "sqrt5", "tight"] = param(
         "paper",
         "noise calibration: the paper's (headline = paper ledger) or sound (sqrt5, tight: headline = "
-        "sound ledger); see README, privacy accounting",
+        "sound ledger); see docs/privacy.md#privacy-accounting",
     )
 
 
