@@ -94,9 +94,9 @@ def _parser() -> argparse.ArgumentParser:
         help="the epsilon held to the target: sound (a proven bound; default) or paper (the paper's claim)",
     )  # fmt: skip
     p.add_argument(
-        "--calibrate-sound", action="store_true",
-        help="calibrate the noise so that the sound epsilon meets the target (every private method plans its "
-        "ledger from the data's size and shape)",
+        "--calibrate-sound", action=argparse.BooleanOptionalAction, default=True,
+        help="under --headline sound (the default), calibrate the noise so that the sound epsilon meets the target "
+        "(default; P3GM scales every stage's noise by one factor); --no-calibrate-sound refuses instead",
     )  # fmt: skip
     p.add_argument("--n", type=int, default=None, help="records to draw (default 1000, whatever the data's size)")
     p.add_argument(

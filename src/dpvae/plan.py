@@ -464,7 +464,7 @@ class CostPlan:
         return [{"target": t, **self.totals([j for j in self.jobs if t in j.job.targets])} for t in self.targets]
 
     def to_markdown(self) -> str:
-        """One row per target and their total (every job once), as a markdown table (docs/operations.md, "Cost plan")."""
+        """One row per target and their total (every job once): the markdown table of docs/operations.md."""
         lines = [
             "| target | jobs to run | one H100/H200: GPU-h | + CPU-h | 2-core CPU: h | estimates (jobs) |",
             "|---|--:|--:|--:|--:|---|",

@@ -66,7 +66,7 @@ class Request:
     headline: str = "sound"  # the ε a private release is held to: "sound" (a proven bound) or "paper" (its claim)
     declare: Path | None = None  # YAML: the data's public domain and options (as a config `datasets` entry)
     allow_not_dp: bool = False  # a private method may read the domain from the data (not DP)
-    calibrate_sound: bool = False  # the method's own target chosen so that the sound ε meets --epsilon
+    calibrate_sound: bool = True  # under --headline sound: the noise calibrated so that the sound ε meets --epsilon
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ def synth(request: Request) -> Release:
         randomness.use_seed_file(request.seed_file)  # read once: the key lives in this process only
     spec = _spec(request, method, params.to_dict(), "", run_dir)  # a draft: the dataset is named below
     if method.private:
-        spec = _planned(method, params, spec, facts, entry, request)  # refused before training where it can be
+        spec, params = _planned(method, params, spec, facts, entry, request)  # refused before training if it can be
     _make_private_dir(work)  # every check passed: the first write
     root = work / "data" if entry is not None else request.root
     dataset = _dataset_id(request, entry, root)
@@ -170,41 +170,72 @@ def _make_private_dir(path: Path) -> None:
     path.chmod(0o700)
 
 
-def _planned(method: Any, params: Any, spec: RunSpec, facts: Any, entry: dict | None, request: Request) -> RunSpec:
-    """The spec to train, after what the planned ledger (`Method.planned_ledger`, with the declared domain's cost)
-    says before any training: refused under `--headline sound` if its sound ε exceeds the target, or, with
-    `--calibrate-sound`, the method's own target lowered until it does not (`runs.sound_calibrated_epsilon`)."""
+def _planned(
+    method: Any, params: Any, spec: RunSpec, facts: Any, entry: dict | None, request: Request
+) -> tuple[RunSpec, Any]:
+    """The spec and parameters to train, after what the planned ledger (`Method.planned_ledger`, with the declared
+    domain's cost) says before any training. Under `--headline sound` the noise is calibrated to the sound bound
+    (the method's own parameters where it needs them, `Method.sound_calibrated_params`, then its own target lowered
+    until the release's sound ε meets --epsilon, `runs.sound_calibrated_epsilon`); refused, with the smallest sound
+    ε the method reaches, where nothing meets it. `--no-calibrate-sound` refuses instead where the sound ε exceeds
+    the target."""
     from dpvae.data import domain
     from dpvae.runs import released_ledger, sound_calibrated_epsilon
 
     planned = None if facts is None else method.planned_ledger(params, spec, facts)
     if planned is None:
-        if request.calibrate_sound:
-            raise ConfigError(
-                f"--calibrate-sound: method '{method.name}''s ledger is known only after training, so its noise "
-                "cannot be calibrated to the sound bound here; lower --epsilon, or pass --headline paper"
-            )
-        return spec
+        return spec, params
     fitted = None
     if entry is not None:  # the declared domain's cost (an estimate costs its ε whatever its columns)
         spent = entry.get("domain_epsilon")
         estimate = None if spent is None else domain.Estimate(float(spent), ("planned",), 0.0)
         fitted = domain.Domain(domain.source(entry), (), (), estimate)
+    sound_spec = dataclasses.replace(spec, calibrate="sound")
 
-    def planned_at(eps: float) -> Any:
-        return method.planned_ledger(params, dataclasses.replace(spec, epsilon=eps), facts)
+    def planned_with(candidate: Any, eps: float) -> Any:
+        ledger = method.planned_ledger(candidate, dataclasses.replace(spec, epsilon=eps), facts)
+        return None if ledger is None else released_ledger(ledger, fitted, sound_spec)
 
     training = spec.epsilon - (fitted.estimate.epsilon if fitted and fitted.estimate else 0)
-    if request.calibrate_sound:  # the train stage finds the same ε' on the prepared data (`runs.domain_budget`)
-        spec = dataclasses.replace(spec, calibrate="sound")
-        training = sound_calibrated_epsilon(planned_at, spec, fitted)
-        if training is None:
+    if request.calibrate_sound and request.headline == "sound":  # the train stage finds the same ε' (`domain_budget`)
+        tuned = method.sound_calibrated_params(params, lambda p: planned_with(p, training), spec.epsilon)
+        if tuned is not None:
+            params = tuned
+        spec = dataclasses.replace(sound_spec, params=params.to_dict())
+        found = sound_calibrated_epsilon(
+            lambda eps: method.planned_ledger(params, dataclasses.replace(spec, epsilon=eps), facts), spec, fitted
+        )
+        if found is None:
             raise ConfigError(
-                f"--calibrate-sound: no noise level gives method '{method.name}' a sound ε within --epsilon "
-                f"{request.epsilon} (its sound accounting is missing or exceeds it even at a millionth of the target)"
+                f"--epsilon {request.epsilon}: no noise level gives method '{method.name}' a sound ε within it"
+                + _smallest(lambda eps: planned_with(params, eps), spec.epsilon)
             )
-    _headlined(method, released_ledger(planned_at(training), fitted, spec), request)
-    return spec
+        training = found
+    _headlined(
+        method,
+        released_ledger(
+            method.planned_ledger(params, dataclasses.replace(spec, epsilon=training), facts), fitted, spec
+        ),
+        request,
+    )
+    return spec, params
+
+
+def _smallest(planned: Any, target: float) -> str:
+    """'; the smallest it reaches is ε = X' over the method's own targets down to a millionth of `target`."""
+    from dpvae.privacy.summary import num
+
+    reached = []
+    for eps in target * np.logspace(0, -6, 13):
+        try:
+            ledger = planned(float(eps))
+        except (ValueError, ConfigError, ArithmeticError, RuntimeError):
+            continue
+        if ledger is not None and ledger.sound is not None:
+            reached.append(ledger.sound.epsilon)
+    if not reached:
+        return " (its sound accounting is missing: --headline paper releases under the paper's claim)"
+    return f"; the smallest sound ε it reaches is {num(min(reached))} (ask for that, or pass --headline paper)"
 
 
 def _check_arguments(request: Request) -> None:
@@ -232,8 +263,7 @@ def _check_arguments(request: Request) -> None:
     taken = [p for p in _bundle_paths(request.out) if p.exists()]
     if taken and not request.force:
         raise ConfigError(f"--out {request.out}: {taken[0]} exists; pass --force to replace the release")
-    if request.calibrate_sound and request.headline != "sound":
-        raise ConfigError("--calibrate-sound: calibrates to the sound bound; it cannot go with --headline paper")
+
     if request.headline not in ("sound", "paper"):
         raise ConfigError(f"--headline {request.headline!r}: sound (a proven bound) or paper (the paper's claim)")
     if not DEVICES.fullmatch(request.device):

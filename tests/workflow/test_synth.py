@@ -65,8 +65,9 @@ def test_bad_arguments_are_refused_in_one_line_leaving_nothing(table, capsys, wo
 
 
 def test_a_sound_epsilon_over_the_target_is_refused_before_training(table, capsys):
-    """PrivBayes' sound ε is 1.5 at target 1: refused naming both numbers, before the data is even prepared."""
-    assert main(synth()) == 2
+    """--no-calibrate-sound: PrivBayes' sound ε is 1.5 at target 1: refused naming both numbers, before the data is
+    even prepared."""
+    assert main(synth("--no-calibrate-sound")) == 2
     err = capsys.readouterr().err
     assert "--method privbayes: its sound ε at target 1 is 1.5 > 1 (paper's accounting: 1)" in err
     assert "--headline paper" in err and files(table) == {"data.csv", "declare.yaml"}
@@ -92,9 +93,10 @@ PRIVATE = {
 
 @pytest.mark.parametrize("method", list(PRIVATE))
 def test_every_private_method_is_refused_before_training(table, capsys, method):
-    """P3GM's family and PriVAE plan their ledgers too: a sound ε over the target is refused before the data is
-    prepared, naming both accountings."""
+    """P3GM's family and PriVAE plan their ledgers too: with --no-calibrate-sound, a sound ε over the target is
+    refused before the data is prepared, naming both accountings."""
     words = ["synth", "--method", method, "--data", "data.csv", "--declare", "declare.yaml", "--epsilon", "1"]
+    words.append("--no-calibrate-sound")
     assert main([*words, "--out", "out/x.csv", *(["--params", *PRIVATE[method]] if PRIVATE[method] else [])]) == 2
     err = capsys.readouterr().err
     found = re.search(
@@ -107,7 +109,7 @@ def test_every_private_method_is_refused_before_training(table, capsys, method):
 def test_a_method_known_only_after_training_is_refused_before_any_sample(table, capsys, monkeypatch):
     """Without a planned ledger, the same refusal comes after training: the run is removed, nothing is written."""
     monkeypatch.setattr(PrivBayes, "planned_ledger", lambda self, params, spec, facts: None)
-    assert main(synth()) == 2
+    assert main(synth("--no-calibrate-sound")) == 2
     assert "its sound ε at target 1 is 1.5 > 1" in capsys.readouterr().err
     assert (table / "out" / "x.csv.work" / "data" / "prepared").is_dir()  # it trained, in the private workspace
     assert {p.name for p in (table / "out").iterdir()} == {"x.csv.work"}  # no release
@@ -178,12 +180,25 @@ def test_ledger_command_shows_one_screen(table, capsys):
 
 
 def test_calibrate_sound_meets_the_target_with_the_sound_bound(table):
-    """--calibrate-sound lowers PrivBayes' own target until its sound ε (replace-one: 1.5x) meets --epsilon."""
-    assert main(synth("--calibrate-sound")) == 0
+    """By default (issue 64) PrivBayes' own target is lowered until its sound ε (replace-one: 1.5x) meets
+    --epsilon; --headline paper releases under the paper's claim, uncalibrated."""
+    assert main(synth()) == 0
     ledger = Ledger.from_dict(json.loads((table / "out" / "x.privacy.json").read_text()))
     assert ledger.headline == "sound" and 1 - 1e-5 <= ledger.sound.epsilon <= 1 and ledger.target_epsilon == 1
     assert ledger.paper.epsilon == pytest.approx(2 / 3, rel=1e-5)
-    assert main(synth("--calibrate-sound", "--headline", "paper", "--force")) == 2
+    assert main(synth("--headline", "paper", "--force")) == 0
+    assert Ledger.read(table / "out" / "x.privacy.json").sound.epsilon == pytest.approx(1.5)
+
+
+@pytest.mark.parametrize("method", list(PRIVATE))
+def test_every_private_method_meets_the_target_by_default(table, method):
+    """Issue 64: no flag beyond --declare; P3GM scales all its stages' noise by one factor (its ε' alone cannot)."""
+    words = ["synth", "--method", method, "--data", "data.csv", "--declare", "declare.yaml", "--epsilon", "1"]
+    tiny = {"p3gm": ["pretrain_steps=10", "em_iters=2", "hidden=16"], "dp-vae": ["hidden=16"], "dp-gm": ["hidden=16"]}
+    params = [*PRIVATE[method], *tiny.get(method, [])]
+    assert main([*words, "--out", "out/x.csv", *(["--params", *params] if params else [])]) == 0
+    ledger = Ledger.read(table / "out" / "x.privacy.json")
+    assert ledger.headline == "sound" and ledger.sound.epsilon <= 1 and ledger.not_dp is None
 
 
 def test_a_missing_epsilon_and_an_existing_out_are_one_line_each(table, capsys):

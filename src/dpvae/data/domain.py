@@ -296,9 +296,7 @@ def fit_table(
             _threshold(len(estimated) / float(entry["domain_epsilon"])),
         )
         for name in estimated:
-            columns[name] = Column(
-                name, bounds=estimate_bounds(_numbers(train[name]), estimate, rng, name)
-            )
+            columns[name] = Column(name, bounds=estimate_bounds(_numbers(train[name]), estimate, rng, name))
     labels = declared_labels(entry)
     if labels is None:
         labels = tuple(_sorted_labels(train[label].to_numpy()))

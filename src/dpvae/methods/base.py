@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -245,6 +246,15 @@ class Method(ABC):
         """The ledger training would return, from the parameters, the spec's target (ε, δ) and the data's facts
         (`n_train`: the run's training records, after `max_train`), without training; None where it depends on
         more than these (it is then known only after training)."""
+        return None
+
+    def sound_calibrated_params(
+        self, params: MethodParams, planned: Callable[[MethodParams], Ledger | None], target: float
+    ) -> MethodParams | None:
+        """Parameters whose release meets `target` with its sound ε, for a method whose noise the ε' search of
+        `dpvae.runs.sound_calibrated_epsilon` cannot bring there alone (several fixed noise levels, as P3GM's
+        stages); `planned(p)`: the release's planned ledger with parameters p (None: p cannot be planned). None:
+        the method's own calibration does it (the default)."""
         return None
 
     @abstractmethod

@@ -11,6 +11,7 @@ Here: their typed parameters and registered methods (light imports); `train.py` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -264,6 +265,13 @@ class P3GM(MLPVAEMethod):
         from dpvae.methods.p3gm.store import vector_dimension
 
         return planned_p3gm_ledger(params, spec, facts.n_train, vector_dimension(facts.record_shape, facts.classes))
+
+    def sound_calibrated_params(self, params: P3GMParams, planned: Callable, target: float) -> P3GMParams | None:
+        """Every stage's noise (DP mean, DP-PCA, DP-EM, DP-SGD) scaled by one factor until the sound ε meets the
+        target: the split between the stages is the configured one (`p3gm.accounting.scaled_to_sound`)."""
+        from dpvae.methods.p3gm.accounting import scaled_to_sound
+
+        return scaled_to_sound(params, planned, target)
 
 
 @register_method

@@ -491,3 +491,45 @@ def planned_dp_gm_ledger(params: Any, spec: RunSpec, n: int) -> Ledger:
     rate, steps = dpgm_schedule(params, n, spec.variant)
     sigma_c, sigma = dpgm_sigmas(params, spec.epsilon, spec.delta, rate, steps)
     return dpgm_ledger(params, sigma_c, sigma, rate, steps, spec.delta, spec.epsilon)
+
+
+def scaled_to_sound(params: Any, planned: Any, target: float) -> Any | None:
+    """P3GM's parameters with σ_mean, σ_pca, σ_em and σ_s multiplied by the smallest factor k (to 1e-4 relative,
+    rounded towards more noise) at which `planned(params)`'s sound ε meets `target`; σ_s is the paper calibration's
+    at the target where that exists, else 1. The configured ratios between the stages stay: the ledger lists each
+    stage's σ. None where no k in [1e-3, 1e6] meets it (a stage without noise, say)."""
+    import dataclasses
+
+    def scaled(k: float, sgd: float) -> Any:
+        return dataclasses.replace(
+            params,
+            sigma_mean=params.sigma_mean * k,
+            sigma_pca=params.sigma_pca * k,
+            sigma_em=params.sigma_em * k,
+            sigma_sgd=sgd * k,
+        )
+
+    def excess(k: float, sgd: float) -> float:
+        try:
+            ledger = planned(scaled(k, sgd))
+        except (ValueError, PrivacyBudgetExceeded):
+            return math.inf
+        return math.inf if ledger is None or ledger.sound is None else ledger.sound.epsilon - target
+
+    sgd = params.sigma_sgd if isinstance(params.sigma_sgd, float | int) else None
+    if sgd is None:
+        try:
+            at_target = planned(params)
+        except (ValueError, PrivacyBudgetExceeded):
+            at_target = None
+        runs = [m for m in (at_target.paper.mechanisms if at_target else ()) if m.name == SGD_RECORD]
+        sgd = runs[0].noise_multiplier if runs else 1.0
+    low, high = 1e-3, 1e6
+    if excess(high, sgd) > 0:
+        return None
+    if excess(low, sgd) <= 0:
+        return scaled(low, sgd)
+    while high / low > 1 + 1e-4:  # bisection in log k: the sound ε falls as every σ grows
+        middle = math.sqrt(low * high)
+        low, high = (low, middle) if excess(middle, sgd) <= 0 else (middle, high)
+    return scaled(high, sgd)
