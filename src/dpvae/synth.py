@@ -630,6 +630,7 @@ def _write_samples(samples: Any, meta: dict, out: Path) -> None:
     if out.suffix.lower() == ".npz":
         from dpvae.data.store import save_npz
 
+        x, y = _as_stored(x, y, meta.get("stored_as"))
         arrays = {"x": x, **({"y": y} if y is not None else {})}
         atomic_write(out, lambda tmp: save_npz(Path(tmp), arrays))
         return
@@ -642,6 +643,22 @@ def _write_samples(samples: Any, meta: dict, out: Path) -> None:
         label = meta.get("label_column", "label")
         frame[label] = [names[int(v)] for v in y] if names else y
     atomic_write(out, lambda tmp: frame.to_csv(tmp, index=False))
+
+
+def _as_stored(x: np.ndarray, y: Any, stored: dict | None) -> tuple[np.ndarray, Any]:
+    """Images back in the layout and dtypes of the user's file (`declared.image_format`): NHWC or [N, H, W] from
+    [N, C, H, W], uint8 as round(255 x); a built-in dataset's as prepared (float32 [N, C, H, W])."""
+    if stored is None:
+        return x, y
+    if stored["layout"] == "NHWC":
+        x = x.transpose(0, 2, 3, 1)
+    elif stored["layout"] == "NHW":
+        x = x[:, 0]
+    if np.dtype(stored["x_dtype"]) == np.uint8:
+        x = np.clip(np.rint(x * 255), 0, 255).astype(np.uint8)
+    else:
+        x = x.astype(stored["x_dtype"])
+    return np.ascontiguousarray(x), (None if y is None else y.astype(stored["y_dtype"]))
 
 
 def _unscale(values: np.ndarray, column: dict) -> Any:

@@ -218,3 +218,16 @@ def test_labels_are_read_as_written(table):
     (table / "declare.yaml").write_text("columns: {a: {bounds: [0, 1]}, b: {bounds: [0, 1]}}\nlabels: [no, yes]\n")
     assert main(synth("--headline", "paper")) == 0
     assert set(pd.read_csv(table / "out" / "x.csv")["label"]) == {"no", "yes"}
+
+
+def test_images_come_back_in_the_layout_and_dtype_they_came_in(tmp_path, monkeypatch):
+    """Issue 64: channels-last uint8 images in, channels-last uint8 images out (not [N, C, H, W] float32)."""
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "img.npz", x=rng.integers(0, 256, (60, 3, 3, 3), dtype=np.uint8), y=rng.integers(0, 2, 60))
+    (tmp_path / "img.yaml").write_text("labels: 2\nlayout: NHWC\n")
+    words = ["synth", "--method", "privbayes", "--data", "img.npz", "--declare", "img.yaml", "--epsilon", "1"]
+    assert main([*words, "--out", "out.npz", "--n", "7", "--headline", "paper"]) == 0
+    with np.load(tmp_path / "out.npz") as out:
+        assert out["x"].shape == (7, 3, 3, 3) and out["x"].dtype == np.uint8
+        assert out["y"].dtype == np.int64 and set(out["y"]) <= {0, 1}

@@ -332,6 +332,7 @@ def build(raw_dir: Path, seed: int, *, entry: Mapping[str, Any]) -> Prepared:
     opts = options(entry)
     if kind_of(entry["path"]) == "image":
         arrays = [_read_images(path, opts.get("layout"), shown) for path, shown in zip(files, names.values())]
+        stored = image_format(files[0], opts.get("layout"), names_shown(entry, "path") or where)
         train_rows, test_rows, split_meta = _split([len(a[1]) for a in arrays], seed, opts["test_fraction"])
         x, raw_labels = np.concatenate([a[0] for a in arrays]), np.concatenate([a[1] for a in arrays])
         fitted = domain.fit_images(opts, raw_labels[train_rows])
@@ -367,6 +368,8 @@ def build(raw_dir: Path, seed: int, *, entry: Mapping[str, Any]) -> Prepared:
     if columns is not None:
         meta["columns"] = columns
         meta["label_column"] = opts["label"]
+    else:
+        meta["stored_as"] = stored  # the file's layout and dtypes (its format, not its values): synth writes them back
     return Prepared(Split(train_x, y[train_rows]), Split(test_x, y[test_rows]), meta)
 
 
@@ -417,15 +420,23 @@ def _read_images(path: Path, layout: str | None, shown: str) -> tuple[np.ndarray
     x = x[:, None] if found == "NHW" else x.transpose(0, 3, 1, 2) if found == "NHWC" else x
     if x.dtype == np.uint8:
         x = x.astype(np.float32) / np.float32(255)
-    elif x.dtype.kind == "f":
-        if x.size and not (0 <= float(x.min()) and float(x.max()) <= 1):  # not shown: private extremes
-            raise DataError(f"{shown}: float x must lie in [0, 1]; rescale it or store uint8")
-        x = x.astype(np.float32)
+    elif x.dtype.kind == "f":  # clipped into [0, 1] (NaN: 0), value by value: no record's value can stop the run
+        x = np.clip(np.nan_to_num(x.astype(np.float32), nan=0.0, posinf=1.0, neginf=0.0), 0, 1)
     else:
         raise DataError(f"{shown}: x must be uint8 or float in [0, 1], got {x.dtype}")
     if y.ndim != 1 or len(y) != len(x) or y.dtype.kind not in "biu":
         raise DataError(f"{shown}: y must be {len(x)} integer labels, got {y.dtype} of shape {y.shape}")
     return np.ascontiguousarray(x), y
+
+
+def image_format(path: Path, layout: str | None, shown: str) -> dict[str, str]:
+    """How an .npz stores its images: x's layout (NCHW, NHWC or NHW) and dtype, y's dtype (read from the headers)."""
+    shape, y = _npz_header(str(path))
+    with zipfile.ZipFile(path) as archive, archive.open("x.npy") as stream:
+        version = np.lib.format.read_magic(stream)
+        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        dtype = read(stream)[2]
+    return {"layout": image_layout(shape, layout, shown), "x_dtype": str(dtype), "y_dtype": str(y.dtype)}
 
 
 def _check_image_shape(shape: tuple[int, ...], path: Path | str) -> None:
