@@ -96,7 +96,7 @@ class Recorded:
     paper: str  # the paper ("study" for reproductions/studies/: its experiment's paper is in the config)
     item: str  # the item (a study: its experiment)
     experiment: str | None  # a study's experiment; None: the experiments the item reads
-    dataset: str  # the papers' dataset name
+    dataset: str  # the papers' dataset name (`-refcode` kept: the recorded row's)
     setting: str
     variant: str
     epsilon: float
@@ -219,7 +219,7 @@ def of_analysis(config: dict, recorded: Recorded) -> bool:
 def find_run(config: dict, recorded: Recorded):
     """The run of `config` the recorded row names (dataset by its published name and implied setting, the variant
     with a study's sweep point, the ε label), or None."""
-    from dpvae.reproductions import published_dataset
+    from dpvae.reproductions import cell_dataset, published_dataset
     from dpvae.runs import SWEEP_SEPARATOR, Run, experiment_runs
     from dpvae.schema import format_eps
 
@@ -235,7 +235,7 @@ def find_run(config: dict, recorded: Recorded):
             }
         for dataset in exp["datasets"]:
             published, implied = published_dataset(dataset)
-            if published != recorded.dataset or (implied and implied not in settings):
+            if published != cell_dataset(recorded.dataset) or (implied and implied not in settings):
                 continue
             for run in experiment_runs(config, name, dataset):
                 if run.variant in variants and run.eps == format_eps(recorded.epsilon):

@@ -25,7 +25,7 @@ from dpvae.render.published import (
     load_causes,
     load_published,
 )
-from dpvae.reproductions import COLUMNS, KEY, read_all
+from dpvae.reproductions import COLUMNS, KEY, NOT_DP_MARK, cell_dataset, not_dp_notes, not_dp_reasons, read_all
 from dpvae.seeds import SeedStats
 
 # metric -> ("abs" | "rel", tolerance): the verdict rule (docs/operations.md, "Recorded reproductions …").
@@ -68,7 +68,8 @@ def scorecard(paper: str | None = None, reproductions_dir: str | Path | None = N
     ours = read_all(reproductions_dir, paper)
     groups = {}
     if len(ours):
-        for key, rows in ours.groupby(["paper", "item", "dataset", "method", "metric", "classifier", "setting"]):
+        cells = ours.assign(cell=ours["dataset"].map(cell_dataset))
+        for key, rows in cells.groupby(["paper", "item", "cell", "method", "metric", "classifier", "setting"]):
             groups.setdefault(key, []).append(rows)
     lines = []
     for _, cell in published.iterrows():
@@ -88,7 +89,7 @@ def scorecard(paper: str | None = None, reproductions_dir: str | Path | None = N
             if not math.isnan(eps)
             else candidates[candidates["epsilon"].isna()]
         )
-        ours_cell = _ours(match)
+        ours_cell = _ours(_preferred(match, cell["dataset"]))
         diff, verdict = _verdict(
             cell["metric"], float(cell["value"]), ours_cell["ours_mean"], ours_cell["n"], bool(cell["cited_from"])
         )
@@ -109,8 +110,16 @@ def scorecard(paper: str | None = None, reproductions_dir: str | Path | None = N
     for _, row in load_causes(every_paper).iterrows():
         named = _written(card) & cause_matches(row, card)
         card.loc[named, "cause"], card.loc[named, "evidence"] = row["cause"], row["evidence"]
-    columns = [*KEY, "source", "paper_value", "ours_mean", "ours_sd", "n", "difference", "verdict", "cause"]
+    columns = [*KEY, "source", "paper_value", "ours_mean", "ours_sd", "n", "not_dp", "difference", "verdict", "cause"]
     return card[[*columns, "evidence", "devices"]]
+
+
+def _preferred(rows: pd.DataFrame, dataset: str) -> pd.DataFrame:
+    """The recorded rows a published cell of `dataset` is judged on: those on the published data's own dataset id
+    where there are any, else those of another preprocessing of it (`adult-refcode`: P3GM's reference code's, not
+    DP), which stand in, marked, until the cell is recorded on the public domain."""
+    own = rows[rows["dataset"] == dataset]
+    return own if len(own) else rows
 
 
 def _seed_noise(card: pd.DataFrame) -> pd.Series:
@@ -164,12 +173,13 @@ def _misses(counts: dict[str, int]) -> str:
 
 
 def _ours(rows: pd.DataFrame) -> dict:
-    """Mean, sd (n > 1), seed count and devices of the recorded rows of one cell."""
+    """Mean, sd (n > 1), seed count, devices and `not_dp` reasons of the recorded rows of one cell."""
     stats = SeedStats.of(rows["value"].astype(float))
     return {
         "ours_mean": stats.mean,
         "ours_sd": stats.sd,
         "n": stats.n,
+        "not_dp": not_dp_reasons(rows["not_dp"]) if stats.n else "",
         "devices": ";".join(sorted(set(rows["device"].dropna().astype(str)))) if stats.n else "",
     }
 
@@ -213,14 +223,24 @@ def item_summary(card: pd.DataFrame) -> dict[str, str]:
     for (paper, item), rows in card.groupby(["paper", "item"]):
         figure_only = rows["verdict"] == NO_PUBLISHED_NUMBER
         if figure_only.all():
-            summary[f"{paper}/{item}"] = f"no published numbers; {len(rows)} cell{'s' * (len(rows) != 1)} recorded"
+            summary[f"{paper}/{item}"] = (
+                f"no published numbers; {len(rows)} cell{'s' * (len(rows) != 1)} recorded" + _not_dp(rows)
+            )
             continue
         within, done, runnable = fidelity(rows)
         if runnable:
             summary[f"{paper}/{item}"] = (
-                f"{within}/{runnable} within tolerance" if done else f"0/{runnable} reproduced"
-            ) + _misses(cause_counts(rows))
+                (f"{within}/{runnable} within tolerance" if done else f"0/{runnable} reproduced")
+                + _misses(cause_counts(rows))
+                + _not_dp(rows)
+            )
     return summary
+
+
+def _not_dp(card: pd.DataFrame) -> str:
+    """'; 3 cells not DP †' where recorded cells of `card` have a `not_dp` reason (`not_dp_notes` gives them)."""
+    n = int((card["not_dp"].fillna("") != "").sum())
+    return f"; {n} cell{'s' * (n != 1)} not DP {NOT_DP_MARK}" if n else ""
 
 
 def fidelity(card: pd.DataFrame) -> tuple[int, int, int]:
@@ -233,7 +253,10 @@ def fidelity(card: pd.DataFrame) -> tuple[int, int, int]:
 def summary_line(card: pd.DataFrame) -> str:
     """The whole card in one line: fidelity, then misses per cause."""
     within, done, runnable = fidelity(card)
-    return f"{within} within tolerance / {done} reproduced / {runnable} runnable{_misses(cause_counts(card))}"
+    return (
+        f"{within} within tolerance / {done} reproduced / {runnable} runnable{_misses(cause_counts(card))}"
+        + _not_dp(card)
+    )
 
 
 def write_scorecard(card: pd.DataFrame, out: str | Path) -> None:
@@ -249,7 +272,8 @@ def write_scorecard(card: pd.DataFrame, out: str | Path) -> None:
     shown = card.assign(
         ours=[
             ("" if n == 0 else f"{m:.4g}" + ("" if np.isnan(s) else f" +- {s:.2g}") + f" (n={n})")
-            for m, s, n in zip(card["ours_mean"], card["ours_sd"], card["n"])
+            + (f" {NOT_DP_MARK}" if why else "")
+            for m, s, n, why in zip(card["ours_mean"], card["ours_sd"], card["n"], card["not_dp"].fillna(""))
         ],
         paper_value=[_number(v, 6) for v in card["paper_value"]],
         epsilon=[_number(v, 4) for v in card["epsilon"]],
@@ -269,13 +293,18 @@ def write_scorecard(card: pd.DataFrame, out: str | Path) -> None:
                 counts = published["verdict"].value_counts().to_dict()
                 tally = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) + _misses(cause_counts(published))
                 _listing_pages(
-                    pdf, f"Scorecard - {paper}: published cells; {tally}", published[_PUBLISHED_COLUMNS], notes
+                    pdf,
+                    f"Scorecard - {paper}: published cells; {tally}",
+                    published[_PUBLISHED_COLUMNS],
+                    notes,
+                    not_dp_notes(published["not_dp"]),
                 )
                 _listing_pages(
                     pdf,
                     f"Scorecard - {paper}: recorded cells of items that publish no number (figures); mean +- sd "
                     "(n seeds), no verdict",
                     rows[figure_only][[*_CELL_COLUMNS, "ours"]],
+                    footnotes=not_dp_notes(rows.loc[figure_only, "not_dp"]),
                 )
 
     atomic_write(f"{prefix}.pdf", write)
@@ -290,8 +319,11 @@ def _number(value: float, digits: int) -> str:
     return "" if pd.isna(value) else f"{value:.{digits}g}"
 
 
-def _listing_pages(pdf, title: str, rows: pd.DataFrame, notes: str = "", per_page: int = 80) -> None:
-    """Monospace pages listing `rows`, `per_page` to a page, under the title (rows a-b of n) and the notes."""
+def _listing_pages(
+    pdf, title: str, rows: pd.DataFrame, notes: str = "", footnotes: list[str] = (), per_page: int = 80
+) -> None:
+    """Monospace pages listing `rows`, `per_page` to a page, under the title (rows a-b of n) and the notes; the
+    `footnotes` (the reasons behind a dagger) under the rows of every page."""
     import textwrap
 
     from dpvae.render.output import pyplot
@@ -305,8 +337,10 @@ def _listing_pages(pdf, title: str, rows: pd.DataFrame, notes: str = "", per_pag
     for start in range(0, len(body), per_page):
         page = body[start : start + per_page]
         heading = f"{title} (rows {start + 1}-{start + len(page)} of {len(body)})"
+        below = [line for note in footnotes for line in textwrap.wrap(note, columns)]
         listing = [*textwrap.wrap(heading, columns), *textwrap.wrap(notes, columns), "", header, *page]
-        text = "\n".join(listing).encode("ascii", "replace").decode()  # the PDF's core Courier font: plain text
+        listing += ["", *below] if below else []
+        text = "\n".join(listing).encode("cp1252", "replace").decode("cp1252")  # the core Courier font: WinAnsi
         fig = pyplot().figure(figsize=(width, 0.11 * (text.count("\n") + 1) + 0.4))
         fig.text(
             0.2 / width,

@@ -31,10 +31,13 @@ def done_items(config: dict) -> list[Item]:
 
 def status_table(config: dict) -> str:
     """docs/status.md's table: every item, done / partial / not yet, what it still needs, and how many of its
-    published cells the recorded paper-scale reproductions match (`python -m dpvae scorecard`)."""
+    published cells the recorded paper-scale reproductions match (`python -m dpvae scorecard`); under it, the
+    reasons of the cells marked not DP (†)."""
+    from dpvae.reproductions import not_dp_notes
     from dpvae.scorecard import item_summary, scorecard
 
-    reproduced = item_summary(scorecard())
+    card = scorecard()
+    reproduced = item_summary(card)
     lines = ["| item | title | status | still needed | paper scale (scorecard) |", "|---|---|---|---|---|"]
     for item in ITEMS.values():
         missing = missing_parts(item, config)
@@ -45,6 +48,8 @@ def status_table(config: dict) -> str:
         title = item.title.replace("|", "\\|")
         cells = reproduced.get(item.key, "no published numbers")
         lines.append(f"| `{item.key}` | {title} | {status} | {', '.join(missing) or '-'} | {cells} |")
+    if notes := not_dp_notes(card["not_dp"]):
+        lines += ["", *(f"{note}  " for note in notes)]
     return "\n".join(lines)
 
 

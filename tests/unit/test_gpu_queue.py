@@ -326,7 +326,7 @@ def test_close_says_whether_a_cell_the_runs_reach_misses_within_seed_noise(tmp_p
     the tolerance edge (MNIST DP-MERF's LR at ε = 10, paper 79.1 %, tolerance 3 points)."""
     queue = _queue()
     (tmp_path / "reproductions").mkdir()
-    row = "dp2vae,table1,mnist,dp-merf,10,accuracy,lr,,{seed},{value},paper,dp-merf,cpu,abc,snakemake,1,d"
+    row = "dp2vae,table1,mnist,dp-merf,10,accuracy,lr,,{seed},{value},,paper,dp-merf,cpu,abc,snakemake,1,d"
     header = ",".join(COLUMNS)
     monkeypatch.setattr(queue, "ROOT", tmp_path)
 
@@ -346,7 +346,7 @@ def test_recorded_says_whether_one_run_has_rows_made_under_the_overlay(tmp_path,
     queue = _queue()
     overlay = "workflow/campaigns/overlays/dp2vae-cpu-protocol.yaml"
     (tmp_path / "reproductions").mkdir()
-    row = "dp2vae,table1,mnist,real,,fid,,,{seed},1.6,paper,real,cpu,abc,snakemake --configfiles {overlay} s.yaml,1,d"
+    row = "dp2vae,table1,mnist,real,,fid,,,{seed},1.6,,paper,real,cpu,abc,snakemake --configfiles {overlay} s.yaml,1,d"
     header = ",".join(COLUMNS)
     lines = [header, row.format(seed=0, overlay=overlay), row.format(seed=1, overlay="workflow/campaigns/other.yaml")]
     (tmp_path / "reproductions" / "dp2vae.csv").write_text("\n".join(lines) + "\n")
