@@ -179,3 +179,29 @@ def test_the_migration_relabels_only_old_adult_rows_fills_the_ledgers_reason_and
 
 def test_the_committed_reproductions_need_no_migration(mark_not_dp):
     assert mark_not_dp.main(["--check"]) == 0
+
+
+def test_recompute_ledgers_finds_a_refcode_rows_run_by_its_id_else_by_its_published_data():
+    """`benchmarks/recompute_ledgers.py --recorded` rebuilds a recorded row's run: an `adult-refcode` row is the
+    `adult-refcode` run where the config has one, else (a config from before the -refcode ids) the `adult` run, which
+    `as_prepared` plans on what it trained on; an `adult` row is never a -refcode run."""
+    spec = importlib.util.spec_from_file_location(
+        "recompute_ledgers", REPO_ROOT / "benchmarks" / "recompute_ledgers.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    from dpvae.schema import read_config
+
+    config = read_config([REPO_ROOT / "config.yaml"])
+
+    def found(dataset: str, datasets: list[str]) -> str | None:
+        config["experiments"]["p3gm_tabular"]["datasets"] = datasets
+        row = module.Recorded("p3gm", "table6", None, dataset, "", "p3gm", 1.0, "abc", ())
+        run = module.find_run(config, row)
+        return run.dataset if run else None
+
+    assert found("adult-refcode", ["adult", "adult-refcode"]) == "adult-refcode"
+    assert found("adult-refcode", ["adult"]) == "adult"
+    assert found("adult", ["adult-refcode", "adult"]) == "adult"
+    assert found("adult", ["adult-refcode"]) is None
