@@ -385,8 +385,9 @@ def seeds_text(n: int, counted: str) -> str:
 
 def write_scorecard(card: pd.DataFrame, out: str | Path) -> None:
     """`out` = <prefix>.csv or <prefix>.pdf: writes both. The PDF: the headline, then per paper pages listing its
-    published cells (with the tally and the tolerances), then pages listing its figure-only cells; each page is one
-    monospace text block, so hundreds of rows stay cheap (a drawn table took ~2 s a page)."""
+    published cells (with the tally and the tolerances), a forest plot per item (`_forest_pages`), then pages listing
+    its figure-only cells; a listing page is one monospace text block, so hundreds of rows stay cheap (a drawn table
+    took ~2 s a page)."""
     prefix = Path(out).with_suffix("")
     atomic_write(f"{prefix}.csv", lambda tmp: card.to_csv(tmp, index=False, float_format="%.6g"))
     from matplotlib.backends.backend_pdf import PdfPages
@@ -442,6 +443,7 @@ def write_scorecard(card: pd.DataFrame, out: str | Path) -> None:
                     notes,
                     not_dp_notes(published["not_dp"]),
                 )
+                _forest_pages(pdf, card[(card["paper"] == paper) & (card["verdict"] != NO_PUBLISHED_NUMBER)])
                 _listing_pages(
                     pdf,
                     f"Scorecard - {paper}: recorded cells of items that publish no number (figures); mean +- sd "
@@ -451,6 +453,66 @@ def write_scorecard(card: pd.DataFrame, out: str | Path) -> None:
                 )
 
     atomic_write(f"{prefix}.pdf", write)
+
+
+FOREST_LIMIT = 5.0  # tolerances either side of the paper's value a forest plot shows (beyond: an arrow at the edge)
+_VERDICT_COLOURS = {WITHIN: "tab:green", OUTSIDE: "tab:red", UNDECIDED: "tab:orange"}
+
+
+def _forest_pages(pdf, cells: pd.DataFrame) -> None:
+    """One page per item: each recorded result, cut or duplicate cell with a tolerance (settings are exact) as its
+    95 % interval against the tolerance band, in tolerances from the paper's value: (ours - paper) / tolerance, the
+    band [-1, 1]; one seed is a point (no interval)."""
+    from dpvae.render.output import pyplot
+
+    shown = cells[cells["counted"].isin(["result", "cut", "duplicate"]) & (cells["n"] > 0)]
+    for item, rows in shown.groupby("item", sort=False):
+        bound = np.array([_bound(m, v) for m, v in zip(rows["metric"], rows["paper_value"])])
+
+        def scaled(column: str, rows=rows, bound=bound) -> np.ndarray:
+            return np.clip((rows[column].to_numpy(dtype=float) - rows["paper_value"].to_numpy(dtype=float)) / bound,
+                           -FOREST_LIMIT, FOREST_LIMIT)  # fmt: skip
+
+        mean, low, high = scaled("ours_mean"), scaled("ci_low"), scaled("ci_high")
+        labels = [
+            " ".join(
+                str(v) for v in (r.dataset, r.method, _number(r.epsilon, 4), r.metric, r.classifier, r.setting) if v
+            )
+            + ("" if r.source == "paper" else f" [{r.source}]")
+            + f" ({seeds_text(int(r.n), r.counted)}{', cut' if r.counted == 'cut' else ''})"
+            + (f" {NOT_DP_MARK}" if r.not_dp else "")
+            for r in rows.itertuples()
+        ]
+        y = np.arange(len(rows))[::-1]
+        plain = {"font.family": "monospace", "font.weight": "medium", "axes.titleweight": "medium"}  # as listings
+        plain |= {"axes.labelweight": "medium", "axes.unicode_minus": False}
+        with pyplot().rc_context(plain):
+            fig, ax = pyplot().subplots(figsize=(9.0, 1.4 + 0.12 * len(rows)))
+            ax.axvspan(-1, 1, color="0.9", zorder=0)
+            ax.axvline(0, color="0.5", linewidth=0.6)
+            colours = [_VERDICT_COLOURS.get(v, "0.3") for v in rows["verdict"]]
+            ax.hlines(y, low, high, colors=colours, linewidth=2)
+            edge = np.abs(mean) >= FOREST_LIMIT
+            ax.scatter(mean[~edge], y[~edge], c=[c for c, e in zip(colours, edge) if not e], s=14, zorder=3)
+            for x, row_y, colour in zip(mean[edge], y[edge], [c for c, e in zip(colours, edge) if e]):
+                ax.scatter([x], [row_y], marker=">" if x > 0 else "<", color=colour, s=30, zorder=3)
+            ax.set_yticks(y, labels, fontsize=6)
+            ax.set_xlim(-FOREST_LIMIT - 0.3, FOREST_LIMIT + 0.3)
+            ax.set_xlabel("(ours - paper) / tolerance; grey: within; bar: 95 % t-interval", fontsize=7)
+            fig.text(
+                0.01,
+                0.98,
+                f"Forest - {rows['paper'].iloc[0]}/{item}: green within tolerance, orange undecided, red outside "
+                f"(clipped at +-{FOREST_LIMIT:g} tolerances)",
+                fontsize=8,
+                va="top",
+            )
+            ax.tick_params(axis="x", labelsize=7)
+            width = max(len(label) for label in labels) * 6 * 0.6 / 72 + 0.3  # 6 pt monospace labels, inches
+            fig.set_size_inches(width + 5.0, fig.get_figheight())
+            fig.subplots_adjust(left=width / (width + 5.0), right=0.97, bottom=0.7 / fig.get_figheight(), top=0.85)
+            pdf.savefig(fig)  # no tight_layout: it measures text with the screen fonts, the PDF uses its core fonts
+        pyplot().close(fig)
 
 
 _CELL_COLUMNS = ["item", "dataset", "method", "epsilon", "metric", "classifier", "setting"]

@@ -616,6 +616,9 @@ def test_the_pdf_says_n_of_the_preregistered_seeds_and_the_headline(tmp_path):
     text = "\n".join(page.extract_text() for page in PdfReader(tmp_path / "card.pdf").pages)
     assert "(n=3 of 5) [0.7875, 0.7925]" in text
     assert f"Scorecard: {fidelity(card).headline}" in " ".join(text.split())
+    # one forest page per item with a recorded result: Table VII's, its cell labelled with its seeds
+    assert re.findall(r"Forest - (\S+):", text) == ["p3gm/table7"]
+    assert "mnist p3gm 1 accuracy cnn (n=3 of 5)" in text
 
 
 def test_the_readme_defines_each_cause_in_one_line():
