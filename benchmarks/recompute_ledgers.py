@@ -96,7 +96,7 @@ class Recorded:
     paper: str  # the paper ("study" for reproductions/studies/: its experiment's paper is in the config)
     item: str  # the item (a study: its experiment)
     experiment: str | None  # a study's experiment; None: the experiments the item reads
-    dataset: str  # the papers' dataset name
+    dataset: str  # the papers' dataset name (`-refcode` kept: the recorded row's)
     setting: str
     variant: str
     epsilon: float
@@ -219,9 +219,19 @@ def of_analysis(config: dict, recorded: Recorded) -> bool:
 def find_run(config: dict, recorded: Recorded):
     """The run of `config` the recorded row names (dataset by its published name and implied setting, the variant
     with a study's sweep point, the ε label), or None."""
-    from dpvae.reproductions import published_dataset
+    from dpvae.data.registry import REFERENCE_SUFFIX
+    from dpvae.reproductions import cell_dataset, published_dataset, recorded_dataset
     from dpvae.runs import SWEEP_SEPARATOR, Run, experiment_runs
     from dpvae.schema import format_eps
+
+    def names(dataset: str) -> bool:
+        """The recorded dataset is this id's (`adult-refcode` only a -refcode id's), or a config from before the
+        -refcode ids names its published data (`adult`: `as_prepared` plans it on what it trained on)."""
+        published, implied = published_dataset(dataset)
+        if implied and implied not in settings:
+            return False
+        own = recorded_dataset(dataset) == recorded.dataset
+        return own or (published == cell_dataset(recorded.dataset) and not dataset.endswith(REFERENCE_SUFFIX))
 
     settings = set(filter(None, recorded.setting.split(";")))
     for name in experiments_of(config, recorded):
@@ -233,10 +243,8 @@ def find_run(config: dict, recorded: Recorded):
             variants |= {
                 f"{recorded.variant}{SWEEP_SEPARATOR}{s}" for s in settings if s.startswith(sweep["name"] + "=")
             }
-        for dataset in exp["datasets"]:
-            published, implied = published_dataset(dataset)
-            if published != recorded.dataset or (implied and implied not in settings):
-                continue
+        own_first = sorted(exp["datasets"], key=lambda d: recorded_dataset(d) != recorded.dataset)
+        for dataset in filter(names, own_first):
             for run in experiment_runs(config, name, dataset):
                 if run.variant in variants and run.eps == format_eps(recorded.epsilon):
                     return Run(run.dataset, run.variant, run.eps, 0)

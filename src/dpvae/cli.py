@@ -46,7 +46,9 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("status", help="print the item status table (markdown), or write it into docs/status.md")
     p.add_argument("configfiles", nargs="*", default=["config.yaml"])
-    p.add_argument("--update", metavar="FILE", help="replace the status block of this file (docs/status.md)")
+    p.add_argument(
+        "--update", metavar="FILE", help="replace the status and headline blocks of FILE (docs/status.md, README.md)"
+    )
 
     p = sub.add_parser("progress", help="where running jobs stand: the newest progress line of each job log")
     p.add_argument("--logs", default="logs", help="the folder of the job logs (default: logs)")

@@ -45,7 +45,7 @@ from dpvae.errors import ConfigError, DpvaeError
 from dpvae.eval.registry import METRICS
 from dpvae.methods.registry import METHODS
 from dpvae.paths import CAMPAIGN_OVERLAY, REPO_ROOT, campaign_overlay, train_record
-from dpvae.reproductions import published_dataset, read_all
+from dpvae.reproductions import cell_dataset, published_dataset, read_all
 from dpvae.runs import Run, experiment_runs
 from dpvae.runspec import RunSpec
 from dpvae.runtimes import (
@@ -277,7 +277,7 @@ class Measurements:
                 settings = set(str(row.setting).split(";"))
                 found = [
                     r
-                    for r in runs.get((row.variant, eps, int(row.seed), row.dataset), [])
+                    for r in runs.get((row.variant, eps, int(row.seed), cell_dataset(row.dataset)), [])
                     if published_dataset(r.dataset)[1] in settings | {""}
                 ]
                 if len(found) != 1:

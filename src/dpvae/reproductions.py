@@ -1,12 +1,16 @@
 """Recorded reproductions: paper-scale numbers in `reproductions/<paper>.csv`, written only by `record`.
 
 `record(tables)` turns paper-scale tidy tables (`results/paper/tables/...csv`) into rows with the published
-CSV's key columns (paper, item, dataset, method, epsilon, metric, classifier, setting) plus seed, value and
-provenance (scale, variant, device, commit, command, wall_s, date) read from each run's `train.json`.
+CSV's key columns (paper, item, dataset, method, epsilon, metric, classifier, setting) plus seed, value, `not_dp`
+(why the run's release is not differentially private, from its ledger `privacy.json`; empty for a DP run and for a
+non-private one) and provenance (scale, variant, device, commit, command, wall_s, date) read from each run's
+`train.json`.
 Those files are committed. A table of an experiment no paper item reads (a design study, e.g. DP²-VAE's T_p
 study) goes to `reproductions/studies/<experiment>.csv` instead, keyed by our own ids (`STUDY_KEY`) with the
 same provenance. Our ids map to the papers' names by `published_key` (each dataset's `published_as` name in the
-data registry, each variant's `published_as` name in config.yaml, sweep points and a series' `step` as `setting`).
+data registry, each variant's `published_as` name in config.yaml, sweep points and a series' `step` as `setting`);
+a run on a `-refcode` dataset (P3GM's reference code's preprocessing, not DP) keeps the suffix (`adult-refcode`), and
+`cell_dataset` names the published cell it stands for.
 A series longer than `MAX_STEPS` steps per run (Fig. 7's reconstruction loss at every iteration) is recorded at
 `MAX_STEPS` evenly spaced steps, first and last included; the whole series stays in the run's table. Renderers read
 them (`recorded`) for their "ours (paper scale)" column; `dpvae.scorecard` sets them beside every published cell.
@@ -23,11 +27,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpvae.data.registry import get_dataset
+from dpvae.analyses.tidy import NOT_DP_METRIC
+from dpvae.data.registry import REFERENCE_SUFFIX, get_dataset
 from dpvae.errors import DataError, TargetError
 from dpvae.files import atomic_write
 from dpvae.items import ITEMS, PAPERS
-from dpvae.paths import REPO_ROOT, RESULTS, campaign_overlay, command_words, run_id, train_record
+from dpvae.paths import REPO_ROOT, RESULTS, campaign_overlay, command_words, ledger_file, run_id, train_record
 from dpvae.provenance import changed_files, git_commit, names_a_commit, on_code_path
 from dpvae.runs import split_variant
 from dpvae.schema import format_eps, read_config
@@ -36,9 +41,9 @@ from dpvae.seeds import seed_summary
 REPRODUCTIONS_DIR = REPO_ROOT / "reproductions"
 KEY = ("paper", "item", "dataset", "method", "epsilon", "metric", "classifier", "setting")
 PROVENANCE = ("scale", "variant", "device", "commit", "command", "wall_s", "date")
-COLUMNS = (*KEY, "seed", "value", *PROVENANCE)
+COLUMNS = (*KEY, "seed", "value", "not_dp", *PROVENANCE)
 STUDY_KEY = ("experiment", "dataset", "method", "variant", "setting", "epsilon", "metric", "classifier")
-STUDY_COLUMNS = (*STUDY_KEY, "seed", "value", *(c for c in PROVENANCE if c != "variant"))
+STUDY_COLUMNS = (*STUDY_KEY, "seed", "value", "not_dp", *(c for c in PROVENANCE if c != "variant"))
 
 MAX_STEPS = 100  # steps recorded per series and run (see the module docstring)
 
@@ -69,6 +74,18 @@ def published_dataset(dataset: str) -> tuple[str, str]:
     return spec.published_as, spec.published_setting
 
 
+def recorded_dataset(dataset: str) -> str:
+    """The dataset column of a recorded row for our dataset id: the papers' name, `-refcode` kept (P3GM's reference
+    code's preprocessing is not the published data's public domain: 'adult-refcode' stays 'adult-refcode')."""
+    name = published_dataset(dataset)[0]
+    return name + REFERENCE_SUFFIX if dataset.endswith(REFERENCE_SUFFIX) else name
+
+
+def cell_dataset(recorded: str) -> str:
+    """The published cell's dataset a recorded row's dataset stands for ('adult-refcode' -> 'adult')."""
+    return recorded.removesuffix(REFERENCE_SUFFIX)
+
+
 # (paper, item) -> setting of a variant the item's published cells distinguish (ablations)
 ITEM_SETTINGS = {
     ("dp2vae", "fig5"): lambda base: f"pretrain={'false' if base.endswith('-nopretrain') else 'true'}",
@@ -80,7 +97,8 @@ def published_key(paper: str, item: str, row: pd.Series) -> dict:
     """The published key columns of one tidy row of `paper`, as item `item` shows it."""
     base, sweep_point = split_variant(str(row["variant"]))
     point = "=".join(sweep_point) if sweep_point else ""
-    dataset, implied = published_dataset(str(row["dataset"]))
+    implied = published_dataset(str(row["dataset"]))[1]
+    dataset = recorded_dataset(str(row["dataset"]))
     settings = [s for s in (implied, point) if s]
     if (paper, item) in ITEM_SETTINGS:
         settings.append(ITEM_SETTINGS[(paper, item)](base))
@@ -121,7 +139,9 @@ def _run_provenance(results: Path, row: pd.Series) -> dict:
         raise DataError(f"{train}: missing; record only tables whose runs are in this checkout's {RESULTS}/")
     meta = json.loads(train.read_text())
     date = dt.datetime.fromtimestamp(train.stat().st_mtime, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    ledger = ledger_file(train.parent)
     return {
+        "not_dp": (json.loads(ledger.read_text()).get("not_dp") or "") if ledger.is_file() else "",
         "device": meta.get("device_name", meta.get("device", "")),
         "commit": meta.get("commit", ""),
         "wall_s": meta.get("seconds", np.nan),
@@ -130,13 +150,16 @@ def _run_provenance(results: Path, row: pd.Series) -> dict:
 
 
 def _paper_table(table_path: str | Path) -> tuple[Path, str, pd.DataFrame]:
-    """(path, experiment, its rows without epsilon_spent, series thinned) of a paper-scale tidy table."""
+    """(path, experiment, its rows without epsilon_spent and the not-DP mark, series thinned) of a paper-scale tidy
+    table (a row's `not_dp` is read from its run's ledger, with the reason)."""
     path = Path(table_path)
     scale, experiment = _experiment_of(path)
     if scale != "paper":
         raise DataError(f"{path}: built at scale '{scale}'; only paper-scale results are recorded")
     table = pd.read_csv(path)
-    table = table[~table["metric"].astype(str).str.startswith("epsilon_spent")] if "metric" in table else table
+    if "metric" in table:
+        metric = table["metric"].astype(str)
+        table = table[~metric.str.startswith("epsilon_spent") & (metric != NOT_DP_METRIC)]
     return path, experiment, thin_series(table)
 
 
@@ -151,6 +174,7 @@ def _rows_with_provenance(path: Path, table: pd.DataFrame):
                 _run_provenance(results, row)
                 if has_run
                 else {
+                    "not_dp": "",
                     "device": "",
                     "commit": git_commit(),
                     "wall_s": np.nan,
@@ -194,6 +218,7 @@ def shows(item, dataset: str) -> bool:
     experiments to some datasets: dp2vae/fig3 shows dp2vae_eps1's CelebA runs only)."""
     if not item.datasets:
         return True
+    dataset = cell_dataset(dataset)
     return dataset in item.datasets or dataset in {published_dataset(d)[0] for d in item.datasets}
 
 
@@ -290,7 +315,7 @@ def study_rows(table_path: str | Path, command: str) -> pd.DataFrame:
                 "value": row["value"],
                 "scale": "paper",
                 "command": command,
-                **{k: provenance[k] for k in ("device", "commit", "wall_s", "date")},
+                **{k: provenance[k] for k in ("not_dp", "device", "commit", "wall_s", "date")},
             }
         )
     return pd.DataFrame(rows, columns=list(STUDY_COLUMNS))
@@ -299,7 +324,7 @@ def study_rows(table_path: str | Path, command: str) -> pd.DataFrame:
 def _record_study(table: str | Path, rows: pd.DataFrame, out: Path) -> Path:
     """Merge one study table's `rows` into `out`/studies/<experiment>.csv (same key + seed replaced)."""
     path = out / "studies" / f"{_experiment_of(Path(table))[1]}.csv"
-    text = {"classifier": "", "setting": ""}
+    text = {"classifier": "", "setting": "", "not_dp": ""}
     return _merge_into(path, rows, [*STUDY_KEY, "seed"], read_as=dict.fromkeys(text, str), fill=text)
 
 
@@ -365,13 +390,14 @@ def _write(path: Path, frame: pd.DataFrame) -> None:
 def read_reproductions(path: Path) -> pd.DataFrame:
     if not path.is_file():
         return pd.DataFrame(columns=list(COLUMNS))
-    frame = pd.read_csv(path, dtype={"classifier": str, "setting": str, "item": str}, keep_default_na=True)
+    text = {"classifier": str, "setting": str, "item": str, "not_dp": str}
+    frame = pd.read_csv(path, dtype=text, keep_default_na=True)
     if tuple(frame.columns) != COLUMNS:
         raise DataError(
             f"{path}: columns {list(frame.columns)} differ from {list(COLUMNS)}; "
             "write it only with `python -m dpvae record`"
         )
-    return frame.fillna({"classifier": "", "setting": ""})
+    return frame.fillna({"classifier": "", "setting": "", "not_dp": ""})
 
 
 def read_all(reproductions_dir: str | Path | None = None, paper: str | None = None) -> pd.DataFrame:
@@ -384,12 +410,34 @@ def read_all(reproductions_dir: str | Path | None = None, paper: str | None = No
     return frame
 
 
+#: the mark beside a recorded number whose release is not DP (a row with `not_dp`); `not_dp_notes` gives the reasons
+NOT_DP_MARK = "\u2020"
+_REASONS = " | "
+
+
+def not_dp_reasons(values: pd.Series) -> str:
+    """The distinct non-empty `not_dp` reasons of some recorded rows, sorted, joined by ' | ' ('' for none)."""
+    return _REASONS.join(sorted({r for v in values.dropna() for r in str(v).split(_REASONS) if r}))
+
+
+def not_dp_notes(values: pd.Series) -> list[str]:
+    """One footnote per distinct reason among `values` (`not_dp` cells of rows or of `not_dp_reasons`), in order:
+    '† not DP (the run's ledger): <reason>'."""
+    reasons = not_dp_reasons(values)
+    return [
+        f"{NOT_DP_MARK} not DP (the run's ledger): {r.removeprefix('not DP: ')}" for r in reasons.split(_REASONS) if r
+    ]
+
+
 def recorded(paper: str, item: str, reproductions_dir: str | Path | None = None) -> pd.DataFrame:
-    """An item's recorded paper-scale cells: key columns + mean, sd, n over seeds, and the devices."""
+    """An item's recorded paper-scale cells: key columns + mean, sd, n over seeds, the devices and the `not_dp`
+    reasons of its rows (`not_dp_reasons`: '' where every row is DP or non-private)."""
     rows = read_all(reproductions_dir, paper)
     rows = rows[rows["item"] == item].assign(value=lambda f: f["value"].astype(float))
     keys = [k for k in KEY if k != "epsilon"] + ["epsilon"]
     if rows.empty:
-        return pd.DataFrame(columns=[*keys, "mean", "sd", "n", "devices"])
-    devices = rows.groupby(keys, dropna=False)["device"].agg(lambda d: ";".join(sorted(set(d.dropna().astype(str)))))
-    return seed_summary(rows, keys, sort=True).assign(devices=devices.to_numpy())
+        return pd.DataFrame(columns=[*keys, "mean", "sd", "n", "devices", "not_dp"])
+    grouped = rows.groupby(keys, dropna=False)
+    devices = grouped["device"].agg(lambda d: ";".join(sorted(set(d.dropna().astype(str)))))
+    not_dp = grouped["not_dp"].agg(not_dp_reasons)
+    return seed_summary(rows, keys, sort=True).assign(devices=devices.to_numpy(), not_dp=not_dp.to_numpy())

@@ -1,8 +1,8 @@
 """Which items can be built today, derived from the registries (methods, metrics, analyses, renderers).
 
 An item is *done* when its renderer and every analysis it needs exist (every method and metric an experiment
-names is registered, or the configuration is refused). docs/status.md's table is generated here (a test keeps
-it true).
+names is registered, or the configuration is refused). docs/status.md's table and the scorecard's headline there
+and in README.md are generated here (tests keep them true).
 """
 
 from __future__ import annotations
@@ -31,11 +31,15 @@ def done_items(config: dict) -> list[Item]:
 
 def status_table(config: dict) -> str:
     """docs/status.md's table: every item, done / partial / not yet, what it still needs, and how many of its
-    published cells the recorded paper-scale reproductions match (`python -m dpvae scorecard`)."""
+    published cells the recorded paper-scale reproductions match (`python -m dpvae scorecard`); under it, the
+    reasons of the cells marked not DP (†)."""
+    from dpvae.reproductions import not_dp_notes
     from dpvae.scorecard import item_summary, scorecard
 
-    reproduced = item_summary(scorecard())
-    lines = ["| item | title | status | still needed | paper scale (scorecard) |", "|---|---|---|---|---|"]
+    card = scorecard()
+    reproduced = item_summary(card)
+    lines = [headline(card), ""]
+    lines += ["| item | title | status | still needed | paper scale (scorecard) |", "|---|---|---|---|---|"]
     for item in ITEMS.values():
         missing = missing_parts(item, config)
         parts = len(item.experiments) + 1
@@ -45,14 +49,32 @@ def status_table(config: dict) -> str:
         title = item.title.replace("|", "\\|")
         cells = reproduced.get(item.key, "no published numbers")
         lines.append(f"| `{item.key}` | {title} | {status} | {', '.join(missing) or '-'} | {cells} |")
+    if notes := not_dp_notes(card["not_dp"]):
+        lines += ["", *(f"{note}  " for note in notes)]
     return "\n".join(lines)
 
 
+def headline(card=None) -> str:
+    """The scorecard's headline in words (`scorecard.Fidelity`, `HEADLINE_WORDS`), of the recorded reproductions
+    unless a card is given."""
+    from dpvae.scorecard import HEADLINE_WORDS, fidelity, scorecard
+
+    counts = fidelity(scorecard() if card is None else card)
+    return f"**Scorecard at paper scale: {counts.headline}** ({counts.rest}). {HEADLINE_WORDS}"
+
+
 STATUS_BEGIN, STATUS_END = "<!-- status:begin -->", "<!-- status:end -->"
+HEADLINE_BEGIN, HEADLINE_END = "<!-- headline:begin -->", "<!-- headline:end -->"
 
 
 def with_status(text: str, config: dict) -> str:
-    """A page's text (docs/status.md) with the block between the status markers replaced by the current table."""
-    head, rest = text.split(STATUS_BEGIN, 1)
-    _, tail = rest.split(STATUS_END, 1)
-    return f"{head}{STATUS_BEGIN}\n{status_table(config)}\n{STATUS_END}{tail}"
+    """A page's text with the block between the status markers replaced by the current table (docs/status.md), and
+    the block between the headline markers by the scorecard's headline (README.md); a page without a pair of
+    markers keeps that part."""
+    blocks = ((STATUS_BEGIN, STATUS_END, lambda: status_table(config)), (HEADLINE_BEGIN, HEADLINE_END, headline))
+    for begin, end, make in blocks:
+        if begin in text:
+            head, rest = text.split(begin, 1)
+            _, tail = rest.split(end, 1)
+            text = f"{head}{begin}\n{make()}\n{end}{tail}"
+    return text

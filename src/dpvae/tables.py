@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpvae.analyses.tidy import TIDY_COLUMNS, tidy
+from dpvae.analyses.tidy import NOT_DP_METRIC, TIDY_COLUMNS, tidy
 from dpvae.errors import DataError
 from dpvae.files import atomic_write
 from dpvae.paths import ledger_file, metric_file, train_record
@@ -28,7 +28,8 @@ def read_spec(run_dir: str | Path) -> RunSpec:
 
 
 def aggregate(spec_path: str | Path, out: str | Path) -> pd.DataFrame:
-    """One tidy table of every metric of every run of an experiment on one dataset (+ the spent epsilons)."""
+    """One tidy table of every metric of every run of an experiment on one dataset (+ the spent epsilons, and
+    `NOT_DP_METRIC` = 1 for a run whose ledger is marked not DP)."""
     spec = json.loads(Path(spec_path).read_text())
     experiment, exp = spec["experiment"], spec["config"]
     sweep_name = (exp.get("sweep") or {}).get("name")
@@ -51,6 +52,8 @@ def aggregate(spec_path: str | Path, out: str | Path) -> pd.DataFrame:
             for kind in ("paper", "sound"):
                 if ledger.get(kind):
                     rows.append({**base, "metric": f"epsilon_spent_{kind}", "value": ledger[kind]["epsilon"]})
+        if ledger.get("not_dp"):
+            rows.append({**base, "metric": NOT_DP_METRIC, "value": 1.0})
         for metric in exp["metrics"]:
             result = json.loads(metric_file(run_dir, metric).read_text())
             rows += [{**base, **row} for row in result["rows"]]

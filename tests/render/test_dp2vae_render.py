@@ -167,7 +167,7 @@ def test_recorded_rows_state_their_protocol_one_line_per_protocol():
             "classifier_patience": patience,
             "fid": 50.0,
         }
-        return [{"method": method, "metric": metric, "mean": value} for metric, value in values.items()]
+        return [{"method": method, "metric": metric, "mean": value, "not_dp": ""} for metric, value in values.items()]
 
     recorded = pd.DataFrame(
         cells("real", 10000, 60000, 5, 300, 10) + cells("dp-merf", 10000, 60000, 5, 300, 10)

@@ -41,6 +41,10 @@ def test_a_users_experiment_renders_every_dataset_epsilon_and_metric(tmp_path):
             runs.append(
                 write_run(tmp_path, "breast-cancer", "p3gm", f"{eps:g}", seed, {"train": 2.0, "evaluate-x": 1.0})
             )
+    ryan = {"experiment": "mine", "dataset": "breast-cancer", "variant": "ryan", "method": "ryan", "epsilon": 1.0}
+    rows += [{**ryan, "seed": 0, "metric": "auroc", "classifier": "mean4", "value": 0.7}]
+    rows += [{**ryan, "seed": 0, "metric": "not_dp", "value": 1.0}]  # its ledger is marked not DP
+    runs.append(write_run(tmp_path, "breast-cancer", "ryan", "1", 0, {"train": 1.0}))
     base = {"experiment": "mine", "dataset": "breast-cancer", "variant": "real", "method": "real", "seed": 0}
     rows.append({**base, "metric": "auroc", "classifier": "mean4", "value": 0.9})
     runs.append(write_run(tmp_path, "breast-cancer", "real", "inf", 0, {"train": 0.5}))
@@ -64,6 +68,12 @@ def test_a_users_experiment_renders_every_dataset_epsilon_and_metric(tmp_path):
     assert pd.isna(real["eps spent"]) and real["n"] == 1 and real["total s/run"] == 0.5
     tex = (tmp_path / "out.tex").read_text()
     assert "Experiment 'mine': my data" in tex and r"the same for every run: classifier\_repeats = 5." in tex
+    flat = " ".join(tex.split())
+    assert "Not a DP release: mean, sd and n are computed without noise on the dataset's test split" in flat
+    assert "the rows of real (the real training split itself, no model) read the training split" in flat
+    assert "\\dag{} not DP: the run's privacy ledger (privacy.json, field not" in flat
+    marks = pd.read_csv(tmp_path / "out.csv", keep_default_na=False).set_index("variant")["not DP"]
+    assert marks.loc["ryan"] == "\u2020" and set(marks.drop("ryan")) == {""}  # the dagger only where the ledger says
 
 
 def test_an_experiment_without_rows_is_refused_naming_its_tables(tmp_path):

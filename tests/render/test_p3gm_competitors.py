@@ -98,3 +98,22 @@ def test_figures_render(tmp_path, item, experiment, datasets, kwargs):
     experiments = {experiment: {"datasets": datasets, "variants": kwargs["variants"]}}
     load_renderers().get(f"p3gm/{item}")(context(item, tables, experiments, tmp_path))
     assert (tmp_path / f"{item}.pdf").stat().st_size > 0 and (tmp_path / f"{item}.png").is_file()
+
+
+def test_a_run_whose_ledger_is_not_dp_is_marked_in_tables_vi_and_viii(tmp_path):
+    """Ryan's ledger is marked not DP (its public slice): its rows carry a dagger and the page the footnote, while
+    the caption's "epsilon spent = headline accounting" holds only for the rows without one. Without the mark in
+    the tidy table (the ledger DP) no row has a dagger."""
+    experiments = {"p3gm_tabular": {"datasets": ["adult"], "variants": VARIANTS}}
+    table = rows("adult", "p3gm_tabular")
+    marked = [{**r, "metric": "not_dp", "classifier": None, "value": 1.0} for r in table if r["metric"] == "tvd2"]
+    marked = [r for r in marked if r["variant"] == "ryan"]
+    for item in ("table6", "table8"):
+        for planted, expected in ((marked, {"Ryan's \u2020"}), ([], set())):
+            load_renderers().get(f"p3gm/{item}")(
+                context(item, {"p3gm_tabular": table + planted}, experiments, tmp_path)
+            )
+            out = pd.read_csv(tmp_path / f"{item}.csv")
+            assert set(out.loc[out["method"].str.contains("\u2020"), "method"]) == expected, item
+            tex = " ".join((tmp_path / f"{item}.tex").read_text().split())
+            assert ("\\dag{} not DP: the run's privacy ledger" in tex) == bool(expected), item

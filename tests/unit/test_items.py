@@ -52,6 +52,19 @@ def test_status_page_is_current(paper_config):
     assert page == with_status(page, paper_config), "run: python -m dpvae status --update docs/status.md"
 
 
+def test_readmes_headline_is_current(paper_config):
+    """README.md's headline block equals the scorecard's headline (update it with `status --update README.md`), and
+    a planted miscount there is caught."""
+    from dpvae.paths import REPO_ROOT
+    from dpvae.status import HEADLINE_BEGIN, with_status
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert HEADLINE_BEGIN in readme
+    assert readme == with_status(readme, paper_config), "run: python -m dpvae status --update README.md"
+    planted = readme.replace(" within tolerance / ", "1 within tolerance / ", 1)
+    assert planted != readme and with_status(planted, paper_config) == readme
+
+
 def test_roles_name_each_experiment_of_an_item_once():
     """An item of several experiments that its renderer tells apart names a role per experiment (items.py)."""
     import pytest

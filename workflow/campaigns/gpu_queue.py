@@ -5,7 +5,7 @@ needs, unpack it here.
     python workflow/campaigns/gpu_queue.py run OUTDIR [--budget MINUTES] [--cores N] [--dry-run]
     python workflow/campaigns/gpu_queue.py unpack OUTDIR
     python workflow/campaigns/gpu_queue.py pack OUTDIR ENTRY...   (on the machine: an entry's runs packed again)
-    python workflow/campaigns/gpu_queue.py recorded|close PAPER ...  (asked by the CPU campaigns' scripts)
+    python workflow/campaigns/gpu_queue.py recorded PAPER ...  (asked by the CPU campaigns' scripts)
 
 `run` (on the GPU machine, repository root, the project's packages importable, `DPVAE_DATA_MIRROR` set): takes the
 entries in order, skips those recorded in reproductions/<paper>.csv (every run has a row) or blocked, and runs the
@@ -151,22 +151,6 @@ class Entry:
 
 def _eps(value: str) -> str:
     return "inf" if str(value) in ("inf", "nan", "") else f"{float(value):g}"
-
-
-def close(paper: str, dataset: str, variant: str, epsilon: str) -> bool:
-    """Whether a published cell that these runs' recorded rows reach misses within seed noise (the scorecard's
-    `seed-noise` cause): a verdict more seeds can still turn, so the cell takes 5 seeds rather than 3."""
-    from dpvae.render.published import SEED_NOISE
-    from dpvae.reproductions import read_all
-    from dpvae.scorecard import scorecard
-
-    def here(frame):  # the frame's rows of this dataset and ε
-        return frame[(frame["dataset"] == dataset) & (frame["epsilon"].map(_eps) == _eps(epsilon))]
-
-    rows = here(read_all(ROOT / "reproductions", paper))
-    cells = rows.loc[rows["variant"] == variant, ["item", "method"]].drop_duplicates()
-    reached = here(scorecard(paper, ROOT / "reproductions")).merge(cells, on=["item", "method"])
-    return bool((reached["cause"] == SEED_NOISE).any())
 
 
 def load_queue(path: Path = QUEUE) -> list[Entry]:
@@ -575,13 +559,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("paper", "overlay", "dataset", "variant", "epsilon"):
         p.add_argument(name)
     p.add_argument("seed", type=int)
-    p = sub.add_parser("close", help="prints 'close' if a cell the runs reach misses within seed noise, else 'settled'")
-    for name in ("paper", "dataset", "variant", "epsilon"):
-        p.add_argument(name)
     args = parser.parse_args(argv)
-    if args.verb == "close":
-        print("close" if close(args.paper, args.dataset, args.variant, args.epsilon) else "settled")
-        return 0
     if args.verb == "recorded":  # one run, whatever the queue file holds (the CPU campaigns' scripts ask this)
         one = Entry(
             name=f"{args.variant}-{args.seed}",

@@ -20,6 +20,9 @@ TIDY_COLUMNS = [
     "step",
     "value",
 ]
+#: the metric of a run whose ledger is marked not DP (`not_dp`, value 1; `tables.aggregate`): its rows show a dagger
+#: and the run's privacy.json says why
+NOT_DP_METRIC = "not_dp"
 
 
 def tidy(rows: list[dict[str, Any]]) -> pd.DataFrame:

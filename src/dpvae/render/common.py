@@ -11,13 +11,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from dpvae.analyses.tidy import NOT_DP_METRIC
 from dpvae.data.standins import STANDIN_SUFFIX, is_standin
 from dpvae.paths import run_dir_parts
-from dpvae.reproductions import published_dataset
+from dpvae.reproductions import NOT_DP_MARK, published_dataset
 from dpvae.runs import Run, split_variant
 from dpvae.seeds import SeedStats
 
 __all__ = [
+    "BUILT_NOT_DP_NOTE",
     "DATASET_NAMES",
     "STANDIN_LABEL",
     "dataset_label",
@@ -26,6 +28,7 @@ __all__ = [
     "is_standin",
     "matching",
     "mean_sd",
+    "not_dp_built",
     "metric_stats",
     "real_dataset",
     "run_files",
@@ -108,3 +111,17 @@ def run_files(artifacts: Iterable[str | Path], name: str) -> list[tuple[Run, Pat
 def summary_cell(summary: pd.DataFrame) -> str:
     """`mean_sd` of the first row of a (filtered) `seed_summary`, '--' if it has none."""
     return mean_sd(SeedStats.of_row(summary.iloc[0])) if len(summary) else "--"
+
+
+#: the footnote of a dagger on a row of the build's own runs (`not_dp_built`)
+BUILT_NOT_DP_NOTE = (
+    f"{NOT_DP_MARK} not DP: the run's privacy ledger (privacy.json, field not_dp) is marked not differentially "
+    "private and says why (e.g. Ryan's un-noised public slice, a -refcode dataset's whole-set scaling); its epsilon "
+    "is an accounting of the noise only, no guarantee."
+)
+
+
+def not_dp_built(table: pd.DataFrame, **where) -> str:
+    """A dagger where a run of `table` (a tidy table) matching `where` has a ledger marked not DP, else ''."""
+    marked = table[table["metric"] == NOT_DP_METRIC]
+    return NOT_DP_MARK if len(matching(marked, **where)) else ""

@@ -3,7 +3,8 @@
 Long format, one row per dataset × variant × target epsilon (× sweep point) × metric (× classifier): the mean,
 sd and number of seeds, the epsilon each run's privacy ledger spent (headline, paper and sound accountings;
 the largest over seeds) and the wall time per run from Snakemake's benchmark files. It reads whatever the
-experiment's tidy tables hold: no dataset, method or metric is assumed to be built in.
+experiment's tidy tables hold: no dataset, method or metric is assumed to be built in. A note says which columns
+are computed on private data without noise (`private_columns_note`): they are not part of a DP release.
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from dpvae.analyses.tidy import NOT_DP_METRIC
 from dpvae.errors import DataError
 from dpvae.paths import LEDGER
 from dpvae.provenance import git_commit, sha256_json
+from dpvae.render.common import BUILT_NOT_DP_NOTE
 from dpvae.render.output import Stamp, save_table, stamped
+from dpvae.reproductions import NOT_DP_MARK
 from dpvae.seeds import seed_summary
 
 #: ledger rows of the tidy tables (columns of the rendered table, not metrics)
@@ -94,9 +98,11 @@ def experiment_table(table: pd.DataFrame, walls: pd.DataFrame) -> pd.DataFrame:
     table = table[~names.isin(list(constant))]
     spent = table[table["metric"].isin(list(SPENT))]
     spent = spent.pivot_table(index=KEYS, columns="metric", values="value", aggfunc="max").rename(columns=SPENT)
-    values = table[~table["metric"].isin(list(SPENT))]
+    values = table[~table["metric"].isin([*SPENT, NOT_DP_METRIC])]
     out = seed_summary(values, [*KEYS, "method", "metric", "classifier"])
     out = out.join(spent.reindex(columns=list(SPENT.values())), on=KEYS)
+    marked = set(table.loc[table["metric"] == NOT_DP_METRIC, KEYS].itertuples(index=False, name=None))
+    out["not DP"] = [NOT_DP_MARK if key in marked else "" for key in out[KEYS].itertuples(index=False, name=None)]
     if len(walls):
         walls = walls.assign(point="")
         per_run = walls.groupby(["dataset", "variant", "epsilon"])[["train_s", "total_s"]].mean()
@@ -113,7 +119,27 @@ def experiment_table(table: pd.DataFrame, walls: pd.DataFrame) -> pd.DataFrame:
         out = out.drop(columns="point")
     if not out["classifier"].astype(bool).any():
         out = out.drop(columns="classifier")
+    if not out["not DP"].astype(bool).any():
+        out = out.drop(columns="not DP")
     return out.dropna(axis=1, how="all")
+
+
+def private_columns_note(out: pd.DataFrame) -> str:
+    """What on the page is computed on private data without noise, so is no DP release: the metric columns (the
+    test split, for data of one's own a private one) and the rows of the `real` method (its training split)."""
+    from dpvae.methods.real import RealData  # the real-data pseudo-method: what its rows release
+
+    real = sorted(set(out.loc[out["method"] == RealData.name, "variant"])) if "method" in out else []
+    rows = (
+        f"; the rows of {', '.join(real)} (the real training split itself, no model) read the training split"
+        if real
+        else ""
+    )
+    return (
+        "Not a DP release: mean, sd and n are computed without noise on the dataset's test split (for data of your "
+        f"own, private records){rows}. Only what a private variant releases (its samples or model, as its ledger "
+        "names) is covered by its eps spent; publish these columns only where the test split may be published."
+    )
 
 
 def render_experiment(spec_path: str | Path, prefix: str | Path) -> pd.DataFrame:
@@ -139,6 +165,9 @@ def render_experiment(spec_path: str | Path, prefix: str | Path) -> pd.DataFrame
         "train s/run: wall seconds of the training job, total s/run: training + sampling + every metric's "
         "evaluation (Snakemake benchmark files), mean over seeds; a shared first stage (stage1) is not counted.",
     ]
+    notes.append(private_columns_note(out))
+    if "not DP" in out:
+        notes.append(BUILT_NOT_DP_NOTE)
     if constant := protocol(table.assign(classifier=table["classifier"].astype("string").fillna(""))):
         notes.append("the same for every run: " + ", ".join(f"{k} = {v:g}" for k, v in constant.items()) + ".")
     if spec.get("left_out"):

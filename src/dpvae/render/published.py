@@ -2,7 +2,8 @@
 
 Published numbers are comparison data for the renderers (a column or marker labelled "paper"), never
 results. One tidy CSV per paper holds the numbers; two small CSVs hold P3GM's text-only tables; `causes.csv` says
-why a cell our reproductions miss is missed (`load_causes`). The column dictionary and conventions are in the
+why a cell our reproductions miss is missed (`load_causes`), `blocked.csv` which cells no run here can fill
+(`load_blocked`). The column dictionary and conventions are in the
 directory's README.md. A method id is the name a paper's tables use:
 one of our variants' for that paper (`published_as` in config.yaml, else the variant's own name), or any id on a
 row the paper only cites (`cited_from`).
@@ -80,7 +81,8 @@ CAUSES = frozenset(
         "open",
     }
 )
-SEED_NOISE = "seed-noise"  # derived by the scorecard from the recorded seeds, never written
+BLOCKED_FILE = "blocked.csv"
+BLOCKED_COLUMNS: tuple[str, ...] = (*KEY_COLUMNS, "reason")
 WILDCARD = "*"  # in a key column of causes.csv: any value
 _EVIDENCE = r"docs/[\w.-]+\.md#[^\s#]+"
 
@@ -154,8 +156,7 @@ def load_causes(published: pd.DataFrame) -> pd.DataFrame:
             path,
             table,
             [
-                (table["cause"] == SEED_NOISE, "cause {cause!r} is derived from the recorded seeds, never written"),
-                (~table["cause"].isin(CAUSES | {SEED_NOISE}), f"cause {{cause!r}} is not one of {sorted(CAUSES)}"),
+                (~table["cause"].isin(CAUSES), f"cause {{cause!r}} is not one of {sorted(CAUSES)}"),
                 (~table["evidence"].str.fullmatch(_EVIDENCE), "evidence {evidence!r} is not docs/<file>.md#<anchor>"),
                 (
                     ~table["epsilon"].isin(["", WILDCARD]) & ~(epsilon > 0),
@@ -164,6 +165,23 @@ def load_causes(published: pd.DataFrame) -> pd.DataFrame:
             ],
         )
     )
+    return _naming_cells(path, table, published)
+
+
+def load_blocked(published: pd.DataFrame) -> pd.DataFrame:
+    """The validated rows of `blocked.csv` (strings; `*` = any value in a key column): the published cells no run of
+    this project can fill here, each with its `reason` (the data are not reachable; the cell is another reference's
+    own protocol), and `cells`: the positions of the rows of `published` each one names. Raises ValueError naming
+    file and row for an empty reason, a row that names no published cell, or two rows naming one."""
+    path = published_dir() / BLOCKED_FILE
+    table = _read_strings(path, BLOCKED_COLUMNS)
+    _raise_if(_failures(path, table, [(table["reason"] == "", "reason is empty")]))
+    return _naming_cells(path, table, published)
+
+
+def _naming_cells(path: Path, table: pd.DataFrame, published: pd.DataFrame) -> pd.DataFrame:
+    """`table` (rows keyed like published cells, `*` = any value) with `cells`: the rows of `published` each names;
+    ValueError where a row names none or two rows name one."""
     table["cells"] = [np.flatnonzero(cause_matches(row, published)) for _, row in table.iterrows()]
     problems = _failures(path, table, [(table["cells"].map(len) == 0, "names no published cell")])
     for (i, first), (j, second) in itertools.combinations(table["cells"].items(), 2):
@@ -175,7 +193,7 @@ def load_causes(published: pd.DataFrame) -> pd.DataFrame:
 
 
 def cause_matches(row: pd.Series, cells: pd.DataFrame) -> np.ndarray:
-    """Which of `cells` (published key columns, epsilon a float) the cause `row` names."""
+    """Which of `cells` (published key columns, epsilon a float) the cause `row` (or a blocked.csv row) names."""
     match = np.ones(len(cells), dtype=bool)
     for column in KEY_COLUMNS:
         want = row[column]

@@ -16,7 +16,7 @@ import pandas as pd
 from dpvae.render.base import RenderContext, paper_dataset
 from dpvae.render.common import in_order, is_standin, matching, run_files
 from dpvae.render.output import PAPER_LABEL, apply_style, pyplot, save_figure
-from dpvae.reproductions import REPRODUCTIONS_DIR
+from dpvae.reproductions import NOT_DP_MARK, REPRODUCTIONS_DIR, not_dp_notes
 from dpvae.runs import is_private
 from dpvae.schema import format_eps
 
@@ -135,14 +135,18 @@ def recorded_cells(ctx: RenderContext, method: str, setting: str = "") -> pd.Dat
 
 
 def recorded_label(recorded: pd.DataFrame) -> str:
+    """The label of recorded cells: their devices, and a dagger where a row is not DP (`recorded_protocol_notes`
+    gives the reason)."""
     devices = ";".join(sorted({d for d in recorded["devices"].astype(str) if d and d != "nan"}))
-    return f"ours, recorded at paper scale ({devices or 'device unknown'})"
+    mark = f" {NOT_DP_MARK}" if (recorded["not_dp"].fillna("") != "").any() else ""
+    return f"ours, recorded at paper scale ({devices or 'device unknown'}){mark}"
 
 
 def recorded_protocol_notes(ctx: RenderContext) -> list[str]:
     """The protocol of the item's recorded rows, read from their own protocol cells (FID's and the classifiers'
     sample counts and training), one line per protocol naming the methods recorded with it: a table whose rows
-    were measured differently says so. None at paper scale, where the items show the build's own runs instead."""
+    were measured differently says so, and the reasons of rows not DP. None at paper scale, where the items show the
+    build's own runs instead."""
     if ctx.config.get("scale") == "paper":
         return []
     rec = ctx.recorded()
@@ -163,7 +167,7 @@ def recorded_protocol_notes(ctx: RenderContext) -> list[str]:
             for name in names
         )
         by_protocol.setdefault(values, []).append(LABELS.get(method, method))
-    return [
+    return [*not_dp_notes(rec["not_dp"])] + [
         f"Recorded rows of {', '.join(methods)}: FID of {fid_n} generated images against {ref} real test images; "
         f"LR once, MLP and CNN {repeats} training(s) each (<= {epochs} epochs, patience {patience}) on {n_train} "
         "synthetic images."

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpvae.render.base import RenderContext, register_renderer
-from dpvae.render.common import dataset_label, in_order, run_of, summary_cell
+from dpvae.render.common import BUILT_NOT_DP_NOTE, dataset_label, in_order, not_dp_built, run_of, summary_cell
 from dpvae.render.output import PAPER_LABEL, save_figure, save_table
 from dpvae.render.p3gm.shared import (
     LABELS,
@@ -21,6 +21,7 @@ from dpvae.render.p3gm.shared import (
     recorded_cell,
     spent_epsilon,
 )
+from dpvae.reproductions import NOT_DP_MARK, not_dp_notes
 from dpvae.runs import is_private
 from dpvae.seeds import seed_summary
 
@@ -52,6 +53,7 @@ def p3gm_table7(ctx: RenderContext) -> None:
             method = ctx.published_method(variant)
             paper = published_value(published, dataset, method, "accuracy", "cnn")
             notebook = published_value(published, dataset, method, "accuracy", "cnn", source="reference-code")
+            mark = not_dp_built(table, dataset=dataset, variant=variant)
             if ctx.config.get("scale", "paper") != "paper":
                 extra = {
                     "accuracy (ours, paper scale, recorded)": recorded_cell(
@@ -63,7 +65,7 @@ def p3gm_table7(ctx: RenderContext) -> None:
             rows.append(
                 {
                     "dataset": dataset_label(dataset),
-                    "method": LABELS.get(variant, variant),
+                    "method": f"{LABELS.get(variant, variant)} {mark}".strip(),
                     **extra,
                     "accuracy (ours)": UNREACHABLE if is_missing(table, dataset) else summary_cell(hit),
                     f"accuracy ({PAPER_LABEL})": paper,
@@ -76,9 +78,15 @@ def p3gm_table7(ctx: RenderContext) -> None:
         "ours: mean ± sd over seeds (n) of the CNN's real-test accuracy; the CNN is early-stopped on a held-out "
         "10 % of the synthetic set (the reference code stops on the real test set, option early_stopping: test).",
         "VAE is non-private; DP-VAE (Fig. 2 only) and real data are not in the paper's table. "
-        "epsilon spent = the headline (paper) accounting of the run's privacy ledger; '--' = non-private.",
+        "epsilon spent = the headline (paper) accounting of the run's privacy ledger (a DP guarantee only on a row "
+        "without a dagger); '--' = non-private.",
         "Paper: Table VII; 'notebook' = the reference code's printed value where it differs from the paper's.",
     ]
+    if out["method"].str.endswith(NOT_DP_MARK).any():
+        notes.append(BUILT_NOT_DP_NOTE)
+    if "accuracy (ours, paper scale, recorded)" in out:
+        shown = out["accuracy (ours, paper scale, recorded)"].str.endswith(NOT_DP_MARK)
+        notes += not_dp_notes(recorded["not_dp"]) if shown.any() else []
     save_table(out, ctx.prefix, "P3GM Table VII - image data at (1, 1e-5): CNN accuracy", notes)
 
 

@@ -7,6 +7,7 @@ import pandas as pd
 from dpvae.render.base import RenderContext, paper_dataset
 from dpvae.render.common import dataset_label, is_standin, matching, mean_sd, real_dataset, summary_cell
 from dpvae.render.output import PAPER_LABEL
+from dpvae.reproductions import NOT_DP_MARK
 from dpvae.seeds import SeedStats, seed_summary
 
 #: the label an item prints for each of our variants, in Table VII's row order (the paper's rows of the most
@@ -79,7 +80,8 @@ def notebook_if_different(paper: float, notebook: float) -> float:
 def recorded_cell(
     recorded: pd.DataFrame, dataset: str, method: str, metric: str, classifier: str = "", setting: str = ""
 ) -> str:
-    """'mean ± sd (n)' of the recorded paper-scale reproductions (reproductions/p3gm.csv) of one cell, or '--'."""
+    """'mean ± sd (n)' of the recorded paper-scale reproductions (reproductions/p3gm.csv) of one cell, or '--'; a
+    dagger where a recorded row is not DP (`reproductions.not_dp_notes` gives the footnote)."""
     if recorded is None or not len(recorded):
         return "--"
     hit = recorded[
@@ -89,7 +91,9 @@ def recorded_cell(
         & (recorded["classifier"].fillna("") == classifier)
         & (recorded["setting"].fillna("") == setting)
     ]
-    return mean_sd(SeedStats.of_row(hit.iloc[0])) if len(hit) else "--"
+    if not len(hit):
+        return "--"
+    return mean_sd(SeedStats.of_row(hit.iloc[0])) + (f" {NOT_DP_MARK}" if hit.iloc[0].get("not_dp") else "")
 
 
 def spent_epsilon(table: pd.DataFrame, by: list[str]) -> pd.DataFrame:

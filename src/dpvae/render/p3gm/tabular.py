@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from dpvae.render.base import RenderContext, register_renderer
-from dpvae.render.common import dataset_label, is_real_data
+from dpvae.render.common import BUILT_NOT_DP_NOTE, dataset_label, is_real_data, not_dp_built
 from dpvae.render.output import PAPER_LABEL, save_table
 from dpvae.render.p3gm.shared import (
     LABELS,
@@ -28,6 +28,7 @@ from dpvae.render.p3gm.shared import (
     unreachable_note,
 )
 from dpvae.render.setting import NOT_PAPER
+from dpvae.reproductions import NOT_DP_MARK
 
 
 @register_renderer("p3gm/table5")
@@ -95,6 +96,8 @@ def p3gm_table6(ctx: RenderContext) -> None:
             epsilon is None or not np_finite(epsilon) or setting.paper_epsilon(epsilon)
         )
         where = {"dataset": dataset, "variant": variant, **({} if epsilon is None else {"epsilon": epsilon})}
+        if mark := not_dp_built(table, **where):
+            row["method"] = f"{row['method']} {mark}"
         for metric in ("auroc", "auprc"):
             name = metric.upper()
             row[f"{name} (ours)"] = (
@@ -118,7 +121,8 @@ def p3gm_table6(ctx: RenderContext) -> None:
         "ours: mean ± sd over seeds (n) of the mean of the four classifiers (LR, AdaBoost, GBM, XGBoost regressor; "
         "the reference code's settings) trained on synthetic records and scored on the real test split; "
         "'original' = trained on the real training split. epsilon spent = headline accounting of the ledger "
-        "(PrivBayes: pure epsilon-DP).",
+        "(PrivBayes: pure epsilon-DP); a DP guarantee only on a row without a dagger.",
+        *([BUILT_NOT_DP_NOTE] if out["method"].str.contains(NOT_DP_MARK).any() else []),
         "Adult: AUPRC with the positive class of evaluation.tabular_classifiers.adult_positive (default '>50K', the "
         "paper's text); 'other class positive' = AUPRC with the other class positive ('<=50K', the code's arg-min). "
         "The paper's P3GM Adult cells are the code's [AUPRC, AUROC] ('<=50K' positive), swapped (docs/papers.md A-G2): "
@@ -158,7 +162,8 @@ def p3gm_table8(ctx: RenderContext) -> None:
             entries.append((variant, f"{LABELS.get(variant, variant)} (public reconstructions)", "_public"))
         for variant, label, public in entries:
             method = ctx.published_method(variant)
-            row = {"dataset": dataset_label(dataset), "method": label}
+            mark = not_dp_built(table, **where)
+            row = {"dataset": dataset_label(dataset), "method": f"{label} {mark}" if mark else label}
             if not setting.is_paper:
                 row["epsilon"] = epsilon
             for metric, name in columns.items():
@@ -182,6 +187,7 @@ def p3gm_table8(ctx: RenderContext) -> None:
         "P3GM rows: samples from the prior; 'public reconstructions' = decoder(encoder mean) of the real test "
         "records, which is what the notebook scored (A-G10) and what reproduces the paper's P3GM column.",
         "Paper: Table VIII; 'notebook' = the reference code's printed value (P3GM public reconstructions).",
+        *([BUILT_NOT_DP_NOTE] if any(NOT_DP_MARK in row["method"] for row in rows) else []),
     ]
     title = "P3GM Table VIII - 2-way marginals: average total-variation distance (lower is better)"
     if not setting.is_paper:
