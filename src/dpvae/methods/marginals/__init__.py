@@ -10,6 +10,12 @@
   (`mbi`) estimates a graphical model and samples N records (`match3.py`). The slice is private data read
   without noise, so the ledger is marked not_dp, and a declared dataset (no public sample) is refused.
 
+* `mst`, `aim` — the tabular state of the art beside the papers: MST (McKenna, Miklau & Sheldon 2021, the NIST
+  2018 winner's successor) and AIM (McKenna et al. 2022), rho-zCDP selection and Gaussian measurement of marginals
+  on the declared domain's bins, estimation and sampling by private-pgm (`mst.py`, `aim.py`; tables only). They
+  live in this family because they share its discretisation, private-pgm estimation and domain compression
+  (families are independent: import-linter).
+
 Here: typed parameters and registered methods (light imports); `train.py` fits and samples them (with the
 algorithms in `privbayes.py` and `match3.py`), `accounting.py` holds their ledgers.
 """
@@ -122,3 +128,50 @@ class Ryan(Method):
         return ryan_ledger(sigma, spec.delta, spec.epsilon, params.public_fraction, public)
 
     sample = forward("dpvae.methods.marginals.train", "sample_ryan")
+
+
+@dataclass(frozen=True)
+class MSTParams(MethodParams):
+    bins: int = param(16, "equal-width bins of every continuous column on its declared bounds", minimum=2)
+    compress: bool = param(True, "merge each attribute's cells measured below 3 sigma into one (MST's compression)")
+    iterations: int = param(3000, "mirror-descent iterations of the private-pgm estimate", minimum=1)
+
+
+def _table_only(facts: Facts) -> list[tuple[str, str]]:
+    if len(facts.record_shape) != 1:
+        return [("", "it takes tables only (one attribute per column; images have too many pixel attributes)")]
+    return []
+
+
+@register_method
+class MST(Method):
+    name = "mst"
+    paper = "McKenna et al. 2021 (the tabular state of the art)"
+    private = True
+    description = "MST: Gaussian 1- and 2-way marginals, exponential-mechanism spanning tree, private-pgm (rho-zCDP)"
+    Params = MSTParams
+    kinds = ("table",)
+    released = ("model.npz", "supports.npz")  # estimated from the Gaussian measurements; the tree is in the model
+    data_scaling = (
+        "Tables of d columns: d(d-1)/2 candidate pairs, d-1 measured; `bins` per continuous column on its declared "
+        "bounds; nothing scales with N."
+    )
+    RESOURCES = Resources(threads=1, mem_mb=4000, runtime=30)
+
+    def data_errors(self, params: MethodParams, facts: Facts) -> list[tuple[str, str]]:
+        return _table_only(facts)
+
+    train = forward("dpvae.methods.marginals.train", "train_mst")
+
+    recompute_ledger = forward("dpvae.methods.marginals.accounting", "recompute_mst_ledger")
+
+    def planned_ledger(self, params: MethodParams, spec: RunSpec, facts: Facts) -> Ledger:
+        """d attributes (every column, then the label): sigma calibrated to the target for d - 1 picks."""
+        from dpvae.data.domain import of_run
+        from dpvae.methods.marginals.accounting import calibrate_mst, mst_ledger
+
+        d = math.prod(facts.record_shape) + 1
+        public = bool(spec.data_root) and of_run(spec) is not None
+        return mst_ledger(calibrate_mst(spec.epsilon, spec.delta, d), d, spec.delta, spec.epsilon, public)
+
+    sample = forward("dpvae.methods.marginals.train", "sample_mst")

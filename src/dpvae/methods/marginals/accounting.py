@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from dpvae.privacy.accounting import solve_noise_multiplier
@@ -118,3 +119,105 @@ def recompute_ryan_ledger(params: Any, spec: RunSpec, recorded: dict) -> Ledger:
     sigma = calibrate(spec.epsilon, spec.delta)
     public = SLICE_FIXES_EDGES not in (recorded.get("not_dp") or "")
     return ryan_ledger(sigma, spec.delta, spec.epsilon, params.public_fraction, public)
+
+
+# ------------------------------------------------------------------------------------------------- MST and AIM
+#
+# Both are rho-zCDP mechanisms (McKenna et al. 2021, "Winning the NIST Contest", §4; McKenna et al. 2022, "AIM",
+# §4): Gaussian measurements of marginals (a release of sigma/L2-sensitivity = m is 1/(2m^2)-zCDP) and exponential
+# mechanism selections (an eps0-DP exponential mechanism is eps0-bounded-range, hence eps0^2/8-zCDP: Cesar & Rogers
+# 2021). zCDP composes by adding rho. A ledger records every part as the Gaussian mechanism of the same zCDP (an
+# exponential mechanism of eps0 as multiplier 2/eps0), so that its RDP curve is exactly alpha * rho_total at every
+# order; the accountant converts it with the improved conversion (Canonne, Kamath & Steinke 2020, Prop. 12: the one
+# private-pgm's cdp_delta computes) at the order found by a continuous search ("rdp-order-search"), i.e. the tight
+# zCDP -> (eps, delta) conversion, not Bun & Steinke's rho + 2 sqrt(rho log 1/delta) (`accounting.zcdp_epsilon`).
+#
+# Adjacency. The papers' claim (paper): add/remove-one, under which a record adds 1 to one cell of every marginal
+# (a set of marginals weighted to unit L2 norm has L2-sensitivity 1) and moves an L1 error score by at most 1.
+# Sound: replace-one, under which a record moves from one cell to another in every marginal (L2-sensitivity sqrt 2
+# for the weighted set) and an L1 error score by up to 2 (the selection's bounded range doubles: 4x its zCDP).
+# tests/privacy/test_pgm_soundness.py checks both bounds over random neighbouring pairs.
+
+#: rdp-order-search bounds of the zCDP conversion (the optimal order of rho-zCDP at delta is about
+#: 1 + sqrt(log(1/delta)/rho): 1e5 covers rho down to ~1e-9; below 1.01 the improved conversion is undefined)
+ZCDP_ORDER_BOUNDS = (1.01, 1e5)
+SQRT2 = math.sqrt(2.0)
+ZCDP_NOTES = (
+    "rho-zCDP: every Gaussian measurement (multiplier = noise std / L2-sensitivity) and every exponential-mechanism "
+    "selection (eps0-DP, eps0-bounded-range, eps0^2/8-zCDP; recorded as the Gaussian of that zCDP, multiplier "
+    "2/eps0) composed by adding rho, converted to (epsilon, delta) tightly (improved conversion at the searched "
+    "order: Canonne, Kamath & Steinke 2020, Prop. 12). paper: add/remove-one (the papers' adjacency): a weighted "
+    "set of marginals has L2-sensitivity 1, an L1-error score sensitivity 1 (times AIM's weight). sound: "
+    "replace-one: L2-sensitivity sqrt(2) (a record leaves one cell for another), L1-error scores move by up to 2 "
+    "(the selection's bounded range and so its zCDP x4). "
+)
+
+
+def gaussian_of_zcdp(rho: float) -> float:
+    """The noise multiplier of the Gaussian mechanism whose zCDP is `rho` (rho = 1/(2 m^2))."""
+    return math.inf if rho <= 0 else 1.0 / math.sqrt(2.0 * rho)
+
+
+def zcdp_accounting(mechanisms: tuple[Mechanism, ...], delta: float, sound: bool) -> Accounting:
+    """Gaussian(-equivalent) records composed as zCDP (their RDP alpha * rho), converted tightly."""
+    adjacency = "replace-one" if sound else "add/remove-one"
+    return Accounting(mechanisms, delta, adjacency, "rdp-order-search", "improved", ZCDP_ORDER_BOUNDS)
+
+
+def mst_selection_epsilon(sigma: float, d: int) -> float:
+    """eps0 of each of MST's d - 1 exponential-mechanism picks: the selection gets the zCDP of one measurement
+    round, 1/(2 sigma^2) = (d - 1) eps0^2 / 8."""
+    return 2.0 / (sigma * math.sqrt(d - 1))
+
+
+def mst_mechanisms(sigma: float, d: int, sound: bool) -> tuple[Mechanism, ...]:
+    """MST's three parts (rho/3 each at the paper's adjacency): the d 1-way marginals, the d - 1 exponential-mechanism
+    picks of the spanning tree, the d - 1 selected 2-way marginals; each marginal round weighted to unit L2 norm."""
+    l2, l1 = (SQRT2, 2.0) if sound else (1.0, 1.0)
+    eps0 = mst_selection_epsilon(sigma, d)
+    return (
+        Mechanism(f"MST round 1: Gaussian on the {d} 1-way marginals, weighted 1/sqrt({d})", sigma / l2, 1.0, 1, l2),
+        Mechanism(
+            f"MST selection: exponential mechanism on the L1 error of the 1-way model, eps0 = {eps0:.6g} per "
+            "spanning-tree edge (multiplier 2/(eps0 * score sensitivity))",
+            2.0 / (eps0 * l1),
+            1.0,
+            d - 1,
+            l1,
+        ),
+        Mechanism(
+            f"MST round 2: Gaussian on the {d - 1} selected 2-way marginals, weighted 1/sqrt({d - 1})",
+            sigma / l2,
+            1.0,
+            1,
+            l2,
+        ),
+    )
+
+
+def mst_accounting(sigma: float, d: int, delta: float, sound: bool = False) -> Accounting:
+    return zcdp_accounting(mst_mechanisms(sigma, d, sound), delta, sound)
+
+
+def calibrate_mst(epsilon: float, delta: float, d: int) -> float:
+    """The smallest sigma (rounded up: the paper epsilon never exceeds the target) of MST on d attributes."""
+    return solve_noise_multiplier(lambda sigma: mst_accounting(sigma, d, delta).epsilon, epsilon)
+
+
+EDGES_NOTE = {True: PRIVBAYES_EDGES_PUBLIC, False: PRIVBAYES_EDGES_OBSERVED}
+
+
+def mst_ledger(sigma: float, d: int, delta: float, target: float | None, public_domain: bool = False) -> Ledger:
+    notes = (
+        ZCDP_NOTES + "MST (McKenna et al. 2021): rho/3 for the 1-way marginals, rho/3 for the d-1 selections, "
+        "rho/3 for the selected 2-way marginals; cells measured below 3 sigma merged (post-processing). "
+        + EDGES_NOTE[public_domain]
+    )
+    return Ledger(mst_accounting(sigma, d, delta), mst_accounting(sigma, d, delta, True), target, notes)
+
+
+def recompute_mst_ledger(params: Any, spec: RunSpec, recorded: dict) -> Ledger:
+    """MST's ledger again from the run's target (sigma recalibrated) and the attribute count it records."""
+    d = recorded_mechanisms(recorded)[1].steps + 1
+    public = PRIVBAYES_EDGES_PUBLIC in recorded.get("notes", "")
+    return mst_ledger(calibrate_mst(spec.epsilon, spec.delta, d), d, spec.delta, spec.epsilon, public)

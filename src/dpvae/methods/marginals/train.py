@@ -120,3 +120,79 @@ def sample_ryan(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
     codes = match3.expand(compressed, supports, rng)
     x, y = discretizer.decode(codes, rng)
     return {"x": x, "y": y}
+
+
+def _table_codes(ctx: RunContext, bins: int):
+    """The run's training records as integer codes on the declared domain's bins (`build_discretizer`) and the
+    discretizer; whether the bin edges come from a recorded (public) domain."""
+    from dpvae.methods.marginals.discretize import build_discretizer
+
+    data = ctx.data
+    classes = len(data.meta.get("label_names") or np.unique(data.train.y))
+    discretizer = build_discretizer(data.train.x, data.meta, classes, bins, 2)
+    return discretizer, discretizer.encode(data.train.x, data.train.y), "domain" in data.meta
+
+
+def _save_mbi_model(model, path) -> None:
+    import mbi
+
+    saved = io.BytesIO()
+    mbi.save(model, saved)  # an .npz whose members carry the time: written again with fixed ones
+    with np.load(io.BytesIO(saved.getvalue())) as members:
+        save_npz(path, {name: members[name] for name in members.files})
+
+
+def train_mst(ctx: RunContext) -> Ledger:
+    _use_float64_jax()
+    from dpvae.methods.marginals import match3, mst
+    from dpvae.methods.marginals.accounting import calibrate_mst, mst_ledger, mst_selection_epsilon
+
+    p = ctx.params
+    discretizer, codes, public = _table_codes(ctx, p.bins)
+    sizes, d = discretizer.sizes, codes.shape[1]
+    sigma = calibrate_mst(ctx.epsilon, ctx.delta, d)
+    ledger = mst_ledger(sigma, d, ctx.delta, ctx.epsilon, public)
+    rng = ctx.rng("mst")
+    one_way = mst.measure_one_way(codes, sizes, sigma, rng, "mst", p.compress)
+    compressed, compressed_sizes = one_way.compress(codes), one_way.sizes
+    marginals, total = mst.independent_marginals(one_way.measurements, compressed_sizes)
+    tree = mst.select_tree(compressed, compressed_sizes, marginals, total, mst_selection_epsilon(sigma, d), rng)
+    two_way = mst.measure_cliques(compressed, compressed_sizes, tree, sigma, rng, "mst")
+    progress = Progress("mst estimate", p.iterations, "iterations", lambda _: ledger, epsilon_planned=True)
+    measured = match3.Measured(one_way.measurements + two_way, one_way.supports, compressed_sizes)
+    model = match3.estimate(measured, p.iterations, progress)
+    discretizer.save(ctx.model_dir / "discretizer.json")
+    _save_mbi_model(model, ctx.model_dir / "model.npz")
+    save_npz(ctx.model_dir / "supports.npz", {f"arr_{i}": s for i, s in enumerate(one_way.supports)})
+    return ledger
+
+
+def sample_mbi(ctx: RunContext, n: int | None, stream: str) -> dict[str, np.ndarray]:
+    """Records drawn from a saved private-pgm model (model.npz, supports.npz, discretizer.json): MST's and AIM's."""
+    _use_float64_jax()
+    import mbi
+
+    from dpvae.methods.marginals import match3
+    from dpvae.methods.marginals.discretize import Discretizer
+
+    model = mbi.load(ctx.model_dir / "model.npz")
+    with np.load(ctx.model_dir / "supports.npz") as stored:
+        supports = [stored[f"arr_{i}"] for i in range(len(stored.files))]
+    discretizer = Discretizer.load(ctx.model_dir / "discretizer.json")
+    rng = ctx.rng(f"{stream}-sample")
+    rows = len(ctx.data.train.y) if n is None else n
+    # mbi's synthetic_data draws from numpy's global RNG: seeded here from the stream (any size: a secret seed is
+    # wider than np.random.seed's 32 bits), put back afterwards
+    saved = np.random.get_state()
+    np.random.set_state(np.random.RandomState(np.random.MT19937(ctx.seed_for(f"{stream}-mbi-sample"))).get_state())
+    try:
+        columns = model.synthetic_data(rows=rows).to_dict()
+    finally:
+        np.random.set_state(saved)
+    compressed = np.column_stack([columns[a] for a in model.domain.attributes]).astype(np.int64)
+    x, y = discretizer.decode(match3.expand(compressed, supports, rng), rng)
+    return {"x": x, "y": y}
+
+
+def sample_mst(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
+    return sample_mbi(ctx, n, "mst")
