@@ -31,6 +31,7 @@ DECLARATION = {
 #: every private method `synth` releases a table with (Ryan's needs public data), at a size that trains in seconds
 TINY = {
     "privbayes": {},
+    "mst": {"iterations": 50},
     "p3gm": {"epochs": 1, "batch_size": 50, "pretrain_steps": 10, "em_iters": 2, "hidden": 16},
     "dp-gm": {"epochs": 1, "batch_size": 50, "kmeans_iters": 2, "hidden": 16},
     "dp-vae": {"epochs": 1, "batch_size": 50, "hidden": 16},

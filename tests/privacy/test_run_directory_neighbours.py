@@ -34,6 +34,7 @@ CASES = {
     "dp-vae": (TABLE, {**MLP, "latent_dim": 2, "sigma_sgd": 2.0, "record_every_epoch": True}),
     "dp-gm": (TABLE, {**MLP, "latent_dim": 2, "clusters": 2, "rff_dim": 16, "kmeans_iters": 1, "sigma_sgd": 5.0}),
     "privbayes": (TABLE, {"degree": 1, "histogram_bins": 3, "max_candidates": 5}),
+    "mst": (TABLE, {"bins": 3, "iterations": 10}),
     "privae": (
         POINTS,
         {

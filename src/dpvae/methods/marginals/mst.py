@@ -27,6 +27,17 @@ from dpvae.methods.marginals.match3 import Clique, histogram
 from dpvae.privacy import canaries
 
 
+def round_weight(count: int) -> float:
+    """The weight of each of `count` marginals measured in one release: 1/sqrt(count), so that one record (1 in one
+    cell of each) moves the weighted set by L2 norm 1 under add/remove-one, sqrt(2) under replace-one."""
+    return 1.0 / np.sqrt(count)
+
+
+def l1_error(data: np.ndarray, model: np.ndarray) -> float:
+    """The selection score of a marginal: |data - model|_1 (one record moves it by 1 added or removed, 2 replaced)."""
+    return float(np.abs(data - model).sum())
+
+
 def _noise(rng: np.random.Generator):
     return lambda shape, std: std * rng.standard_normal(shape)
 
@@ -65,7 +76,7 @@ def measure_one_way(
     from mbi import Domain, LinearMeasurement
 
     d = codes.shape[1]
-    weight = 1.0 / np.sqrt(d)
+    weight = round_weight(d)
     measured, supports, mappings = [], [], []
     for a in range(d):
         y = canaries.release(weight * histogram(codes, (a,), sizes), sigma, _noise(rng), sensitivity=weight, name=name)
@@ -88,7 +99,7 @@ def measure_cliques(
     """The cliques' marginals weighted 1/sqrt(len(cliques)) plus N(0, sigma^2): one unit-L2-sensitivity release."""
     from mbi import LinearMeasurement
 
-    weight = 1.0 / np.sqrt(len(cliques))
+    weight = round_weight(len(cliques))
     out = []
     for clique in cliques:
         hist = histogram(compressed, clique, sizes)
@@ -116,16 +127,24 @@ def _simplex_projection(y: np.ndarray, total: float) -> np.ndarray:
     return np.maximum(y - cumulative[rho] / (rho + 1), 0.0)
 
 
+def pair_errors(
+    compressed: np.ndarray, sizes: np.ndarray, marginals: list[np.ndarray], total: float
+) -> dict[Clique, float]:
+    """Every pair's L1 error of the independent model (`marginals`, `total`: released) on the data's pair marginal."""
+    errors = {}
+    for a, b in itertools.combinations(range(compressed.shape[1]), 2):
+        model = np.outer(marginals[a], marginals[b]).ravel() / total
+        errors[a, b] = l1_error(histogram(compressed, (a, b), sizes), model)
+    return errors
+
+
 def select_tree(
     compressed: np.ndarray, sizes: np.ndarray, marginals: list[np.ndarray], total: float, epsilon: float, rng
 ) -> list[Clique]:
     """MST's selection: d - 1 exponential-mechanism picks of a maximum spanning tree, each among the pairs joining two
     components, scored by the L1 error of the independent model (`marginals`, `total`) on the data's pair marginal."""
     d = compressed.shape[1]
-    errors = {}
-    for a, b in itertools.combinations(range(d), 2):
-        model = np.outer(marginals[a], marginals[b]).ravel() / total
-        errors[a, b] = float(np.abs(histogram(compressed, (a, b), sizes) - model).sum())
+    errors = pair_errors(compressed, sizes, marginals, total)
     component = list(range(d))
 
     def root(v: int) -> int:
