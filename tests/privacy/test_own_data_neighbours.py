@@ -43,6 +43,7 @@ EXTREME = {"age": 45, "income": 7_777_777.7, "colour": "purple", "label": "HIV+"
 TINY = {
     "privbayes": {},
     "mst": {"iterations": 50},
+    "aim": {"rounds": 10, "round_iterations": 10, "iterations": 50},
     "p3gm": {"epochs": 2, "batch_size": 50, "pretrain_steps": 20, "em_iters": 3, "hidden": 32},
     "dp-gm": {"epochs": 2, "batch_size": 50, "kmeans_iters": 3, "hidden": 32},
     "dp-vae": {"epochs": 2, "batch_size": 50, "hidden": 32},

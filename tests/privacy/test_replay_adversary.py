@@ -32,6 +32,7 @@ DECLARATION = {
 TINY = {
     "privbayes": {},
     "mst": {"iterations": 50},
+    "aim": {"rounds": 10, "round_iterations": 10, "iterations": 50},
     "p3gm": {"epochs": 1, "batch_size": 50, "pretrain_steps": 10, "em_iters": 2, "hidden": 16},
     "dp-gm": {"epochs": 1, "batch_size": 50, "kmeans_iters": 2, "hidden": 16},
     "dp-vae": {"epochs": 1, "batch_size": 50, "hidden": 16},

@@ -35,6 +35,7 @@ CASES = {
     "dp-gm": (TABLE, {**MLP, "latent_dim": 2, "clusters": 2, "rff_dim": 16, "kmeans_iters": 1, "sigma_sgd": 5.0}),
     "privbayes": (TABLE, {"degree": 1, "histogram_bins": 3, "max_candidates": 5}),
     "mst": (TABLE, {"bins": 3, "iterations": 10}),
+    "aim": (TABLE, {"bins": 3, "rounds": 12, "round_iterations": 5, "iterations": 10}),
     "privae": (
         POINTS,
         {

@@ -175,3 +175,57 @@ class MST(Method):
         return mst_ledger(calibrate_mst(spec.epsilon, spec.delta, d), d, spec.delta, spec.epsilon, public)
 
     sample = forward("dpvae.methods.marginals.train", "sample_mst")
+
+
+@dataclass(frozen=True)
+class AIMParams(MethodParams):
+    bins: int = param(16, "equal-width bins of every continuous column on its declared bounds", minimum=2)
+    degree: int = param(2, "the workload: every marginal of this many attributes (its downward closure: candidates)",
+                        minimum=1)  # fmt: skip
+    rounds: int | None = param(None, "T: the rounds the budget is planned for (null = 16 d, the paper's)", minimum=1)
+    max_size: float = param(80.0, "MB: the largest junction tree of the model (the paper's 80)", exclusive_minimum=0)
+    round_iterations: int = param(250, "mirror-descent iterations of each round's warm-started estimate", minimum=1)
+    iterations: int = param(3000, "mirror-descent iterations of the final estimate", minimum=1)
+
+
+@register_method
+class AIM(Method):
+    name = "aim"
+    paper = "McKenna et al. 2022 (the tabular state of the art)"
+    private = True
+    description = (
+        "AIM: workload-adaptive exponential-mechanism selection, Gaussian marginals, annealed budget, private-pgm"
+    )
+    Params = AIMParams
+    kinds = ("table",)
+    released = ("model.npz",)  # estimated from the Gaussian measurements (supports.npz: all cells, data-independent)
+    data_scaling = (
+        "Tables of d columns: the workload's downward closure (d + d(d-1)/2 candidates at degree 2) is scored every "
+        "round, up to `rounds` (16 d) rounds each re-estimating the model; `bins` per continuous column on its "
+        "declared bounds; nothing scales with N."
+    )
+    RESOURCES = Resources(threads=1, mem_mb=6000, runtime=120)
+
+    def data_errors(self, params: MethodParams, facts: Facts) -> list[tuple[str, str]]:
+        d = math.prod(facts.record_shape) + 1
+        errors = _table_only(facts)
+        if params.rounds is not None and params.rounds * 1.0 <= 0.9 * d:
+            errors.append(("rounds", f"the {d} 1-way marginals at sigma0 = sqrt(T/(2 0.9 rho)) need T > 0.9 d"))
+        return errors
+
+    train = forward("dpvae.methods.marginals.train", "train_aim")
+
+    recompute_ledger = forward("dpvae.methods.marginals.accounting", "recompute_aim_ledger")
+
+    def planned_ledger(self, params: MethodParams, spec: RunSpec, facts: Facts) -> Ledger:
+        """d attributes (every column, then the label), T rounds: the budget calibrated to the target."""
+        from dpvae.data.domain import of_run
+        from dpvae.methods.marginals.accounting import aim_ledger, aim_rounds, calibrate_aim
+
+        d = math.prod(facts.record_shape) + 1
+        rounds = aim_rounds(params, d)
+        public = bool(spec.data_root) and of_run(spec) is not None
+        noise = calibrate_aim(spec.epsilon, spec.delta, d, rounds)
+        return aim_ledger(noise, d, rounds, spec.delta, spec.epsilon, public)
+
+    sample = forward("dpvae.methods.marginals.train", "sample_aim")

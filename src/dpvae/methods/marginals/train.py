@@ -196,3 +196,32 @@ def sample_mbi(ctx: RunContext, n: int | None, stream: str) -> dict[str, np.ndar
 
 def sample_mst(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
     return sample_mbi(ctx, n, "mst")
+
+
+def train_aim(ctx: RunContext) -> Ledger:
+    _use_float64_jax()
+    from dpvae.methods.marginals import aim
+    from dpvae.methods.marginals.accounting import aim_ledger, aim_rounds, calibrate_aim
+
+    p = ctx.params
+    discretizer, codes, public = _table_codes(ctx, p.bins)
+    d = codes.shape[1]
+    rounds = aim_rounds(p, d)
+    noise = calibrate_aim(ctx.epsilon, ctx.delta, d, rounds)
+    ledger = aim_ledger(noise, d, rounds, ctx.delta, ctx.epsilon, public)
+    plan = aim.Plan(1 / (2 * noise**2), d, rounds)
+    progress = Progress("aim rounds", rounds, "rounds (at most)", lambda _: ledger, epsilon_planned=True)
+    model, budget = aim.fit(
+        codes, discretizer.sizes, plan, p.degree, p.max_size, p.round_iterations, p.iterations, ctx.rng("aim"), progress
+    )
+    discretizer.save(ctx.model_dir / "discretizer.json")
+    _save_mbi_model(model, ctx.model_dir / "model.npz")
+    save_npz(
+        ctx.model_dir / "supports.npz",
+        {f"arr_{i}": np.ones(int(s), dtype=bool) for i, s in enumerate(discretizer.sizes)},
+    )
+    return ledger
+
+
+def sample_aim(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
+    return sample_mbi(ctx, n, "aim")
