@@ -1,6 +1,6 @@
-"""Soundness of MST's ledger: over random neighbouring pairs, the released pre-noise statistics move by no more than
-the sensitivities the ledger states (paper: add/remove-one, sound: replace-one), and the ledger's epsilon is the
-tight zCDP conversion of the composed rho.
+"""Soundness of MST's and AIM's ledgers: over random neighbouring pairs, the released pre-noise statistics move by
+no more than the sensitivities the ledger states (paper: add/remove-one, sound: replace-one), AIM's adaptive rounds
+never spend more than its ledger states, and the ledger's epsilon is the tight zCDP conversion of the composed rho.
 
 The Gaussian rounds are pushed through the code (`mst.measure_one_way`, `mst.measure_cliques`) with the noisy release
 (`canaries.release`) replaced by a recorder of its clean input; the selection's scores (`mst.pair_errors`) are
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from scipy import optimize
 
-from dpvae.methods.marginals import accounting, mst
+from dpvae.methods.marginals import accounting, aim, mst
 from dpvae.privacy import canaries
 
 SLACK = 1e-9
@@ -138,3 +138,96 @@ def test_the_mst_ledger_is_the_tight_zcdp_conversion_of_its_rho(target):
     assert sum(1 / (2 * m.noise_multiplier**2) * m.steps for m in accounting.mst_mechanisms(sigma, d, True)) == (
         pytest.approx((2 + 4 + 2) / (2 * sigma**2))
     )
+
+
+# ------------------------------------------------------------------------------------------------------------ AIM
+
+
+def _aim_largest_changes(monkeypatch, adjacency: str, seed: int = 1) -> dict[str, float]:
+    """The largest L2 change of an AIM measurement (a raw marginal) and the largest change of a selection score
+    against the same released model, in units of the code's stated selection sensitivity (max w_r)."""
+    rng = np.random.default_rng(seed)
+    worst = {"measurement": 0.0, "selection": 0.0}
+    for _ in range(TRIALS):
+        sizes, d1, d2 = _neighbours(rng, adjacency)
+        d = len(sizes)
+        candidates = aim.workload_candidates(d, 2)
+        clique = list(candidates)[int(rng.integers(len(candidates)))]
+        noise = np.random.default_rng(0)
+        measured = [_released(monkeypatch, lambda c=c: aim._gaussian(c, sizes, clique, 1.0, noise)) for c in (d1, d2)]
+        worst["measurement"] = max(worst["measurement"], float(np.linalg.norm(measured[0] - measured[1])))
+        model = {r: rng.random(int(np.prod([sizes[a] for a in r]))) * 10 for r in candidates}  # released: fixed
+        scores = [aim.selection_scores(c, sizes, candidates, model.__getitem__, 0.3) for c in (d1, d2)]
+        change = float(np.abs(scores[0] - scores[1]).max()) / aim.selection_sensitivity(candidates)
+        worst["selection"] = max(worst["selection"], change)
+    return worst
+
+
+def _aim_stated(sound: bool) -> dict[str, float]:
+    _, rounds, selection = accounting.aim_mechanisms(0.5, 4, 64, sound)
+    return {"measurement": rounds.sensitivity, "selection": selection.sensitivity}
+
+
+@pytest.mark.parametrize(("adjacency", "sound"), [("add/remove-one", False), ("replace-one", True)])
+def test_aim_releases_move_no_more_than_the_ledger_states(monkeypatch, adjacency, sound):
+    worst, stated = _aim_largest_changes(monkeypatch, adjacency), _aim_stated(sound)
+    for part, change in worst.items():
+        assert change <= stated[part] * (1 + SLACK), f"{part}: moved {change} > stated {stated[part]}"
+    assert worst["selection"] > 0.5 * stated["selection"], "the check would be vacuous"
+
+
+@pytest.mark.parametrize(
+    "bug",
+    [
+        ("selection_sensitivity", lambda candidates: 1.0),  # the workload weights left out of the sensitivity
+        ("l1_error", lambda data, model: float(((data - model) ** 2).sum())),
+    ],
+    ids=["unweighted-sensitivity", "squared-error-score"],
+)
+def test_an_aim_planted_bug_is_caught(monkeypatch, bug):
+    name, broken = bug
+    monkeypatch.setattr(aim, name, broken)
+    assert _aim_largest_changes(monkeypatch, "replace-one")["selection"] > _aim_stated(True)["selection"] * (1 + SLACK)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_aims_rounds_never_spend_more_than_the_ledger_states(seed):
+    """Random annealing decisions: the filter's spend stays within the plan, and the last round uses it up."""
+    rng = np.random.default_rng(seed)
+    d, rounds = int(rng.integers(2, 20)), int(rng.integers(30, 400))
+    plan = aim.Plan(float(rng.uniform(1e-4, 5)), d, rounds)
+    budget, sigma, epsilon = aim.Budget(plan), plan.sigma0, plan.epsilon0
+    for _ in range(10 * rounds):
+        sigma, epsilon, last = budget.next_round(sigma, epsilon)
+        budget.spend(sigma, epsilon)
+        if last:
+            break
+        if rng.random() < 0.3:
+            sigma, epsilon = sigma / 2, epsilon * 2
+    assert last and len(budget.rounds) <= rounds
+    assert budget.gaussian <= plan.gaussian and budget.selection <= plan.selection
+    assert budget.gaussian == pytest.approx(plan.gaussian, rel=1e-9)
+    assert budget.selection == pytest.approx(plan.selection, rel=1e-9)
+    assert plan.initial + plan.gaussian + plan.selection == pytest.approx(plan.rho)
+    with pytest.raises(RuntimeError, match="exceed"):
+        budget.spend(sigma, epsilon)
+
+
+@pytest.mark.parametrize("target", [0.3, 1.0, 10.0])
+def test_the_aim_ledger_is_the_tight_zcdp_conversion_of_its_rho(target):
+    d, rounds, delta = 15, 240, 1e-5
+    noise = accounting.calibrate_aim(target, delta, d, rounds)
+    ledger = accounting.aim_ledger(noise, d, rounds, delta, target)
+    assert ledger.epsilon <= target
+    rho = 1 / (2 * noise**2)
+    for sound, accounted in ((False, ledger.paper), (True, ledger.sound)):
+        records = accounting.aim_mechanisms(rho, d, rounds, sound)
+        total = sum(m.steps / (2 * m.noise_multiplier**2) for m in records)
+        initial, gaussian, selection = (m.steps / (2 * m.noise_multiplier**2) for m in records)
+        if not sound:
+            assert total == pytest.approx(rho)
+        else:  # the Gaussian parts' rho doubles, the selections' quadruples
+            plain = accounting.aim_mechanisms(rho, d, rounds, False)
+            assert initial == pytest.approx(2 * plain[0].steps / (2 * plain[0].noise_multiplier ** 2))
+            assert selection == pytest.approx(4 / (2 * plain[2].noise_multiplier ** 2))
+        assert accounted.epsilon == pytest.approx(_tight_epsilon(total, delta), rel=1e-6)
