@@ -1,0 +1,69 @@
+"""MST's and AIM's pieces against their definitions: the exponential mechanism's distribution, MST's independent
+model (private-pgm's estimate from 1-way measurements), AIM's candidates and weights, and the numpy variable
+elimination AIM scores with against private-pgm's `project`."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from dpvae.methods.marginals import aim, mst
+from dpvae.methods.marginals.match3 import histogram
+
+
+@pytest.fixture(scope="module")
+def mbi():
+    os.environ.setdefault("JAX_ENABLE_X64", "1")
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import mbi
+
+    return mbi
+
+
+def test_the_exponential_mechanism_draws_in_proportion_to_exp_eps_score_over_twice_the_sensitivity():
+    scores, rng = np.array([0.0, 1.0, 3.0]), np.random.default_rng(0)
+    draws = np.bincount([mst.exponential_mechanism(scores, 2.0, 2.0, rng) for _ in range(20_000)], minlength=3)
+    expected = np.exp(scores / 2) / np.exp(scores / 2).sum()
+    assert draws / draws.sum() == pytest.approx(expected, abs=0.015)
+
+
+def test_aims_candidates_are_the_workloads_downward_closure_weighted_by_overlap():
+    candidates = aim.workload_candidates(3, 2)
+    assert set(candidates) == {(0,), (1,), (2,), (0, 1), (0, 2), (1, 2)}
+    assert candidates[(0,)] == 2 and candidates[(0, 1)] == 4  # |r ∩ s| over s = (0,1), (0,2), (1,2): 2 + 1 + 1
+    assert aim.selection_sensitivity(candidates) == 4
+
+
+def _model(mbi, rng, sizes, cliques):
+    codes = np.column_stack([rng.integers(0, s, 300) for s in sizes])
+    measurements = [
+        mbi.LinearMeasurement(
+            histogram(codes, c, np.array(sizes)) + rng.normal(size=int(np.prod([sizes[a] for a in c]))), c
+        )
+        for c in cliques
+    ]
+    domain = mbi.Domain(range(len(sizes)), sizes)
+    return mbi.estimation.MirrorDescent().estimate(domain, measurements, iters=100), measurements
+
+
+def test_numpy_variable_elimination_is_private_pgms_projection(mbi):
+    rng = np.random.default_rng(0)
+    model, _ = _model(mbi, rng, [3, 4, 2, 5, 3], [(0,), (1,), (2,), (3,), (4,), (0, 1), (1, 2, 3), (3, 4)])
+    for clique in [(0, 2), (0, 4), (2, 4), (1,), (0, 3, 4), (1, 2, 3)]:
+        expected = np.asarray(model.project(clique).datavector())
+        assert aim._marginal(model, clique) == pytest.approx(expected, rel=1e-8, abs=1e-8)
+
+
+def test_msts_independent_model_is_private_pgms_estimate_from_one_way_measurements(mbi):
+    rng = np.random.default_rng(1)
+    sizes = [3, 4, 2]
+    model, measurements = _model(mbi, rng, sizes, [(0,), (1,), (2,)])
+    model = mbi.estimation.MirrorDescent().estimate(model.domain, measurements, iters=3000)
+    marginals, total = mst.independent_marginals(measurements, np.array(sizes))
+    assert total == pytest.approx(float(model.total))
+    for a, marginal in enumerate(marginals):
+        assert marginal == pytest.approx(np.asarray(model.project((a,)).datavector()), abs=1e-3)
