@@ -666,6 +666,8 @@ def _unscale(values: np.ndarray, column: dict) -> Any:
     if "min" not in column:
         return values
     raw = column["min"] + np.clip(values, 0, 1) * (column["max"] - column["min"])
+    if column.get("integer"):  # declared whole numbers come back as whole numbers
+        return np.rint(raw).astype(np.int64)
     if column.get("kind") == "categorical":
         categories = column["categories"]
         return [categories[int(i)] for i in np.clip(np.rint(raw), 0, len(categories) - 1)]

@@ -231,3 +231,14 @@ def test_images_come_back_in_the_layout_and_dtype_they_came_in(tmp_path, monkeyp
     with np.load(tmp_path / "out.npz") as out:
         assert out["x"].shape == (7, 3, 3, 3) and out["x"].dtype == np.uint8
         assert out["y"].dtype == np.int64 and set(out["y"]) <= {0, 1}
+
+
+def test_declared_integer_columns_come_back_as_integers(table):
+    """Issue 64: `integer: true` beside a column's bounds: its synthetic values are whole numbers (a declared
+    property of the column, never read from the records)."""
+    (table / "declare.yaml").write_text(
+        'columns: {a: {bounds: [0, 10], integer: true}, b: {bounds: [0, 1]}}\nlabels: ["no", "yes"]\n'
+    )
+    assert main(synth("--headline", "paper")) == 0
+    values = pd.read_csv(table / "out" / "x.csv")["a"]
+    assert values.dtype == np.int64 and values.between(0, 10).all()

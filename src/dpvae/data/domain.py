@@ -68,6 +68,7 @@ class Column:
     bounds: tuple[float, float] | None = None
     categories: tuple[str, ...] | None = None
     other: str | None = None
+    integer: bool = False  # declared: a numeric column of whole numbers (samples are rounded back to them)
 
     @property
     def kind(self) -> str:
@@ -80,7 +81,8 @@ class Column:
             return {"name": self.name, "kind": "categorical", "categories": list(self.categories), "min": 0.0,
                     "max": float(k - 1)}  # fmt: skip
         assert self.bounds is not None
-        return {"name": self.name, "kind": "continuous", "min": self.bounds[0], "max": self.bounds[1]}
+        described = {"name": self.name, "kind": "continuous", "min": self.bounds[0], "max": self.bounds[1]}
+        return described | ({"integer": True} if self.integer else {})
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,7 @@ class Domain:
         return {
             "source": self.source,
             "labels": list(self.labels),
-            "columns": [{k: v for k, v in asdict(c).items() if v is not None} for c in self.columns],
+            "columns": [{k: v for k, v in asdict(c).items() if v is not None and v is not False} for c in self.columns],
             "estimate": None if self.estimate is None else asdict(self.estimate),
         }
 
@@ -138,6 +140,7 @@ class Domain:
                     tuple(c["bounds"]) if "bounds" in c else None,
                     tuple(c["categories"]) if "categories" in c else None,
                     c.get("other"),
+                    bool(c.get("integer", False)),
                 )
                 for c in data.get("columns", ())
             ),
@@ -220,8 +223,10 @@ def problems(key: str, entry: Mapping[str, Any], kind: str, features: Sequence[s
 
 
 def _column_problems(where: str, spec: Any) -> list[str]:
-    if not isinstance(spec, Mapping) or set(spec) - {"bounds", "categories", "other"}:
+    if not isinstance(spec, Mapping) or set(spec) - {"bounds", "categories", "other", "integer"}:
         return [f"{where}: {spec!r}: write {{bounds: [lo, hi]}} or {{categories: [...], other: <one of them>}}"]
+    if "integer" in spec and ("bounds" not in spec or not isinstance(spec["integer"], bool)):
+        return [f"{where}.integer: true or false, beside bounds (a numeric column whose values are whole numbers)"]
     if ("bounds" in spec) == ("categories" in spec):
         return [f"{where}: give exactly one of bounds or categories"]
     if "bounds" in spec:
@@ -252,7 +257,8 @@ def declared_columns(entry: Mapping[str, Any], features: Sequence[str]) -> dict[
         if name not in features:
             continue
         if "bounds" in spec:
-            found[name] = Column(name, bounds=(float(spec["bounds"][0]), float(spec["bounds"][1])))
+            bounds = (float(spec["bounds"][0]), float(spec["bounds"][1]))
+            found[name] = Column(name, bounds=bounds, integer=bool(spec.get("integer", False)))
         else:
             categories = tuple(map(_text, spec["categories"]))
             other = CATCH_ALL if spec.get("other") is None else _text(spec["other"])
