@@ -575,7 +575,7 @@ def write_claims(table: pd.DataFrame, out: str | Path) -> None:
 
     def write(tmp: str) -> None:
         plt = pyplot()
-        with PdfPages(tmp, metadata={"CreationDate": None}) as pdf, plt.rc_context({"pdf.use14corefonts": True}):
+        with PdfPages(tmp, metadata={"CreationDate": None}) as pdf, plt.rc_context(_FONTS):
             fig, ax = plt.subplots(figsize=(8.0, 3.2))
             papers = [p for p in PAPERS if (table["paper"] == p).any()]
             colours = {SUPPORTED: "tab:green", CONTRADICTED: "tab:red", UNDECIDED: "tab:orange", UNTESTED: "0.7"}
@@ -596,19 +596,32 @@ def write_claims(table: pd.DataFrame, out: str | Path) -> None:
                 listing_pages(
                     pdf,
                     f"Claims - {paper}: {summary_line(rows)}",
-                    rows[["id", "item", "kind", "verdict", "evidence"]].assign(
-                        evidence=[_short(e, 150) for e in rows["evidence"]]
-                    ),
+                    _lines(rows, ["id", "item", "kind", "verdict"], "evidence", 150),
                     notes,
                 )
-                listing_pages(
-                    pdf,
-                    f"Claims - {paper}: the papers' words",
-                    rows[["id", "place", "quote"]].assign(quote=[_short(q, 170) for q in rows["quote"]]),
-                )
+                listing_pages(pdf, f"Claims - {paper}: the papers' words", _lines(rows, ["id", "place"], "quote", 130))
 
     atomic_write(f"{prefix}.pdf", write)
 
 
-def _short(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 3] + "..."
+_FONTS = {
+    "pdf.use14corefonts": True,
+    "font.family": "monospace",
+    "font.weight": "medium",
+    "axes.titleweight": "medium",
+} | {"axes.labelweight": "medium"}  # as the scorecard's pages: the core fonts have no 'normal' weight
+
+
+def _lines(rows: pd.DataFrame, columns: list[str], text: str, width: int) -> pd.DataFrame:
+    """A listing of `rows`: `columns` on a claim's first line, its `text` wrapped over as many lines as it takes
+    (an evidence's parts each on a line of their own), every column left-aligned."""
+    import textwrap
+
+    lines = []
+    for row in rows.itertuples(index=False):
+        parts = str(getattr(row, text)).split("; ") if text == "evidence" else [str(getattr(row, text))]
+        wrapped = [line for part in parts for line in textwrap.wrap(part, width) or [""]]
+        for i, line in enumerate(wrapped):
+            lines.append({**{c: (str(getattr(row, c)) if i == 0 else "") for c in columns}, text: line})
+    listing = pd.DataFrame(lines, columns=[*columns, text])
+    return listing.apply(lambda column: column.str.ljust(max(column.str.len().max(), len(column.name))))

@@ -383,8 +383,16 @@ def seeds_text(n: int, counted: str) -> str:
     )
 
 
-def write_scorecard(card: pd.DataFrame, out: str | Path) -> None:
-    """`out` = <prefix>.csv or <prefix>.pdf: writes both. The PDF: the headline, then per paper pages listing its
+def claims_line(reproductions_dir: str | Path | None = None) -> str:
+    """The papers' claims judged over the recorded rows, in one line (`dpvae.claims`, figures/claims.pdf)."""
+    from dpvae.claims import judge_all, summary_line
+
+    return f"{summary_line(judge_all(reproductions_dir=reproductions_dir))} (figures/claims.pdf)"
+
+
+def write_scorecard(card: pd.DataFrame, out: str | Path, reproductions_dir: str | Path | None = None) -> None:
+    """`out` = <prefix>.csv or <prefix>.pdf: writes both. The PDF: the headline and the papers' claims in one line
+    (`claims_line` over `reproductions_dir`), then per paper pages listing its
     published cells (with the tally and the tolerances), a forest plot per item (`_forest_pages`), then pages listing
     its figure-only cells; a listing page is one monospace text block, so hundreds of rows stay cheap (a drawn table
     took ~2 s a page)."""
@@ -422,13 +430,16 @@ def write_scorecard(card: pd.DataFrame, out: str | Path) -> None:
         "evidence in docs/ (the CSV's evidence column)."
     )
     counts = fidelity(card)
+    claims_text = claims_line(reproductions_dir)
 
     def write(tmp: str) -> None:
         with PdfPages(tmp, metadata={"CreationDate": None}) as pdf, pyplot().rc_context({"pdf.use14corefonts": True}):
             listing_pages(
                 pdf,
                 f"Scorecard: {counts.headline}",
-                pd.DataFrame({"": [counts.rest, *_misses(cause_counts(card)).removeprefix("; ").split(", ")]}),
+                pd.DataFrame(
+                    {"": [counts.rest, *_misses(cause_counts(card)).removeprefix("; ").split(", "), claims_text]}
+                ),
                 HEADLINE_WORDS,
             )
             for paper, rows in shown.groupby("paper", sort=False):
