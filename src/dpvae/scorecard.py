@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from dpvae.files import atomic_write
+from dpvae.paths import CLAIMS
 from dpvae.render.published import (
     WILDCARD,
     cause_matches,
@@ -387,7 +388,7 @@ def claims_line(reproductions_dir: str | Path | None = None) -> str:
     """The papers' claims judged over the recorded rows, in one line (`dpvae.claims`, figures/claims.pdf)."""
     from dpvae.claims import judge_all, summary_line
 
-    return f"{summary_line(judge_all(reproductions_dir=reproductions_dir))} (figures/claims.pdf)"
+    return f"{summary_line(judge_all(reproductions_dir=reproductions_dir))} ({CLAIMS}.pdf)"
 
 
 def write_scorecard(card: pd.DataFrame, out: str | Path, reproductions_dir: str | Path | None = None) -> None:
