@@ -228,3 +228,12 @@ def test_a_duplicate_claim_id_is_refused(tmp_path):
     pd.DataFrame([row, row], columns=list(COLUMNS)).to_csv(path, index=False)
     with pytest.raises(ValueError, match="id 'x' is used twice"):
         load_claims(path)
+
+
+def test_every_claim_the_docs_link_is_a_row_of_claims_csv():
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    ids = {c.id for c in load_claims()}
+    link = re.compile(r"\[`([a-z0-9]+\.[a-z0-9]+\.[\w-]+)`\]\([./]*workflow/resources/published/claims\.csv\)")
+    pages = ("privae.md", "lvae.md", "p3gm.md", "dp2vae.md")
+    linked = {found for page in pages for found in link.findall((docs / page).read_text(encoding="utf-8"))}
+    assert linked and linked <= ids, sorted(linked - ids)
