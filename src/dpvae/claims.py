@@ -9,6 +9,7 @@ seeds through 95 % t-intervals, so a claim is *supported* only where the seed no
 - `top`: the first method beats each of the others;
 - `trend`: along `axis` (epsilon or a setting key), each method's last point beats its first in the claimed direction
   (`increasing` or `decreasing`) and no step between neighbours goes significantly against it;
+- `competitive`: the first method is worse than none of the others by more than `tolerance`;
 - `flat`: along `axis`, the difference between the last and the first point lies within +-`tolerance`;
 - `peak`: along `axis`, the best point inside the range `value` ("low high") beats every point outside it;
 - `near`, `above`, `below`: each method's mean against `value` (+- `tolerance` for `near`): an attack AUC near 0.5;
@@ -376,6 +377,26 @@ def _top(claim: Claim, rows: pd.DataFrame) -> list[Judgement]:
                 _beats(first, points[first], other, points[other], claim.sign, where)
                 if first in points and other in points
                 else _missing(where, [m for m in (first, other) if m not in points])
+            )
+    return parts
+
+
+@claim_kind("competitive", requires=("direction", "methods", "metric", "datasets", "tolerance"))
+def _competitive(claim: Claim, rows: pd.DataFrame) -> list[Judgement]:
+    """The first method worse than none of the others by more than `tolerance` (in `direction`)."""
+    parts = []
+    for dataset, classifier, epsilon, where in _places(claim):
+        points = _points(claim, rows, dataset, classifier, epsilon)
+        first = claim.methods[0]
+        for other in claim.methods[1:]:
+            if first not in points or other not in points:
+                parts.append(_missing(where, [m for m in (first, other) if m not in points]))
+                continue
+            margin = claim.sign * claim.tolerance
+            beats = _beats(first, points[first], other, points[other], claim.sign, where)
+            _, low, high = difference(points[first], points[other])
+            parts.append(
+                Judgement(_side(low + margin, high + margin, claim.sign), f"{beats.evidence} vs -{claim.tolerance:g}")
             )
     return parts
 

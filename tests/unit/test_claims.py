@@ -183,6 +183,17 @@ def test_flat_near_above_and_below_against_their_band(tmp_path):
     assert (judge(above, zeros).verdict, judge(below, zeros).verdict) == (CONTRADICTED, SUPPORTED)
 
 
+def test_competitive_allows_the_first_to_trail_by_less_than_the_tolerance(tmp_path):
+    claim = _claim(tmp_path, kind="competitive", methods="p3gm dp-gm", direction="higher", tolerance="0.03")
+    trails = _rows([("p3gm", 1, "", [0.79, 0.795, 0.80]), ("dp-gm", 1, "", [0.80, 0.805, 0.81])])
+    assert judge(claim, trails).verdict == SUPPORTED
+    behind = _rows([("p3gm", 1, "", [0.69, 0.695, 0.70]), ("dp-gm", 1, "", [0.80, 0.805, 0.81])])
+    assert judge(claim, behind).verdict == CONTRADICTED
+    fid = _claim(tmp_path, kind="competitive", methods="p3gm dp-gm", direction="lower", tolerance="5", metric="fid")
+    fid_rows = _rows([("p3gm", 1, "", [52, 53, 54]), ("dp-gm", 1, "", [50, 51, 52])]).assign(metric="fid")
+    assert judge(fid, fid_rows).verdict == SUPPORTED  # 2 above, within 5
+
+
 def test_methods_carry_settings_a_step_is_the_last_recorded_and_a_run_under_two_items_counts_once(tmp_path):
     claim = _claim(
         tmp_path,
