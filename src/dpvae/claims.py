@@ -597,22 +597,10 @@ def write_claims(table: pd.DataFrame, out: str | Path) -> None:
     def write(tmp: str) -> None:
         plt = pyplot()
         with PdfPages(tmp, metadata={"CreationDate": None}) as pdf, plt.rc_context(_FONTS):
-            fig, ax = plt.subplots(figsize=(8.0, 3.2))
-            papers = [p for p in PAPERS if (table["paper"] == p).any()]
-            colours = {SUPPORTED: "tab:green", CONTRADICTED: "tab:red", UNDECIDED: "tab:orange", UNTESTED: "0.7"}
-            left = np.zeros(len(papers))
-            for verdict in VERDICTS:
-                n = np.array([int(((table["paper"] == p) & (table["verdict"] == verdict)).sum()) for p in papers])
-                ax.barh(papers, n, left=left, color=colours[verdict], label=verdict)
-                left += n
-            ax.invert_yaxis()
-            ax.set_xlabel("claims")
-            ax.legend(fontsize=7, ncol=4, loc="lower right")
-            ax.set_title(summary_line(table), fontsize=9)
-            fig.tight_layout()
+            fig = verdict_chart(table)
             pdf.savefig(fig)
             plt.close(fig)
-            for paper in papers:
+            for paper in [p for p in PAPERS if (table["paper"] == p).any()]:
                 rows = table[table["paper"] == paper]
                 listing_pages(
                     pdf,
@@ -625,6 +613,26 @@ def write_claims(table: pd.DataFrame, out: str | Path) -> None:
     atomic_write(f"{prefix}.pdf", write)
 
 
+def verdict_chart(table: pd.DataFrame):
+    """The first page: per paper, its claims by verdict (a stacked bar), under the summary line."""
+    from dpvae.render.output import pyplot
+
+    fig, ax = pyplot().subplots(figsize=(8.0, 3.2))
+    papers = [p for p in PAPERS if (table["paper"] == p).any()]
+    left = np.zeros(len(papers))
+    for verdict in VERDICTS:
+        n = np.array([int(((table["paper"] == p) & (table["verdict"] == verdict)).sum()) for p in papers])
+        ax.barh(papers, n, left=left, color=_COLOURS[verdict], label=verdict)
+        left += n
+    ax.invert_yaxis()
+    ax.set_xlabel("claims")
+    ax.legend(fontsize=7, ncol=4, loc="lower right")
+    ax.set_title(summary_line(table), fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+_COLOURS = {SUPPORTED: "tab:green", CONTRADICTED: "tab:red", UNDECIDED: "tab:orange", UNTESTED: "0.7"}
 _FONTS = {
     "pdf.use14corefonts": True,
     "font.family": "monospace",
