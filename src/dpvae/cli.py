@@ -1,7 +1,7 @@
 """`python -m dpvae <command> ...`: the stages the Snakemake rules call, and the user's commands.
 
-User commands: check-config, status, plan, methods, metrics, synth, ledger, record, scorecard. A user-fixable problem
-(bad config, data, target, privacy budget, a missing or unreadable file) prints one or two lines naming the
+User commands: check-config, status, plan, methods, metrics, synth, ledger, record, scorecard, claims. A user-fixable
+problem (bad config, data, target, privacy budget, a missing or unreadable file) prints one or two lines naming the
 key, file or value and exits 2; anything else is a bug: its traceback, then one line naming the command and
 the exception (in a workflow job: the traceback in the job's log, the line on the terminal too), exit 1.
 """
@@ -254,6 +254,12 @@ def _parser() -> argparse.ArgumentParser:
         "--reproductions", default=None, help="directory of <paper>.csv files (default: <repo>/reproductions)"
     )
     p.add_argument("--out", default=None, help="write the scorecard CSV here (and a PDF beside it if it ends in .pdf)")
+
+    p = sub.add_parser("claims", help="the papers' claims (claims.csv), each judged over the recorded rows")
+    p.add_argument(
+        "--reproductions", default=None, help="directory of <paper>.csv files (default: <repo>/reproductions)"
+    )
+    p.add_argument("--out", default=None, help="write <prefix>.pdf and <prefix>.csv (the verdicts)")
     return parser
 
 
@@ -474,13 +480,22 @@ def _run(args: argparse.Namespace) -> int:
             for path, n in prune(args.out_dir).items():
                 print(f"{path}: dropped {n} rows filed under an item that does not show their dataset")
     elif args.stage == "scorecard":
-        from dpvae.scorecard import scorecard, summary_line, write_scorecard
+        from dpvae.scorecard import claims_line, scorecard, summary_line, write_scorecard
 
         card = scorecard(paper=args.paper, reproductions_dir=args.reproductions)
         if args.out:
-            write_scorecard(card, args.out)
+            write_scorecard(card, args.out, reproductions_dir=args.reproductions)
         print(card.to_string(index=False, max_colwidth=40))
         print(summary_line(card))
+        print(claims_line(args.reproductions))
+    elif args.stage == "claims":
+        from dpvae.claims import judge_all, summary_line, write_claims
+
+        table = judge_all(reproductions_dir=args.reproductions)
+        if args.out:
+            write_claims(table, args.out)
+        print(table[["id", "verdict", "evidence"]].to_string(index=False, max_colwidth=100))
+        print(summary_line(table))
     return 0
 
 

@@ -21,6 +21,7 @@ from dpvae.items import ITEMS, PAPERS, SECTIONS, Item, get_item, item_datasets, 
 from dpvae.methods.base import Resources
 from dpvae.methods.registry import METHODS
 from dpvae.paths import (
+    CLAIMS,
     EXPERIMENT_TARGET,
     FIGURES,
     GATHER_TARGET,
@@ -347,9 +348,10 @@ class Rules:
         return {i.key: self._pending(i) for i in items_with_id(item_id) if self._pending(i)}
 
     def default_targets(self) -> list[str]:
-        """Every item that builds today (and whose renderer can show the configured setting), and the scorecard."""
+        """Every item that builds today (and whose renderer can show the configured setting), the scorecard and the
+        papers' claims judged."""
         done = [i for i in done_items(self.config) if not self._pending(i)]
-        return [f"{item_prefix(i.paper, i.id)}.pdf" for i in done] + [f"{SCORECARD}.pdf"]
+        return [f"{item_prefix(i.paper, i.id)}.pdf" for i in done] + [f"{SCORECARD}.pdf", f"{CLAIMS}.pdf"]
 
     def fetch_inputs(self, dataset: str, dryrun: bool = True) -> list[str]:
         """The marker of the verified raw source a dataset is prepared from (none for generated data).
@@ -446,7 +448,7 @@ class Rules:
                 )
             return [item]
         if m := GATHER_TARGET.match(target):
-            if m["item"] == "scorecard":
+            if m["item"] in ("scorecard", "claims"):
                 return []
             if not items_with_id(m["item"]):
                 if m["item"] in SECTIONS:
@@ -465,7 +467,7 @@ class Rules:
         raise TargetError(
             f"{target}: not a target of this workflow; ask for figures/<paper>/<item>.pdf "
             f"(papers: {', '.join(PAPERS)}; the project's own: {', '.join(SECTIONS[len(PAPERS) :])}), "
-            f"figures/<item>.pdf, figures/experiments/<experiment>.pdf or {SCORECARD}.pdf"
+            f"figures/<item>.pdf, figures/experiments/<experiment>.pdf, {SCORECARD}.pdf or {CLAIMS}.pdf"
         )
 
 
