@@ -174,6 +174,7 @@ def _planned(method: Any, params: Any, spec: RunSpec, facts: Any, entry: dict | 
     """The spec to train, after what the planned ledger (`Method.planned_ledger`, with the declared domain's cost)
     says before any training: refused under `--headline sound` if its sound ε exceeds the target, or, with
     `--calibrate-sound`, the method's own target lowered until it does not (`runs.sound_calibrated_epsilon`)."""
+    from dpvae import randomness
     from dpvae.data import domain
     from dpvae.runs import released_ledger, sound_calibrated_epsilon
 
@@ -188,7 +189,8 @@ def _planned(method: Any, params: Any, spec: RunSpec, facts: Any, entry: dict | 
     fitted = None
     if entry is not None:  # the declared domain's cost (an estimate costs its ε whatever its columns)
         spent = entry.get("domain_epsilon")
-        estimate = None if spent is None else domain.Estimate(float(spent), ("planned",), 0.0)
+        secret = randomness.is_secret(spec)  # the preparation draws a release's estimate exactly (`prepare`)
+        estimate = None if spent is None else domain.Estimate(float(spent), ("planned",), 0.0, discrete=secret)
         fitted = domain.Domain(domain.source(entry), (), (), estimate)
 
     def planned_at(eps: float) -> Any:
