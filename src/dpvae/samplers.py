@@ -25,6 +25,8 @@ before (its rounding error is part of the statistic, as for every mechanism here
 from __future__ import annotations
 
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -36,6 +38,7 @@ ROUNDING_SHARE = 2.0**-10
 #: where the samplers come from (`envs/requirements.txt` pins the version)
 SOURCE = "OpenDP make_laplace / make_gaussian on i64 vectors (exact samplers, OS entropy)"
 _EXACT = 2.0**53  # float64 holds every integer below this
+CHUNK = 8192  # draws per OpenDP call when a release's draws are spread over the cores
 
 
 @dataclass(frozen=True)
@@ -75,16 +78,23 @@ def gaussian_sampler(
 ) -> Sampler:
     """Discrete Gaussian for a statistic of `entries` values with L2 sensitivity Δ and noise multiplier σ: on counts
     (`integer`) σ·Δ; else on the grid `grid_for(Δ, M)` with σ·(Δ/γ + √M) (module docstring). The record states the
-    integer sensitivity under its own adjacency, whose value sensitivity is `under` (default Δ; never below Δ):
-    that, or that /γ + √M on the grid."""
-    under = sensitivity if under is None else under
+    integer sensitivity under its own adjacency, whose value sensitivity is `under` (default Δ; `restated`)."""
+    if integer:
+        sampler = Sampler("discrete Gaussian", 1.0, float(sensitivity), multiplier * sensitivity)
+    else:
+        grid = grid_for(sensitivity, entries)
+        on_grid = sensitivity / grid + math.sqrt(entries)
+        sampler = Sampler("discrete Gaussian", grid, on_grid, multiplier * on_grid)
+    return sampler if under is None else restated(sampler, sensitivity, under)
+
+
+def restated(sampler: Sampler, sensitivity: float, under: float) -> Sampler:
+    """The same noise stated under an adjacency whose value sensitivity is `under` (≥ the `sensitivity` it was set
+    for): the rounding term Δ_int − Δ/γ kept (0 on counts), under/γ in place of Δ/γ."""
     if under < sensitivity:
         raise ValueError(f"the noise is set for sensitivity {sensitivity}; a record's cannot be below it ({under})")
-    if integer:
-        return Sampler("discrete Gaussian", 1.0, float(under), multiplier * sensitivity)
-    grid = grid_for(sensitivity, entries)
-    rounding = math.sqrt(entries)
-    return Sampler("discrete Gaussian", grid, under / grid + rounding, multiplier * (sensitivity / grid + rounding))
+    rounding = sampler.sensitivity - sensitivity / sampler.grid
+    return Sampler(sampler.kind, sampler.grid, under / sampler.grid + rounding, sampler.scale)
 
 
 def laplace_noise(shape: tuple[int, ...], scale: float, *, secret: bool, rng: np.random.Generator) -> np.ndarray:
@@ -95,10 +105,12 @@ def laplace_noise(shape: tuple[int, ...], scale: float, *, secret: bool, rng: np
 
 
 def gaussian_noise(
-    shape: tuple[int, ...], std: float, *, secret: bool, rng: np.random.Generator, grid: float = 1.0
+    shape: tuple[int, ...], std: float, *, secret: bool, rng: np.random.Generator | None, grid: float = 1.0
 ) -> np.ndarray:
-    """N(0, std²) noise: `rng`'s float draw (seeded), or γ·(discrete Gaussian of σ = std/γ) on the grid γ (secret)."""
+    """N(0, std²) noise: `rng`'s float draw (seeded), or γ·(discrete Gaussian of σ = std/γ) on the grid γ (secret,
+    no generator needed)."""
     if not secret:
+        assert rng is not None, "a seeded draw needs its generator"
         return rng.normal(0.0, 1.0, size=shape) * std
     return grid * _opendp("gaussian", math.prod(shape), std / grid).reshape(shape).astype(np.float64)
 
@@ -122,13 +134,15 @@ def gaussian(
     secret: bool,
     rng: np.random.Generator,
     integer: bool = False,
+    entries: int | None = None,
 ) -> np.ndarray:
     """`values` + N(0, (σ·Δ)²) noise (seeded: exactly `rng.normal(0, 1, shape) * σΔ`); in a release the statistic
-    is rounded to `gaussian_sampler`'s grid (counts, `integer`: kept) and gets its discrete Gaussian."""
+    is rounded to `gaussian_sampler`'s grid (counts, `integer`: kept) and gets its discrete Gaussian. `entries`: the
+    size of one release whose sensitivity is Δ, where `values` holds several alike (default: all of them)."""
     values = np.asarray(values, dtype=np.float64)
     if not secret:
         return values + gaussian_noise(values.shape, multiplier * sensitivity, secret=False, rng=rng)
-    sampler = gaussian_sampler(multiplier, sensitivity, values.size, integer)
+    sampler = gaussian_sampler(multiplier, sensitivity, values.size if entries is None else entries, integer)
     counts = on_grid(values, sampler.grid)
     _check_integers(counts, sampler.scale)
     return sampler.grid * (counts + _opendp("gaussian", values.size, sampler.scale).reshape(values.shape))
@@ -149,13 +163,25 @@ def _check_integers(counts: np.ndarray, scale: float) -> None:
 
 
 def _opendp(kind: str, size: int, scale: float) -> np.ndarray:
-    """`size` draws of OpenDP's discrete Laplace or Gaussian of `scale` around 0 (int64)."""
-    if size == 0:
-        return np.zeros(0, dtype=np.int64)
+    """`size` draws of OpenDP's discrete Laplace or Gaussian of `scale` around 0 (int64; zeros at scale 0, no noise),
+    in chunks of `CHUNK` on a thread per core (OpenDP's exact samplers take 10-50 µs a draw; its ctypes calls release
+    the GIL, and the draws are independent whichever thread makes them)."""
+    if size == 0 or scale == 0:
+        return np.zeros(size, dtype=np.int64)
     import opendp.prelude as dp
 
     dp.enable_features("contrib")
     laplace = kind == "laplace"
     metric = (dp.l1_distance if laplace else dp.l2_distance)(T="i64")
     make = dp.m.make_laplace if laplace else dp.m.make_gaussian
-    return np.asarray(make(dp.vector_domain(dp.atom_domain(T="i64")), metric, scale=float(scale))([0] * size))
+
+    def draws(n: int) -> np.ndarray:  # a measurement per call: nothing shared between threads
+        measurement = make(dp.vector_domain(dp.atom_domain(T="i64")), metric, scale=float(scale))
+        return np.asarray(measurement([0] * n), dtype=np.int64)
+
+    chunks = [min(CHUNK, size - start) for start in range(0, size, CHUNK)]
+    workers = min(len(chunks), len(os.sched_getaffinity(0)))
+    if workers == 1:
+        return draws(size)
+    with ThreadPoolExecutor(workers) as pool:
+        return np.concatenate(list(pool.map(draws, chunks)))

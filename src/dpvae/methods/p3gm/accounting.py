@@ -31,7 +31,7 @@ from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, recorded_mechani
 from dpvae.privacy.mechanisms.em import dp_em_records
 from dpvae.privacy.mechanisms.pca import MEAN_RECORD, PCA_RECORD, dp_pca_records, kept_components
 from dpvae.runspec import RunSpec
-from dpvae.samplers import gaussian_sampler
+from dpvae.samplers import gaussian_sampler, restated
 
 Centring = Literal["dp", "zero", "nonprivate"]
 CENTRINGS: tuple[str, ...] = get_args(Centring)
@@ -75,10 +75,11 @@ def sound_record(record: Mechanism, em_iters: int, em_components: int, fixed_bat
     """The record under replace-one adjacency (q = 1 releases: multiplier relative to the replace-one
     sensitivity), with the EM's initial noisy M-step counted ((T_e + 1) M-steps of 2K + 1 releases); DP-SGD
     as `privacy.ledger.replace_one_record` (Poisson as is, the code's fixed batches by the fixed-partition bound)."""
-    if record.name == MEAN_RECORD:
-        return Mechanism(record.name, record.noise_multiplier / 2, 1.0, record.steps, 2 * record.sensitivity)
-    if record.name == PCA_RECORD:
-        return Mechanism(record.name, record.noise_multiplier / math.sqrt(2), 1.0, record.steps, math.sqrt(2))
+    if record.name in (MEAN_RECORD, PCA_RECORD):  # (a release's sampler restated at the replace-one sensitivity)
+        factor = 2.0 if record.name == MEAN_RECORD else math.sqrt(2)
+        under = factor * record.sensitivity
+        sampler = None if record.sampler is None else restated(record.sampler, record.sensitivity, under)
+        return Mechanism(record.name, record.noise_multiplier / factor, 1.0, record.steps, under, sampler=sampler)
     if record.name.startswith("dp_em."):
         per_m_step = 1 if record.name == EM_WEIGHTS else em_components
         return replace(record, steps=per_m_step * (em_iters + 1))
@@ -180,14 +181,21 @@ def centring(params: Any, dimension: int) -> dict[str, Any]:
     return {"mean": "dp", "mean_noise_multiplier": params.sigma_mean, "mean_clip": clip}
 
 
-def encoding_records(params: Any, dimension: int) -> tuple[Mechanism, ...]:
+def encoding_records(params: Any, dimension: int, secret: bool = False) -> tuple[Mechanism, ...]:
     """The records a run's encoding phase returns on rows of `dimension` d (features + one-hot label), known before
-    it runs: `dp_pca`'s (`centring`) and DP-EM's on the d' = min(pca_components, d) PCA features."""
+    it runs: `dp_pca`'s (`centring`) and DP-EM's on the d' = min(pca_components, d) PCA features (`secret`: a
+    release's, with their discrete samplers)."""
     kept = kept_components(params.pca_components, dimension)
     em = dp_em_records(
-        params.em_components, params.em_iters, params.sigma_em, kept, account_initial_step=params.account_em_init
+        params.em_components,
+        params.em_iters,
+        params.sigma_em,
+        kept,
+        account_initial_step=params.account_em_init,
+        secret=secret,
     )
-    return (*dp_pca_records(params.sigma_pca, **centring(params, dimension)), *em)
+    pca = dp_pca_records(params.sigma_pca, **centring(params, dimension), dimension=dimension if secret else None)
+    return (*pca, *em)
 
 
 def sgd_record(sigma: float, schedule: Any, clip: float, steps: int | None = None) -> Mechanism:
@@ -213,7 +221,7 @@ def planned_p3gm_ledger(params: Any, spec: RunSpec, n: int, dimension: int) -> L
 
     schedule = Schedule(params.batching, n, params.batch_size, params.epochs)
     check_private(params, spec.variant, schedule.steps)
-    encoding = encoding_records(params, dimension)
+    encoding = encoding_records(params, dimension, randomness.is_secret(spec))
     sigma, notes = run_sgd_sigma(params, encoding, schedule, spec.delta, spec.epsilon)
     sgd = (sgd_record(sigma, schedule, params.clip),) if schedule.steps else ()
     return run_ledger(params, (*encoding, *sgd), spec.delta, spec.epsilon, notes)

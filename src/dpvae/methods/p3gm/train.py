@@ -91,12 +91,19 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
 
     name, epsilon = ctx.spec.method, (lambda _: spent()) if private else None
     phases = Progress(f"{name} encoding (DP-PCA, DP-EM)", 2, "phases", epsilon=epsilon)
-    pca = dp_pca(vectors, p.pca_components, p.sigma_pca, ctx.rng("dp-pca"), **centring(p, d))
+    secret = randomness.is_secret(ctx.spec)  # a release: its statistics' noise from the discrete samplers
+    pca = dp_pca(vectors, p.pca_components, p.sigma_pca, ctx.rng("dp-pca"), **centring(p, d), secret=secret)
     encoding = tuple(pca.mechanisms)
     phases.advance()
     features = pca.transform(vectors)
     gmm = dp_em_diagonal_gmm(
-        features, p.em_components, p.em_iters, p.sigma_em, ctx.rng("dp-em"), account_initial_step=p.account_em_init
+        features,
+        p.em_components,
+        p.em_iters,
+        p.sigma_em,
+        ctx.rng("dp-em"),
+        account_initial_step=p.account_em_init,
+        secret=secret,
     )
     encoding = (*pca.mechanisms, *gmm.mechanisms)
     phases.advance()
