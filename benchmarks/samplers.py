@@ -1,4 +1,4 @@
-"""Seconds a release's exact discrete samplers (`dpvae.samplers`, OpenDP) add over the seeded floating-point draws,
+"""Seconds a release's exact discrete samplers (`dpvae.samplers`) add over the seeded floating-point draws,
 at the papers' sizes, against the recorded wall time of a paper-scale run of the method (issue 62 Build 5: at most 5 %).
 
     python benchmarks/samplers.py [--device cpu|cuda] [--repeats 3] [--cases privbayes-adult domain-estimate ...]
@@ -9,7 +9,9 @@ Prints the device (`# device=cpu name=... cores=2`), then one line per case:
 `draws`: noise draws of one run; `float_s` / `exact_s`: median seconds of the statistic's release (the same code,
 `secret` off and on); `run_s`: the fastest recorded paper-scale training of the method on that dataset on the same
 kind of device (`reproductions/<paper>.csv` `wall_s`; none recorded: `nan`); `added_pct` = 100·added_s / run_s.
-The samplers run on the host whatever `--device` (OpenDP draws on the CPU; DP-MERF's sum is rounded on the host).
+The samplers run on the host whatever `--device` (DP-MERF's sum is rounded on the host). First, per kind, the
+microseconds a draw of `dpvae.samplers` and of OpenDP 0.14.1's samplers (`make_laplace` / `make_gaussian` on i64)
+take: `sampler=dpvae kind=gaussian scale=229197 us_per_draw=0.9`.
 
 Cases (the sizes of the papers' runs):
 * `privbayes-adult`: PrivBayes' d − k noisy (k+1)-way count tables on Adult (43,957 records; 6 numeric columns in
@@ -153,6 +155,25 @@ BUILDERS = {
 }
 
 
+def draw_rates(draws: int) -> None:
+    """µs per draw of this module's exact samplers and of OpenDP's, at a count's and a grid's scale."""
+    import opendp.prelude as dp
+
+    from dpvae import samplers
+
+    dp.enable_features("contrib")
+    for kind, scale in (("laplace", 0.4444), ("gaussian", 9.97), ("gaussian", 229_196.97)):
+        metric = (dp.l1_distance if kind == "laplace" else dp.l2_distance)(T="i64")
+        make = dp.m.make_laplace if kind == "laplace" else dp.m.make_gaussian
+        opendp = make(dp.vector_domain(dp.atom_domain(T="i64")), metric, scale=scale)
+        for name, draw in (
+            ("dpvae", lambda: samplers._exact(kind, draws, scale)),
+            ("opendp", lambda: opendp([0] * draws)),
+        ):
+            seconds = median_seconds(draw, 3)
+            print(f"sampler={name} kind={kind} scale={scale:g} us_per_draw={1e6 * seconds / draws:.2f}", flush=True)
+
+
 def median_seconds(call: Callable[[], object], repeats: int) -> float:
     times = []
     for _ in range(repeats):
@@ -171,9 +192,10 @@ def main() -> None:
     args = parser.parse_args()
     kind = "cuda" if str(args.device).startswith("cuda") else "cpu"
     print(f"# device={kind} name={device_name(args.device)} cores={len(os.sched_getaffinity(0))}", flush=True)
+    draw_rates(2000 if args.quick else 20000)
     for case in args.cases:
         draws, release = BUILDERS[case](args.quick)
-        release(True)  # the first call imports OpenDP
+        release(True)  # warm
         plain = median_seconds(lambda: release(False), args.repeats)
         exact = median_seconds(lambda: release(True), args.repeats)
         run = recorded_run_seconds(case, kind)

@@ -1,33 +1,37 @@
 """The noise of directly released statistics: seeded floating-point draws, or exact discrete samplers in a release.
 
 A replication run (seeded) draws Laplace and Gaussian noise in floating point from its `numpy.random.Generator`, as
-it always has (its recorded results repeat byte for byte). A release (`randomness.is_secret`) adds integer noise
-from OpenDP's exact samplers, which draw from the operating system's entropy (the generator is not used), to an
-integer statistic, so that no low-order bit of a released value depends on anything but that integer sum
-(Mironov 2012; Jin et al. 2022):
+it always has (its recorded results repeat byte for byte). A release (`randomness.is_secret`) adds integer noise to
+an integer statistic, so that no low-order bit of a released value depends on anything but that integer sum
+(Mironov 2012; Jin et al. 2022). The noise comes from Canonne, Kamath & Steinke's exact samplers (NeurIPS 2020,
+Algorithms 1-3: Bernoulli(exp(−γ)) for rational γ by von Neumann's series, the discrete Laplace, the discrete
+Gaussian by rejection from it), here in vectorised int64 arithmetic (Python integers for the far tail) on uniform
+integers drawn from `os.urandom`; the generator is not used. OpenDP's own samplers (the tests' reference) take
+15-50 µs a draw, over 5 % of a PrivBayes or P3GM run on the papers' data.
 
-* **counts** (integer statistics): discrete Laplace with the same scale b (ε = Δ/b, as the continuous mechanism)
-  or discrete Gaussian with the same σ (Canonne, Kamath & Steinke 2020, Thm. 14: ½(Δ/σ)²-zCDP, so the RDP curve
-  α·Δ²/(2σ²) the ledgers use is unchanged);
+* **counts** (integer statistics): discrete Laplace with scale b' ≥ b (b rounded up to a multiple of 2^-20: ε ≤ Δ/b,
+  as the continuous mechanism) or discrete Gaussian with σ' ≥ σ (σ² rounded up to c·t/L, `_gaussian_parameters`;
+  CKS Thm. 14: ½(Δ/σ)²-zCDP, so the RDP curve α·Δ²/(2σ²) the ledgers use still bounds it);
 * **real-valued sums**: the statistic v ∈ R^M is rounded to the grid γ = 2^-k (q = round(v/γ)). Every coordinate
-  moves by at most 1/2 in rounding, so for neighbours ‖q − q'‖₂ ≤ ‖v − v'‖₂/γ + √M (OpenDP's own bound for its
-  float Gaussian) under either adjacency: the integer sensitivity is Δ_int = Δ/γ + √M, Δ the mechanism's recorded
+  moves by at most 1/2 in rounding, so for neighbours ‖q − q'‖₂ ≤ ‖v − v'‖₂/γ + √M (OpenDP's bound for its float
+  Gaussian) under either adjacency: the integer sensitivity is Δ_int = Δ/γ + √M, Δ the mechanism's recorded
   sensitivity. The discrete Gaussian's σ on the grid is the multiplier times Δ_int, so the noise is raised by the
-  rounding's share (at most `ROUNDING_SHARE`) and the ledger's multiplier σ/Δ still bounds std/sensitivity under
-  every adjacency whose sensitivity is ≥ Δ (the recorded values are the smallest of each mechanism). γ·(q + Y) is
-  exact in float64 while |q + Y| < 2^53 (checked).
+  rounding's share (γ√M/Δ: at most `ROUNDING_SHARE`, unless σ on that grid would pass `MAX_SCALE`) and the ledger's
+  multiplier σ/Δ still bounds std/sensitivity under every adjacency whose sensitivity is ≥ Δ (the recorded values
+  are the smallest of each mechanism). γ·(q + Y) is exact in float64 while |q + Y| < 2^53 (checked).
 
 What a release used is a `Sampler` in the mechanism's ledger record (`Mechanism.sampler`): the sampler, the grid,
-the sensitivity and the noise scale on the integer scale. The statistic itself is computed in floating point as
-before (its rounding error is part of the statistic, as for every mechanism here).
+the sensitivity and the noise scale (a lower bound of the one drawn) on the integer scale. The statistic itself is
+computed in floating point as before (its rounding error is part of the statistic, as for every mechanism here).
 """
 
 from __future__ import annotations
 
 import math
 import os
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 from typing import Any, Literal
 
 import numpy as np
@@ -35,10 +39,13 @@ import numpy as np
 Kind = Literal["discrete Laplace", "discrete Gaussian"]
 #: the largest share by which rounding to the grid may raise the sensitivity (and so the noise): 2^-10
 ROUNDING_SHARE = 2.0**-10
-#: where the samplers come from (`envs/requirements.txt` pins the version)
-SOURCE = "OpenDP make_laplace / make_gaussian on i64 vectors (exact samplers, OS entropy)"
+#: how the samplers draw
+SOURCE = "Canonne-Kamath-Steinke 2020 exact samplers (Alg. 1-3), int64 arithmetic, os.urandom"
+#: the largest discrete Gaussian σ on a grid: a finer grid is not taken where σ on it would pass this
+MAX_SCALE = 2.0**24
 _EXACT = 2.0**53  # float64 holds every integer below this
-CHUNK = 8192  # draws per OpenDP call when a release's draws are spread over the cores
+_LAPLACE_DENOMINATOR = 2**20  # a discrete Laplace scale is rounded up to a multiple of 2^-20
+_GAUSSIAN_LIFT = 20  # at most 2^20: the denominator L of σ'²/t = c/L (`_gaussian_parameters`)
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,8 @@ def gaussian_sampler(
         sampler = Sampler("discrete Gaussian", 1.0, float(sensitivity), multiplier * sensitivity)
     else:
         grid = grid_for(sensitivity, entries)
+        while multiplier * (sensitivity / grid + math.sqrt(entries)) > MAX_SCALE and sensitivity / grid > 1:
+            grid *= 2  # a larger rounding share, σ on the grid within the exact sampler's range
         on_grid = sensitivity / grid + math.sqrt(entries)
         sampler = Sampler("discrete Gaussian", grid, on_grid, multiplier * on_grid)
     return sampler if under is None else restated(sampler, sensitivity, under)
@@ -98,10 +107,10 @@ def restated(sampler: Sampler, sensitivity: float, under: float) -> Sampler:
 
 
 def laplace_noise(shape: tuple[int, ...], scale: float, *, secret: bool, rng: np.random.Generator) -> np.ndarray:
-    """Laplace(`scale`) noise for counts: `rng`'s float draw (seeded), OpenDP's discrete Laplace (secret)."""
+    """Laplace(`scale`) noise for counts: `rng`'s float draw (seeded), the exact discrete Laplace (secret)."""
     if not secret:
         return rng.laplace(0.0, scale, size=shape)
-    return _opendp("laplace", math.prod(shape), scale).reshape(shape).astype(np.float64)
+    return _exact("laplace", math.prod(shape), scale).reshape(shape).astype(np.float64)
 
 
 def gaussian_noise(
@@ -112,7 +121,7 @@ def gaussian_noise(
     if not secret:
         assert rng is not None, "a seeded draw needs its generator"
         return rng.normal(0.0, 1.0, size=shape) * std
-    return grid * _opendp("gaussian", math.prod(shape), std / grid).reshape(shape).astype(np.float64)
+    return grid * _exact("gaussian", math.prod(shape), std / grid).reshape(shape).astype(np.float64)
 
 
 def laplace(
@@ -145,7 +154,7 @@ def gaussian(
     sampler = gaussian_sampler(multiplier, sensitivity, values.size if entries is None else entries, integer)
     counts = on_grid(values, sampler.grid)
     _check_integers(counts, sampler.scale)
-    return sampler.grid * (counts + _opendp("gaussian", values.size, sampler.scale).reshape(values.shape))
+    return sampler.grid * (counts + _exact("gaussian", values.size, sampler.scale).reshape(values.shape))
 
 
 def on_grid(values: np.ndarray, grid: float) -> np.ndarray:
@@ -162,26 +171,164 @@ def _check_integers(counts: np.ndarray, scale: float) -> None:
         raise ValueError(f"the statistic on its grid reaches {np.abs(counts).max():.3g}: too large for exact noise")
 
 
-def _opendp(kind: str, size: int, scale: float) -> np.ndarray:
-    """`size` draws of OpenDP's discrete Laplace or Gaussian of `scale` around 0 (int64; zeros at scale 0, no noise),
-    in chunks of `CHUNK` on a thread per core (OpenDP's exact samplers take 10-50 µs a draw; its ctypes calls release
-    the GIL, and the draws are independent whichever thread makes them)."""
+# -- the exact samplers: Canonne, Kamath & Steinke (2020), Algorithms 1-3, in int64 arithmetic on OS entropy ---------
+
+
+def _exact(kind: str, size: int, scale: float) -> np.ndarray:
+    """`size` draws (int64) of the discrete Laplace of scale ≥ `scale` (rounded up to a multiple of 2^-20) or the
+    discrete Gaussian of σ ≥ `scale` (σ² rounded up to c·t/L, `_gaussian_parameters`); zeros at scale 0 (no noise)."""
     if size == 0 or scale == 0:
         return np.zeros(size, dtype=np.int64)
-    import opendp.prelude as dp
+    if kind == "laplace":
+        return _discrete_laplace(size, math.ceil(Fraction(scale) * _LAPLACE_DENOMINATOR), _LAPLACE_DENOMINATOR)
+    return _discrete_gaussian(size, *_gaussian_parameters(scale))
 
-    dp.enable_features("contrib")
-    laplace = kind == "laplace"
-    metric = (dp.l1_distance if laplace else dp.l2_distance)(T="i64")
-    make = dp.m.make_laplace if laplace else dp.m.make_gaussian
 
-    def draws(n: int) -> np.ndarray:  # a measurement per call: nothing shared between threads
-        measurement = make(dp.vector_domain(dp.atom_domain(T="i64")), metric, scale=float(scale))
-        return np.asarray(measurement([0] * n), dtype=np.int64)
+def _uniform_below(high: np.ndarray) -> np.ndarray:
+    """Exact uniform integers in [0, high) elementwise (1 ≤ high < 2^62), from `os.urandom`: 64-bit words, rejected
+    at or above the largest multiple of `high` below 2^64, then reduced mod `high`."""
+    high = np.asarray(high, dtype=np.uint64)
+    if high.size and (int(high.min()) < 1 or int(high.max()) >= 2**62):
+        raise ValueError("uniform draws need 1 <= high < 2^62")
+    limit = (np.uint64(2**64 - 1) // high) * high
+    words = _ENTROPY.words(high.size)
+    kept = words < limit
+    if kept.all():  # the rule: a rejection happens with probability below high / 2^64
+        return (words % high).astype(np.int64)
+    out = np.where(kept, words % high, 0)
+    missing = np.flatnonzero(~kept)
+    out[missing] = _uniform_below(high[missing])
+    return out.astype(np.int64)
 
-    chunks = [min(CHUNK, size - start) for start in range(0, size, CHUNK)]
-    workers = min(len(chunks), len(os.sched_getaffinity(0)))
-    if workers == 1:
-        return draws(size)
-    with ThreadPoolExecutor(workers) as pool:
-        return np.concatenate(list(pool.map(draws, chunks)))
+
+class _Entropy:
+    """64-bit words from `os.urandom`, read a block at a time (one system call per 1 MiB, not per draw); a forked
+    process (the warm worker's jobs) drops what its parent had read, so that no two processes share a word."""
+
+    BLOCK = 2**17  # words
+
+    def __init__(self) -> None:
+        self.buffer, self.used, self.pid = np.zeros(0, dtype=np.uint64), 0, os.getpid()
+
+    def words(self, n: int) -> np.ndarray:
+        if self.pid != os.getpid():
+            self.buffer, self.used, self.pid = np.zeros(0, dtype=np.uint64), 0, os.getpid()
+        if self.used + n > self.buffer.size:
+            fresh = np.frombuffer(os.urandom(8 * max(n, self.BLOCK)), dtype=np.uint64)
+            self.buffer, self.used = np.concatenate([self.buffer[self.used :], fresh]), 0
+        out = self.buffer[self.used : self.used + n]
+        self.used += n
+        return out
+
+
+_ENTROPY = _Entropy()
+
+
+def _bernoulli_exp_fraction(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """Bernoulli(exp(−γ)) for γ = numerator/denominator in [0, 1] (CKS Alg. 1, von Neumann): K ← 1; while
+    Bernoulli(γ/K) succeeds, K ← K + 1; true where K is odd."""
+    k = np.ones(numerator.shape, dtype=np.int64)
+    todo = np.arange(numerator.size)
+    certain = numerator == denominator  # γ = 1: the first Bernoulli(γ/1) succeeds
+    k[certain] = 2
+    while todo.size:
+        if int(k[todo].max()) * int(denominator[todo].max()) >= 2**62:
+            raise RuntimeError("the exact Bernoulli's denominator left int64")  # K ≥ 2^12: probability < 1/4096!
+        success = _uniform_below(denominator[todo] * k[todo]) < numerator[todo]
+        k[todo[success]] += 1
+        todo = todo[success]
+    return k % 2 == 1
+
+
+def _bernoulli_exp(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """Bernoulli(exp(−γ)) for rational γ = numerator/denominator ≥ 0 (CKS Alg. 1): ⌊γ⌋ draws of Bernoulli(e^-1), all
+    of which must succeed, then Bernoulli(exp(−(γ − ⌊γ⌋)))."""
+    whole, rest = np.divmod(numerator, denominator)
+    out = np.ones(numerator.shape, dtype=bool)
+    todo = np.flatnonzero(whole > 0)
+    while todo.size:
+        ones = np.ones(todo.size, dtype=np.int64)
+        out[todo] = _bernoulli_exp_fraction(ones, ones)
+        whole[todo] -= 1
+        todo = todo[out[todo] & (whole[todo] > 0)]
+    todo = np.flatnonzero(out)
+    out[todo] = _bernoulli_exp_fraction(rest[todo], denominator[todo])
+    return out
+
+
+def _geometric_exp_one(size: int) -> np.ndarray:
+    """V: the successes of Bernoulli(e^-1) before its first failure (P(V ≥ v) = e^-v)."""
+    v = np.zeros(size, dtype=np.int64)
+    todo = np.arange(size)
+    while todo.size:
+        ones = np.ones(todo.size, dtype=np.int64)
+        success = _bernoulli_exp_fraction(ones, ones)
+        v[todo[success]] += 1
+        todo = todo[success]
+    return v
+
+
+def _discrete_laplace(size: int, t: int, s: int) -> np.ndarray:
+    """`size` draws of the discrete Laplace of scale t/s, P(z) ∝ exp(−|z|·s/t) (CKS Alg. 2)."""
+    out, todo = np.empty(size, dtype=np.int64), np.arange(size)
+    while todo.size:
+        n = todo.size
+        scale = np.full(n, t, dtype=np.int64)
+        u = _uniform_below(scale)
+        keep = _bernoulli_exp_fraction(u, scale)
+        v = _geometric_exp_one(n)
+        if int(v.max()) >= (2**62 - t) // t:
+            raise RuntimeError("the exact discrete Laplace left int64")  # V ≥ 2^62/t: probability exp(−2^62/t)
+        y = (u + t * v) // s
+        negative = _uniform_below(np.full(n, 2, dtype=np.int64)) == 1
+        keep &= ~(negative & (y == 0))
+        out[todo[keep]] = np.where(negative, -y, y)[keep]
+        todo = todo[~keep]
+    return out
+
+
+def _gaussian_parameters(sigma: float) -> tuple[int, int, int]:
+    """(t, c, L) with σ'² = c·t/L ≥ σ²: t = ⌊σ⌋ + 1 (CKS's Laplace scale), L = 2^j so that |Y|·L stays below 2^31
+    up to |Y| = 64·t, c = ⌈σ²·L/t⌉; then σ'²/t = c/L and the acceptance exponent (|Y|·L − c)² / (2·c·t·L) is a ratio
+    of int64s (its denominator times von Neumann's K < 64 too)."""
+    t = math.floor(sigma) + 1
+    lift = 2 ** max(0, min(_GAUSSIAN_LIFT, 25 - t.bit_length()))
+    c = math.ceil(Fraction(sigma) ** 2 * lift / t)
+    if 2 * c * t * lift * 64 >= 2**62 or c >= 2**31:
+        raise ValueError(f"the exact discrete Gaussian takes σ below about 2^27, got {sigma:.3g}")
+    return t, c, lift
+
+
+def _discrete_gaussian(size: int, t: int, c: int, lift: int) -> np.ndarray:
+    """`size` draws of the discrete Gaussian of σ² = c·t/L (CKS Alg. 3): Y ~ DLap(t), accepted with probability
+    exp(−(|Y| − σ²/t)²/(2σ²)); an |Y|·L beyond int64's safe range (probability < e^-64) is handled in Python ints."""
+    out, todo = np.empty(size, dtype=np.int64), np.arange(size)
+    denominator = 2 * c * t * lift
+    while todo.size:
+        y = _discrete_laplace(todo.size, t, 1)
+        far = np.abs(y) >= 2**31 // lift
+        gap = np.abs(np.where(far, 0, y)) * lift - c
+        keep = _bernoulli_exp(gap * gap, np.full(y.size, denominator, dtype=np.int64))
+        for i in np.flatnonzero(far):
+            keep[i] = _bernoulli_exp_big((abs(int(y[i])) * lift - c) ** 2, denominator)
+        out[todo[keep]] = y[keep]
+        todo = todo[~keep]
+    return out
+
+
+def _bernoulli_exp_big(numerator: int, denominator: int) -> bool:
+    """Bernoulli(exp(−numerator/denominator)) in Python integers (CKS Alg. 1, `secrets`): the rare far tail."""
+    import secrets
+
+    whole, rest = divmod(numerator, denominator)
+    for _ in range(whole):
+        if not _von_neumann_big(1, 1, secrets.randbelow):
+            return False
+    return _von_neumann_big(rest, denominator, secrets.randbelow)
+
+
+def _von_neumann_big(numerator: int, denominator: int, below: Callable[[int], int]) -> bool:
+    k = 1
+    while below(denominator * k) < numerator:
+        k += 1
+    return k % 2 == 1

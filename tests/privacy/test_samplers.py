@@ -1,15 +1,18 @@
 """The noise of directly released statistics (`dpvae.samplers`): a replication run's draws are the floating-point ones
-it always made; a release's are OpenDP's exact discrete samplers on integer statistics, rounded to a grid whose
-sensitivity includes the rounding (checked on adversarial neighbours, and against OpenDP's own privacy map, each
-also on a planted bug that leaves the rounding out); the ledger names the sampler only in a release."""
+it always made; a release's come from exact discrete samplers (their draws fit the exact probabilities, which rounded
+floating-point draws fail) on integer statistics, rounded to a grid whose sensitivity includes the rounding (checked
+on adversarial neighbours, and against OpenDP's own privacy map, each also on a planted bug that leaves the rounding
+out); the ledger names the sampler only in a release."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.stats import chisquare
 
 from dpvae import samplers
 from dpvae.data import domain
@@ -49,13 +52,55 @@ def test_a_release_adds_integers_on_the_grid_from_os_entropy_not_the_generator()
         samplers.laplace(counts + 0.5, 2.0, 1.0, secret=True, rng=rng)
 
 
-def test_the_discrete_noise_has_the_stated_scale() -> None:
-    draws = 20_000
-    laplace = samplers.laplace_noise((draws,), 3.0, secret=True, rng=np.random.default_rng(0))
-    p = math.exp(-1 / 3.0)  # discrete Laplace: variance 2p / (1 - p)²
-    assert abs(laplace.std() / math.sqrt(2 * p / (1 - p) ** 2) - 1) < 0.05
-    gaussian = samplers.gaussian_noise((draws,), 5.0, secret=True, rng=np.random.default_rng(0))
-    assert abs(gaussian.std() / 5.0 - 1) < 0.05 and abs(gaussian.mean()) < 0.2
+def _laplace_pmf(scale: float) -> Callable[[np.ndarray], np.ndarray]:
+    p = math.exp(-1 / (math.ceil(scale * 2**20) / 2**20))  # the scale as drawn: rounded up to a multiple of 2^-20
+    return lambda z: (1 - p) / (1 + p) * p ** np.abs(z)
+
+
+def _gaussian_pmf(sigma: float) -> Callable[[np.ndarray], np.ndarray]:
+    t, c, lift = samplers._gaussian_parameters(sigma)
+    variance = c * t / lift  # σ'² ≥ σ²
+    assert sigma**2 <= variance <= sigma**2 * (1 + 1e-4) + 1e-6 * t
+    support = np.arange(-int(60 * sigma) - 60, int(60 * sigma) + 61)
+    total = np.exp(-(support**2) / (2 * variance)).sum()
+    return lambda z: np.exp(-(z**2) / (2 * variance)) / total
+
+
+def _fits(draws: np.ndarray, pmf: Callable[[np.ndarray], np.ndarray]) -> bool:
+    """A chi-square test of the draws against the exact pmf (cells with >= 20 expected draws, the tails pooled) at
+    the 1e-5 level."""
+    values = np.arange(draws.min() - 1, draws.max() + 2)
+    expected = pmf(values) * draws.size
+    inner = expected >= 20
+    observed = np.array([np.sum(draws == v) for v in values[inner]] + [np.sum(~np.isin(draws, values[inner]))])
+    wanted = np.append(expected[inner], draws.size - expected[inner].sum())
+    return chisquare(observed, wanted * observed.sum() / wanted.sum()).pvalue > 1e-5
+
+
+@pytest.mark.parametrize("scale", [0.45, 0.7, 3.0])
+def test_the_discrete_laplace_is_exact(scale: float) -> None:
+    draws = samplers.laplace_noise((100_000,), scale, secret=True, rng=np.random.default_rng(0)).astype(np.int64)
+    assert _fits(draws, _laplace_pmf(scale))
+    planted = np.rint(np.random.default_rng(0).laplace(0.0, scale, 100_000)).astype(np.int64)  # rounded floats
+    assert not _fits(planted, _laplace_pmf(scale))
+
+
+@pytest.mark.parametrize("sigma", [0.9, 4.2, 9.97])
+def test_the_discrete_gaussian_is_exact(sigma: float) -> None:
+    draws = samplers.gaussian_noise((100_000,), sigma, secret=True, rng=None).astype(np.int64)
+    assert _fits(draws, _gaussian_pmf(sigma))
+    planted = np.rint(np.random.default_rng(0).normal(0.0, sigma * 1.02, 100_000)).astype(np.int64)
+    assert not _fits(planted, _gaussian_pmf(sigma))
+
+
+def test_large_scales_keep_their_spread() -> None:
+    """On a grid σ is large (10^5-10^7): the draws' standard deviation is σ (a cheap check; the exactness of the
+    algorithm does not depend on σ's size, only its int64 range, which `_gaussian_parameters` guards)."""
+    for sigma in (229_196.97, 2.6e6, samplers.MAX_SCALE):
+        draws = samplers.gaussian_noise((40_000,), sigma, secret=True, rng=None)
+        assert abs(draws.std() / sigma - 1) < 0.03 and abs(draws.mean()) < 0.05 * sigma
+    with pytest.raises(ValueError, match="below about"):
+        samplers.gaussian_noise((1,), 2.0**40, secret=True, rng=None)
 
 
 def _worst_excess(integer_sensitivity, trials: int = 300) -> float:
