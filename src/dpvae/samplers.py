@@ -52,7 +52,8 @@ _GAUSSIAN_LIFT = 20  # at most 2^20: the denominator L of σ'²/t = c/L (`_gauss
 class Sampler:
     """How one mechanism's noise was drawn in a release: `kind`, the grid γ (1 for counts), the `sensitivity` on
     the integer scale (L1 for Laplace, L2 for Gaussian; the mechanism's recorded adjacency, rounding included) and
-    the noise `scale` there (Laplace b, Gaussian σ)."""
+    the noise `scale` there (Laplace b, Gaussian σ; the one drawn is this rounded up to what the sampler takes
+    exactly, `_exact`)."""
 
     kind: Kind
     grid: float
@@ -106,11 +107,34 @@ def restated(sampler: Sampler, sensitivity: float, under: float) -> Sampler:
     return Sampler(sampler.kind, sampler.grid, under / sampler.grid + rounding, sampler.scale)
 
 
-def laplace_noise(shape: tuple[int, ...], scale: float, *, secret: bool, rng: np.random.Generator) -> np.ndarray:
-    """Laplace(`scale`) noise for counts: `rng`'s float draw (seeded), the exact discrete Laplace (secret)."""
+def laplace_noise(
+    shape: tuple[int, ...], scale: float, *, secret: bool, rng: np.random.Generator, pool: Pool | None = None
+) -> np.ndarray:
+    """Laplace(`scale`) noise for counts: `rng`'s float draw (seeded), the exact discrete Laplace (secret; from
+    `pool` where the caller drew its releases' noise in one go)."""
     if not secret:
         return rng.laplace(0.0, scale, size=shape)
+    if pool is not None:
+        return pool.take(shape, scale)
     return _exact("laplace", math.prod(shape), scale).reshape(shape).astype(np.float64)
+
+
+class Pool:
+    """Exact draws of one kind and scale made in one call and handed out in order: a release made of many small
+    statistics (PrivBayes' tables) pays the samplers' per-call cost once. Draws are independent whichever release
+    takes them; a pool that runs short draws more."""
+
+    def __init__(self, kind: str, scale: float, size: int) -> None:
+        self.kind, self.scale, self.draws = kind, scale, _exact(kind, size, scale)
+
+    def take(self, shape: tuple[int, ...], scale: float) -> np.ndarray:
+        if scale != self.scale:
+            raise ValueError(f"a pool of scale {self.scale} cannot serve scale {scale}")
+        n = math.prod(shape)
+        if n > self.draws.size:
+            self.draws = np.concatenate([self.draws, _exact(self.kind, n - self.draws.size, self.scale)])
+        out, self.draws = self.draws[:n], self.draws[n:]
+        return out.reshape(shape).astype(np.float64)
 
 
 def gaussian_noise(
@@ -187,9 +211,7 @@ def _exact(kind: str, size: int, scale: float) -> np.ndarray:
 def _uniform_below(high: np.ndarray) -> np.ndarray:
     """Exact uniform integers in [0, high) elementwise (1 ≤ high < 2^62), from `os.urandom`: 64-bit words, rejected
     at or above the largest multiple of `high` below 2^64, then reduced mod `high`."""
-    high = np.asarray(high, dtype=np.uint64)
-    if high.size and (int(high.min()) < 1 or int(high.max()) >= 2**62):
-        raise ValueError("uniform draws need 1 <= high < 2^62")
+    high = high.astype(np.uint64)  # the callers keep 1 <= high < 2^62
     limit = (np.uint64(2**64 - 1) // high) * high
     words = _ENTROPY.words(high.size)
     kept = words < limit
@@ -227,16 +249,16 @@ _ENTROPY = _Entropy()
 def _bernoulli_exp_fraction(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     """Bernoulli(exp(−γ)) for γ = numerator/denominator in [0, 1] (CKS Alg. 1, von Neumann): K ← 1; while
     Bernoulli(γ/K) succeeds, K ← K + 1; true where K is odd."""
-    k = np.ones(numerator.shape, dtype=np.int64)
+    k = np.where(numerator == denominator, 2, 1)  # γ = 1: the first Bernoulli(γ/1) succeeds
     todo = np.arange(numerator.size)
-    certain = numerator == denominator  # γ = 1: the first Bernoulli(γ/1) succeeds
-    k[certain] = 2
+    rounds = 2**62 // int(denominator.max(initial=1)) - 2  # K·denominator stays below 2^62
     while todo.size:
-        if int(k[todo].max()) * int(denominator[todo].max()) >= 2**62:
-            raise RuntimeError("the exact Bernoulli's denominator left int64")  # K ≥ 2^12: probability < 1/4096!
+        rounds -= 1
+        if rounds < 0:
+            raise RuntimeError("the exact Bernoulli's denominator left int64")  # K ≥ 2^12 at most: p < 1/4096!
         success = _uniform_below(denominator[todo] * k[todo]) < numerator[todo]
-        k[todo[success]] += 1
         todo = todo[success]
+        k[todo] += 1
     return k % 2 == 1
 
 

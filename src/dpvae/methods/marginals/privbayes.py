@@ -147,16 +147,17 @@ def noisy_counts(
     scale: float,
     rng: np.random.Generator,
     secret: bool = False,
+    pool: samplers.Pool | None = None,
 ) -> np.ndarray:
-    """Counts of the joint values of `columns` + Laplace(scale) noise (discrete in a release, `secret`), negatives
-    set to 0; shape = their sizes."""
+    """Counts of the joint values of `columns` + Laplace(scale) noise (discrete in a release, `secret`, from `pool`
+    if given), negatives set to 0; shape = their sizes."""
     combined, total = combine(codes, columns, sizes)
     counts = np.bincount(combined, minlength=total).astype(np.float64)
     if scale > 0:
         counts = canaries.release(
             counts,
             scale,
-            lambda shape, b: samplers.laplace_noise(shape, b, secret=secret, rng=rng),  # L1 sensitivity 1
+            lambda shape, b: samplers.laplace_noise(shape, b, secret=secret, rng=rng, pool=pool),  # L1 sensitivity 1
             sensitivity=1.0,
             name="PrivBayes conditionals",
         )
@@ -180,7 +181,11 @@ def noisy_conditionals(
     k = len(network[-1][1])
     scale = (d - k) / epsilon if epsilon else 0.0
     first = (root, *[child for child, _ in network[:k]])
-    joint = noisy_counts(codes, first, sizes, scale, rng, secret)  # [sizes of root, c1, ..., ck]
+    pool = None
+    if secret and scale > 0:  # every table's noise in one draw (the exact sampler's per-call cost paid once)
+        cells = [first] + [(*parents, child) for child, parents in network[k:]]
+        pool = samplers.Pool("laplace", scale, sum(int(np.prod(sizes[list(c)])) for c in cells))
+    joint = noisy_counts(codes, first, sizes, scale, rng, secret, pool)  # [sizes of root, c1, ..., ck]
     tables = [_normalise_rows(joint.sum(axis=tuple(range(1, k + 1))).reshape(1, -1))]
     for index, (child, parents) in enumerate(network):
         if index <= k - 1:
@@ -191,7 +196,7 @@ def noisy_conditionals(
             remaining = [a for a in range(k + 1) if a not in drop]
             counts = np.transpose(counts, [remaining.index(a) for a in keep])
         else:
-            counts = noisy_counts(codes, (*parents, child), sizes, scale, rng, secret)
+            counts = noisy_counts(codes, (*parents, child), sizes, scale, rng, secret, pool)
         tables.append(_normalise_rows(counts.reshape(-1, int(sizes[child]))))
     return tables, scale
 
