@@ -126,7 +126,7 @@ def dp_merf_mnist(quick: bool) -> tuple[int, Callable[[bool], object]]:
 
     def release(secret: bool) -> object:
         if secret:
-            return _exact_release(total, 5.0, 60000)
+            return _exact_release(total, 5.0, 60000, np.random.default_rng(2))
         return total / 60000 + 2 * 5.0 / 60000 * torch.randn(total.shape, generator=generator)
 
     return total.numel(), release
@@ -170,7 +170,7 @@ def draw_rates(draws: int) -> None:
         make = dp.m.make_laplace if kind == "laplace" else dp.m.make_gaussian
         opendp = make(dp.vector_domain(dp.atom_domain(T="i64")), metric, scale=scale)
         for name, draw in (
-            ("dpvae", lambda: samplers._exact(kind, draws, scale)),
+            ("dpvae", lambda: samplers._exact(kind, draws, scale, np.random.default_rng(0))),
             ("opendp", lambda: opendp([0] * draws)),
         ):
             seconds = median_seconds(draw, 3)

@@ -6,8 +6,10 @@ an integer statistic, so that no low-order bit of a released value depends on an
 (Mironov 2012; Jin et al. 2022). The noise comes from Canonne, Kamath & Steinke's exact samplers (NeurIPS 2020,
 Algorithms 1-3: Bernoulli(exp(−γ)) for rational γ by von Neumann's series, the discrete Laplace, the discrete
 Gaussian by rejection from it), here in vectorised int64 arithmetic (Python integers for the far tail) on uniform
-integers drawn from `os.urandom`; the generator is not used. OpenDP's own samplers (the tests' reference) take
-15-50 µs a draw, over 5 % of a PrivBayes or P3GM run on the papers' data.
+integers from the mechanism's generator (numpy's bounded integers are exact): in a release that generator is one
+of the run's secret streams (`dpvae.randomness`: keyed by the key that is never written, so a `--seed-file` release
+repeats and a planted leak of the key is caught by the replay adversary). OpenDP's own samplers, which read the OS's
+entropy (the tests' reference), take 15-50 µs a draw: over 5 % of a PrivBayes or P3GM run on the papers' data.
 
 * **counts** (integer statistics): discrete Laplace with scale b' ≥ b (b rounded up to a multiple of 2^-20: ε ≤ Δ/b,
   as the continuous mechanism) or discrete Gaussian with σ' ≥ σ (σ² rounded up to c·t/L, `_gaussian_parameters`;
@@ -28,8 +30,6 @@ computed in floating point as before (its rounding error is part of the statisti
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any, Literal
@@ -40,7 +40,7 @@ Kind = Literal["discrete Laplace", "discrete Gaussian"]
 #: the largest share by which rounding to the grid may raise the sensitivity (and so the noise): 2^-10
 ROUNDING_SHARE = 2.0**-10
 #: how the samplers draw
-SOURCE = "Canonne-Kamath-Steinke 2020 exact samplers (Alg. 1-3), int64 arithmetic, os.urandom"
+SOURCE = "Canonne-Kamath-Steinke 2020 exact samplers (Alg. 1-3), int64 arithmetic, the run's secret stream"
 #: the largest discrete Gaussian σ on a grid: a finer grid is not taken where σ on it would pass this
 MAX_SCALE = 2.0**24
 _EXACT = 2.0**53  # float64 holds every integer below this
@@ -116,7 +116,7 @@ def laplace_noise(
         return rng.laplace(0.0, scale, size=shape)
     if pool is not None:
         return pool.take(shape, scale)
-    return _exact("laplace", math.prod(shape), scale).reshape(shape).astype(np.float64)
+    return _exact("laplace", math.prod(shape), scale, rng).reshape(shape).astype(np.float64)
 
 
 class Pool:
@@ -124,28 +124,27 @@ class Pool:
     statistics (PrivBayes' tables) pays the samplers' per-call cost once. Draws are independent whichever release
     takes them; a pool that runs short draws more."""
 
-    def __init__(self, kind: str, scale: float, size: int) -> None:
-        self.kind, self.scale, self.draws = kind, scale, _exact(kind, size, scale)
+    def __init__(self, kind: str, scale: float, size: int, rng: np.random.Generator) -> None:
+        self.kind, self.scale, self.rng = kind, scale, rng
+        self.draws = _exact(kind, size, scale, rng)
 
     def take(self, shape: tuple[int, ...], scale: float) -> np.ndarray:
         if scale != self.scale:
             raise ValueError(f"a pool of scale {self.scale} cannot serve scale {scale}")
         n = math.prod(shape)
         if n > self.draws.size:
-            self.draws = np.concatenate([self.draws, _exact(self.kind, n - self.draws.size, self.scale)])
+            self.draws = np.concatenate([self.draws, _exact(self.kind, n - self.draws.size, self.scale, self.rng)])
         out, self.draws = self.draws[:n], self.draws[n:]
         return out.reshape(shape).astype(np.float64)
 
 
 def gaussian_noise(
-    shape: tuple[int, ...], std: float, *, secret: bool, rng: np.random.Generator | None, grid: float = 1.0
+    shape: tuple[int, ...], std: float, *, secret: bool, rng: np.random.Generator, grid: float = 1.0
 ) -> np.ndarray:
-    """N(0, std²) noise: `rng`'s float draw (seeded), or γ·(discrete Gaussian of σ = std/γ) on the grid γ (secret,
-    no generator needed)."""
+    """N(0, std²) noise: `rng`'s float draw (seeded), or γ·(discrete Gaussian of σ = std/γ) on the grid γ (secret)."""
     if not secret:
-        assert rng is not None, "a seeded draw needs its generator"
         return rng.normal(0.0, 1.0, size=shape) * std
-    return grid * _exact("gaussian", math.prod(shape), std / grid).reshape(shape).astype(np.float64)
+    return grid * _exact("gaussian", math.prod(shape), std / grid, rng).reshape(shape).astype(np.float64)
 
 
 def laplace(
@@ -178,7 +177,7 @@ def gaussian(
     sampler = gaussian_sampler(multiplier, sensitivity, values.size if entries is None else entries, integer)
     counts = on_grid(values, sampler.grid)
     _check_integers(counts, sampler.scale)
-    return sampler.grid * (counts + _exact("gaussian", values.size, sampler.scale).reshape(values.shape))
+    return sampler.grid * (counts + _exact("gaussian", values.size, sampler.scale, rng).reshape(values.shape))
 
 
 def on_grid(values: np.ndarray, grid: float) -> np.ndarray:
@@ -195,58 +194,20 @@ def _check_integers(counts: np.ndarray, scale: float) -> None:
         raise ValueError(f"the statistic on its grid reaches {np.abs(counts).max():.3g}: too large for exact noise")
 
 
-# -- the exact samplers: Canonne, Kamath & Steinke (2020), Algorithms 1-3, in int64 arithmetic on OS entropy ---------
+# -- the exact samplers: Canonne, Kamath & Steinke (2020), Algorithms 1-3, in int64 arithmetic ---------------------
 
 
-def _exact(kind: str, size: int, scale: float) -> np.ndarray:
+def _exact(kind: str, size: int, scale: float, rng: np.random.Generator) -> np.ndarray:
     """`size` draws (int64) of the discrete Laplace of scale ≥ `scale` (rounded up to a multiple of 2^-20) or the
     discrete Gaussian of σ ≥ `scale` (σ² rounded up to c·t/L, `_gaussian_parameters`); zeros at scale 0 (no noise)."""
     if size == 0 or scale == 0:
         return np.zeros(size, dtype=np.int64)
     if kind == "laplace":
-        return _discrete_laplace(size, math.ceil(Fraction(scale) * _LAPLACE_DENOMINATOR), _LAPLACE_DENOMINATOR)
-    return _discrete_gaussian(size, *_gaussian_parameters(scale))
+        return _discrete_laplace(size, math.ceil(Fraction(scale) * _LAPLACE_DENOMINATOR), _LAPLACE_DENOMINATOR, rng)
+    return _discrete_gaussian(size, *_gaussian_parameters(scale), rng)
 
 
-def _uniform_below(high: np.ndarray) -> np.ndarray:
-    """Exact uniform integers in [0, high) elementwise (1 ≤ high < 2^62), from `os.urandom`: 64-bit words, rejected
-    at or above the largest multiple of `high` below 2^64, then reduced mod `high`."""
-    high = high.astype(np.uint64)  # the callers keep 1 <= high < 2^62
-    limit = (np.uint64(2**64 - 1) // high) * high
-    words = _ENTROPY.words(high.size)
-    kept = words < limit
-    if kept.all():  # the rule: a rejection happens with probability below high / 2^64
-        return (words % high).astype(np.int64)
-    out = np.where(kept, words % high, 0)
-    missing = np.flatnonzero(~kept)
-    out[missing] = _uniform_below(high[missing])
-    return out.astype(np.int64)
-
-
-class _Entropy:
-    """64-bit words from `os.urandom`, read a block at a time (one system call per 1 MiB, not per draw); a forked
-    process (the warm worker's jobs) drops what its parent had read, so that no two processes share a word."""
-
-    BLOCK = 2**17  # words
-
-    def __init__(self) -> None:
-        self.buffer, self.used, self.pid = np.zeros(0, dtype=np.uint64), 0, os.getpid()
-
-    def words(self, n: int) -> np.ndarray:
-        if self.pid != os.getpid():
-            self.buffer, self.used, self.pid = np.zeros(0, dtype=np.uint64), 0, os.getpid()
-        if self.used + n > self.buffer.size:
-            fresh = np.frombuffer(os.urandom(8 * max(n, self.BLOCK)), dtype=np.uint64)
-            self.buffer, self.used = np.concatenate([self.buffer[self.used :], fresh]), 0
-        out = self.buffer[self.used : self.used + n]
-        self.used += n
-        return out
-
-
-_ENTROPY = _Entropy()
-
-
-def _bernoulli_exp_fraction(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+def _bernoulli_exp_fraction(numerator: np.ndarray, denominator: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Bernoulli(exp(−γ)) for γ = numerator/denominator in [0, 1] (CKS Alg. 1, von Neumann): K ← 1; while
     Bernoulli(γ/K) succeeds, K ← K + 1; true where K is odd."""
     k = np.where(numerator == denominator, 2, 1)  # γ = 1: the first Bernoulli(γ/1) succeeds
@@ -256,13 +217,13 @@ def _bernoulli_exp_fraction(numerator: np.ndarray, denominator: np.ndarray) -> n
         rounds -= 1
         if rounds < 0:
             raise RuntimeError("the exact Bernoulli's denominator left int64")  # K ≥ 2^12 at most: p < 1/4096!
-        success = _uniform_below(denominator[todo] * k[todo]) < numerator[todo]
+        success = rng.integers(0, denominator[todo] * k[todo]) < numerator[todo]
         todo = todo[success]
         k[todo] += 1
     return k % 2 == 1
 
 
-def _bernoulli_exp(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+def _bernoulli_exp(numerator: np.ndarray, denominator: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Bernoulli(exp(−γ)) for rational γ = numerator/denominator ≥ 0 (CKS Alg. 1): ⌊γ⌋ draws of Bernoulli(e^-1), all
     of which must succeed, then Bernoulli(exp(−(γ − ⌊γ⌋)))."""
     whole, rest = np.divmod(numerator, denominator)
@@ -270,39 +231,39 @@ def _bernoulli_exp(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray
     todo = np.flatnonzero(whole > 0)
     while todo.size:
         ones = np.ones(todo.size, dtype=np.int64)
-        out[todo] = _bernoulli_exp_fraction(ones, ones)
+        out[todo] = _bernoulli_exp_fraction(ones, ones, rng)
         whole[todo] -= 1
         todo = todo[out[todo] & (whole[todo] > 0)]
     todo = np.flatnonzero(out)
-    out[todo] = _bernoulli_exp_fraction(rest[todo], denominator[todo])
+    out[todo] = _bernoulli_exp_fraction(rest[todo], denominator[todo], rng)
     return out
 
 
-def _geometric_exp_one(size: int) -> np.ndarray:
+def _geometric_exp_one(size: int, rng: np.random.Generator) -> np.ndarray:
     """V: the successes of Bernoulli(e^-1) before its first failure (P(V ≥ v) = e^-v)."""
     v = np.zeros(size, dtype=np.int64)
     todo = np.arange(size)
     while todo.size:
         ones = np.ones(todo.size, dtype=np.int64)
-        success = _bernoulli_exp_fraction(ones, ones)
+        success = _bernoulli_exp_fraction(ones, ones, rng)
         v[todo[success]] += 1
         todo = todo[success]
     return v
 
 
-def _discrete_laplace(size: int, t: int, s: int) -> np.ndarray:
+def _discrete_laplace(size: int, t: int, s: int, rng: np.random.Generator) -> np.ndarray:
     """`size` draws of the discrete Laplace of scale t/s, P(z) ∝ exp(−|z|·s/t) (CKS Alg. 2)."""
     out, todo = np.empty(size, dtype=np.int64), np.arange(size)
     while todo.size:
         n = todo.size
         scale = np.full(n, t, dtype=np.int64)
-        u = _uniform_below(scale)
-        keep = _bernoulli_exp_fraction(u, scale)
-        v = _geometric_exp_one(n)
+        u = rng.integers(0, t, size=n)
+        keep = _bernoulli_exp_fraction(u, scale, rng)
+        v = _geometric_exp_one(n, rng)
         if int(v.max()) >= (2**62 - t) // t:
             raise RuntimeError("the exact discrete Laplace left int64")  # V ≥ 2^62/t: probability exp(−2^62/t)
         y = (u + t * v) // s
-        negative = _uniform_below(np.full(n, 2, dtype=np.int64)) == 1
+        negative = rng.integers(0, 2, size=n) == 1
         keep &= ~(negative & (y == 0))
         out[todo[keep]] = np.where(negative, -y, y)[keep]
         todo = todo[~keep]
@@ -321,36 +282,44 @@ def _gaussian_parameters(sigma: float) -> tuple[int, int, int]:
     return t, c, lift
 
 
-def _discrete_gaussian(size: int, t: int, c: int, lift: int) -> np.ndarray:
+def _discrete_gaussian(size: int, t: int, c: int, lift: int, rng: np.random.Generator) -> np.ndarray:
     """`size` draws of the discrete Gaussian of σ² = c·t/L (CKS Alg. 3): Y ~ DLap(t), accepted with probability
     exp(−(|Y| − σ²/t)²/(2σ²)); an |Y|·L beyond int64's safe range (probability < e^-64) is handled in Python ints."""
     out, todo = np.empty(size, dtype=np.int64), np.arange(size)
     denominator = 2 * c * t * lift
     while todo.size:
-        y = _discrete_laplace(todo.size, t, 1)
+        y = _discrete_laplace(todo.size, t, 1, rng)
         far = np.abs(y) >= 2**31 // lift
         gap = np.abs(np.where(far, 0, y)) * lift - c
-        keep = _bernoulli_exp(gap * gap, np.full(y.size, denominator, dtype=np.int64))
+        keep = _bernoulli_exp(gap * gap, np.full(y.size, denominator, dtype=np.int64), rng)
         for i in np.flatnonzero(far):
-            keep[i] = _bernoulli_exp_big((abs(int(y[i])) * lift - c) ** 2, denominator)
+            keep[i] = _bernoulli_exp_big((abs(int(y[i])) * lift - c) ** 2, denominator, rng)
         out[todo[keep]] = y[keep]
         todo = todo[~keep]
     return out
 
 
-def _bernoulli_exp_big(numerator: int, denominator: int) -> bool:
-    """Bernoulli(exp(−numerator/denominator)) in Python integers (CKS Alg. 1, `secrets`): the rare far tail."""
-    import secrets
-
+def _bernoulli_exp_big(numerator: int, denominator: int, rng: np.random.Generator) -> bool:
+    """Bernoulli(exp(−numerator/denominator)) in Python integers (CKS Alg. 1): the rare far tail."""
     whole, rest = divmod(numerator, denominator)
     for _ in range(whole):
-        if not _von_neumann_big(1, 1, secrets.randbelow):
+        if not _von_neumann_big(1, 1, rng):
             return False
-    return _von_neumann_big(rest, denominator, secrets.randbelow)
+    return _von_neumann_big(rest, denominator, rng)
 
 
-def _von_neumann_big(numerator: int, denominator: int, below: Callable[[int], int]) -> bool:
+def _von_neumann_big(numerator: int, denominator: int, rng: np.random.Generator) -> bool:
     k = 1
-    while below(denominator * k) < numerator:
+    while _below_big(denominator * k, rng) < numerator:
         k += 1
     return k % 2 == 1
+
+
+def _below_big(high: int, rng: np.random.Generator) -> int:
+    """An exact uniform integer in [0, high) of any size: 64-bit words, rejected at or above the largest multiple."""
+    words = -(-high.bit_length() // 64)
+    limit = (2 ** (64 * words) // high) * high
+    while True:
+        value = int.from_bytes(rng.bytes(8 * words), "little")
+        if value < limit:
+            return value % high

@@ -35,21 +35,31 @@ def test_seeded_draws_are_the_floating_point_ones(shape: tuple[int, ...]) -> Non
     assert laplace.tobytes() == np.random.default_rng(5).laplace(0.0, 0.3, size=shape).tobytes()
 
 
-def test_a_release_adds_integers_on_the_grid_from_os_entropy_not_the_generator() -> None:
+def test_a_release_adds_integers_on_the_grid_drawn_from_its_own_stream() -> None:
+    """γ·(q + Y) on the grid; the stream's state repeats the draws (a `--seed-file` release repeats), another
+    stream's differ."""
     values = np.random.default_rng(2).normal(size=(4, 50)) * 3
-    rng = np.random.default_rng(0)
-    before = rng.bit_generator.state
-    first = samplers.gaussian(values, 2.0, 1.0, secret=True, rng=rng)
-    second = samplers.gaussian(values, 2.0, 1.0, secret=True, rng=np.random.default_rng(0))
+    first = samplers.gaussian(values, 2.0, 1.0, secret=True, rng=np.random.default_rng(0))
+    again = samplers.gaussian(values, 2.0, 1.0, secret=True, rng=np.random.default_rng(0))
+    other = samplers.gaussian(values, 2.0, 1.0, secret=True, rng=np.random.default_rng(1))
     grid = samplers.gaussian_sampler(2.0, 1.0, values.size).grid
-    assert rng.bit_generator.state == before  # the seeded generator is not used
-    assert np.array_equal(first / grid, np.rint(first / grid))  # γ·(q + Y): every low-order bit is the grid's
-    assert not np.array_equal(first, second)  # the same seed, other noise
+    assert np.array_equal(first / grid, np.rint(first / grid))  # every low-order bit is the grid's
+    assert np.array_equal(first, again) and not np.array_equal(first, other)
+    seeded = samplers.gaussian(values, 2.0, 1.0, secret=False, rng=np.random.default_rng(0))
+    assert not np.array_equal(seeded / grid, np.rint(seeded / grid))  # the float draws are not on it
     counts = np.arange(30.0)
-    noisy = samplers.laplace(counts, 2.0, 1.0, secret=True, rng=rng)
+    noisy = samplers.laplace(counts, 2.0, 1.0, secret=True, rng=np.random.default_rng(0))
     assert np.array_equal(noisy, np.rint(noisy)) and not np.array_equal(noisy, counts)
     with pytest.raises(ValueError, match="not integer-valued"):
-        samplers.laplace(counts + 0.5, 2.0, 1.0, secret=True, rng=rng)
+        samplers.laplace(counts + 0.5, 2.0, 1.0, secret=True, rng=np.random.default_rng(0))
+
+
+def test_the_far_tail_is_drawn_in_python_integers() -> None:
+    """Bernoulli(exp(−γ)) for γ beyond int64 (the discrete Gaussian's far tail): exp(−γ) of the draws."""
+    rng = np.random.default_rng(0)
+    for numerator, denominator in ((1, 2), (3 * 2**70, 2**71), (2**80, 2**80)):
+        share = np.mean([samplers._bernoulli_exp_big(numerator, denominator, rng) for _ in range(4000)])
+        assert abs(share - math.exp(-numerator / denominator)) < 0.03
 
 
 def _laplace_pmf(scale: float) -> Callable[[np.ndarray], np.ndarray]:
@@ -87,7 +97,7 @@ def test_the_discrete_laplace_is_exact(scale: float) -> None:
 
 @pytest.mark.parametrize("sigma", [0.9, 4.2, 9.97])
 def test_the_discrete_gaussian_is_exact(sigma: float) -> None:
-    draws = samplers.gaussian_noise((100_000,), sigma, secret=True, rng=None).astype(np.int64)
+    draws = samplers.gaussian_noise((100_000,), sigma, secret=True, rng=np.random.default_rng(0)).astype(np.int64)
     assert _fits(draws, _gaussian_pmf(sigma))
     planted = np.rint(np.random.default_rng(0).normal(0.0, sigma * 1.02, 100_000)).astype(np.int64)
     assert not _fits(planted, _gaussian_pmf(sigma))
@@ -97,10 +107,10 @@ def test_large_scales_keep_their_spread() -> None:
     """On a grid σ is large (10^5-10^7): the draws' standard deviation is σ (a cheap check; the exactness of the
     algorithm does not depend on σ's size, only its int64 range, which `_gaussian_parameters` guards)."""
     for sigma in (229_196.97, 2.6e6, samplers.MAX_SCALE):
-        draws = samplers.gaussian_noise((40_000,), sigma, secret=True, rng=None)
+        draws = samplers.gaussian_noise((40_000,), sigma, secret=True, rng=np.random.default_rng(0))
         assert abs(draws.std() / sigma - 1) < 0.03 and abs(draws.mean()) < 0.05 * sigma
     with pytest.raises(ValueError, match="below about"):
-        samplers.gaussian_noise((1,), 2.0**40, secret=True, rng=None)
+        samplers.gaussian_noise((1,), 2.0**40, secret=True, rng=np.random.default_rng(0))
 
 
 def _worst_excess(integer_sensitivity, trials: int = 300) -> float:

@@ -47,7 +47,7 @@ def train(ctx: RunContext) -> Ledger:
         for part in batches(n, 1000):  # Σ_i φ(x_i) ⊗ onehot(y_i), then the one noisy release of the mean
             total += embedding(x[part], onehot(y[part], classes), w, reduce="sum")
         if secret:
-            noisy = _exact_release(total, sigma, n)
+            noisy = _exact_release(total, sigma, n, ctx.rng("exact-release"))
         else:
             noisy = canaries.release(
                 total / n,
@@ -95,15 +95,16 @@ def train(ctx: RunContext) -> Ledger:
     return spent
 
 
-def _exact_release(total: torch.Tensor, sigma: float, n: int) -> torch.Tensor:
+def _exact_release(total: torch.Tensor, sigma: float, n: int, rng: np.random.Generator) -> torch.Tensor:
     """A release's mean embedding: the sum on its grid plus the discrete Gaussian of `accounting.exact_sampler`
-    (replace-one sensitivity 2 on the sum scale), divided by n after the noise (post-processing)."""
+    (replace-one sensitivity 2 on the sum scale; from the secret stream `rng`), divided by n after the noise
+    (post-processing)."""
     sampler = exact_sampler(sigma, total.numel())
     on_grid = sampler.grid * samplers.on_grid(total.double().cpu().numpy(), sampler.grid)
     noisy_sum = canaries.release(
         on_grid,
         sampler.grid * sampler.scale,  # canaries only in an audited run, at the sum's sensitivity
-        lambda shape, std: samplers.gaussian_noise(shape, std, secret=True, rng=None, grid=sampler.grid),
+        lambda shape, std: samplers.gaussian_noise(shape, std, secret=True, rng=rng, grid=sampler.grid),
         sensitivity=2.0,
         name="DP-MERF mean embedding",
     )

@@ -184,7 +184,7 @@ def noisy_conditionals(
     pool = None
     if secret and scale > 0:  # every table's noise in one draw (the exact sampler's per-call cost paid once)
         cells = [first] + [(*parents, child) for child, parents in network[k:]]
-        pool = samplers.Pool("laplace", scale, sum(int(np.prod(sizes[list(c)])) for c in cells))
+        pool = samplers.Pool("laplace", scale, sum(int(np.prod(sizes[list(c)])) for c in cells), rng)
     joint = noisy_counts(codes, first, sizes, scale, rng, secret, pool)  # [sizes of root, c1, ..., ck]
     tables = [_normalise_rows(joint.sum(axis=tuple(range(1, k + 1))).reshape(1, -1))]
     for index, (child, parents) in enumerate(network):
