@@ -280,6 +280,7 @@ def released_ledger(ledger: Any, fitted: Any, spec: RunSpec) -> Any:
     marked not DP), judged against the spec's target; a sound-calibrated run's headline is its sound ε; where its
     noise came from (`dpvae.randomness`: seeded, not a release, or secret)."""
     from dpvae.privacy.ledger import Mechanism, marked_not_dp, with_preprocessing
+    from dpvae.samplers import laplace_sampler
 
     target = spec.epsilon
     if fitted is not None and (estimate := fitted.estimate) is not None:
@@ -287,7 +288,8 @@ def released_ledger(ledger: Any, fitted: Any, spec: RunSpec) -> Any:
         def record(adjacency: str) -> Mechanism:
             sensitivity = estimate.sensitivity(adjacency)
             name = f"domain estimate: Laplace histograms of {len(estimate.columns)} column(s)' bounds"
-            return Mechanism(name, noise_multiplier=estimate.scale / sensitivity, sensitivity=sensitivity)
+            sampler = laplace_sampler(estimate.scale, sensitivity) if estimate.discrete else None
+            return Mechanism(name, estimate.scale / sensitivity, sensitivity=sensitivity, sampler=sampler)
 
         sound = ledger.sound.adjacency if ledger.sound is not None else "replace-one"
         ledger = with_preprocessing(ledger, record(ledger.paper.adjacency), record(sound), target)

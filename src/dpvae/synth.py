@@ -179,6 +179,7 @@ def _planned(
     until the release's sound ε meets --epsilon, `runs.sound_calibrated_epsilon`); refused, with the smallest sound
     ε the method reaches, where nothing meets it. `--no-calibrate-sound` refuses instead where the sound ε exceeds
     the target."""
+    from dpvae import randomness
     from dpvae.data import domain
     from dpvae.runs import released_ledger, sound_calibrated_epsilon
 
@@ -188,7 +189,8 @@ def _planned(
     fitted = None
     if entry is not None:  # the declared domain's cost (an estimate costs its ε whatever its columns)
         spent = entry.get("domain_epsilon")
-        estimate = None if spent is None else domain.Estimate(float(spent), ("planned",), 0.0)
+        secret = randomness.is_secret(spec)  # the preparation draws a release's estimate exactly (`prepare`)
+        estimate = None if spent is None else domain.Estimate(float(spent), ("planned",), 0.0, discrete=secret)
         fitted = domain.Domain(domain.source(entry), (), (), estimate)
     sound_spec = dataclasses.replace(spec, calibrate="sound")
 

@@ -91,15 +91,24 @@ class Estimate:
 
     Add/remove-one: one record adds 1 to one bin of each of the d columns (L1 sensitivity d); the noise
     scale is d / epsilon, so the release is epsilon-DP (2 epsilon under replace-one: two bins per column).
+    `discrete`: drawn for a release, with the exact discrete Laplace of the same scale (`dpvae.samplers`).
     """
 
     epsilon: float
     columns: tuple[str, ...]
     threshold: float
+    discrete: bool = False
 
     @property
     def scale(self) -> float:
         return len(self.columns) / self.epsilon
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields (`discrete` only when true: a seeded preparation's meta is as before)."""
+        data = asdict(self)
+        if not self.discrete:
+            del data["discrete"]
+        return data
 
     def sensitivity(self, adjacency: str) -> float:
         """L1 sensitivity of the d histograms: d under add/remove-one, 2d under replace-one."""
@@ -125,7 +134,7 @@ class Domain:
             "source": self.source,
             "labels": list(self.labels),
             "columns": [{k: v for k, v in asdict(c).items() if v is not None and v is not False} for c in self.columns],
-            "estimate": None if self.estimate is None else asdict(self.estimate),
+            "estimate": None if self.estimate is None else self.estimate.to_dict(),
         }
 
     @classmethod
@@ -146,7 +155,9 @@ class Domain:
             ),
             None
             if estimate is None
-            else Estimate(estimate["epsilon"], tuple(estimate["columns"]), estimate["threshold"]),
+            else Estimate(
+                estimate["epsilon"], tuple(estimate["columns"]), estimate["threshold"], estimate.get("discrete", False)
+            ),
         )
 
 
@@ -272,9 +283,15 @@ def declared_columns(entry: Mapping[str, Any], features: Sequence[str]) -> dict[
 
 
 def fit_table(
-    entry: Mapping[str, Any], train: Any, label: str, features: Sequence[str], rng: np.random.Generator
+    entry: Mapping[str, Any],
+    train: Any,
+    label: str,
+    features: Sequence[str],
+    rng: np.random.Generator,
+    secret: bool = False,
 ) -> Domain:
-    """The domain of a table declaration, fitted (where it says so) on the training split `train` only."""
+    """The domain of a table declaration, fitted (where it says so) on the training split `train` only (`secret`:
+    for a release, an estimate's noise from the discrete sampler)."""
     import pandas as pd
 
     mode = source(entry)
@@ -300,6 +317,7 @@ def fit_table(
             float(entry["domain_epsilon"]),
             tuple(estimated),
             _threshold(len(estimated) / float(entry["domain_epsilon"])),
+            discrete=secret,
         )
         for name in estimated:
             columns[name] = Column(name, bounds=estimate_bounds(_numbers(train[name]), estimate, rng, name))
@@ -344,10 +362,13 @@ def histogram(values: np.ndarray) -> np.ndarray:
 
 
 def estimate_bounds(values: np.ndarray, estimate: Estimate, rng: np.random.Generator, name: str) -> tuple[float, float]:
-    """[lo, hi] of a column from Laplace-noised counts on the fixed grid: from the lower edge of the lowest
-    bin whose noisy count exceeds the threshold to the upper edge of the highest one."""
+    """[lo, hi] of a column from Laplace-noised counts on the fixed grid (discrete Laplace where `estimate.discrete`):
+    from the lower edge of the lowest bin whose noisy count exceeds the threshold to the upper edge of the highest
+    one."""
+    from dpvae import samplers
+
     counts = histogram(values[~np.isnan(values)])  # an empty cell adds to no bin (sensitivity unchanged)
-    noisy = counts + rng.laplace(0.0, estimate.scale, size=counts.shape)
+    noisy = counts + samplers.laplace_noise(counts.shape, estimate.scale, secret=estimate.discrete, rng=rng)
     passed = np.flatnonzero(noisy > estimate.threshold)
     if passed.size == 0:
         raise DataError(

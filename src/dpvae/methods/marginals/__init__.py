@@ -76,12 +76,14 @@ class PrivBayes(Method):
     def planned_ledger(self, params: MethodParams, spec: RunSpec, facts: Facts) -> Ledger:
         """d attributes: every value of a record (a column or a pixel), then the label (`build_discretizer`); the
         edges' note from the prepared data's recorded domain where it is already prepared."""
+        from dpvae import randomness
         from dpvae.data.domain import of_run
         from dpvae.methods.marginals.accounting import privbayes_ledger
 
         d = math.prod(facts.record_shape) + 1
         public = bool(spec.data_root) and of_run(spec) is not None
-        return privbayes_ledger(d, params.degree, spec.epsilon, spec.delta, public)[0]
+        secret = randomness.is_secret(spec)
+        return privbayes_ledger(d, params.degree, spec.epsilon, spec.delta, public, secret)[0]
 
     sample = forward("dpvae.methods.marginals.train", "sample_privbayes")
 
