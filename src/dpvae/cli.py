@@ -155,21 +155,12 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("prepare", help="write a dataset's canonical prepared form")
     p.add_argument("--dataset", required=True)
     p.add_argument("--root", required=True)
+    p.add_argument("--seed", type=int, default=0, help="the split's seed (config data.split_seed)")
     p.add_argument(
-        "--seed", type=int, default=None,
-        help="repeatable noise for debugging: whoever knows the seed can replay it, so the ledger says not_dp "
-        "(default: secret noise from OS entropy, written nowhere)",
+        "--secret", action="store_true",
+        help="a declared dataset whose runs are releases: its split and domain estimate drawn from OS entropy "
+        "(the seed is written nowhere)",
     )  # fmt: skip
-    p.add_argument(
-        "--seed-file", type=Path, default=None, metavar="FILE",
-        help="a secret release that repeats: the key is derived from FILE's bytes (read once, never copied)",
-    )  # fmt: skip
-    p.add_argument(
-        "--work", type=Path, default=None, metavar="DIR",
-        help="the private workspace (prepared data, run, checkpoints; default <out>.work/, mode 0700)",
-    )  # fmt: skip
-    p.add_argument("--keep-work", action="store_true", help="keep the private workspace after the release")
-    p.add_argument("--force", action="store_true", help="replace an existing --out and its ledger and audit")
 
     p = sub.add_parser("stage1", help="train a method's shared non-private first stage (DP2-VAE's encoders)")
     p.add_argument(
@@ -441,9 +432,12 @@ def _run(args: argparse.Namespace) -> int:
 
             fetch_source(args.source, args.root, args.mirror, allow_unverified=args.allow_unverified)
     elif args.stage == "prepare":
+        import secrets
+
         from dpvae.data.registry import prepare_dataset
 
-        prepare_dataset(args.dataset, args.root, seed=args.seed)
+        seed = secrets.randbits(63) if args.secret else args.seed  # a release's split and estimate: secret
+        prepare_dataset(args.dataset, args.root, seed=seed, secret_seed=args.secret)
     elif args.stage == "stage1":
         stages.stage1(args.spec)
     elif args.stage == "train":

@@ -164,6 +164,12 @@ def _data_identity(config: dict, dataset: str) -> dict | None:
     return fingerprint(identity(entry), config["data"]["root"])
 
 
+def prepares_secretly(config: dict, dataset: str) -> bool:
+    """Whether a dataset's preparation is a release's (a declared dataset whose runs are secret, `_randomness`): its
+    split and domain estimate then come from OS entropy (`dpvae prepare --secret`)."""
+    return _randomness(config, dataset, private=True) == randomness.SECRET
+
+
 def _randomness(config: dict, dataset: str, private: bool) -> str | None:
     """'secret' for a private run on a dataset declared in the config (a release) unless its declaration says
     `randomness: seeded`; None (seeded, a replication run) otherwise, so that the papers' runs keep their specs."""
