@@ -551,9 +551,9 @@ def flags(
             raised.append(
                 Flag(
                     "utility",
-                    f"ML utility at chance or below: trained on the synthetic records, macro AUROC {s.auroc:.3f} and accuracy "
-                    f"{s.accuracy:.3f} on the real test split (majority class {found.majority:.3f}; trained on real: "
-                    f"{r.auroc:.3f} and {r.accuracy:.3f})",
+                    f"ML utility at chance or below: trained on the synthetic records, macro AUROC {s.auroc:.3f} and "
+                    f"accuracy {s.accuracy:.3f} on the real test split (majority class {found.majority:.3f}; trained "
+                    f"on real: {r.auroc:.3f} and {r.accuracy:.3f})",
                 )
             )
     if tvd_1way > FAR_TVD:
