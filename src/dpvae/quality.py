@@ -190,7 +190,7 @@ def assess(prepared: Prepared, samples: Mapping[str, np.ndarray], ledger: Any, s
     """The report's statistics for the samples {x, y} of a release from `prepared` (a table: [N, d] records;
     images: [N, C, H, W]); `ledger` None for a non-private method."""
     x = np.asarray(samples["x"])
-    y = np.asarray(samples["y"]) if "y" in samples else np.zeros(len(x), dtype=np.int64)
+    y = np.asarray(samples["y"], dtype=np.int64) if "y" in samples else np.zeros(len(x), dtype=np.int64)
     if x.ndim == 2:
         return table_quality(prepared, x, y, ledger, seed)
     return image_quality(prepared, x, y, ledger, seed)
@@ -252,6 +252,10 @@ def tvd(p: np.ndarray, q: np.ndarray) -> float:
     return 0.5 * float(np.abs(p / max(p.sum(), 1) - q / max(q.sum(), 1)).sum())
 
 
+Role = Literal["train", "test", "synthetic"]
+ROLES: tuple[Role, ...] = ("train", "test", "synthetic")
+
+
 @dataclass(frozen=True)
 class _Binned:
     """A column's cells: codes of the train, test and synthetic records and the cells' labels."""
@@ -262,7 +266,14 @@ class _Binned:
     train: np.ndarray
     test: np.ndarray
     synthetic: np.ndarray
-    values: tuple[np.ndarray, np.ndarray, np.ndarray] | None  # a numeric column's values (Pearson's r)
+    values: tuple[np.ndarray, np.ndarray, np.ndarray] | None  # a numeric column's values (Pearson's r, distances)
+
+    def codes(self, role: Role) -> np.ndarray:
+        return {"train": self.train, "test": self.test, "synthetic": self.synthetic}[role]
+
+    def raw(self, role: Role) -> np.ndarray:
+        assert self.values is not None
+        return self.values[ROLES.index(role)]
 
 
 def _numeric_bins(name: str, train: np.ndarray, test: np.ndarray, synthetic: np.ndarray) -> _Binned:
@@ -350,14 +361,12 @@ def _dependence(columns: list[_Binned]) -> Dependence:
         for j in range(i + 1, d):
             a, b = columns[i], columns[j]
             ca, cb = len(a.labels), len(b.labels)
-            joints = {
-                role: _joint(getattr(a, role), getattr(b, role), cb, ca) for role in ("train", "test", "synthetic")
-            }
+            joints = {role: _joint(a.codes(role), b.codes(role), cb, ca) for role in ROLES}
             tvds.append(tvd(joints["train"], joints["synthetic"]))
             baselines.append(tvd(joints["train"], joints["test"]))
-            for k, role in enumerate(("train", "synthetic")):
+            for role in ("train", "synthetic"):
                 if a.values is not None and b.values is not None:
-                    value = pearson(a.values[2 * k], b.values[2 * k])
+                    value = pearson(a.raw(role), b.raw(role))
                 else:
                     value = cramers_v(joints[role])
                 matrices[role][i, j] = matrices[role][j, i] = value
@@ -432,18 +441,18 @@ def _projected(x: np.ndarray, test: np.ndarray, components: int | None, seed: in
     return pca.transform(x), pca.transform(test)
 
 
-def _features(columns: list[_Binned], role: str) -> np.ndarray:
+def _features(columns: list[_Binned], role: Role) -> np.ndarray:
     """Records for distances: numeric columns scaled to the training split's range, categories one-hot over √2 (a
     mismatch adds 1 to the squared distance, as a full range does)."""
     parts = []
     for column in columns:
         if column.values is not None:
-            train = column.values[0]
+            train = column.raw("train")
             low, span = train.min(), train.max() - train.min()
-            v = column.values[{"train": 0, "test": 1, "synthetic": 2}[role]]
+            v = column.raw(role)
             parts.append(((v - low) / span if span > 0 else np.zeros(len(v)))[:, None])
         else:
-            parts.append(np.eye(len(column.labels))[getattr(column, role)] / np.sqrt(2))
+            parts.append(np.eye(len(column.labels))[column.codes(role)] / np.sqrt(2))
     return np.hstack(parts)
 
 
