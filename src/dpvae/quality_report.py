@@ -144,6 +144,11 @@ def _closeness_rows(c: Closeness) -> list[tuple[str, str, str, str]]:
     ]
 
 
+def _plain(names: Any) -> list[str]:
+    """Names as matplotlib shows them literally (a `$` would start its mathtext)."""
+    return [str(name).replace("$", r"\$") for name in names]
+
+
 def _png(figure: Any) -> str:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=80, bbox_inches="tight")
@@ -176,8 +181,8 @@ def _marginals_figure(marginals: tuple[Marginal, ...]) -> Any:
         ax.bar(at - 0.2, real, 0.4, color=REAL, label="real (training split)")
         ax.bar(at + 0.2, synthetic, 0.4, color=SYNTHETIC, label="synthetic")
         turned = m.kind == "numeric" or len(bins) > 4
-        ax.set_xticks(at, bins, rotation=60 if turned else 0, ha="right" if turned else "center", fontsize=7)
-        ax.set_title(f"{m.column}: TVD {m.tvd:.3f}", fontsize=9)
+        ax.set_xticks(at, _plain(bins), rotation=60 if turned else 0, ha="right" if turned else "center", fontsize=7)
+        ax.set_title(f"{_plain([m.column])[0]}: TVD {m.tvd:.3f}", fontsize=9)
         ax.set_ylabel("share", fontsize=8)
     for ax in axes[len(marginals) :]:
         ax.set_visible(False)
@@ -198,8 +203,8 @@ def _dependence_figure(d: Dependence) -> Any:
         np.fill_diagonal(values, np.nan)  # a column with itself: not shown
         cmap = matplotlib.colormaps["RdBu_r"].with_extremes(bad="#eeeeee")
         image = ax.imshow(values, cmap=cmap, vmin=-1, vmax=1)
-        ax.set_xticks(range(len(d.columns)), d.columns, rotation=60, ha="right", fontsize=7)
-        ax.set_yticks(range(len(d.columns)), d.columns, fontsize=7)
+        ax.set_xticks(range(len(d.columns)), _plain(d.columns), rotation=60, ha="right", fontsize=7)
+        ax.set_yticks(range(len(d.columns)), _plain(d.columns), fontsize=7)
         ax.set_title(title, fontsize=9)
         if len(d.columns) <= 12:
             for (i, j), v in np.ndenumerate(values):
@@ -227,7 +232,7 @@ def _grid_figure(g: Grid, title: str) -> Any:
     figure = Figure(figsize=(GRID_COLUMNS * scale + 1.5, max(1, len(g.labels)) * scale + 0.6), layout="constrained")
     ax = figure.subplots()
     ax.imshow(mosaic, interpolation="nearest")
-    ax.set_yticks([r * (height + pad) + height / 2 for r in range(len(g.labels))], g.labels, fontsize=8)
+    ax.set_yticks([r * (height + pad) + height / 2 for r in range(len(g.labels))], _plain(g.labels), fontsize=8)
     ax.set_xticks([])
     ax.set_title(title, fontsize=9)
     return figure

@@ -119,3 +119,16 @@ def test_images_get_grids_labels_and_classifier_accuracy(tmp_path):
     for section in ("Samples per class", "Labels", "ML efficacy"):
         assert f"<h2>{section}" in page
     assert "FID not computed" in page and len(re.findall(r"data:image/png;base64,", page)) == 3
+
+
+def test_names_are_shown_as_written(tmp_path):
+    """A column or category named with mathtext's `$` or with HTML renders literally (matplotlib and the page)."""
+    rng = np.random.default_rng(4)
+    odd = [
+        {"name": "$a_$ per $b$", "kind": "continuous", "min": 0.0, "max": 1.0},  # mathtext that cannot parse
+        {"name": "<b>x</b>", "kind": "categorical", "min": 0.0, "max": 1.0, "categories": ["$a$", "<i>"]},
+    ]
+    split = Split(np.column_stack([rng.random(80), rng.integers(0, 2, 80)]).astype(np.float32), rng.integers(0, 2, 80))
+    prepared = Prepared(split, split, {"columns": odd, "label_names": ["$no", "<yes>"]})
+    page = quality_report.render(quality.assess(prepared, {"x": split.x, "y": split.y}, None), _context(tmp_path))
+    assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page
