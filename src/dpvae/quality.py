@@ -104,7 +104,7 @@ class Efficacy:
     classes: int
     synthetic: Score
     real: Score
-    majority: float  # the test split's majority-class share: the accuracy of always answering it
+    majority: float  # the accuracy on the test split of always answering the training split's majority class
     n_test: int
     single_class: bool  # the synthetic records hold one class only (a constant predictor)
     note: str = ""
@@ -423,7 +423,7 @@ def efficacy(
         single = single or (role == "synthetic" and any(r["metric"] == "single_class" for r in rows))
     larger = max(len(x_synthetic), len(x_train))
     note = f"each classifier trained on at most {limit:,} records (a seeded subset)" if larger > limit else ""
-    majority = float(np.bincount(y_test).max() / len(y_test))
+    majority = float(np.mean(y_test == np.bincount(y_train).argmax()))  # the prior alone (the test's is an oracle)
     return Efficacy(
         tuple(classifiers), classes, scores["synthetic"], scores["real"], majority, len(y_test), single, note
     )
@@ -550,9 +550,9 @@ def image_quality(prepared: Prepared, x: np.ndarray, y: np.ndarray, ledger: Any,
 def flags(
     found: Efficacy | None, tvd_1way: float, near: Closeness | None, what: str = "the mean 1-way TVD"
 ) -> tuple[Flag, ...]:
-    """Utility at chance (macro AUROC within CHANCE_AUROC of 0.5 or below it, or accuracy at most the majority-class
-    share), marginals far (`what` above FAR_TVD), synthetic records closer than held-out ones (median DCR under
-    CLOSE_DCR of the holdout's)."""
+    """Utility at chance (macro AUROC within CHANCE_AUROC of 0.5 or below it, or accuracy at most that of the
+    training split's majority class alone), marginals far (`what` above FAR_TVD), synthetic records closer than
+    held-out ones (median DCR under CLOSE_DCR of the holdout's)."""
     raised = []
     if found is not None:
         s, r = found.synthetic, found.real
@@ -561,8 +561,8 @@ def flags(
                 Flag(
                     "utility",
                     f"ML utility at chance or below: trained on the synthetic records, macro AUROC {s.auroc:.3f} and "
-                    f"accuracy {s.accuracy:.3f} on the real test split (majority class {found.majority:.3f}; trained "
-                    f"on real: {r.auroc:.3f} and {r.accuracy:.3f})",
+                    f"accuracy {s.accuracy:.3f} on the real test split (majority class alone {found.majority:.3f}; "
+                    f"trained on real: {r.auroc:.3f} and {r.accuracy:.3f})",
                 )
             )
     if tvd_1way > FAR_TVD:

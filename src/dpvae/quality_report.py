@@ -133,7 +133,7 @@ def _efficacy_rows(e: Efficacy | None) -> list[tuple[str, ...]]:
     return [
         row("trained on synthetic" + (" (one class only)" if e.single_class else ""), e.synthetic),
         row("trained on real (training split)", e.real),
-        ("chance", f"{e.majority:.3f} (majority class)", "0.5", "–"),
+        ("chance", f"{e.majority:.3f} (the training split's majority class)", "0.5", "–"),
     ]
 
 
@@ -258,9 +258,9 @@ saw) and the {{ q.n_test }} of the held-out test split (never seen: the yardstic
 {% if q.flags %}<div class="flags"><strong>⚠ Flagged</strong><ul>
 {% for flag in q.flags %}<li><strong>{{ flag.kind }}</strong>: {{ flag.text }}</li>{% endfor %}</ul></div>
 {% else %}<p class="ok">No flag raised: utility above chance (macro AUROC more than {{ limits.chance }} above 0.5 and
-accuracy above the majority class){% if table %}, mean 1-way TVD ≤ {{ limits.far }}, synthetic records no closer to the
-training records than held-out ones{% else %}, label distribution's TVD ≤ {{ limits.far }}{% endif %}. A flag's
-absence is no proof of quality.</p>{% endif %}
+accuracy above the training split's majority class alone){% if table %}, mean 1-way TVD ≤ {{ limits.far }},
+synthetic records no closer to the training records than held-out ones{% else %}, label distribution's TVD
+≤ {{ limits.far }}{% endif %}. A flag's absence is no proof of quality.</p>{% endif %}
 
 <h2>Privacy (the ledger's headline)</h2>
 <table>{% for name, value in privacy %}<tr><th>{{ name }}</th><td>{{ value }}</td></tr>{% endfor %}</table>
