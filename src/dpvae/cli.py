@@ -115,6 +115,11 @@ def _parser() -> argparse.ArgumentParser:
         help="the private workspace (prepared data, run, checkpoints; default <out>.work/, mode 0700)",
     )  # fmt: skip
     p.add_argument("--keep-work", action="store_true", help="keep the private workspace after the release")
+    p.add_argument(
+        "--report", dest="quality_report", action=argparse.BooleanOptionalAction, default=True,
+        help="write the quality report (report.html: statistics of your private data, kept in the workspace, never "
+        "released; default); --no-report skips it",
+    )  # fmt: skip
     p.add_argument("--force", action="store_true", help="replace an existing --out and its ledger and audit")
     p.add_argument("--label", default=None, help="a table's label column (default: one named label/target/y/class)")
     p.add_argument("--positive", default=None, help="a table's positive label value (y = 1 for it, 0 otherwise)")
@@ -413,7 +418,7 @@ def _run(args: argparse.Namespace) -> int:
 
         fields = ("method", "data", "epsilon", "delta", "out", "audit", "n", "seed", "root", "label", "positive")
         fields += ("declare", "allow_not_dp", "device", "headline", "calibrate_sound", "seed_file", "work")
-        fields += ("keep_work", "force")
+        fields += ("keep_work", "force", "quality_report")
         given = {k: getattr(args, k) for k in fields if getattr(args, k) is not None} | {"epsilon": args.epsilon}
         request = Request(**given, params=parse_params(args.params))  # --n left out: synth.DEFAULT_N
         print(synth(request).report)
