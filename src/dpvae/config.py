@@ -197,8 +197,9 @@ def _declared_errors(config: dict) -> Iterator[str]:
         yield from declared.problems(name, entry)
 
 
-def _facts(config: dict, dataset: str) -> Any:
-    """What validation knows of a dataset's data (`dpvae.data.declared.Facts`), or None."""
+def facts_of(config: dict, dataset: str) -> Any:
+    """What validation knows of a dataset's data (`dpvae.data.declared.Facts`: the registry's documented sizes,
+    or a declaration's file), or None."""
     from dpvae.data import declared
     from dpvae.data.registry import get_dataset
 
@@ -294,7 +295,7 @@ def _fit_errors(config: dict, exp_name: str, exp: dict, variant: str, index: int
     epsilons = [format_eps(e) for e in exp["epsilons"]] or ["inf"]
     where = f"experiment {exp_name}, variant {variant}"
     for ds in exp["datasets"]:
-        facts: Facts | None = _facts(config, ds)
+        facts: Facts | None = facts_of(config, ds)
         n_train = facts.n_train if facts else _documented_n_train(ds)
         if facts and facts.kind not in method.kinds:
             yield (
