@@ -74,7 +74,20 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     p = sub.add_parser("methods", help="every method with its typed parameters (markdown)")
-    p.add_argument("name", nargs="?", help="only this method")
+    p.add_argument("name", nargs="?", help="only this method (with --resolve: a variant, or every variant of it)")
+    p.add_argument(
+        "--resolve",
+        nargs=2,
+        metavar=("DATASET", "EPSILON"),
+        help="each parameter of the variant(s) on DATASET at EPSILON, its value and the config key it comes from",
+    )
+    p.add_argument(
+        "--configfile",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="with --resolve: a configuration overlay on config.yaml (repeatable)",
+    )
     p = sub.add_parser("metrics", help="every metric with what it needs and its typed options (markdown)")
     p.add_argument("name", nargs="?", help="only this metric")
 
@@ -409,6 +422,18 @@ def _run(args: argparse.Namespace) -> int:
                 if args.markdown
                 else plan.to_text()
             )
+    elif args.stage == "methods" and args.resolve:
+        from dpvae.catalog import resolved_parameters
+        from dpvae.config import load_config
+        from dpvae.errors import ConfigError
+        from dpvae.paths import REPO_ROOT
+
+        if not args.name:
+            raise ConfigError(
+                "methods --resolve: name a variant or a method (python -m dpvae methods p3gm --resolve ...)"
+            )
+        config = load_config([REPO_ROOT / "config.yaml", *args.configfile])
+        print(resolved_parameters(config, args.name, *args.resolve))
     elif args.stage in ("methods", "metrics"):
         from dpvae.catalog import method_catalog, metric_catalog
 

@@ -2,7 +2,8 @@
 
 A run is (dataset, variant, epsilon label, seed). Variants of an experiment with a sweep are derived ids
 `<variant>@<sweep name>=<point>`. Non-private variants run once per seed with epsilon label 'inf'.
-Hyper-parameters resolve as: variant params < per_dataset < per_epsilon < sweep point.
+Hyper-parameters resolve as: variant params < per_dataset < per_setting ("*", then the run's dataset) < sweep
+point (`param_layers`).
 """
 
 from __future__ import annotations
@@ -90,17 +91,55 @@ def experiment_runs(config: dict, experiment: str, dataset: str | None = None) -
     return runs
 
 
+#: a `per_setting` entry's dataset that matches every dataset
+EVERY_DATASET = "*"
+
+
+def setting_matches(entry: dict, dataset: str, eps: str) -> bool:
+    """Whether a variant's `per_setting` entry applies to a run on `dataset` at epsilon label `eps`."""
+    return entry["epsilon"] == eps and entry["dataset"] in (dataset, EVERY_DATASET)
+
+
+def param_layers(
+    config: dict, variant: str, dataset: str, eps: str, sweep: dict | None = None, point: str | None = None
+) -> list[tuple[str, dict]]:
+    """(source, values) of every layer that sets a run's hyper-parameters, lowest first: variant params <
+    per_dataset < per_setting for every dataset ("*") < per_setting for this dataset < sweep point."""
+    key = f"variants.{variant}"
+    entry = config["variants"][variant]
+    layers = [(f"{key}.params", entry.get("params", {}))]
+    if dataset in entry.get("per_dataset", {}):
+        layers.append((f"{key}.per_dataset.{dataset}", entry["per_dataset"][dataset]))
+    settings = list(enumerate(entry.get("per_setting", [])))
+    for every in (True, False):
+        layers += [
+            (f"{key}.per_setting[{i}] (dataset {s['dataset']}, epsilon {s['epsilon']})", s["params"])
+            for i, s in settings
+            if setting_matches(s, dataset, eps) and (s["dataset"] == EVERY_DATASET) == every
+        ]
+    if sweep and point is not None:
+        layers.append((f"sweep {sweep['name']}={point}", sweep["points"][point]))
+    return layers
+
+
 def resolve_params(
     config: dict, variant: str, dataset: str, eps: str, sweep: dict | None = None, point: str | None = None
 ) -> dict:
-    """Hyper-parameters of one run: variant params < per_dataset < per_epsilon < sweep point."""
-    entry = config["variants"][variant]
-    params = copy.deepcopy(entry.get("params", {}))
-    params.update(entry.get("per_dataset", {}).get(dataset, {}))
-    params.update(entry.get("per_epsilon", {}).get(eps, {}))
-    if sweep and point is not None:
-        params.update(sweep["points"][point])
+    """Hyper-parameters of one run: the layers of `param_layers`, later ones winning."""
+    params: dict = {}
+    for _, values in param_layers(config, variant, dataset, eps, sweep, point):
+        params.update(copy.deepcopy(values))
     return params
+
+
+def resolved_sources(
+    config: dict, variant: str, dataset: str, eps: str, sweep: dict | None = None, point: str | None = None
+) -> dict[str, tuple[Any, str]]:
+    """Each hyper-parameter a run's configuration sets -> (its value, the layer it comes from)."""
+    sources: dict[str, tuple[Any, str]] = {}
+    for source, values in param_layers(config, variant, dataset, eps, sweep, point):
+        sources.update({k: (v, source) for k, v in values.items()})
+    return sources
 
 
 def run_spec(config: dict, run: Run) -> RunSpec:

@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
 
-from dpvae.config import validate_config
+from dpvae.config import facts_of, validate_config
+from dpvae.data.declared import Facts
 from dpvae.data.registry import get_dataset, unverified_source_problem
 from dpvae.errors import ConfigError, NotBuiltError, TargetError
 from dpvae.eval.registry import METRICS
@@ -62,6 +63,7 @@ class Rules:
         self.basedir = Path(basedir)
         self.scale = config["scale"]
         self._specs: dict[Run, RunSpec] = {}
+        self._dataset_facts: dict[str, Facts | None] = {}
 
     # -- runs ------------------------------------------------------------------------------------
 
@@ -106,10 +108,16 @@ class Rules:
     def spec_json(self, dataset: str, variant: str, eps: str, seed: int | str) -> str:
         return self.spec(dataset, variant, eps, seed).to_json()
 
+    def _facts(self, dataset: str) -> Facts | None:
+        """The dataset's facts as the configuration knows them (what a job's resources scale with)."""
+        if dataset not in self._dataset_facts:
+            self._dataset_facts[dataset] = facts_of(self.config, dataset)
+        return self._dataset_facts[dataset]
+
     def train_resources(self, dataset: str, variant: str, eps: str, seed: int | str) -> Resources:
         spec = self.spec(dataset, variant, eps, seed)
         method = METHODS.get(spec.method)
-        return method.resources(method.Params.parse(spec.params, name=method.name), dataset)
+        return method.resources(method.Params.parse(spec.params, name=method.name), self._facts(dataset))
 
     # -- shared first stages (dpvae.methods.base.stage1_spec) -----------------------------------------
 
@@ -143,7 +151,7 @@ class Rules:
     def stage1_resources(self, dataset: str, method: str, key: str, seed: int | str) -> Resources:
         spec = self.stage1_spec(dataset, method, key, seed)
         entry = METHODS.get(method)
-        return entry.stage1_resources(entry.Params.parse(spec.params, name=method), dataset)
+        return entry.stage1_resources(entry.Params.parse(spec.params, name=method), self._facts(dataset))
 
     # -- metrics ---------------------------------------------------------------------------------
 

@@ -64,6 +64,11 @@ class Facts:
         """'image' for [C, H, W] records, else 'table'."""
         return "image" if len(self.record_shape) == 3 else "table"
 
+    @property
+    def attributes(self) -> int:
+        """Values per record: a table's columns, an image's pixels times its channels."""
+        return math.prod(self.record_shape)
+
 
 def kind_of(path: str | Path) -> str | None:
     """'table' or 'image' from a file's suffix (None if neither)."""
