@@ -56,6 +56,7 @@ localrules:
     render_figure_csv,
     gather,
     scorecard,
+    claims,
     experiment_spec,
     render_experiment,
 

@@ -1,4 +1,5 @@
-"""Markdown listings of every method's typed parameters and every metric's needs and options."""
+"""Markdown listings of every method's typed parameters and every metric's needs and options; a variant's
+parameters resolved for one (dataset, epsilon), each with where it comes from."""
 
 from __future__ import annotations
 
@@ -34,6 +35,33 @@ def method_catalog(name: str | None = None) -> str:
             *_fields(method.Params),
             "",
         ]
+    return "\n".join(lines)
+
+
+def resolved_parameters(config: dict, name: str, dataset: str, epsilon: str) -> str:
+    """Every parameter of the variants named `name` (the variant itself, else every variant of method `name`) on
+    `dataset` at `epsilon`: its value and its source (a config key, or the method's default)."""
+    from dpvae.runs import is_private, resolved_sources
+    from dpvae.schema import format_eps
+
+    variants = (
+        [name]
+        if name in config["variants"]
+        else sorted(v for v, entry in config["variants"].items() if entry["method"] == name)
+    )
+    if not variants:
+        raise KeyError(f"no variant or method '{name}' in the configuration")
+    lines = []
+    for variant in variants:
+        method = METHODS.get(config["variants"][variant]["method"])
+        eps = format_eps(epsilon) if is_private(config, variant) else "inf"
+        sources = resolved_sources(config, variant, dataset, eps)
+        lines += [f"variant {variant} (method {method.name}) on {dataset} at epsilon {eps}:"]
+        width = max(len(f["name"]) for f in method.Params.describe())
+        for field in method.Params.describe():
+            value, source = sources.get(field["name"], (field["default"], f"default of method {method.name}"))
+            lines.append(f"  {field['name']:<{width}}  {value!r:<12}  {source}")
+        lines.append("")
     return "\n".join(lines)
 
 

@@ -1,7 +1,7 @@
 """`python -m dpvae <command> ...`: the stages the Snakemake rules call, and the user's commands.
 
-User commands: check-config, status, plan, methods, metrics, synth, ledger, record, scorecard. A user-fixable problem
-(bad config, data, target, privacy budget, a missing or unreadable file) prints one or two lines naming the
+User commands: check-config, status, plan, methods, metrics, synth, ledger, record, scorecard, claims. A user-fixable
+problem (bad config, data, target, privacy budget, a missing or unreadable file) prints one or two lines naming the
 key, file or value and exits 2; anything else is a bug: its traceback, then one line naming the command and
 the exception (in a workflow job: the traceback in the job's log, the line on the terminal too), exit 1.
 """
@@ -74,7 +74,20 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     p = sub.add_parser("methods", help="every method with its typed parameters (markdown)")
-    p.add_argument("name", nargs="?", help="only this method")
+    p.add_argument("name", nargs="?", help="only this method (with --resolve: a variant, or every variant of it)")
+    p.add_argument(
+        "--resolve",
+        nargs=2,
+        metavar=("DATASET", "EPSILON"),
+        help="each parameter of the variant(s) on DATASET at EPSILON, its value and the config key it comes from",
+    )
+    p.add_argument(
+        "--configfile",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="with --resolve: a configuration overlay on config.yaml (repeatable)",
+    )
     p = sub.add_parser("metrics", help="every metric with what it needs and its typed options (markdown)")
     p.add_argument("name", nargs="?", help="only this metric")
 
@@ -115,6 +128,11 @@ def _parser() -> argparse.ArgumentParser:
         help="the private workspace (prepared data, run, checkpoints; default <out>.work/, mode 0700)",
     )  # fmt: skip
     p.add_argument("--keep-work", action="store_true", help="keep the private workspace after the release")
+    p.add_argument(
+        "--report", dest="quality_report", action=argparse.BooleanOptionalAction, default=True,
+        help="write the quality report (report.html: statistics of your private data, kept in the workspace, never "
+        "released; default); --no-report skips it",
+    )  # fmt: skip
     p.add_argument("--force", action="store_true", help="replace an existing --out and its ledger and audit")
     p.add_argument("--label", default=None, help="a table's label column (default: one named label/target/y/class)")
     p.add_argument("--positive", default=None, help="a table's positive label value (y = 1 for it, 0 otherwise)")
@@ -155,21 +173,12 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("prepare", help="write a dataset's canonical prepared form")
     p.add_argument("--dataset", required=True)
     p.add_argument("--root", required=True)
+    p.add_argument("--seed", type=int, default=0, help="the split's seed (config data.split_seed)")
     p.add_argument(
-        "--seed", type=int, default=None,
-        help="repeatable noise for debugging: whoever knows the seed can replay it, so the ledger says not_dp "
-        "(default: secret noise from OS entropy, written nowhere)",
+        "--secret", action="store_true",
+        help="a declared dataset whose runs are releases: its split and domain estimate drawn from OS entropy "
+        "(the seed is written nowhere)",
     )  # fmt: skip
-    p.add_argument(
-        "--seed-file", type=Path, default=None, metavar="FILE",
-        help="a secret release that repeats: the key is derived from FILE's bytes (read once, never copied)",
-    )  # fmt: skip
-    p.add_argument(
-        "--work", type=Path, default=None, metavar="DIR",
-        help="the private workspace (prepared data, run, checkpoints; default <out>.work/, mode 0700)",
-    )  # fmt: skip
-    p.add_argument("--keep-work", action="store_true", help="keep the private workspace after the release")
-    p.add_argument("--force", action="store_true", help="replace an existing --out and its ledger and audit")
 
     p = sub.add_parser("stage1", help="train a method's shared non-private first stage (DP2-VAE's encoders)")
     p.add_argument(
@@ -254,6 +263,12 @@ def _parser() -> argparse.ArgumentParser:
         "--reproductions", default=None, help="directory of <paper>.csv files (default: <repo>/reproductions)"
     )
     p.add_argument("--out", default=None, help="write the scorecard CSV here (and a PDF beside it if it ends in .pdf)")
+
+    p = sub.add_parser("claims", help="the papers' claims (claims.csv), each judged over the recorded rows")
+    p.add_argument(
+        "--reproductions", default=None, help="directory of <paper>.csv files (default: <repo>/reproductions)"
+    )
+    p.add_argument("--out", default=None, help="write <prefix>.pdf and <prefix>.csv (the verdicts)")
     return parser
 
 
@@ -407,6 +422,18 @@ def _run(args: argparse.Namespace) -> int:
                 if args.markdown
                 else plan.to_text()
             )
+    elif args.stage == "methods" and args.resolve:
+        from dpvae.catalog import resolved_parameters
+        from dpvae.config import load_config
+        from dpvae.errors import ConfigError
+        from dpvae.paths import REPO_ROOT
+
+        if not args.name:
+            raise ConfigError(
+                "methods --resolve: name a variant or a method (python -m dpvae methods p3gm --resolve ...)"
+            )
+        config = load_config([REPO_ROOT / "config.yaml", *args.configfile])
+        print(resolved_parameters(config, args.name, *args.resolve))
     elif args.stage in ("methods", "metrics"):
         from dpvae.catalog import method_catalog, metric_catalog
 
@@ -416,7 +443,7 @@ def _run(args: argparse.Namespace) -> int:
 
         fields = ("method", "data", "epsilon", "delta", "out", "audit", "n", "seed", "root", "label", "positive")
         fields += ("declare", "allow_not_dp", "device", "headline", "calibrate_sound", "seed_file", "work")
-        fields += ("keep_work", "force")
+        fields += ("keep_work", "force", "quality_report")
         given = {k: getattr(args, k) for k in fields if getattr(args, k) is not None} | {"epsilon": args.epsilon}
         request = Request(**given, params=parse_params(args.params))  # --n left out: synth.DEFAULT_N
         print(synth(request).report)
@@ -435,9 +462,12 @@ def _run(args: argparse.Namespace) -> int:
 
             fetch_source(args.source, args.root, args.mirror, allow_unverified=args.allow_unverified)
     elif args.stage == "prepare":
+        import secrets
+
         from dpvae.data.registry import prepare_dataset
 
-        prepare_dataset(args.dataset, args.root, seed=args.seed)
+        seed = secrets.randbits(63) if args.secret else args.seed  # a release's split and estimate: secret
+        prepare_dataset(args.dataset, args.root, seed=seed, secret_seed=args.secret)
     elif args.stage == "stage1":
         stages.stage1(args.spec)
     elif args.stage == "train":
@@ -474,13 +504,22 @@ def _run(args: argparse.Namespace) -> int:
             for path, n in prune(args.out_dir).items():
                 print(f"{path}: dropped {n} rows filed under an item that does not show their dataset")
     elif args.stage == "scorecard":
-        from dpvae.scorecard import scorecard, summary_line, write_scorecard
+        from dpvae.scorecard import claims_line, scorecard, summary_line, write_scorecard
 
         card = scorecard(paper=args.paper, reproductions_dir=args.reproductions)
         if args.out:
-            write_scorecard(card, args.out)
+            write_scorecard(card, args.out, reproductions_dir=args.reproductions)
         print(card.to_string(index=False, max_colwidth=40))
         print(summary_line(card))
+        print(claims_line(args.reproductions))
+    elif args.stage == "claims":
+        from dpvae.claims import judge_all, summary_line, write_claims
+
+        table = judge_all(reproductions_dir=args.reproductions)
+        if args.out:
+            write_claims(table, args.out)
+        print(table[["id", "verdict", "evidence"]].to_string(index=False, max_colwidth=100))
+        print(summary_line(table))
     return 0
 
 

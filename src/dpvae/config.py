@@ -197,8 +197,9 @@ def _declared_errors(config: dict) -> Iterator[str]:
         yield from declared.problems(name, entry)
 
 
-def _facts(config: dict, dataset: str) -> Any:
-    """What validation knows of a dataset's data (`dpvae.data.declared.Facts`), or None."""
+def facts_of(config: dict, dataset: str) -> Any:
+    """What validation knows of a dataset's data (`dpvae.data.declared.Facts`: the registry's documented sizes,
+    or a declaration's file), or None."""
     from dpvae.data import declared
     from dpvae.data.registry import get_dataset
 
@@ -212,15 +213,50 @@ def _facts(config: dict, dataset: str) -> Any:
 
 
 def _variant_param_errors(config: dict, name: str, variant: dict, method: Any) -> Iterator[str]:
-    """The variant's params, per_dataset and per_epsilon overrides against its method's typed parameters."""
+    """The variant's params, per_dataset and per_setting overrides against its method's typed parameters."""
     key = f"variants.{name}"
     yield from method.Params.errors(variant.get("params", {}), f"{key}.params", method.name)
     for ds, values in variant.get("per_dataset", {}).items():
         if err := _dataset_error(config, f"{key}.per_dataset.{ds}", ds):
             yield err
         yield from method.Params.errors(values, f"{key}.per_dataset.{ds}", method.name)
-    for eps, values in variant.get("per_epsilon", {}).items():
-        yield from method.Params.errors(values, f"{key}.per_epsilon.{eps}", method.name)
+    yield from _setting_errors(config, name, variant, method)
+
+
+def _setting_errors(config: dict, name: str, variant: dict, method: Any) -> Iterator[str]:
+    """Each `per_setting` entry: a known dataset (or "*"), an epsilon, the method's parameters, one entry per
+    setting, and at least one run of some experiment it applies to (a stray override is refused)."""
+    from dpvae.runs import EVERY_DATASET, setting_matches
+
+    private = _is_private(config, name)
+    runs = {
+        (dataset, format_eps(eps) if private else "inf")
+        for exp in config["experiments"].values()
+        if "analysis" not in exp and name in exp.get("variants", [])
+        for dataset in exp.get("datasets", [])
+        for eps in (exp.get("epsilons", []) if private else ["inf"])
+    }  # (dataset, epsilon label) of every run of the variant
+    seen: dict[tuple[str, str], int] = {}
+    for i, entry in enumerate(variant.get("per_setting", [])):
+        key = f"variants.{name}.per_setting[{i}]"
+        dataset, eps = entry["dataset"], entry["epsilon"]
+        if dataset != EVERY_DATASET and (err := _dataset_error(config, f"{key}.dataset", dataset)):
+            yield err
+            continue
+        try:
+            format_eps(eps)
+        except (TypeError, ValueError):
+            yield f"config key '{key}.epsilon': {eps!r} is not an epsilon"
+            continue
+        yield from method.Params.errors(entry["params"], f"{key}.params", method.name)
+        if (dataset, eps) in seen:
+            yield f"config key '{key}': a second entry for dataset {dataset} at epsilon {eps} ([{seen[dataset, eps]}])"
+        seen.setdefault((dataset, eps), i)
+        if not any(setting_matches(entry, *run) for run in runs):
+            yield (
+                f"config key '{key}': no experiment runs variant '{name}' on dataset {dataset} at epsilon {eps}: "
+                "the override would change nothing (remove it, or name the dataset and epsilon it is for)"
+            )
 
 
 def _evaluation_errors(evaluation: dict, metrics: Any) -> Iterator[str]:
@@ -259,7 +295,7 @@ def _fit_errors(config: dict, exp_name: str, exp: dict, variant: str, index: int
     epsilons = [format_eps(e) for e in exp["epsilons"]] or ["inf"]
     where = f"experiment {exp_name}, variant {variant}"
     for ds in exp["datasets"]:
-        facts: Facts | None = _facts(config, ds)
+        facts: Facts | None = facts_of(config, ds)
         n_train = facts.n_train if facts else _documented_n_train(ds)
         if facts and facts.kind not in method.kinds:
             yield (

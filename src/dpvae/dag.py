@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dpvae.errors import ConfigError, TargetError
-from dpvae.paths import REPO_ROOT, SCORECARD
+from dpvae.paths import CLAIMS, REPO_ROOT, SCORECARD
 from dpvae.runtimes import RUNTIME_RESOURCES, Declared
 
 _ERROR_PREFIX = "dpvae: error: "
@@ -98,7 +98,7 @@ def snakemake_dag(
         missing = re.search(r"No rule to produce (\S+)", str(error))
         raise TargetError(
             f"{missing.group(1) if missing else targets}: no rule makes it; targets are "
-            f"figures/<paper>/<item>.pdf, figures/<item>.pdf, {SCORECARD}.pdf or any file "
+            f"figures/<paper>/<item>.pdf, figures/<item>.pdf, {SCORECARD}.pdf, {CLAIMS}.pdf or any file "
             "a rule writes"
         ) from None
     except (RuleException, WorkflowError) as error:  # an ambiguous or cyclic rule, a failing input function

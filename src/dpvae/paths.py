@@ -220,6 +220,8 @@ def experiment_prefix(experiment: str) -> str:
 
 #: figures/scorecard; the scorecard adds .pdf and .csv
 SCORECARD = figure_file("scorecard")
+#: figures/claims; the papers' claims judged (`dpvae.claims`): .pdf and .csv
+CLAIMS = figure_file("claims")
 
 #: a target's item (figures/<paper>/<item>.<ext>), experiment (figures/experiments/<experiment>.<ext>) or
 #: gathered item id (figures/<item>.pdf): the inverses of item_prefix, experiment_prefix and gathered_file

@@ -2,7 +2,8 @@
 
 A run is (dataset, variant, epsilon label, seed). Variants of an experiment with a sweep are derived ids
 `<variant>@<sweep name>=<point>`. Non-private variants run once per seed with epsilon label 'inf'.
-Hyper-parameters resolve as: variant params < per_dataset < per_epsilon < sweep point.
+Hyper-parameters resolve as: variant params < per_dataset < per_setting ("*", then the run's dataset) < sweep
+point (`param_layers`).
 """
 
 from __future__ import annotations
@@ -90,17 +91,55 @@ def experiment_runs(config: dict, experiment: str, dataset: str | None = None) -
     return runs
 
 
+#: a `per_setting` entry's dataset that matches every dataset
+EVERY_DATASET = "*"
+
+
+def setting_matches(entry: dict, dataset: str, eps: str) -> bool:
+    """Whether a variant's `per_setting` entry applies to a run on `dataset` at epsilon label `eps`."""
+    return entry["epsilon"] == eps and entry["dataset"] in (dataset, EVERY_DATASET)
+
+
+def param_layers(
+    config: dict, variant: str, dataset: str, eps: str, sweep: dict | None = None, point: str | None = None
+) -> list[tuple[str, dict]]:
+    """(source, values) of every layer that sets a run's hyper-parameters, lowest first: variant params <
+    per_dataset < per_setting for every dataset ("*") < per_setting for this dataset < sweep point."""
+    key = f"variants.{variant}"
+    entry = config["variants"][variant]
+    layers = [(f"{key}.params", entry.get("params", {}))]
+    if dataset in entry.get("per_dataset", {}):
+        layers.append((f"{key}.per_dataset.{dataset}", entry["per_dataset"][dataset]))
+    settings = list(enumerate(entry.get("per_setting", [])))
+    for every in (True, False):
+        layers += [
+            (f"{key}.per_setting[{i}] (dataset {s['dataset']}, epsilon {s['epsilon']})", s["params"])
+            for i, s in settings
+            if setting_matches(s, dataset, eps) and (s["dataset"] == EVERY_DATASET) == every
+        ]
+    if sweep and point is not None:
+        layers.append((f"sweep {sweep['name']}={point}", sweep["points"][point]))
+    return layers
+
+
 def resolve_params(
     config: dict, variant: str, dataset: str, eps: str, sweep: dict | None = None, point: str | None = None
 ) -> dict:
-    """Hyper-parameters of one run: variant params < per_dataset < per_epsilon < sweep point."""
-    entry = config["variants"][variant]
-    params = copy.deepcopy(entry.get("params", {}))
-    params.update(entry.get("per_dataset", {}).get(dataset, {}))
-    params.update(entry.get("per_epsilon", {}).get(eps, {}))
-    if sweep and point is not None:
-        params.update(sweep["points"][point])
+    """Hyper-parameters of one run: the layers of `param_layers`, later ones winning."""
+    params: dict = {}
+    for _, values in param_layers(config, variant, dataset, eps, sweep, point):
+        params.update(copy.deepcopy(values))
     return params
+
+
+def resolved_sources(
+    config: dict, variant: str, dataset: str, eps: str, sweep: dict | None = None, point: str | None = None
+) -> dict[str, tuple[Any, str]]:
+    """Each hyper-parameter a run's configuration sets -> (its value, the layer it comes from)."""
+    sources: dict[str, tuple[Any, str]] = {}
+    for source, values in param_layers(config, variant, dataset, eps, sweep, point):
+        sources.update({k: (v, source) for k, v in values.items()})
+    return sources
 
 
 def run_spec(config: dict, run: Run) -> RunSpec:
@@ -162,6 +201,12 @@ def _data_identity(config: dict, dataset: str) -> dict | None:
     from dpvae.data.declared import fingerprint, identity
 
     return fingerprint(identity(entry), config["data"]["root"])
+
+
+def prepares_secretly(config: dict, dataset: str) -> bool:
+    """Whether a dataset's preparation is a release's (a declared dataset whose runs are secret, `_randomness`): its
+    split and domain estimate then come from OS entropy (`dpvae prepare --secret`)."""
+    return _randomness(config, dataset, private=True) == randomness.SECRET
 
 
 def _randomness(config: dict, dataset: str, private: bool) -> str | None:
@@ -280,6 +325,7 @@ def released_ledger(ledger: Any, fitted: Any, spec: RunSpec) -> Any:
     marked not DP), judged against the spec's target; a sound-calibrated run's headline is its sound ε; where its
     noise came from (`dpvae.randomness`: seeded, not a release, or secret)."""
     from dpvae.privacy.ledger import Mechanism, marked_not_dp, with_preprocessing
+    from dpvae.samplers import laplace_sampler
 
     target = spec.epsilon
     if fitted is not None and (estimate := fitted.estimate) is not None:
@@ -287,7 +333,8 @@ def released_ledger(ledger: Any, fitted: Any, spec: RunSpec) -> Any:
         def record(adjacency: str) -> Mechanism:
             sensitivity = estimate.sensitivity(adjacency)
             name = f"domain estimate: Laplace histograms of {len(estimate.columns)} column(s)' bounds"
-            return Mechanism(name, noise_multiplier=estimate.scale / sensitivity, sensitivity=sensitivity)
+            sampler = laplace_sampler(estimate.scale, sensitivity) if estimate.discrete else None
+            return Mechanism(name, estimate.scale / sensitivity, sensitivity=sensitivity, sampler=sampler)
 
         sound = ledger.sound.adjacency if ledger.sound is not None else "replace-one"
         ledger = with_preprocessing(ledger, record(ledger.paper.adjacency), record(sound), target)

@@ -123,13 +123,12 @@ def _schema_message(error: jsonschema.ValidationError) -> str:
 
 
 def _normalise_epsilon_keys(config: dict) -> None:
-    """per_epsilon keys may be written as numbers in YAML; make them canonical string labels."""
+    """per_setting epsilons may be written as numbers in YAML; make them canonical string labels."""
     for variant in (config.get("variants") or {}).values():
-        if isinstance(variant, dict) and isinstance(variant.get("per_epsilon"), dict):
-            renamed = {}
-            for key, value in variant["per_epsilon"].items():
-                try:
-                    renamed[format_eps(key)] = value
-                except (TypeError, ValueError):
-                    renamed[key] = value  # the schema reports it
-            variant["per_epsilon"] = renamed
+        if isinstance(variant, dict) and isinstance(variant.get("per_setting"), list):
+            for entry in variant["per_setting"]:
+                if isinstance(entry, dict) and "epsilon" in entry:
+                    try:
+                        entry["epsilon"] = format_eps(entry["epsilon"])
+                    except (TypeError, ValueError):
+                        pass  # the cross-checks report it

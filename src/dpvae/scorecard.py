@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from dpvae.files import atomic_write
+from dpvae.paths import CLAIMS
 from dpvae.render.published import (
     WILDCARD,
     cause_matches,
@@ -383,8 +384,16 @@ def seeds_text(n: int, counted: str) -> str:
     )
 
 
-def write_scorecard(card: pd.DataFrame, out: str | Path) -> None:
-    """`out` = <prefix>.csv or <prefix>.pdf: writes both. The PDF: the headline, then per paper pages listing its
+def claims_line(reproductions_dir: str | Path | None = None) -> str:
+    """The papers' claims judged over the recorded rows, in one line (`dpvae.claims`, figures/claims.pdf)."""
+    from dpvae.claims import judge_all, summary_line
+
+    return f"{summary_line(judge_all(reproductions_dir=reproductions_dir))} ({CLAIMS}.pdf)"
+
+
+def write_scorecard(card: pd.DataFrame, out: str | Path, reproductions_dir: str | Path | None = None) -> None:
+    """`out` = <prefix>.csv or <prefix>.pdf: writes both. The PDF: the headline and the papers' claims in one line
+    (`claims_line` over `reproductions_dir`), then per paper pages listing its
     published cells (with the tally and the tolerances), a forest plot per item (`_forest_pages`), then pages listing
     its figure-only cells; a listing page is one monospace text block, so hundreds of rows stay cheap (a drawn table
     took ~2 s a page)."""
@@ -392,7 +401,7 @@ def write_scorecard(card: pd.DataFrame, out: str | Path) -> None:
     atomic_write(f"{prefix}.csv", lambda tmp: card.to_csv(tmp, index=False, float_format="%.6g"))
     from matplotlib.backends.backend_pdf import PdfPages
 
-    from dpvae.render.output import pyplot
+    from dpvae.render.output import listing_pages, pyplot
 
     shown = card.assign(
         ours=[
@@ -422,13 +431,16 @@ def write_scorecard(card: pd.DataFrame, out: str | Path) -> None:
         "evidence in docs/ (the CSV's evidence column)."
     )
     counts = fidelity(card)
+    claims_text = claims_line(reproductions_dir)
 
     def write(tmp: str) -> None:
         with PdfPages(tmp, metadata={"CreationDate": None}) as pdf, pyplot().rc_context({"pdf.use14corefonts": True}):
-            _listing_pages(
+            listing_pages(
                 pdf,
                 f"Scorecard: {counts.headline}",
-                pd.DataFrame({"": [counts.rest, *_misses(cause_counts(card)).removeprefix("; ").split(", ")]}),
+                pd.DataFrame(
+                    {"": [counts.rest, *_misses(cause_counts(card)).removeprefix("; ").split(", "), claims_text]}
+                ),
                 HEADLINE_WORDS,
             )
             for paper, rows in shown.groupby("paper", sort=False):
@@ -436,7 +448,7 @@ def write_scorecard(card: pd.DataFrame, out: str | Path) -> None:
                 published = rows[~figure_only]
                 paper_counts = fidelity(published)
                 tally = f"{paper_counts.headline} ({paper_counts.rest})" + _misses(cause_counts(published))
-                _listing_pages(
+                listing_pages(
                     pdf,
                     f"Scorecard - {paper}: published cells; {tally}",
                     published[_PUBLISHED_COLUMNS],
@@ -444,7 +456,7 @@ def write_scorecard(card: pd.DataFrame, out: str | Path) -> None:
                     not_dp_notes(published["not_dp"]),
                 )
                 _forest_pages(pdf, card[(card["paper"] == paper) & (card["verdict"] != NO_PUBLISHED_NUMBER)])
-                _listing_pages(
+                listing_pages(
                     pdf,
                     f"Scorecard - {paper}: recorded cells of items that publish no number (figures); mean +- sd "
                     "(n seeds), no verdict",
@@ -517,44 +529,7 @@ def _forest_pages(pdf, cells: pd.DataFrame) -> None:
 
 _CELL_COLUMNS = ["item", "dataset", "method", "epsilon", "metric", "classifier", "setting"]
 _PUBLISHED_COLUMNS = [*_CELL_COLUMNS, "source", "paper_value", "ours", "verdict", "counted", "cause"]
-_CHAR_INCHES = 6.5 * 0.6 / 72  # one character of the 6.5 pt monospace listing
 
 
 def _number(value: float, digits: int) -> str:
     return "" if pd.isna(value) else f"{value:.{digits}g}"
-
-
-def _listing_pages(
-    pdf, title: str, rows: pd.DataFrame, notes: str = "", footnotes: list[str] = (), per_page: int = 80
-) -> None:
-    """Monospace pages listing `rows`, `per_page` to a page, under the title (rows a-b of n) and the notes; the
-    `footnotes` (the reasons behind a dagger) under the rows of every page."""
-    import textwrap
-
-    from dpvae.render.output import pyplot
-
-    if rows.empty:
-        return
-    lines = rows.fillna("").to_string(index=False).splitlines()
-    header, body = lines[0], lines[1:]
-    width = max(8.0, _CHAR_INCHES * len(header) + 0.4)
-    columns = int((width - 0.4) / _CHAR_INCHES)
-    for start in range(0, len(body), per_page):
-        page = body[start : start + per_page]
-        heading = f"{title} (rows {start + 1}-{start + len(page)} of {len(body)})"
-        below = [line for note in footnotes for line in textwrap.wrap(note, columns)]
-        listing = [*textwrap.wrap(heading, columns), *textwrap.wrap(notes, columns), "", header, *page]
-        listing += ["", *below] if below else []
-        text = "\n".join(listing).encode("cp1252", "replace").decode("cp1252")  # the core Courier font: WinAnsi
-        fig = pyplot().figure(figsize=(width, 0.11 * (text.count("\n") + 1) + 0.4))
-        fig.text(
-            0.2 / width,
-            1 - 0.2 / fig.get_figheight(),
-            text,
-            family="monospace",
-            weight="medium",
-            fontsize=6.5,
-            va="top",
-        )
-        pdf.savefig(fig)
-        pyplot().close(fig)

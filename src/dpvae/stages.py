@@ -10,6 +10,7 @@ its `train.json`; aggregate and render read their inputs from small spec files, 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -141,7 +142,8 @@ def evaluate(
     """Compute one metric of one run into <run>/metrics/<metric>.json (+ artifacts beside it)."""
     entry = METRICS.get(metric)
     parsed = entry.Options.parse(options, key=f"evaluation.{metric}", name=metric)
-    run = run_context(read_spec(run_dir))
+    # a metric is not a release: its randomness is the seeded one (repeatable), whatever the run's noise was
+    run = run_context(dataclasses.replace(read_spec(run_dir), randomness=None))
     _seed_everything(run)
     ctx = EvalContext(run, parsed, Path(out).parent, Path(reference) if reference else None)
     started, commit = time.time(), git_commit()

@@ -6,7 +6,9 @@ file's prepared copy (under the id `<stem>-<keyed hash[:8]>`), the run (trained 
 ledger, budget check, canary audit), its checkpoints and records. The release bundle is `release.RELEASED`: the
 samples (`--out`: `.csv`, the table's columns in their own units and the label last; `.npz`, `x` and `y` as
 prepared), the ledger `x.privacy.json` and, with `--audit`, `x.audit.json`; nothing else is written beside it, and
-the workspace is deleted once the bundle is in place (`--keep-work` keeps it; it is private, never part of it).
+the workspace is deleted once the bundle is in place (`--keep-work` keeps it; it is private, never part of it), all
+but the quality report (`release.REPORT`, `dpvae.quality`): statistics of the private data for its holder, written
+before the bundle and kept in the workspace (`--no-report` skips it).
 
 The noise is secret (`dpvae.randomness`): drawn from OS entropy, or from `--seed-file` (read once, never copied),
 and written nowhere. `--seed N` makes the run repeatable for debugging; whoever knows N can replay the noise, so the
@@ -67,6 +69,7 @@ class Request:
     declare: Path | None = None  # YAML: the data's public domain and options (as a config `datasets` entry)
     allow_not_dp: bool = False  # a private method may read the domain from the data (not DP)
     calibrate_sound: bool = True  # under --headline sound: the noise calibrated so that the sound ε meets --epsilon
+    quality_report: bool = True  # write the data holder's quality report into the workspace (never released)
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,7 @@ class Release:
     ledger: Path
     audit: Path | None
     report: str
+    quality: Path | None = None  # the quality report, in the private workspace
 
 
 SEED_GIVEN = (
@@ -127,6 +131,7 @@ def synth(request: Request) -> Release:
     if method.private:
         spec, params = _planned(method, params, spec, facts, entry, request)  # refused before training if it can be
     _make_private_dir(work)  # every check passed: the first write
+    report_file(work).unlink(missing_ok=True)  # an earlier release's report is not this one's
     root = work / "data" if entry is not None else request.root
     dataset = _dataset_id(request, entry, root)
     identity = None
@@ -155,13 +160,47 @@ def synth(request: Request) -> Release:
         if request.seed is not None:
             ledger = marked_not_dp(ledger, SEED_GIVEN)
     samples = np.load(stages.sample(run_dir, request.n))
-    meta = load_prepared(prepared).meta
-    release = _publish(run_dir, samples, meta, ledger, request)
+    data = load_prepared(prepared)
+    quality = _quality(data, samples, ledger, method, request) if request.quality_report else None
+    release = _publish(run_dir, samples, data.meta, ledger, request)
     n_train = facts.n_train if facts is not None else _n_train(prepared)
-    report = _report(method, ledger, release, request, n_train, meta)
+    report = _report(method, ledger, release, request, n_train, data.meta, quality)
     if not request.keep_work:
+        _clear(work, keep=None if quality is None else report_file(work))
+    return dataclasses.replace(release, report=report, quality=None if quality is None else report_file(work))
+
+
+def _quality(data: Any, samples: Any, ledger: Any, method: Any, request: Request) -> Any:
+    """The quality report's statistics (`dpvae.quality`), its page written into the workspace (`release.REPORT`)."""
+    from dpvae import quality, quality_report
+    from dpvae.release import RELEASED
+
+    work = workspace(request)
+    found = quality.assess(data, {k: samples[k] for k in samples.files}, ledger)
+    context = quality_report.Context(method.name, request.out, work, ", ".join(RELEASED))
+    quality_report.write(found, context, report_file(work))
+    return found
+
+
+def report_file(work: Path) -> Path:
+    """The quality report in the workspace `work`."""
+    from dpvae.release import REPORT
+
+    return work / REPORT
+
+
+def _clear(work: Path, keep: Path | None) -> None:
+    """Delete the workspace, or all of it but `keep` (the workspace stays, mode 0700, holding it alone)."""
+    if keep is None:
         shutil.rmtree(work)
-    return dataclasses.replace(release, report=report)
+        return
+    for path in work.iterdir():
+        if path == keep:
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
 
 
 def _make_private_dir(path: Path) -> None:
@@ -179,6 +218,7 @@ def _planned(
     until the release's sound ε meets --epsilon, `runs.sound_calibrated_epsilon`); refused, with the smallest sound
     ε the method reaches, where nothing meets it. `--no-calibrate-sound` refuses instead where the sound ε exceeds
     the target."""
+    from dpvae import randomness
     from dpvae.data import domain
     from dpvae.runs import released_ledger, sound_calibrated_epsilon
 
@@ -188,7 +228,8 @@ def _planned(
     fitted = None
     if entry is not None:  # the declared domain's cost (an estimate costs its ε whatever its columns)
         spent = entry.get("domain_epsilon")
-        estimate = None if spent is None else domain.Estimate(float(spent), ("planned",), 0.0)
+        secret = randomness.is_secret(spec)  # the preparation draws a release's estimate exactly (`prepare`)
+        estimate = None if spent is None else domain.Estimate(float(spent), ("planned",), 0.0, discrete=secret)
         fitted = domain.Domain(domain.source(entry), (), (), estimate)
     sound_spec = dataclasses.replace(spec, calibrate="sound")
 
@@ -568,8 +609,11 @@ def _publish(run_dir: Path, samples: Any, meta: dict, ledger: Any, request: Requ
     return Release(request.out, ledger_path, audit_path if audited else None, "")
 
 
-def _report(method: Any, ledger: Any, release: Release, request: Request, n_train: int, meta: dict) -> str:
-    """A few lines: what was written where, both ε at δ, the mechanisms, what is public, the audit, the workspace."""
+def _report(
+    method: Any, ledger: Any, release: Release, request: Request, n_train: int, meta: dict, quality: Any = None
+) -> str:
+    """A few lines: what was written where, both ε at δ, the mechanisms, what is public, the audit, the workspace,
+    the quality report (naming its flags)."""
     import json
 
     from dpvae.privacy.summary import domain_of, num, public_line
@@ -605,8 +649,12 @@ def _report(method: Any, ledger: Any, release: Release, request: Request, n_trai
     lines.append(
         f"workspace (private, not part of the release): {work}/ kept (--keep-work)"
         if request.keep_work
-        else f"workspace (private): {work}/ deleted"
+        else f"workspace (private): {work}/ deleted" + (f", but for {report_file(work).name}" if quality else "")
     )
+    if quality is not None:
+        from dpvae.quality_report import terminal_line
+
+        lines.append(terminal_line(quality, report_file(work)))
     return "\n".join(lines)
 
 
@@ -666,6 +714,8 @@ def _unscale(values: np.ndarray, column: dict) -> Any:
     if "min" not in column:
         return values
     raw = column["min"] + np.clip(values, 0, 1) * (column["max"] - column["min"])
+    if column.get("integer"):  # declared whole numbers come back as whole numbers
+        return np.rint(raw).astype(np.int64)
     if column.get("kind") == "categorical":
         categories = column["categories"]
         return [categories[int(i)] for i in np.clip(np.rint(raw), 0, len(categories) - 1)]

@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
 
-from dpvae.config import validate_config
+from dpvae.config import facts_of, validate_config
+from dpvae.data.declared import Facts
 from dpvae.data.registry import get_dataset, unverified_source_problem
 from dpvae.errors import ConfigError, NotBuiltError, TargetError
 from dpvae.eval.registry import METRICS
@@ -21,6 +22,7 @@ from dpvae.items import ITEMS, PAPERS, SECTIONS, Item, get_item, item_datasets, 
 from dpvae.methods.base import Resources
 from dpvae.methods.registry import METHODS
 from dpvae.paths import (
+    CLAIMS,
     EXPERIMENT_TARGET,
     FIGURES,
     GATHER_TARGET,
@@ -61,6 +63,7 @@ class Rules:
         self.basedir = Path(basedir)
         self.scale = config["scale"]
         self._specs: dict[Run, RunSpec] = {}
+        self._dataset_facts: dict[str, Facts | None] = {}
 
     # -- runs ------------------------------------------------------------------------------------
 
@@ -105,10 +108,16 @@ class Rules:
     def spec_json(self, dataset: str, variant: str, eps: str, seed: int | str) -> str:
         return self.spec(dataset, variant, eps, seed).to_json()
 
+    def _facts(self, dataset: str) -> Facts | None:
+        """The dataset's facts as the configuration knows them (what a job's resources scale with)."""
+        if dataset not in self._dataset_facts:
+            self._dataset_facts[dataset] = facts_of(self.config, dataset)
+        return self._dataset_facts[dataset]
+
     def train_resources(self, dataset: str, variant: str, eps: str, seed: int | str) -> Resources:
         spec = self.spec(dataset, variant, eps, seed)
         method = METHODS.get(spec.method)
-        return method.resources(method.Params.parse(spec.params, name=method.name), dataset)
+        return method.resources(method.Params.parse(spec.params, name=method.name), self._facts(dataset))
 
     # -- shared first stages (dpvae.methods.base.stage1_spec) -----------------------------------------
 
@@ -142,7 +151,7 @@ class Rules:
     def stage1_resources(self, dataset: str, method: str, key: str, seed: int | str) -> Resources:
         spec = self.stage1_spec(dataset, method, key, seed)
         entry = METHODS.get(method)
-        return entry.stage1_resources(entry.Params.parse(spec.params, name=method), dataset)
+        return entry.stage1_resources(entry.Params.parse(spec.params, name=method), self._facts(dataset))
 
     # -- metrics ---------------------------------------------------------------------------------
 
@@ -347,9 +356,10 @@ class Rules:
         return {i.key: self._pending(i) for i in items_with_id(item_id) if self._pending(i)}
 
     def default_targets(self) -> list[str]:
-        """Every item that builds today (and whose renderer can show the configured setting), and the scorecard."""
+        """Every item that builds today (and whose renderer can show the configured setting), the scorecard and the
+        papers' claims judged."""
         done = [i for i in done_items(self.config) if not self._pending(i)]
-        return [f"{item_prefix(i.paper, i.id)}.pdf" for i in done] + [f"{SCORECARD}.pdf"]
+        return [f"{item_prefix(i.paper, i.id)}.pdf" for i in done] + [f"{SCORECARD}.pdf", f"{CLAIMS}.pdf"]
 
     def fetch_inputs(self, dataset: str, dryrun: bool = True) -> list[str]:
         """The marker of the verified raw source a dataset is prepared from (none for generated data).
@@ -446,7 +456,7 @@ class Rules:
                 )
             return [item]
         if m := GATHER_TARGET.match(target):
-            if m["item"] == "scorecard":
+            if m["item"] in ("scorecard", "claims"):
                 return []
             if not items_with_id(m["item"]):
                 if m["item"] in SECTIONS:
@@ -465,7 +475,7 @@ class Rules:
         raise TargetError(
             f"{target}: not a target of this workflow; ask for figures/<paper>/<item>.pdf "
             f"(papers: {', '.join(PAPERS)}; the project's own: {', '.join(SECTIONS[len(PAPERS) :])}), "
-            f"figures/<item>.pdf, figures/experiments/<experiment>.pdf or {SCORECARD}.pdf"
+            f"figures/<item>.pdf, figures/experiments/<experiment>.pdf, {SCORECARD}.pdf or {CLAIMS}.pdf"
         )
 
 

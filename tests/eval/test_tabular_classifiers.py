@@ -49,3 +49,23 @@ def test_one_class_synthetic_set_scores_as_a_constant_predictor():
     assert values[("auroc", "mean4")] == 0.5
     assert values[("auprc", "mean4")] == pytest.approx(yt.mean())
     assert values[("single_class", None)] == 0.0
+
+
+def test_three_classes_get_accuracy_and_macro_one_vs_rest_scores():
+    """Issue 64: K = 3 labels (no `positive`): accuracy, macro AUROC / AUPRC per classifier and their mean; a
+    class the synthetic set lacks scores 0; random labels score near chance, informative ones well above it."""
+    from dpvae.eval.tabular_classifiers import multiclass_rows
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(600, 4))
+    y = np.argmax(x[:, :3], axis=1)  # the label is which of the first three features is largest
+    rows = multiclass_rows(x[:400], y[:400], x[400:], y[400:], 3, seed=0)
+    mean = {r["metric"]: r["value"] for r in rows if r.get("classifier") == "mean4"}
+    assert set(mean) == {"accuracy", "auroc", "auprc"} and mean["accuracy"] > 0.7 and mean["auroc"] > 0.85
+    noise = multiclass_rows(x[:400], rng.integers(0, 3, 400), x[400:], y[400:], 3, seed=0)
+    chance = {r["metric"]: r["value"] for r in noise if r.get("classifier") == "mean4"}
+    assert abs(chance["auroc"] - 0.5) < 0.1 and chance["accuracy"] < 0.5
+    two = multiclass_rows(x[:400], np.minimum(y[:400], 1), x[400:], y[400:], 3, seed=0)  # class 2 never drawn
+    assert all(0 <= r["value"] <= 1 for r in two)
+    single = multiclass_rows(x[:400], np.zeros(400, dtype=int), x[400:], y[400:], 3, seed=0)
+    assert {r["metric"] for r in single} >= {"single_class"}

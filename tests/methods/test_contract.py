@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpvae import stages
+from dpvae import randomness, stages
 from dpvae.data.registry import get_dataset
 from dpvae.files import json_text
 from dpvae.methods.registry import METHODS
@@ -80,14 +80,25 @@ def device(request) -> str:
 
 @pytest.fixture()
 def trained(request, device, smoke_config, prepared_from_mirror, mirror, tmp_path, monkeypatch):
-    method, dataset, variant = request.param
+    return _train(request.param, device, smoke_config, prepared_from_mirror, mirror, tmp_path, monkeypatch)
+
+
+@pytest.fixture()
+def released(request, smoke_config, prepared_from_mirror, mirror, tmp_path, monkeypatch):
+    """A case trained as a release (secret randomness) on the CPU."""
+    case = request.param
+    return _train(case, "cpu", smoke_config, prepared_from_mirror, mirror, tmp_path, monkeypatch, randomness.SECRET)
+
+
+def _train(case, device, smoke_config, prepared_from_mirror, mirror, tmp_path, monkeypatch, secret=None):
+    method, dataset, variant = case
     run = contract_run(smoke_config, method.name, mirror, dataset, variant)
     data = prepared_from_mirror(run.dataset)
     monkeypatch.chdir(tmp_path)
     spec = run_spec(smoke_config, run)
     params = dict(spec.params)
     params["max_train"] = min(params.get("max_train") or TINY_TRAIN, TINY_TRAIN)
-    spec = replace(spec, params=params, data_root=str(Path(data).parents[1]), device=device)
+    spec = replace(spec, params=params, data_root=str(Path(data).parents[1]), device=device, randomness=secret)
     if spec.stage1:
         spec = replace(spec, stage1=str(tmp_path / "stage1"))  # the params changed: not the planned key's directory
         stages.stage1(stage1_of(spec))
@@ -141,3 +152,23 @@ def test_method_meets_the_contract(trained):
     assert set(np.unique(first["y"])) <= set(np.unique(np.concatenate([train.y, ctx.data.test.y])))
     for key in first:
         assert np.array_equal(first[key], again[key]), f"'{key}' differs between two samplings of the same run"
+
+
+#: the methods whose directly released statistics a release draws from the exact discrete samplers (`dpvae.samplers`)
+SAMPLED = [
+    (METHODS[m], None, v) for m, v in [("privbayes", None), ("dp-gm", None), ("dp-merf", None), ("p3gm", "p3gm")]
+]
+
+
+@pytest.mark.parametrize("released", SAMPLED, ids=[m.name for m, _, _ in SAMPLED], indirect=True)
+def test_a_release_names_its_samplers_as_planned_and_recomputed(released):
+    """Trained as a release, a method's ledger names a discrete sampler in every record but DP-SGD's and the
+    exponential mechanism's, and its planned and recomputed ledgers say the same, bit for bit."""
+    method, spec = released
+    written, again = recomputed_ledger(Path(spec.run))
+    assert again == written and json_text(planned_release(spec).to_dict()) == written
+    ledger = json.loads(written)
+    for accounting in (ledger, ledger.get("sound") or {}):
+        for record in accounting.get("mechanisms", []):
+            sampled = "dpsgd" not in record["name"] and "exponential" not in record["name"]
+            assert ("sampler" in record) == sampled, record["name"]

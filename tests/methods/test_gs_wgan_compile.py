@@ -3,42 +3,20 @@ to float rounding and the ledger is the eager run's."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
-import torch
-
 from dpvae import stages
-from dpvae.runs import Run, run_spec
-from dpvae.runspec import RunSpec
+from support.compiled_runs import gswgan_generator, tiny_gswgan_spec, worst
 
-RTOL = 1e-5  # generator parameters (its EMA): |compiled - eager| <= RTOL * max|eager|, tensor by tensor
-
-
-def _spec(config: dict, data: Path, tmp: Path, name: str, **params) -> RunSpec:
-    spec = run_spec(config, Run("mnist", "gs-wgan", "10", 0))
-    tiny = {
-        **spec.params,
-        "discriminators": 4,
-        "batch_size": 4,
-        "max_train": 64,
-        "iters": 4,
-        "pretrain_iters": 0,
-        "model_dim": 2,
-        "critic_iters": 2,
-        "lr": 0.001,
-        **params,
-    }
-    return replace(spec, params=tiny, run=str(tmp / name), data_root=str(Path(data).parents[1]), device="cpu")
-
-
-def _generator(spec: RunSpec) -> dict[str, torch.Tensor]:
-    return torch.load(Path(spec.run) / "model" / "generator.pt", weights_only=True)["params"]
-
-
-def _worst(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
-    assert a.keys() == b.keys()
-    return max(float((a[k] - b[k]).abs().max() / a[k].abs().max().clamp_min(1e-12)) for k in a)
+#: generator parameters (its EMA): |compiled - eager| <= RTOL * max|eager|, tensor by tensor. Four iterations
+#: of WGAN-GP, sanitised generator steps and Adam in float32, compiled kernels fusing and reordering sums: too
+#: long for a useful rounding bound, so measured (benchmarks/compile_spread.py, this 2-core x86_64 CPU, torch
+#: 2.13, benchmarks/measured/cpu-2026-12-01/compile-spread-gswgan.log), run seed / threads: seed 0 1.03e-5 / 1
+#: and 5.2e-6 / 2, seed 1 4.0e-7 / 1 and 5.8e-7 / 2, seeds 2 and 3 2.5e-7-3.3e-7 under both (1e-5 failed seed 0,
+#: the test's, under 1 thread, as on another machine's CI): 1e-4 keeps a margin of ~10x over the worst. The
+#: planted clip 0.5 lies 1.72e-2 away at seed 0 under both thread counts: 172x this tolerance (at seeds 2 and 3
+#: the clip barely binds: 1.2e-3-1.4e-3).
+RTOL = 1e-4
 
 
 def test_compiled_main_phase_equals_eager(smoke_config, prepared_from_mirror, tmp_path):
@@ -46,13 +24,13 @@ def test_compiled_main_phase_equals_eager(smoke_config, prepared_from_mirror, tm
     the written ledgers equal."""
     data = prepared_from_mirror("mnist")
     eager, compiled, planted = (
-        _spec(smoke_config, data, tmp_path, "eager"),
-        _spec(smoke_config, data, tmp_path, "compiled", compile="default"),
-        _spec(smoke_config, data, tmp_path, "planted", clip=0.5),
+        tiny_gswgan_spec(smoke_config, data, tmp_path, "eager"),
+        tiny_gswgan_spec(smoke_config, data, tmp_path, "compiled", compile="default"),
+        tiny_gswgan_spec(smoke_config, data, tmp_path, "planted", clip=0.5),
     )
     for spec in (eager, compiled, planted):
         stages.train(spec)
-    assert _worst(_generator(eager), _generator(compiled)) <= RTOL
-    assert _worst(_generator(eager), _generator(planted)) > 100 * RTOL
+    assert worst(gswgan_generator(eager), gswgan_generator(compiled)) <= RTOL
+    assert worst(gswgan_generator(eager), gswgan_generator(planted)) > 100 * RTOL
     written = (Path(eager.run) / "privacy.json").read_text()
     assert (Path(compiled.run) / "privacy.json").read_text() == written

@@ -1,4 +1,13 @@
-"""Vectorised DP-SGD engines: clipped sums against independent references, sensitivity, noise, sampling."""
+"""Vectorised DP-SGD engines: clipped sums against independent references, sensitivity, noise, sampling.
+
+Tolerances (tests/support/tolerances.py). The engines against torch.func / brute-force autograd run in float64:
+a clipped-sum entry sums at most ~1e4 products of O(1) terms (B <= 12 examples of a 32x32 conv), exact to
+γ_n ≈ 1e4·u ≈ 1e-12 relative (u = 2^-53), so rtol 1e-10 (1e-12 for one layer's gradient, ~1e2 terms; 1e-9 where
+micro- and term-wise aggregation add a second clipped level), atol 1e-12 for entries that cancel to near zero.
+Measured on this 2-core CPU, seeds as written and shifted by one, 1 and 2 threads
+(benchmarks/measured/cpu-2026-12-01/tolerances.log): at most 0.027 of the tolerance. Against opacus (float32,
+its own kernels): rtol 1e-5, atol 1e-6, measured at most 0.19 of it. A planted clip 1 % larger lies > 100
+tolerances away from either (`test_the_tolerances_fail_a_clip_one_percent_larger`)."""
 
 from __future__ import annotations
 
@@ -32,6 +41,7 @@ from dpvae.privacy.dpsgd import (
 )
 from dpvae.privacy.dpsgd import engine as engine_module
 from dpvae.privacy.dpsgd.analysis import clipped_sums, measured_sensitivity
+from support.tolerances import assert_planted_fails
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMON = dict(noise_multiplier=1.0, sample_rate=0.01)
@@ -192,6 +202,24 @@ def test_clipped_sum_equals_opacus_mlp(mode: str) -> None:
     theirs = clipped_sums(reference, reference_model.loss(x, noise))
     reference.close()
     torch.testing.assert_close(ours["dpsgd"], theirs["dpsgd"], rtol=1e-5, atol=1e-6)
+
+
+def test_the_tolerances_fail_a_clip_one_percent_larger() -> None:
+    """The float64 reference at rtol 1e-10 and opacus at rtol 1e-5: a clip 1 % larger is far outside both."""
+    model, phi, batch = _mlp_phi()
+    grads = per_example_grads(phi, *batch)
+    clip = float(grads.norm(dim=1).median())
+    engine = DPSGD(model, max_grad_norm=clip, expected_batch_size=len(batch[0]), **COMMON)
+    assert_planted_fails(clipped_sums(engine, phi(*batch))["dpsgd"], clipped_sum(grads, 1.01 * clip), 1e-10, 1e-12)
+    torch.manual_seed(1)
+    model = MLPVAE(30, 4, 20)
+    reference_model = copy.deepcopy(model)
+    x, noise = torch.rand(16, 30), torch.randn(16, 4)
+    ours = clipped_sums(DPSGD(model, max_grad_norm=2.0, expected_batch_size=16, **COMMON), model.loss(x, noise))
+    reference = OpacusDPSGD(reference_model, max_grad_norm=2.02, noise_multiplier=1.0, expected_batch_size=16)
+    theirs = clipped_sums(reference, reference_model.loss(x, noise))
+    reference.close()
+    assert_planted_fails(ours["dpsgd"], theirs["dpsgd"], 1e-5, 1e-6)
 
 
 def test_clipped_sum_equals_opacus_conv() -> None:

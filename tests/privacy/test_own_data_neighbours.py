@@ -5,8 +5,9 @@ replaces one training record by one with an extreme value, a new category and an
 puts that record in the test file instead. Run with the same `--seed-file` (so that the secret noise is the same
 in all three) and `--keep-work`, every file the run writes -- the release bundle and the private workspace -- must
 be byte-identical for D and D' except the ledgered outputs (the samples, the files the method's mechanisms
-release) and the data's own copies (its raw files, the prepared arrays, their checksums and the keyed identity);
-for D and D_test nothing may differ at all beyond the data's copies, the samples included. No run aborts on the
+release), the data's own copies (its raw files, the prepared arrays, their checksums and the keyed identity) and
+the data holder's quality report (statistics of the private data, kept in the workspace, never released); for D
+and D_test nothing may differ at all beyond the data's copies and the report, the samples included. No run aborts on the
 record or names it anywhere. Ryan's method (which takes an unnoised public share of the data) is refused.
 """
 
@@ -28,6 +29,7 @@ from dpvae.methods.registry import METHODS
 from dpvae.paths import ledger_file
 from dpvae.privacy.accounting import pure_epsilon
 from dpvae.privacy.ledger import Ledger
+from dpvae.release import REPORT
 from dpvae.runs import recomputed_ledger
 from dpvae.synth import Request, synth
 
@@ -52,6 +54,8 @@ TINY = {
 DATA_COPIES = ("data/raw/*", "data/prepared/*/train.npz", "data/prepared/*/test.npz", "data/.dataset-key")
 #: the ledgered outputs beside the method's `released` model files: the samples (in the workspace and released)
 SAMPLES = ("run/samples.npz",)
+#: the data holder's quality report: statistics of the private data for its holder, in the workspace, never released
+REPORTS = (REPORT,)
 
 
 def _table(n: int, seed: int) -> pd.DataFrame:
@@ -106,7 +110,7 @@ def _files(out: Path, method: str) -> dict[str, bytes]:
     found = {}
     for path in sorted(p for p in out.parent.rglob("*") if p.is_file()):
         inner = str(path.relative_to(work)) if path.is_relative_to(work) else ""
-        if any(fnmatch.fnmatch(inner, pattern) for pattern in (*DATA_COPIES, *SAMPLES, *released)) or path == out:
+        if any(fnmatch.fnmatch(inner, p) for p in (*DATA_COPIES, *SAMPLES, *REPORTS, *released)) or path == out:
             continue
         text = re.sub(rb'"seconds": [0-9.]+', b'"seconds": <wall time>', path.read_bytes())
         for value, placeholder in keyed.items():

@@ -66,7 +66,7 @@ def _release(folder: Path, data: pd.DataFrame, method: str, seed: int | None = N
     request = Request(
         method=method, data=str(folder / "data.csv"), epsilon=10.0, delta=1e-5, params=TINY[method],
         out=folder / "out" / "x.csv", n=100, declare=folder / "declare.yaml", headline="paper", device="cpu",
-        seed=seed,
+        seed=seed, quality_report=False,  # the report reads the drawn samples and is never released
     )  # fmt: skip
     return synth(request).samples
 
@@ -109,7 +109,10 @@ def test_a_default_release_holds_against_the_replay_adversary(tmp_path, method):
 @pytest.mark.parametrize("method", ["privbayes", "dp-vae"])
 def test_the_adversary_wins_on_a_known_seed_and_on_a_planted_key(tmp_path, method, monkeypatch):
     """The test can fail: with `--seed 0` (replication-style) the adversary picks D; so it does when a planted bug
-    writes the secret key into the ledger of a default release."""
+    writes the secret key into the ledger of a default release: its replay reproduces the release, which
+    `test_a_default_release_holds_against_the_replay_adversary` refuses. (A release's PrivBayes counts carry exact
+    integer noise (`dpvae.samplers`): the one-record change can vanish in the clipped counts and the 100 sampled
+    records, so D′'s replay may reproduce them too; DP-VAE's float DP-SGD noise moves every released bit.)"""
     known = _release(tmp_path / "known", _candidates()["D"], method, seed=0)
     assert json.loads(bundle(known)[1].read_text())["not_dp"].startswith("seed given")
     assert _adversary(tmp_path / "a", known, method) == {"D"}
@@ -122,7 +125,8 @@ def test_the_adversary_wins_on_a_known_seed_and_on_a_planted_key(tmp_path, metho
     monkeypatch.setattr(Ledger, "to_dict", leaky)
     monkeypatch.setattr(Ledger, "from_dict", classmethod(lambda cls, data: _read_without(cls, data)))
     planted = _release(tmp_path / "planted", _candidates()["D"], method)
-    assert _adversary(tmp_path / "b", planted, method) == {"D"}
+    consistent = _adversary(tmp_path / "b", planted, method)
+    assert "D" in consistent and (method == "privbayes" or consistent == {"D"})
 
 
 _from_dict = Ledger.from_dict

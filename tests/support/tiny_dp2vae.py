@@ -21,11 +21,11 @@ TINY = {
 
 
 def tiny_dp2vae_spec(
-    config: dict, data: Path, tmp: Path, name: str, eps: str = "10", device: str = "cpu", **params
+    config: dict, data: Path, tmp: Path, name: str, eps: str = "10", device: str = "cpu", seed: int = 0, **params
 ) -> RunSpec:
-    """The smoke config's MNIST run at ε = `eps` made tiny (`TINY`, then `params`), under `tmp/name`; without
-    `stage1`, so that it trains its stage 1 in-process."""
-    spec = run_spec(config, Run("mnist", "dp2vae", eps, 0))
+    """The smoke config's MNIST run at ε = `eps`, seed `seed`, made tiny (`TINY`, then `params`), under
+    `tmp/name`; without `stage1`, so that it trains its stage 1 in-process."""
+    spec = run_spec(config, Run("mnist", "dp2vae", eps, seed))
     return replace(
         spec,
         params={**spec.params, **TINY, **params},

@@ -104,7 +104,31 @@ def test_defaults_are_filled_in():
             "'experiments.p3gm_tabular.epsilons': variant",
         ),
         (lambda c: c["experiments"]["p3gm_table3"].update(analysis="stats"), "unknown analysis 'stats'"),
-        (lambda c: c["variants"]["p3gm"]["per_epsilon"].update({"one": {}}), "variants.p3gm.per_epsilon.one"),
+        (
+            lambda c: c["variants"]["p3gm"]["per_setting"].append(
+                {"dataset": "credit", "epsilon": "one", "params": {}}
+            ),
+            "config key 'variants.p3gm.per_setting[3].epsilon': 'one' is not an epsilon",
+        ),
+        (
+            lambda c: c["variants"]["p3gm"]["per_setting"].append(
+                {"dataset": "mnist-p3gm", "epsilon": 0.5, "params": {"epochs": 2}}
+            ),
+            "config key 'variants.p3gm.per_setting[3]': no experiment runs variant 'p3gm' on dataset mnist-p3gm at "
+            "epsilon 0.5",
+        ),
+        (
+            lambda c: c["variants"]["p3gm"]["per_setting"].append({"dataset": "credit", "epsilon": 0.5, "params": {}}),
+            "config key 'variants.p3gm.per_setting[3]': a second entry for dataset credit at epsilon 0.5 ([1])",
+        ),
+        (
+            lambda c: c["variants"]["p3gm"]["per_setting"].append({"dataset": "credlt", "epsilon": 1, "params": {}}),
+            "config key 'variants.p3gm.per_setting[3].dataset'",
+        ),
+        (
+            lambda c: c["variants"]["p3gm"].update(per_epsilon={"0.5": {"epochs": 2}}),
+            "config key 'variants.p3gm.per_epsilon': unknown key",
+        ),
         (
             lambda c: c["variants"]["privae"]["params"].update(discriminators=1000),
             "config key 'variants.privae.params.discriminators': not a parameter of method 'privae'",
@@ -192,10 +216,9 @@ def test_every_error_is_reported_at_once():
 
 def test_epsilon_keys_are_normalised():
     config = _raw()
-    per_eps = config["variants"]["p3gm"]["per_epsilon"]
-    per_eps[0.5] = per_eps.pop("0.5")
+    config["variants"]["p3gm"]["per_setting"][1]["epsilon"] = 0.5
     validated = validate_config(copy.deepcopy(config))
-    assert "0.5" in validated["variants"]["p3gm"]["per_epsilon"]
+    assert validated["variants"]["p3gm"]["per_setting"][1]["epsilon"] == "0.5"
     assert [format_eps(x) for x in (1, 1.0, 0.1, 10, 0.2, float("inf"))] == ["1", "1", "0.1", "10", "0.2", "inf"]
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from dpvae.runs import Run, experiment_runs, resolve_params, run_spec, split_variant, variant_ids
+import copy
+
+from dpvae.config import validate_config
+from dpvae.runs import Run, experiment_runs, resolve_params, resolved_sources, run_spec, split_variant, variant_ids
 
 
 def test_privae_sparsity_expands_to_every_method_epsilon_and_seed(paper_config):
@@ -22,6 +25,45 @@ def test_parameters_resolve_variant_dataset_epsilon_then_sweep(paper_config):
     sweep = paper_config["experiments"]["p3gm_pca_dim"]["sweep"]
     point = resolve_params(paper_config, "p3gm-pca-sweep", "mnist-p3gm", "1", sweep, "30")
     assert (point["pca_components"], point["sigma_sgd"], point["epochs"]) == (30, 1.4, 4)
+
+
+def test_a_p3gm_run_on_mnist_or_own_data_at_a_credit_epsilon_takes_no_credit_value(paper_config):
+    """Credit's Fig. 4 settings (per_setting, dataset credit) apply to Credit alone: P3GM on MNIST or on a user's
+    own dataset at epsilon 0.5 resolves as at epsilon 1, every value from params or per_dataset."""
+    config = copy.deepcopy(paper_config)
+    config["experiments"]["mnist_at_half"] = {
+        "description": "P3GM on MNIST at epsilon 0.5",
+        "datasets": ["mnist-p3gm"],
+        "variants": ["p3gm"],
+        "epsilons": [0.5],
+        "seeds": 1,
+        "metrics": [],
+    }
+    config = validate_config(config)
+    (credit,) = [s["params"] for s in config["variants"]["p3gm"]["per_setting"] if s["epsilon"] == "0.5"]
+    mnist = run_spec(config, Run("mnist-p3gm", "p3gm", "0.5", 0)).params
+    assert dict(mnist) == resolve_params(config, "p3gm", "mnist-p3gm", "1")
+    assert (mnist["sigma_sgd"], mnist["epochs"], mnist["sigma_em"], mnist["em_iters"]) == (1.4, 4, 100.0, 20)
+    for dataset in ("mnist-p3gm", "my-own-data"):
+        sources = resolved_sources(config, "p3gm", dataset, "0.5")
+        assert all("per_setting" not in source for _, source in sources.values()), dataset
+        assert all(k not in sources or sources[k][0] != v for k, v in credit.items()), dataset
+    own = resolve_params(config, "p3gm", "my-own-data", "0.5")
+    assert own == resolve_params(config, "p3gm", "my-own-data", "1") == dict(config["variants"]["p3gm"]["params"])
+    at_credit = resolved_sources(config, "p3gm", "credit", "0.5")
+    assert {k: at_credit[k][0] for k in credit} == credit
+    assert at_credit["sigma_em"][1] == "variants.p3gm.per_setting[1] (dataset credit, epsilon 0.5)"
+
+
+def test_an_every_dataset_setting_applies_everywhere_and_a_dataset_one_wins(paper_config):
+    """GS-WGAN's iters: auto at epsilon 1 names dataset "*"; an entry for one dataset overrides it there."""
+    assert resolve_params(paper_config, "gs-wgan", "mnist", "1")["iters"] == "auto"
+    assert resolve_params(paper_config, "gs-wgan", "my-own-images", "1")["iters"] == "auto"
+    assert resolve_params(paper_config, "gs-wgan", "mnist", "10")["iters"] == 20000
+    config = copy.deepcopy(paper_config)
+    config["variants"]["gs-wgan"]["per_setting"].append({"dataset": "mnist", "epsilon": "1", "params": {"iters": 7}})
+    assert resolve_params(config, "gs-wgan", "mnist", "1")["iters"] == 7
+    assert resolve_params(config, "gs-wgan", "fashion-mnist", "1")["iters"] == "auto"
 
 
 def test_sweep_variants_are_derived_ids(paper_config):
@@ -146,3 +188,19 @@ def test_listed_seeds_add_runs_beside_recorded_ones(paper_config):
     counted = experiment_runs({**paper_config, "experiments": {"t": {**exp, "seeds": 2}}}, "t", "adult")
     assert sorted({r.seed for r in listed}) == [3, 4] and sorted({r.seed for r in counted}) == [0, 1]
     assert len(listed) == len(counted) and {r.variant for r in listed} == {r.variant for r in counted}
+
+
+def test_methods_resolve_prints_each_value_and_its_source(capsys):
+    """`python -m dpvae methods p3gm --resolve mnist-p3gm 0.5`: MNIST's values from params and per_dataset, none
+    from Credit's entry; on Credit the entry is named."""
+    from dpvae.cli import main
+
+    assert main(["methods", "p3gm", "--resolve", "mnist-p3gm", "0.5"]) == 0
+    rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[1:] if line.strip()}
+    assert rows["sigma_sgd"][1:] == ["1.4", "variants.p3gm.per_dataset.mnist-p3gm"]
+    assert rows["max_train"][1:] == ["None", "default", "of", "method", "p3gm"]
+    assert not any("per_setting" in " ".join(row) for row in rows.values())
+    assert main(["methods", "p3gm", "--resolve", "credit", "0.5"]) == 0
+    assert "sigma_sgd            2.2           variants.p3gm.per_setting[1] (dataset credit, epsilon 0.5)" in (
+        capsys.readouterr().out
+    )

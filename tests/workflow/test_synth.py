@@ -15,6 +15,8 @@ import pytest
 from dpvae.cli import main
 from dpvae.methods.marginals import PrivBayes
 from dpvae.privacy.ledger import Ledger
+from dpvae.quality_report import WARNING
+from dpvae.release import RELEASED, REPORT
 from dpvae.synth import DEFAULT_N
 
 ROWS = 120
@@ -190,9 +192,11 @@ def test_calibrate_sound_meets_the_target_with_the_sound_bound(table):
     assert Ledger.read(table / "out" / "x.privacy.json").sound.epsilon == pytest.approx(1.5)
 
 
-@pytest.mark.parametrize("method", list(PRIVATE))
+@pytest.mark.parametrize("method", ["p3gm", "dp-vae", "dp-gm"])
 def test_every_private_method_meets_the_target_by_default(table, method):
-    """Issue 64: no flag beyond --declare; P3GM scales all its stages' noise by one factor (its ε' alone cannot)."""
+    """Issue 64: no flag beyond --declare; P3GM scales all its stages' noise by one factor (its ε' alone cannot).
+    PrivBayes: `test_calibrate_sound_meets_the_target_with_the_sound_bound`; PriVAE's sound calibration (the same
+    ε' search, minutes of RDP evaluations with a batch-wise term): tests/privacy/test_sound_calibration.py."""
     words = ["synth", "--method", method, "--data", "data.csv", "--declare", "declare.yaml", "--epsilon", "1"]
     tiny = {"p3gm": ["pretrain_steps=10", "em_iters=2", "hidden=16"], "dp-vae": ["hidden=16"], "dp-gm": ["hidden=16"]}
     params = [*PRIVATE[method], *tiny.get(method, [])]
@@ -231,3 +235,78 @@ def test_images_come_back_in_the_layout_and_dtype_they_came_in(tmp_path, monkeyp
     with np.load(tmp_path / "out.npz") as out:
         assert out["x"].shape == (7, 3, 3, 3) and out["x"].dtype == np.uint8
         assert out["y"].dtype == np.int64 and set(out["y"]) <= {0, 1}
+
+
+def test_declared_integer_columns_come_back_as_integers(table):
+    """Issue 64: `integer: true` beside a column's bounds: its synthetic values are whole numbers (a declared
+    property of the column, never read from the records)."""
+    (table / "declare.yaml").write_text(
+        'columns: {a: {bounds: [0, 10], integer: true}, b: {bounds: [0, 1]}}\nlabels: ["no", "yes"]\n'
+    )
+    assert main(synth("--headline", "paper")) == 0
+    values = pd.read_csv(table / "out" / "x.csv")["a"]
+    assert values.dtype == np.int64 and values.between(0, 10).all()
+
+
+def test_the_quality_report_stays_in_the_workspace_and_out_of_the_bundle(table, capsys):
+    """Issue 64 (Build 3): beside --out, exactly the bundle `RELEASED` names; the report (labelled private, with its
+    sections) is the one file the workspace keeps (mode 0700), and the terminal names it; --keep-work keeps it beside
+    the run; --no-report writes none and deletes the workspace."""
+    assert main(synth("--headline", "paper", "--audit", "20")) == 0
+    printed = capsys.readouterr().out
+    folder, work = table / "out", table / "out" / "x.csv.work"
+    assert {p.name for p in folder.iterdir() if p.is_file()} == {"x.csv", *RELEASED[1:]} and "x.csv" in RELEASED[0]
+    assert [p.name for p in work.iterdir()] == [REPORT] and work.stat().st_mode & 0o777 == 0o700
+    assert list(table.rglob(REPORT)) == [work / REPORT]
+    page = (work / REPORT).read_text()
+    assert page.index(WARNING) < page.index("<h1>")
+    for section in ("Privacy", "Marginals", "Pairwise dependence", "ML efficacy", "Distance to the closest"):
+        assert f"<h2>{section}" in page, section
+    assert "not part of the release; do not publish" in printed and f"out/x.csv.work/{REPORT}" in printed
+    assert main(synth("--headline", "paper", "--force", "--keep-work")) == 0
+    assert {REPORT, "run", "data"} <= {p.name for p in work.iterdir()}
+    capsys.readouterr()
+    assert main(synth("--headline", "paper", "--force", "--no-report")) == 0
+    assert not work.exists() and REPORT not in capsys.readouterr().out
+
+
+def test_a_release_of_random_noise_is_flagged(tmp_path, monkeypatch, capsys):
+    """A planted release (uniform records, labels drawn apart from them) from a table whose label its columns decide:
+    the report's warning box and the terminal's line name the utility flag and the report."""
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(0)
+    rows = rng.random((600, 2))
+    lines = ["a,b,label"] + [f"{x:.3f},{y:.3f},{'yes' if x > y else 'no'}" for x, y in rows]
+    (tmp_path / "data.csv").write_text("\n".join(lines) + "\n")
+    (tmp_path / "declare.yaml").write_text(
+        'columns: {a: {bounds: [0, 1]}, b: {bounds: [0, 1]}}\nlabels: ["no", "yes"]\n'
+    )
+
+    def noise(self, ctx, n):
+        draw = np.random.default_rng(1)
+        return {"x": draw.random((n, 2)).astype(np.float32), "y": draw.integers(0, 2, n)}
+
+    monkeypatch.setattr(PrivBayes, "sample", noise)
+    assert main(synth("--headline", "paper", "--seed", "1")) == 0  # a fixed split: the same test records every run
+    flagged = [line for line in capsys.readouterr().out.splitlines() if line.startswith("FLAGGED")]
+    assert len(flagged) == 1 and "ML utility at chance" in flagged[0] and f"out/x.csv.work/{REPORT}" in flagged[0]
+    page = (tmp_path / "out" / "x.csv.work" / REPORT).read_text()
+    assert 'class="flags"' in page and "ML utility at chance" in page
+
+
+def test_an_image_release_reports_grids_and_accuracy(tmp_path, monkeypatch, capsys):
+    """Images: the report shows a grid per class (synthetic and real), the labels and the classifier accuracy, and
+    says FID is not computed; the bundle beside --out is the samples and the ledger."""
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 80)
+    x = (rng.integers(0, 100, (80, 3, 3, 3)) + 150 * y[:, None, None, None]).astype(np.uint8)
+    np.savez(tmp_path / "img.npz", x=x, y=y)
+    (tmp_path / "img.yaml").write_text("labels: 2\nlayout: NHWC\n")
+    words = ["synth", "--method", "privbayes", "--data", "img.npz", "--declare", "img.yaml", "--epsilon", "1"]
+    assert main([*words, "--out", "out/x.npz", "--n", "200", "--headline", "paper"]) == 0
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {"x.npz", "x.privacy.json", "x.npz.work"}
+    page = (tmp_path / "out" / "x.npz.work" / REPORT).read_text()
+    for section in ("Privacy", "Samples per class", "Labels", "ML efficacy"):
+        assert f"<h2>{section}" in page, section
+    assert page.count("data:image/png;base64,") == 3 and "FID not computed" in page

@@ -45,6 +45,7 @@ RULES = (
     "render_figure",
     "gather",
     "scorecard",
+    "claims",
 )
 
 
@@ -57,6 +58,7 @@ def test_smoke_scale_plans_every_item_and_gathered_ids(tmp_path):
         "figures/table2.pdf",
         "figures/fig1.pdf",
         "figures/scorecard.pdf",
+        "figures/claims.pdf",
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -67,7 +69,9 @@ def test_smoke_scale_plans_every_item_and_gathered_ids(tmp_path):
 def test_paper_scale_plans_every_item_with_no_line_over_64_kib(tmp_path, paper_config):
     """Every item at paper scale is in the DAG, and rules pass paths, never run tables: no printed command
     (or job description) outgrows Linux's limits."""
-    result = snakemake("-n", "-p", *ALL_ITEMS, "figures/table2.pdf", "figures/scorecard.pdf", cwd=tmp_path)
+    result = snakemake(
+        "-n", "-p", *ALL_ITEMS, "figures/table2.pdf", "figures/scorecard.pdf", "figures/claims.pdf", cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     output = result.stdout + result.stderr
     longest = max(len(line.encode()) for line in output.splitlines())
@@ -173,9 +177,9 @@ def test_every_buildable_item_is_built(smoke_build, smoke_config):
             path = smoke_build / "figures" / item.paper / f"{item.id}.{ext}"
             assert path.is_file() and path.stat().st_size > 0, path
         assert (smoke_build / "figures" / item.paper / f"{item.id}.pdf").read_bytes().startswith(b"%PDF")
-    assert (smoke_build / "figures" / "scorecard.pdf").is_file() and (
-        smoke_build / "figures" / "scorecard.csv"
-    ).is_file()
+    for name in ("scorecard", "claims"):  # built from the recorded rows at any scale
+        for ext in ("pdf", "csv"):
+            assert (smoke_build / "figures" / f"{name}.{ext}").is_file(), (name, ext)
 
 
 def test_a_smoke_scale_item_says_its_scale_on_the_page(smoke_build):

@@ -15,6 +15,7 @@ from snakemake.settings.types import DeploymentMethod
 
 from dpvae.errors import DpvaeError
 from dpvae.paths import (
+    CLAIMS,
     SCORECARD,
     aggregate_spec_file,
     analysis_table,

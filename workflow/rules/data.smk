@@ -6,6 +6,8 @@
 # is -- so the mirror is not a param: switching DPVAE_DATA_MIRROR / data.mirror on or off re-runs nothing.
 # The fetch job reads it from its environment (sbatch exports it to cluster jobs as well).
 
+from dpvae.runs import prepares_secretly
+
 _MIRROR_VARIABLE = "DPVAE_DATA_MIRROR"
 
 if MIRROR:
@@ -52,5 +54,6 @@ rule prepare:
         dpvae=DPVAE,
         root=lambda w, output: Path(output[0]).parents[1],  # <root>/prepared/<dataset>
         seed=config["data"]["split_seed"],
+        secret=lambda w: "--secret" if prepares_secretly(config, w.dataset) else "",
     shell:
-        "{params.dpvae} prepare --dataset {wildcards.dataset} --root {params.root} --seed {params.seed} > {log} 2>&1"
+        "{params.dpvae} prepare --dataset {wildcards.dataset} --root {params.root} --seed {params.seed} {params.secret} > {log} 2>&1"

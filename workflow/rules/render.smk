@@ -22,11 +22,11 @@ rule item_spec:
 
 
 _CAPTION = "../report/item.rst"
-# Anything under figures/ that is not an item, a gathered item id or the scorecard.
+# Anything under figures/ that is not an item, a gathered item id, the scorecard or the claims.
 _SECTIONS = "|".join(SECTIONS)
 UNKNOWN_TARGET = (
     rf"(?!({_SECTIONS})/({ITEM_ID_PATTERN})\.(pdf|png|csv|tex)$)"
-    rf"(?!({ITEM_ID_PATTERN})\.pdf$)(?!scorecard\.(pdf|csv)$)(?!experiments/[^/]+\.(pdf|csv|tex)$).+"
+    rf"(?!({ITEM_ID_PATTERN})\.pdf$)(?!(scorecard|claims)\.(pdf|csv)$)(?!experiments/[^/]+\.(pdf|csv|tex)$).+"
 )
 # Figures whose tidy data is an output beside them (the audit item): pdf, png and csv.
 FIGURE_CSV_ITEMS = "|".join(sorted({i.id for i in ITEMS.values() if i.kind == "figure" and "csv" in i.outputs}))
@@ -142,7 +142,7 @@ rule unknown_target:
         "false"
 
 
-ruleorder: render_table > render_figure > render_figure_csv > scorecard > gather > render_experiment > unknown_target
+ruleorder: render_table > render_figure > render_figure_csv > scorecard > claims > gather > render_experiment > unknown_target
 
 
 rule gather:
@@ -179,6 +179,24 @@ rule scorecard:
         dpvae=DPVAE,
     shell:
         "{params.dpvae} scorecard --out {output.pdf} > {log} 2>&1"
+
+
+rule claims:
+    # The papers' claims (workflow/resources/published/claims.csv), each judged by code over the recorded rows.
+    input:
+        published=RULES.published_files(""),
+        reproductions=sorted(str(p) for p in Path(BASE, "reproductions").glob("*.csv")),
+    output:
+        pdf=report(f"{CLAIMS}.pdf", caption="../report/claims.rst", category="scorecard"),
+        csv=report(f"{CLAIMS}.csv", caption="../report/claims.rst", category="scorecard"),
+    log:
+        render_log(CLAIMS),
+    conda:
+        ENV
+    params:
+        dpvae=DPVAE,
+    shell:
+        "{params.dpvae} claims --out {output.pdf} > {log} 2>&1"
 
 
 # One table for any experiment (a paper's or the user's own): figures/experiments/<experiment>.pdf, .csv, .tex.

@@ -64,6 +64,11 @@ class Facts:
         """'image' for [C, H, W] records, else 'table'."""
         return "image" if len(self.record_shape) == 3 else "table"
 
+    @property
+    def attributes(self) -> int:
+        """Values per record: a table's columns, an image's pixels times its channels."""
+        return math.prod(self.record_shape)
+
 
 def kind_of(path: str | Path) -> str | None:
     """'table' or 'image' from a file's suffix (None if neither)."""
@@ -323,9 +328,10 @@ def _secret_key(root: Path) -> bytes:
 # -- the prepare step -----------------------------------------------------------------------------------
 
 
-def build(raw_dir: Path, seed: int, *, entry: Mapping[str, Any]) -> Prepared:
+def build(raw_dir: Path, seed: int, *, entry: Mapping[str, Any], secret: bool = False) -> Prepared:
     """Prepare the copies in `raw_dir` of a declared dataset: split, fit the domain on the training split
-    (where the declaration says so), encode both splits by it (see the module docstring)."""
+    (where the declaration says so), encode both splits by it (see the module docstring); `secret`: for a release
+    (a domain estimate's noise from the discrete sampler)."""
     names = copies(entry)
     files = [raw_dir / name for name in names]
     where = str(entry["path"])  # messages name the user's file, not the copy
@@ -345,7 +351,8 @@ def build(raw_dir: Path, seed: int, *, entry: Mapping[str, Any]) -> Prepared:
         features = [c for c in map(str, frames[0].columns) if c != opts["label"] and c not in opts["drop"]]
         train_rows, test_rows, split_meta = _split([len(f) for f in frames], seed, opts["test_fraction"])
         train_frame, test_frame = frame.iloc[train_rows], frame.iloc[test_rows]
-        fitted = domain.fit_table(opts, train_frame, opts["label"], features, np.random.default_rng([seed, 37]))
+        rng = np.random.default_rng([seed, 37])
+        fitted = domain.fit_table(opts, train_frame, opts["label"], features, rng, secret)
         train_x = domain.encode_table(fitted, train_frame, where)
         test_x = domain.encode_table(fitted, test_frame, names_shown(entry, "test_path") or where)
         raw_labels = frame[opts["label"]].to_numpy()

@@ -68,6 +68,7 @@ class Column:
     bounds: tuple[float, float] | None = None
     categories: tuple[str, ...] | None = None
     other: str | None = None
+    integer: bool = False  # declared: a numeric column of whole numbers (samples are rounded back to them)
 
     @property
     def kind(self) -> str:
@@ -80,7 +81,8 @@ class Column:
             return {"name": self.name, "kind": "categorical", "categories": list(self.categories), "min": 0.0,
                     "max": float(k - 1)}  # fmt: skip
         assert self.bounds is not None
-        return {"name": self.name, "kind": "continuous", "min": self.bounds[0], "max": self.bounds[1]}
+        described = {"name": self.name, "kind": "continuous", "min": self.bounds[0], "max": self.bounds[1]}
+        return described | ({"integer": True} if self.integer else {})
 
 
 @dataclass(frozen=True)
@@ -89,15 +91,24 @@ class Estimate:
 
     Add/remove-one: one record adds 1 to one bin of each of the d columns (L1 sensitivity d); the noise
     scale is d / epsilon, so the release is epsilon-DP (2 epsilon under replace-one: two bins per column).
+    `discrete`: drawn for a release, with the exact discrete Laplace of the same scale (`dpvae.samplers`).
     """
 
     epsilon: float
     columns: tuple[str, ...]
     threshold: float
+    discrete: bool = False
 
     @property
     def scale(self) -> float:
         return len(self.columns) / self.epsilon
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields (`discrete` only when true: a seeded preparation's meta is as before)."""
+        data = asdict(self)
+        if not self.discrete:
+            del data["discrete"]
+        return data
 
     def sensitivity(self, adjacency: str) -> float:
         """L1 sensitivity of the d histograms: d under add/remove-one, 2d under replace-one."""
@@ -122,8 +133,8 @@ class Domain:
         return {
             "source": self.source,
             "labels": list(self.labels),
-            "columns": [{k: v for k, v in asdict(c).items() if v is not None} for c in self.columns],
-            "estimate": None if self.estimate is None else asdict(self.estimate),
+            "columns": [{k: v for k, v in asdict(c).items() if v is not None and v is not False} for c in self.columns],
+            "estimate": None if self.estimate is None else self.estimate.to_dict(),
         }
 
     @classmethod
@@ -138,12 +149,15 @@ class Domain:
                     tuple(c["bounds"]) if "bounds" in c else None,
                     tuple(c["categories"]) if "categories" in c else None,
                     c.get("other"),
+                    bool(c.get("integer", False)),
                 )
                 for c in data.get("columns", ())
             ),
             None
             if estimate is None
-            else Estimate(estimate["epsilon"], tuple(estimate["columns"]), estimate["threshold"]),
+            else Estimate(
+                estimate["epsilon"], tuple(estimate["columns"]), estimate["threshold"], estimate.get("discrete", False)
+            ),
         )
 
 
@@ -220,8 +234,10 @@ def problems(key: str, entry: Mapping[str, Any], kind: str, features: Sequence[s
 
 
 def _column_problems(where: str, spec: Any) -> list[str]:
-    if not isinstance(spec, Mapping) or set(spec) - {"bounds", "categories", "other"}:
+    if not isinstance(spec, Mapping) or set(spec) - {"bounds", "categories", "other", "integer"}:
         return [f"{where}: {spec!r}: write {{bounds: [lo, hi]}} or {{categories: [...], other: <one of them>}}"]
+    if "integer" in spec and ("bounds" not in spec or not isinstance(spec["integer"], bool)):
+        return [f"{where}.integer: true or false, beside bounds (a numeric column whose values are whole numbers)"]
     if ("bounds" in spec) == ("categories" in spec):
         return [f"{where}: give exactly one of bounds or categories"]
     if "bounds" in spec:
@@ -252,7 +268,8 @@ def declared_columns(entry: Mapping[str, Any], features: Sequence[str]) -> dict[
         if name not in features:
             continue
         if "bounds" in spec:
-            found[name] = Column(name, bounds=(float(spec["bounds"][0]), float(spec["bounds"][1])))
+            bounds = (float(spec["bounds"][0]), float(spec["bounds"][1]))
+            found[name] = Column(name, bounds=bounds, integer=bool(spec.get("integer", False)))
         else:
             categories = tuple(map(_text, spec["categories"]))
             other = CATCH_ALL if spec.get("other") is None else _text(spec["other"])
@@ -266,9 +283,15 @@ def declared_columns(entry: Mapping[str, Any], features: Sequence[str]) -> dict[
 
 
 def fit_table(
-    entry: Mapping[str, Any], train: Any, label: str, features: Sequence[str], rng: np.random.Generator
+    entry: Mapping[str, Any],
+    train: Any,
+    label: str,
+    features: Sequence[str],
+    rng: np.random.Generator,
+    secret: bool = False,
 ) -> Domain:
-    """The domain of a table declaration, fitted (where it says so) on the training split `train` only."""
+    """The domain of a table declaration, fitted (where it says so) on the training split `train` only (`secret`:
+    for a release, an estimate's noise from the discrete sampler)."""
     import pandas as pd
 
     mode = source(entry)
@@ -294,6 +317,7 @@ def fit_table(
             float(entry["domain_epsilon"]),
             tuple(estimated),
             _threshold(len(estimated) / float(entry["domain_epsilon"])),
+            discrete=secret,
         )
         for name in estimated:
             columns[name] = Column(name, bounds=estimate_bounds(_numbers(train[name]), estimate, rng, name))
@@ -338,10 +362,13 @@ def histogram(values: np.ndarray) -> np.ndarray:
 
 
 def estimate_bounds(values: np.ndarray, estimate: Estimate, rng: np.random.Generator, name: str) -> tuple[float, float]:
-    """[lo, hi] of a column from Laplace-noised counts on the fixed grid: from the lower edge of the lowest
-    bin whose noisy count exceeds the threshold to the upper edge of the highest one."""
+    """[lo, hi] of a column from Laplace-noised counts on the fixed grid (discrete Laplace where `estimate.discrete`):
+    from the lower edge of the lowest bin whose noisy count exceeds the threshold to the upper edge of the highest
+    one."""
+    from dpvae import samplers
+
     counts = histogram(values[~np.isnan(values)])  # an empty cell adds to no bin (sensitivity unchanged)
-    noisy = counts + rng.laplace(0.0, estimate.scale, size=counts.shape)
+    noisy = counts + samplers.laplace_noise(counts.shape, estimate.scale, secret=estimate.discrete, rng=rng)
     passed = np.flatnonzero(noisy > estimate.threshold)
     if passed.size == 0:
         raise DataError(

@@ -36,6 +36,18 @@ if TYPE_CHECKING:
     from dpvae.privacy.ledger import Ledger
 
 
+#: values per record (a 28x28 image's pixels) from which a job's data counts as large: the size whose runs were
+#: measured to need more (P3GM's and DP-GM's per-epoch records on MNIST, Ryan's 785 binarised attributes); every
+#: dataset of smaller records (ISOLET's 617 columns and below) keeps a method's declared resources
+LARGE_RECORD = 784
+
+
+def large_records(facts: Facts | None) -> bool:
+    """Whether the data's records hold at least `LARGE_RECORD` values (False where the facts are unknown): what
+    a method's resources scale with, whatever the dataset is called."""
+    return facts is not None and facts.attributes >= LARGE_RECORD
+
+
 @dataclass(frozen=True)
 class Resources:
     """What one training job of a method needs; the rules and the SLURM profile read it."""
@@ -208,8 +220,9 @@ class Method(ABC):
         training records, after `max_train`); checked at validation. Empty: they fit."""
         return []
 
-    def resources(self, params: MethodParams, dataset: str) -> Resources:
-        """A training job's resources for these parameters (override to scale with them)."""
+    def resources(self, params: MethodParams, facts: Facts | None) -> Resources:
+        """A training job's resources for these parameters and the data's facts (record shape, sizes; None where
+        they are unknown): override to scale with them, never with the dataset's name."""
         return self.RESOURCES
 
     def stage1_params(self, params: MethodParams) -> dict[str, Any] | None:
@@ -217,7 +230,7 @@ class Method(ABC):
         dataset and the seed), or None when these parameters train no such stage (the default)."""
         return None
 
-    def stage1_resources(self, params: MethodParams, dataset: str) -> Resources:
+    def stage1_resources(self, params: MethodParams, facts: Facts | None) -> Resources:
         """A stage-1 job's resources (override with `stage1_params`)."""
         return self.RESOURCES
 

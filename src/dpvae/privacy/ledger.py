@@ -18,7 +18,7 @@ the accountant's at the same δ (`with_preprocessing`).
 JSON layout of a ledger (`Ledger.to_dict`)::
 
     {epsilon, order, delta, accountant, conversion, adjacency, orders,
-     mechanisms: [{name, noise_multiplier, sample_rate, steps, sensitivity, sampling}, ...],  # the headline
+     mechanisms: [{name, noise_multiplier, sample_rate, steps, sensitivity, sampling, [sampler]}, ...],  # the headline
      [preprocessing: [{name, noise_multiplier, ...}, ...]],             # only when there is some
      headline: "paper" | "sound",
      paper: {...same keys...}, sound: {...same keys...},                 # only with a sound accounting
@@ -32,7 +32,7 @@ import json
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -54,6 +54,7 @@ from dpvae.privacy.accounting import (
     pure_epsilon,
 )
 from dpvae.privacy.accounting import epsilon as composed_epsilon
+from dpvae.samplers import Sampler
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,9 @@ class Mechanism:
     "fixed-partition": each step draws one of 1/q fixed disjoint subsets (see
     `accounting.fixed_partition_rdp`). `sensitivity` is the l2-sensitivity in the released statistic's
     own units (e.g. the clipping norm C); it is informational: `noise_multiplier` is already the ratio
-    noise std / sensitivity and alone enters the accountant.
+    noise std / sensitivity and alone enters the accountant. `sampler`: in a release, the exact discrete sampler
+    that drew the noise, its grid and the sensitivity and scale on the integer scale (`dpvae.samplers`;
+    absent from a seeded run's record, whose noise is floating point).
     """
 
     name: str
@@ -73,6 +76,7 @@ class Mechanism:
     steps: int = 1
     sensitivity: float = 1.0
     sampling: Sampling = "poisson"
+    sampler: Sampler | None = None
 
     def __post_init__(self) -> None:
         if not self.noise_multiplier >= 0:
@@ -87,13 +91,17 @@ class Mechanism:
             raise ValueError(f"{self.name}: sampling must be one of {SAMPLINGS}, got {self.sampling!r}")
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "sampler"}
+        if self.sampler is not None:
+            data["sampler"] = self.sampler.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping) -> Mechanism:
-        """Inverse of `to_dict`; unknown or missing keys raise ValueError ("sampling" defaults to Poisson)."""
+        """Inverse of `to_dict`; unknown or missing keys raise ValueError ("sampling" defaults to Poisson, "sampler"
+        to none)."""
         names = {f.name for f in fields(cls)}
-        if set(data) not in (names, names - {"sampling"}):
+        if not names - {"sampling", "sampler"} <= set(data) <= names:
             raise ValueError(f"mechanism keys must be {sorted(names)}, got {sorted(data)}")
         return cls(
             name=str(data["name"]),
@@ -102,6 +110,7 @@ class Mechanism:
             steps=int(data["steps"]),
             sensitivity=float(data["sensitivity"]),
             sampling=data.get("sampling", "poisson"),
+            sampler=Sampler.from_dict(data["sampler"]) if "sampler" in data else None,
         )
 
     def rdp(self, orders: Sequence[float], adjacency: Adjacency = "add/remove-one") -> np.ndarray:

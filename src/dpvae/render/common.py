@@ -13,7 +13,7 @@ import pandas as pd
 
 from dpvae.analyses.tidy import NOT_DP_METRIC
 from dpvae.data.standins import STANDIN_SUFFIX, is_standin
-from dpvae.paths import run_dir_parts
+from dpvae.paths import LEDGER, run_dir_parts
 from dpvae.reproductions import NOT_DP_MARK, published_dataset
 from dpvae.runs import Run, split_variant
 from dpvae.seeds import SeedStats
@@ -115,7 +115,7 @@ def summary_cell(summary: pd.DataFrame) -> str:
 
 #: the footnote of a dagger on a row of the build's own runs (`not_dp_built`)
 BUILT_NOT_DP_NOTE = (
-    f"{NOT_DP_MARK} not DP: the run's privacy ledger (privacy.json, field not_dp) is marked not differentially "
+    f"{NOT_DP_MARK} not DP: the run's privacy ledger ({LEDGER}, field not_dp) is marked not differentially "
     "private and says why (e.g. Ryan's un-noised public slice, a -refcode dataset's whole-set scaling); its epsilon "
     "is an accounting of the noise only, no guarantee."
 )

@@ -193,3 +193,38 @@ def _wrap(text: str, width: int) -> str:
         else:
             lines.append(word)
     return "\n".join(lines)
+
+
+LISTING_CHAR_INCHES = 6.5 * 0.6 / 72  # one character of the 6.5 pt monospace listing
+
+
+def listing_pages(
+    pdf, title: str, rows: pd.DataFrame, notes: str = "", footnotes: list[str] = (), per_page: int = 80
+) -> None:
+    """Monospace pages listing `rows`, `per_page` to a page, under the title (rows a-b of n) and the notes; the
+    `footnotes` (the reasons behind a dagger) under the rows of every page."""
+    if rows.empty:
+        return
+    lines = rows.fillna("").to_string(index=False).splitlines()
+    header, body = lines[0], lines[1:]
+    width = max(8.0, LISTING_CHAR_INCHES * len(header) + 0.4)
+    columns = int((width - 0.4) / LISTING_CHAR_INCHES)
+    for start in range(0, len(body), per_page):
+        page = body[start : start + per_page]
+        heading = f"{title} (rows {start + 1}-{start + len(page)} of {len(body)})"
+        below = [line for note in footnotes for line in textwrap.wrap(note, columns)]
+        listing = [*textwrap.wrap(heading, columns), *textwrap.wrap(notes, columns), "", header, *page]
+        listing += ["", *below] if below else []
+        text = "\n".join(listing).encode("cp1252", "replace").decode("cp1252")  # the core Courier font: WinAnsi
+        fig = pyplot().figure(figsize=(width, 0.11 * (text.count("\n") + 1) + 0.4))
+        fig.text(
+            0.2 / width,
+            1 - 0.2 / fig.get_figheight(),
+            text,
+            family="monospace",
+            weight="medium",
+            fontsize=6.5,
+            va="top",
+        )
+        pdf.savefig(fig)
+        pyplot().close(fig)

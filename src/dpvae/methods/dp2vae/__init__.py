@@ -67,7 +67,7 @@ class DP2VAE(Method):
         problems = [("hidden_channels", halvings_error(facts, len(params.hidden_channels)))]
         return [(k, v) for k, v in [*problems, ("subsets", subsets_error(params.subsets, facts))] if v]
 
-    def resources(self, params: DP2VAEParams, dataset: str) -> Resources:
+    def resources(self, params: DP2VAEParams, facts: Facts | None) -> Resources:
         """Cost ~ T stage-2 steps (a stage-2 step costs ~4 stage-1 steps) of a model as wide as its widest
         layer; stage 1 is its own job (`stage1_resources`)."""
         return _sized(4 * params.iters, params, Work("dp2vae.stage2", params.iters, _shape(params)))
@@ -92,7 +92,7 @@ class DP2VAE(Method):
             "chunk": params.chunk,
         }
 
-    def stage1_resources(self, params: DP2VAEParams, dataset: str) -> Resources:
+    def stage1_resources(self, params: DP2VAEParams, facts: Facts | None) -> Resources:
         """Cost ~ K·T_p stage-1 steps."""
         steps = params.subsets * params.pretrain_iters
         return _sized(steps, params, Work("dp2vae.stage1", steps, _shape(params)))

@@ -64,9 +64,11 @@ class DPMERF(Method):
     recompute_ledger = forward("dpvae.methods.dp_merf.accounting")
 
     def planned_ledger(self, params: MethodParams, spec: RunSpec, facts: Facts) -> Ledger:
+        from dpvae import randomness
         from dpvae.methods.dp_merf.accounting import ledger, noise_multiplier
 
         epsilon, delta, n = spec.epsilon, spec.delta, facts.n_train
-        return ledger(noise_multiplier(params, epsilon, delta, n), n, delta, epsilon)
+        entries = params.rff_dim * facts.classes if randomness.is_secret(spec) else None  # a release's sampler
+        return ledger(noise_multiplier(params, epsilon, delta, n), n, delta, epsilon, entries)
 
     sample = forward("dpvae.methods.dp_merf.train")

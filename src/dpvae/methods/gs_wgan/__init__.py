@@ -75,7 +75,7 @@ class GSWGAN(Method):
             )
         return [(k, v) for k, v in problems if v]
 
-    def resources(self, params: GSWGANParams, dataset: str) -> Resources:
+    def resources(self, params: GSWGANParams, facts: Facts | None) -> Resources:
         width = (params.model_dim / 64) ** 2
         steps = params.discriminators * params.pretrain_iters + (params.iters if params.iters != "auto" else 20000)
         return Resources(threads=2, mem_mb=16000, runtime=max(10, int(steps * width * 0.05 / 60)), gpu=True)

@@ -81,7 +81,7 @@ class LVAE(Method):
     RESOURCES = Resources(threads=2, mem_mb=3000, runtime=120)
     precisions = PRECISIONS
 
-    def resources(self, params: MethodParams, dataset: str) -> Resources:
+    def resources(self, params: MethodParams, facts: Facts | None) -> Resources:
         """About 4 CPU-minutes per epoch of 10,000 images (plus a third for the gradient penalty)."""
         n = params.max_train or 10_000
         factor = 1.4 if params.constraint == "gradient_penalty" else 1.0

@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from dpvae.methods.base import Method, Resources, forward
+from dpvae.methods.base import Method, Resources, forward, large_records
 from dpvae.methods.registry import register_method
 from dpvae.params import MethodParams, param
 from dpvae.runspec import RunSpec
@@ -82,12 +82,14 @@ class PrivBayes(Method):
     def planned_ledger(self, params: MethodParams, spec: RunSpec, facts: Facts) -> Ledger:
         """d attributes: every value of a record (a column or a pixel), then the label (`build_discretizer`); the
         edges' note from the prepared data's recorded domain where it is already prepared."""
+        from dpvae import randomness
         from dpvae.data.domain import of_run
         from dpvae.methods.marginals.accounting import privbayes_ledger
 
         d = math.prod(facts.record_shape) + 1
         public = bool(spec.data_root) and of_run(spec) is not None
-        return privbayes_ledger(d, params.degree, spec.epsilon, spec.delta, public)[0]
+        secret = randomness.is_secret(spec)
+        return privbayes_ledger(d, params.degree, spec.epsilon, spec.delta, public, secret)[0]
 
     sample = forward("dpvae.methods.marginals.train", "sample_privbayes")
 
@@ -108,10 +110,10 @@ class Ryan(Method):
     )
     RESOURCES = Resources(threads=1, mem_mb=4000, runtime=120)
 
-    def resources(self, params: MethodParams, dataset: str) -> Resources:
+    def resources(self, params: MethodParams, facts: Facts | None) -> Resources:
         # (Fashion-)MNIST's 785 binarised attributes, measured on one core: XLA compiles mbi's junction-tree steps for
         # minutes before the first of 7,500 iterations; 520-1,310 CPU-s a run, peak RSS 5.6-9.1 GB
-        return replace(self.RESOURCES, mem_mb=12000) if "mnist" in dataset else self.RESOURCES
+        return replace(self.RESOURCES, mem_mb=12000) if large_records(facts) else self.RESOURCES
 
     train = forward("dpvae.methods.marginals.train", "train_ryan")
 

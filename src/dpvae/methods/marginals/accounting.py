@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from dpvae import randomness
 from dpvae.privacy.accounting import solve_noise_multiplier
 from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, recorded_mechanisms
 from dpvae.runspec import RunSpec
+from dpvae.samplers import laplace_sampler
 
 #: The two halves are shrunk by this factor so that their float sum never exceeds the target.
 BUDGET_SAFETY = 1 - 1e-9
@@ -54,9 +56,12 @@ def not_dp_public_slice(public_fraction: float, public_domain: bool = False) -> 
     )
 
 
-def privbayes_ledger(n_attributes: int, degree: int, epsilon: float, delta: float, public_domain: bool = False):
+def privbayes_ledger(
+    n_attributes: int, degree: int, epsilon: float, delta: float, public_domain: bool = False, secret: bool = False
+):
     """The pure-DP ledger of one fit, and the (structure, conditionals) budgets the fit must use (`public_domain`:
-    the bin edges come from a declared dataset's domain, not from the data)."""
+    the bin edges come from a declared dataset's domain, not from the data; `secret`: a release, whose counts get
+    discrete Laplace noise of the same scale, `samplers.laplace_sampler`)."""
     half = epsilon / 2 * BUDGET_SAFETY
     d, k = n_attributes, min(degree, n_attributes - 1)
     structure = Mechanism(
@@ -72,6 +77,7 @@ def privbayes_ledger(n_attributes: int, degree: int, epsilon: float, delta: floa
             noise_multiplier=scale / sensitivity,
             steps=d - k,
             sensitivity=sensitivity,
+            sampler=laplace_sampler(scale, sensitivity) if secret else None,
         )
 
     paper = Accounting((structure, conditionals(1.0)), delta, accountant="pure")
@@ -111,7 +117,8 @@ def recompute_privbayes_ledger(params: Any, spec: RunSpec, recorded: dict) -> Le
     """PrivBayes' ledger computed again from its parameters and the attribute count d it records (d − 1 picks)."""
     structure = recorded_mechanisms(recorded)[0]
     public = PRIVBAYES_EDGES_PUBLIC in recorded.get("notes", "")
-    return privbayes_ledger(structure.steps + 1, params.degree, spec.epsilon, spec.delta, public)[0]
+    d, secret = structure.steps + 1, randomness.is_secret(spec)
+    return privbayes_ledger(d, params.degree, spec.epsilon, spec.delta, public, secret)[0]
 
 
 def recompute_ryan_ledger(params: Any, spec: RunSpec, recorded: dict) -> Ledger:

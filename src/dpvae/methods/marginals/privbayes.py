@@ -28,6 +28,7 @@ from itertools import combinations
 
 import numpy as np
 
+from dpvae import samplers
 from dpvae.data.store import save_npz
 from dpvae.methods.marginals.counts import JointCounter, combine, mutual_information_table
 from dpvae.privacy import canaries
@@ -140,16 +141,23 @@ def _normalise_rows(counts: np.ndarray) -> np.ndarray:
 
 
 def noisy_counts(
-    codes: np.ndarray, columns: tuple[int, ...], sizes: np.ndarray, scale: float, rng: np.random.Generator
+    codes: np.ndarray,
+    columns: tuple[int, ...],
+    sizes: np.ndarray,
+    scale: float,
+    rng: np.random.Generator,
+    secret: bool = False,
+    pool: samplers.Pool | None = None,
 ) -> np.ndarray:
-    """Counts of the joint values of `columns` + Laplace(scale) noise, negatives set to 0; shape = their sizes."""
+    """Counts of the joint values of `columns` + Laplace(scale) noise (discrete in a release, `secret`, from `pool`
+    if given), negatives set to 0; shape = their sizes."""
     combined, total = combine(codes, columns, sizes)
     counts = np.bincount(combined, minlength=total).astype(np.float64)
     if scale > 0:
         counts = canaries.release(
             counts,
             scale,
-            lambda shape, b: rng.laplace(0.0, b, size=shape),  # L1 sensitivity 1
+            lambda shape, b: samplers.laplace_noise(shape, b, secret=secret, rng=rng, pool=pool),  # L1 sensitivity 1
             sensitivity=1.0,
             name="PrivBayes conditionals",
         )
@@ -157,7 +165,13 @@ def noisy_counts(
 
 
 def noisy_conditionals(
-    codes: np.ndarray, sizes: np.ndarray, root: int, network: Network, epsilon: float, rng: np.random.Generator
+    codes: np.ndarray,
+    sizes: np.ndarray,
+    root: int,
+    network: Network,
+    epsilon: float,
+    rng: np.random.Generator,
+    secret: bool = False,
 ) -> tuple[list[np.ndarray], float]:
     """DataSynthesizer's `construct_noisy_conditional_distributions(bn, data, epsilon)`.
 
@@ -167,7 +181,11 @@ def noisy_conditionals(
     k = len(network[-1][1])
     scale = (d - k) / epsilon if epsilon else 0.0
     first = (root, *[child for child, _ in network[:k]])
-    joint = noisy_counts(codes, first, sizes, scale, rng)  # [sizes of root, c1, ..., ck]
+    pool = None
+    if secret and scale > 0:  # every table's noise in one draw (the exact sampler's per-call cost paid once)
+        cells = [first] + [(*parents, child) for child, parents in network[k:]]
+        pool = samplers.Pool("laplace", scale, sum(int(np.prod(sizes[list(c)])) for c in cells), rng)
+    joint = noisy_counts(codes, first, sizes, scale, rng, secret, pool)  # [sizes of root, c1, ..., ck]
     tables = [_normalise_rows(joint.sum(axis=tuple(range(1, k + 1))).reshape(1, -1))]
     for index, (child, parents) in enumerate(network):
         if index <= k - 1:
@@ -178,7 +196,7 @@ def noisy_conditionals(
             remaining = [a for a in range(k + 1) if a not in drop]
             counts = np.transpose(counts, [remaining.index(a) for a in keep])
         else:
-            counts = noisy_counts(codes, (*parents, child), sizes, scale, rng)
+            counts = noisy_counts(codes, (*parents, child), sizes, scale, rng, secret, pool)
         tables.append(_normalise_rows(counts.reshape(-1, int(sizes[child]))))
     return tables, scale
 
@@ -192,9 +210,11 @@ def fit(
     rng: np.random.Generator,
     max_candidates: int | None = None,
     progress: Progress | None = None,
+    secret: bool = False,
 ) -> PrivBayesModel:
+    """The network, then its noisy conditionals (`secret`: a release, discrete Laplace noise on the counts)."""
     root, network = greedy_network(codes, sizes, degree, epsilon_structure, rng, max_candidates, progress)
-    tables, _ = noisy_conditionals(codes, sizes, root, network, epsilon_conditionals, rng)
+    tables, _ = noisy_conditionals(codes, sizes, root, network, epsilon_conditionals, rng, secret)
     return PrivBayesModel(root, network, tables, np.asarray(sizes, dtype=np.int64))
 
 

@@ -17,6 +17,7 @@ from dpvae.progress import Progress
 
 
 def train_privbayes(ctx: RunContext) -> Ledger:
+    from dpvae import randomness
     from dpvae.methods.marginals import privbayes
     from dpvae.methods.marginals.discretize import build_discretizer
 
@@ -24,10 +25,11 @@ def train_privbayes(ctx: RunContext) -> Ledger:
     classes = len(data.meta.get("label_names") or np.unique(data.train.y))
     discretizer = build_discretizer(data.train.x, data.meta, classes, p.histogram_bins, p.pixel_bins)
     codes = discretizer.encode(data.train.x, data.train.y)
-    ledger, half = privbayes_ledger(codes.shape[1], p.degree, ctx.epsilon, ctx.delta, "domain" in data.meta)
+    secret = randomness.is_secret(ctx.spec)
+    ledger, half = privbayes_ledger(codes.shape[1], p.degree, ctx.epsilon, ctx.delta, "domain" in data.meta, secret)
     network = Progress("privbayes network", codes.shape[1] - 1, "attributes", lambda _: ledger, epsilon_planned=True)
     model = privbayes.fit(
-        codes, discretizer.sizes, p.degree, half, half, ctx.rng("privbayes"), p.max_candidates, network
+        codes, discretizer.sizes, p.degree, half, half, ctx.rng("privbayes"), p.max_candidates, network, secret
     )
     discretizer.save(ctx.model_dir / "discretizer.json")
     privbayes.save(model, ctx.model_dir / "network.npz")

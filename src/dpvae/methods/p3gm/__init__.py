@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from dpvae.methods.base import DPSGD_RELEASES_N, Method, Resources, RunContext, forward
+from dpvae.methods.base import DPSGD_RELEASES_N, Method, Resources, RunContext, forward, large_records
 from dpvae.methods.registry import register_method
 from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
@@ -214,8 +214,8 @@ class DPVAE(MLPVAEMethod):
     released = ("model.pt", "snapshots.pt")  # DP-SGD's iterates
     RESOURCES = Resources(threads=2, mem_mb=3000, runtime=30)
 
-    def resources(self, params: MethodParams, dataset: str) -> Resources:
-        return Resources(threads=2, mem_mb=3000, runtime=90 if "mnist" in dataset else 30)
+    def resources(self, params: MethodParams, facts: Facts | None) -> Resources:
+        return Resources(threads=2, mem_mb=3000, runtime=90 if large_records(facts) else 30)
 
     train = forward("dpvae.methods.p3gm.train", "train_dp_vae")
 
@@ -251,8 +251,8 @@ class P3GM(MLPVAEMethod):
             return [("pretrain_batch_size", why)]
         return []
 
-    def resources(self, params: MethodParams, dataset: str) -> Resources:
-        heavy = "mnist" in dataset and params.record_every_epoch
+    def resources(self, params: MethodParams, facts: Facts | None) -> Resources:
+        heavy = large_records(facts) and params.record_every_epoch
         return Resources(threads=2, mem_mb=3000, runtime=90 if heavy else 30)
 
     train = forward("dpvae.methods.p3gm.train", "train_p3gm")
@@ -297,8 +297,8 @@ class DPGM(Method):
             return [("clusters", f"{params.clusters} clusters but the run has {facts.n_train} training records")]
         return []
 
-    def resources(self, params: MethodParams, dataset: str) -> Resources:
-        return Resources(threads=2, mem_mb=3000, runtime=120 if "mnist" in dataset else 60)
+    def resources(self, params: MethodParams, facts: Facts | None) -> Resources:
+        return Resources(threads=2, mem_mb=3000, runtime=120 if large_records(facts) else 60)
 
     train = forward("dpvae.methods.p3gm.train", "train_dp_gm")
 

@@ -24,12 +24,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, NamedTuple, get_args
 
+from dpvae import randomness
 from dpvae.errors import ConfigError, PrivacyBudgetExceeded
 from dpvae.privacy.accounting import Conversion, solve_noise_multiplier
 from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, recorded_mechanisms, replace_one_record
 from dpvae.privacy.mechanisms.em import dp_em_records
 from dpvae.privacy.mechanisms.pca import MEAN_RECORD, PCA_RECORD, dp_pca_records, kept_components
 from dpvae.runspec import RunSpec
+from dpvae.samplers import gaussian_sampler, restated
 
 Centring = Literal["dp", "zero", "nonprivate"]
 CENTRINGS: tuple[str, ...] = get_args(Centring)
@@ -73,10 +75,11 @@ def sound_record(record: Mechanism, em_iters: int, em_components: int, fixed_bat
     """The record under replace-one adjacency (q = 1 releases: multiplier relative to the replace-one
     sensitivity), with the EM's initial noisy M-step counted ((T_e + 1) M-steps of 2K + 1 releases); DP-SGD
     as `privacy.ledger.replace_one_record` (Poisson as is, the code's fixed batches by the fixed-partition bound)."""
-    if record.name == MEAN_RECORD:
-        return Mechanism(record.name, record.noise_multiplier / 2, 1.0, record.steps, 2 * record.sensitivity)
-    if record.name == PCA_RECORD:
-        return Mechanism(record.name, record.noise_multiplier / math.sqrt(2), 1.0, record.steps, math.sqrt(2))
+    if record.name in (MEAN_RECORD, PCA_RECORD):  # (a release's sampler restated at the replace-one sensitivity)
+        factor = 2.0 if record.name == MEAN_RECORD else math.sqrt(2)
+        under = factor * record.sensitivity
+        sampler = None if record.sampler is None else restated(record.sampler, record.sensitivity, under)
+        return Mechanism(record.name, record.noise_multiplier / factor, 1.0, record.steps, under, sampler=sampler)
     if record.name.startswith("dp_em."):
         per_m_step = 1 if record.name == EM_WEIGHTS else em_components
         return replace(record, steps=per_m_step * (em_iters + 1))
@@ -178,14 +181,21 @@ def centring(params: Any, dimension: int) -> dict[str, Any]:
     return {"mean": "dp", "mean_noise_multiplier": params.sigma_mean, "mean_clip": clip}
 
 
-def encoding_records(params: Any, dimension: int) -> tuple[Mechanism, ...]:
+def encoding_records(params: Any, dimension: int, secret: bool = False) -> tuple[Mechanism, ...]:
     """The records a run's encoding phase returns on rows of `dimension` d (features + one-hot label), known before
-    it runs: `dp_pca`'s (`centring`) and DP-EM's on the d' = min(pca_components, d) PCA features."""
+    it runs: `dp_pca`'s (`centring`) and DP-EM's on the d' = min(pca_components, d) PCA features (`secret`: a
+    release's, with their discrete samplers)."""
     kept = kept_components(params.pca_components, dimension)
     em = dp_em_records(
-        params.em_components, params.em_iters, params.sigma_em, kept, account_initial_step=params.account_em_init
+        params.em_components,
+        params.em_iters,
+        params.sigma_em,
+        kept,
+        account_initial_step=params.account_em_init,
+        secret=secret,
     )
-    return (*dp_pca_records(params.sigma_pca, **centring(params, dimension)), *em)
+    pca = dp_pca_records(params.sigma_pca, **centring(params, dimension), dimension=dimension if secret else None)
+    return (*pca, *em)
 
 
 def sgd_record(sigma: float, schedule: Any, clip: float, steps: int | None = None) -> Mechanism:
@@ -211,7 +221,7 @@ def planned_p3gm_ledger(params: Any, spec: RunSpec, n: int, dimension: int) -> L
 
     schedule = Schedule(params.batching, n, params.batch_size, params.epochs)
     check_private(params, spec.variant, schedule.steps)
-    encoding = encoding_records(params, dimension)
+    encoding = encoding_records(params, dimension, randomness.is_secret(spec))
     sigma, notes = run_sgd_sigma(params, encoding, schedule, spec.delta, spec.epsilon)
     sgd = (sgd_record(sigma, schedule, params.clip),) if schedule.steps else ()
     return run_ledger(params, (*encoding, *sgd), spec.delta, spec.epsilon, notes)
@@ -411,12 +421,22 @@ def p3gm_composition_comparison(setting: P3GMSetting, conversion: Conversion = "
 # ------------------------------------------------------------------------------------------------ DP-GM
 
 
-def clustering_mechanisms(sigma: float, iterations: int, replace_one: bool = False) -> tuple[Mechanism, ...]:
-    """DP kernel k-means' releases: noisy counts (T + 1 times) and feature sums (T times)."""
+def clustering_mechanisms(
+    sigma: float, iterations: int, replace_one: bool = False, shape: tuple[int, int] | None = None
+) -> tuple[Mechanism, ...]:
+    """DP kernel k-means' releases: noisy counts (T + 1 times) and feature sums (T times); `shape` (k, D): a
+    release's, whose discrete samplers are recorded (the noise set at add/remove sensitivity 1, `kmeans_records`)."""
     counts, sums = (math.sqrt(2), 2.0) if replace_one else (1.0, 1.0)
+    exact = (None, None)
+    if shape is not None:
+        k, features = shape
+        exact = (
+            gaussian_sampler(sigma, 1.0, k, integer=True, under=counts),
+            gaussian_sampler(sigma, 1.0, k * features, under=sums),
+        )
     return (
-        Mechanism("dp_kmeans.counts", sigma / counts, steps=iterations + 1, sensitivity=counts),
-        Mechanism("dp_kmeans.sums", sigma / sums, steps=iterations, sensitivity=sums),
+        Mechanism("dp_kmeans.counts", sigma / counts, steps=iterations + 1, sensitivity=counts, sampler=exact[0]),
+        Mechanism("dp_kmeans.sums", sigma / sums, steps=iterations, sensitivity=sums, sampler=exact[1]),
     )
 
 
@@ -430,11 +450,18 @@ def cluster_rate(batch_size: int, clusters: int, n: int) -> float:
 
 
 def dpgm_mechanisms(
-    params: Any, sigma_clustering: float, sigma: float, rate: float, steps: int, replace_one: bool = False
+    params: Any,
+    sigma_clustering: float,
+    sigma: float,
+    rate: float,
+    steps: int,
+    replace_one: bool = False,
+    secret: bool = False,
 ) -> tuple[Mechanism, ...]:
-    """The k-means releases and one DP-SGD run (the clusters' runs compose in parallel)."""
+    """The k-means releases and one DP-SGD run (the clusters' runs compose in parallel); `secret`: a release's."""
+    shape = (params.clusters, params.rff_dim) if secret else None
     return (
-        *clustering_mechanisms(sigma_clustering, params.kmeans_iters, replace_one),
+        *clustering_mechanisms(sigma_clustering, params.kmeans_iters, replace_one, shape),
         Mechanism("dpsgd (one per cluster, parallel composition)", sigma, rate, steps, params.clip),
     )
 
@@ -468,13 +495,23 @@ def dpgm_sigmas(params: Any, epsilon: float, delta: float, rate: float, steps: i
 
 
 def dpgm_ledger(
-    params: Any, sigma_clustering: float, sigma: float, rate: float, steps: int, delta: float, target: float | None
+    params: Any,
+    sigma_clustering: float,
+    sigma: float,
+    rate: float,
+    steps: int,
+    delta: float,
+    target: float | None,
+    secret: bool = False,
 ) -> Ledger:
-    """Paper (add/remove-one) and strict (replace-one) accountings of a DP-GM run."""
+    """Paper (add/remove-one) and strict (replace-one) accountings of a DP-GM run (`secret`: a release's, its
+    k-means noise from the discrete samplers)."""
     notes = DPGM_NOTES + f"; sigma_clustering {sigma_clustering:.6g}, sigma_sgd {sigma:.6g}, q {rate:.6g}, T {steps}"
-    paper = dpgm_accounting(dpgm_mechanisms(params, sigma_clustering, sigma, rate, steps), delta)
+    paper = dpgm_accounting(dpgm_mechanisms(params, sigma_clustering, sigma, rate, steps, secret=secret), delta)
     strict = dpgm_accounting(
-        dpgm_mechanisms(params, sigma_clustering, sigma, rate, steps, replace_one=True), delta, replace_one=True
+        dpgm_mechanisms(params, sigma_clustering, sigma, rate, steps, replace_one=True, secret=secret),
+        delta,
+        replace_one=True,
     )
     return Ledger(paper, strict, target, notes)
 
@@ -483,14 +520,16 @@ def recompute_dp_gm_ledger(params: Any, spec: RunSpec, recorded: dict) -> Ledger
     """A DP-GM run's ledger computed again from its parameters and the rate and steps its DP-SGD record holds."""
     run = recorded_mechanisms(recorded)[-1]
     sigma_c, sigma = dpgm_sigmas(params, spec.epsilon, spec.delta, run.sample_rate, run.steps)
-    return dpgm_ledger(params, sigma_c, sigma, run.sample_rate, run.steps, spec.delta, spec.epsilon)
+    secret = randomness.is_secret(spec)
+    return dpgm_ledger(params, sigma_c, sigma, run.sample_rate, run.steps, spec.delta, spec.epsilon, secret)
 
 
 def planned_dp_gm_ledger(params: Any, spec: RunSpec, n: int) -> Ledger:
     """The ledger a DP-GM run on `n` records writes, before it trains (as `train.train_dp_gm`)."""
     rate, steps = dpgm_schedule(params, n, spec.variant)
     sigma_c, sigma = dpgm_sigmas(params, spec.epsilon, spec.delta, rate, steps)
-    return dpgm_ledger(params, sigma_c, sigma, rate, steps, spec.delta, spec.epsilon)
+    secret = randomness.is_secret(spec)
+    return dpgm_ledger(params, sigma_c, sigma, rate, steps, spec.delta, spec.epsilon, secret)
 
 
 def scaled_to_sound(params: Any, planned: Any, target: float) -> Any | None:

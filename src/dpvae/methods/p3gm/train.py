@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from dpvae import randomness
 from dpvae.methods.base import RunContext
 from dpvae.methods.checkpoint import Checkpoint
 from dpvae.methods.p3gm import store
@@ -90,12 +91,19 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
 
     name, epsilon = ctx.spec.method, (lambda _: spent()) if private else None
     phases = Progress(f"{name} encoding (DP-PCA, DP-EM)", 2, "phases", epsilon=epsilon)
-    pca = dp_pca(vectors, p.pca_components, p.sigma_pca, ctx.rng("dp-pca"), **centring(p, d))
+    secret = randomness.is_secret(ctx.spec)  # a release: its statistics' noise from the discrete samplers
+    pca = dp_pca(vectors, p.pca_components, p.sigma_pca, ctx.rng("dp-pca"), **centring(p, d), secret=secret)
     encoding = tuple(pca.mechanisms)
     phases.advance()
     features = pca.transform(vectors)
     gmm = dp_em_diagonal_gmm(
-        features, p.em_components, p.em_iters, p.sigma_em, ctx.rng("dp-em"), account_initial_step=p.account_em_init
+        features,
+        p.em_components,
+        p.em_iters,
+        p.sigma_em,
+        ctx.rng("dp-em"),
+        account_initial_step=p.account_em_init,
+        secret=secret,
     )
     encoding = (*pca.mechanisms, *gmm.mechanisms)
     phases.advance()
@@ -319,6 +327,7 @@ def train_dp_gm(ctx: RunContext) -> Ledger:
 
     rate, steps = dpgm_schedule(p, n, ctx.spec.variant)  # as `accounting.planned_dp_gm_ledger`
     sigma_c, sigma = dpgm_sigmas(p, target, delta, rate, steps)
+    secret = randomness.is_secret(ctx.spec)
     km = dp_kmeans(
         vectors,
         p.clusters,
@@ -328,6 +337,7 @@ def train_dp_gm(ctx: RunContext) -> Ledger:
         sigma_c,
         sigma_c,
         ctx.rng("dp-kmeans"),
+        secret,
     )
     assignment = km.assign(vectors)
 
@@ -337,7 +347,7 @@ def train_dp_gm(ctx: RunContext) -> Ledger:
     budget = StepBudget(epsilon_after, target)
 
     def spent(u: int) -> Ledger:  # after u steps of all clusters (parallel: cluster 0's T steps spend it all)
-        return dpgm_ledger(p, sigma_c, sigma, rate, min(u, steps), delta, target)
+        return dpgm_ledger(p, sigma_c, sigma, rate, min(u, steps), delta, target, secret)
 
     progress = Progress("dp-gm DP-SGD (all clusters)", p.clusters * steps, epsilon=spent)
     for j in range(p.clusters):
@@ -358,7 +368,7 @@ def train_dp_gm(ctx: RunContext) -> Ledger:
             indent=2,
         )
     )
-    return dpgm_ledger(p, sigma_c, sigma, rate, steps, delta, target)
+    return dpgm_ledger(p, sigma_c, sigma, rate, steps, delta, target, secret)
 
 
 def _train_cluster(

@@ -63,7 +63,7 @@ class VAEConvParams(MethodParams):
     lr: float = param(0.0005, "learning rate", exclusive_minimum=0)
 
 
-def vae_resources(params: VAEConvParams, dataset: str, base: Resources) -> Resources:
+def vae_resources(params: VAEConvParams, base: Resources) -> Resources:
     """Pinwheel runs are small (a 2-d MLP); image runs keep the method's declared needs."""
     if params.prior == "mog":
         return Resources(threads=1, mem_mb=1000, runtime=30)
@@ -91,8 +91,8 @@ class VAEConv(Method):
     RESOURCES = Resources(threads=2, mem_mb=4000, runtime=60)
     precisions = PRECISIONS
 
-    def resources(self, params: VAEConvParams, dataset: str) -> Resources:
-        return vae_resources(params, dataset, self.RESOURCES)
+    def resources(self, params: VAEConvParams, facts: Facts | None) -> Resources:
+        return vae_resources(params, self.RESOURCES)
 
     train = forward("dpvae.methods.privae.train", "train_vae")  # a private run returns its ledger
     sample = forward("dpvae.methods.privae.train", "sample_vae")

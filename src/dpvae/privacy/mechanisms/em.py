@@ -48,6 +48,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import logsumexp
 
+from dpvae import samplers
 from dpvae.privacy.ledger import Mechanism
 from dpvae.privacy.mechanisms.gaussian import (
     check_count,
@@ -77,10 +78,22 @@ def mixture_statistics(z: np.ndarray, responsibilities: np.ndarray) -> tuple[np.
 
 
 def noisy_mixture_statistics(
-    z: np.ndarray, responsibilities: np.ndarray, noise_multiplier: float, rng: np.random.Generator
+    z: np.ndarray,
+    responsibilities: np.ndarray,
+    noise_multiplier: float,
+    rng: np.random.Generator,
+    secret: bool = False,
 ) -> tuple[np.ndarray, ...]:
-    """The three Gaussian releases of one M-step: noise std 2σ on counts, 2√d'σ on each sum vector."""
+    """The three Gaussian releases of one M-step: noise std 2σ on counts, 2√d'σ on each sum vector (`secret`: a
+    release's, each on its grid with the discrete Gaussian of `dp_em_records`' samplers)."""
     counts, sums, squares = mixture_statistics(z, responsibilities)
+    if secret:
+        moment, dimension = 2.0 * float(np.sqrt(z.shape[1])), z.shape[1]
+        return (
+            samplers.gaussian(counts, noise_multiplier, 2.0, secret=True, rng=rng),
+            samplers.gaussian(sums, noise_multiplier, moment, secret=True, rng=rng, entries=dimension),
+            samplers.gaussian(squares, noise_multiplier, moment, secret=True, rng=rng, entries=dimension),
+        )
     moment_std = 2.0 * np.sqrt(z.shape[1]) * noise_multiplier
     return (
         counts + gaussian_noise(counts.shape, 2.0 * noise_multiplier, rng),
@@ -111,9 +124,10 @@ def _noisy_m_step(
     rng: np.random.Generator,
     previous_variances: np.ndarray | None,
     reg_covar: float,
+    secret: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One M-step: the three Gaussian releases, then post-processing into mixture parameters."""
-    released = noisy_mixture_statistics(z, responsibilities, noise_multiplier, rng)
+    released = noisy_mixture_statistics(z, responsibilities, noise_multiplier, rng, secret)
     return mixture_from_statistics(*released, previous_variances, reg_covar)
 
 
@@ -134,6 +148,7 @@ def dp_em_diagonal_gmm(
     *,
     account_initial_step: bool,
     reg_covar: float = 1e-6,
+    secret: bool = False,
 ) -> DPGaussianMixture:
     """Fit a K-component diagonal mixture to the rows of `z` (clipped to norm <= 1) with DP-EM.
 
@@ -141,7 +156,8 @@ def dp_em_diagonal_gmm(
     docstring for the releases and their sensitivities. Records: per M-step 1 weights release
     (sensitivity 2 on counts) and K means and K variances releases (sensitivity 2√d'), all with
     noise multiplier σ_e; the initial M-step is recorded only if `account_initial_step` (the paper
-    code: False; sound: True). `reg_covar` is sklearn's variance regulariser, which the code keeps.
+    code: False; sound: True). `reg_covar` is sklearn's variance regulariser, which the code keeps. `secret`: a
+    release, its statistics on their grids with the discrete Gaussian (`dpvae.samplers`).
     """
     data = clip_rows(check_matrix(z, "z"))
     k = check_count(n_components, "n_components", 1)
@@ -153,31 +169,42 @@ def dp_em_diagonal_gmm(
 
     responsibilities = rng.random((data.shape[0], k))
     responsibilities /= responsibilities.sum(axis=1, keepdims=True)
-    weights, means, variances = _noisy_m_step(data, responsibilities, sigma, rng, None, reg_covar)
+    weights, means, variances = _noisy_m_step(data, responsibilities, sigma, rng, None, reg_covar, secret)
     for _ in range(n_iter):
         responsibilities = np.exp(log_responsibilities(data, weights, means, variances))
-        weights, means, variances = _noisy_m_step(data, responsibilities, sigma, rng, variances, reg_covar)
+        weights, means, variances = _noisy_m_step(data, responsibilities, sigma, rng, variances, reg_covar, secret)
 
     return DPGaussianMixture(
         weights=weights / weights.sum(),
         means=means,
         variances=variances,
-        mechanisms=dp_em_records(k, n_iter, sigma, data.shape[1], account_initial_step=account_initial_step),
+        mechanisms=dp_em_records(
+            k, n_iter, sigma, data.shape[1], account_initial_step=account_initial_step, secret=secret
+        ),
     )
 
 
 def dp_em_records(
-    n_components: int, n_iterations: int, noise_multiplier: float, dimension: int, *, account_initial_step: bool
+    n_components: int,
+    n_iterations: int,
+    noise_multiplier: float,
+    dimension: int,
+    *,
+    account_initial_step: bool,
+    secret: bool = False,
 ) -> tuple[Mechanism, ...]:
     """The records `dp_em_diagonal_gmm` returns for rows of `dimension` d' (known before it runs): per recorded
     M-step one weights release (sensitivity 2) and K means and K variances releases (2√d'), multiplier σ_e; the
-    initial M-step recorded only if `account_initial_step`."""
+    initial M-step recorded only if `account_initial_step`; `secret`: a release's, with their discrete samplers (the
+    K counts; the d' values of one component's sums)."""
     k = check_count(n_components, "n_components", 1)
     m_steps = check_count(n_iterations, "n_iterations", 1) + int(account_initial_step)
     sigma = check_noise_multiplier(noise_multiplier)
     moment_sensitivity = 2.0 * float(np.sqrt(dimension))
+    weights = samplers.gaussian_sampler(sigma, 2.0, k) if secret else None
+    moments = samplers.gaussian_sampler(sigma, moment_sensitivity, dimension) if secret else None
     return (
-        Mechanism("dp_em.weights", sigma, steps=m_steps, sensitivity=2.0),
-        Mechanism("dp_em.means", sigma, steps=k * m_steps, sensitivity=moment_sensitivity),
-        Mechanism("dp_em.variances", sigma, steps=k * m_steps, sensitivity=moment_sensitivity),
+        Mechanism("dp_em.weights", sigma, steps=m_steps, sensitivity=2.0, sampler=weights),
+        Mechanism("dp_em.means", sigma, steps=k * m_steps, sensitivity=moment_sensitivity, sampler=moments),
+        Mechanism("dp_em.variances", sigma, steps=k * m_steps, sensitivity=moment_sensitivity, sampler=moments),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpvae import samplers
 from dpvae.privacy.ledger import Mechanism
 
 
@@ -59,28 +60,39 @@ def gaussian_mechanism(
     rng: np.random.Generator,
     *,
     name: str = "gaussian",
+    secret: bool = False,
 ) -> tuple[np.ndarray, Mechanism]:
-    """Release `value` + i.i.d. N(0, (noise_multiplier · sensitivity)²) noise on every entry.
+    """Release `value` + i.i.d. N(0, (noise_multiplier · sensitivity)²) noise on every entry (`secret`: a release,
+    the value on its grid plus the discrete Gaussian, `dpvae.samplers`).
 
     `sensitivity` is the l2-sensitivity of `value` (as a flat vector) under the caller's adjacency; the
     record then carries noise_multiplier = noise std / sensitivity, which is all the accountant needs.
     """
-    record = gaussian_record(name, noise_multiplier, sensitivity)
     exact = np.asarray(value, dtype=np.float64)
-    noisy = exact + gaussian_noise(exact.shape, record.noise_multiplier * sensitivity, check_generator(rng))
-    return noisy, record
+    record = gaussian_record(name, noise_multiplier, sensitivity, exact.size if secret else None)
+    sigma, rng = record.noise_multiplier, check_generator(rng)
+    return samplers.gaussian(exact, sigma, float(sensitivity), secret=secret, rng=rng), record
 
 
-def gaussian_record(name: str, noise_multiplier: float, sensitivity: float) -> Mechanism:
+def gaussian_record(name: str, noise_multiplier: float, sensitivity: float, entries: int | None = None) -> Mechanism:
     """The ledger record of one Gaussian release (`gaussian_mechanism`'s), known before the release: planned
-    ledgers build the same record from the same arguments."""
+    ledgers build the same record from the same arguments (`entries`: a release's, of that many values, whose
+    discrete sampler is recorded)."""
     if not (np.isfinite(sensitivity) and sensitivity > 0):
         raise ValueError(f"sensitivity must be a finite number > 0, got {sensitivity}")
-    return Mechanism(name, check_noise_multiplier(noise_multiplier), sensitivity=float(sensitivity))
+    sigma = check_noise_multiplier(noise_multiplier)
+    sampler = None if entries is None else samplers.gaussian_sampler(sigma, float(sensitivity), entries)
+    return Mechanism(name, sigma, sensitivity=float(sensitivity), sampler=sampler)
 
 
 def dp_mean(
-    x: ArrayLike, clip: float, noise_multiplier: float, rng: np.random.Generator, *, name: str = "dp_mean"
+    x: ArrayLike,
+    clip: float,
+    noise_multiplier: float,
+    rng: np.random.Generator,
+    *,
+    name: str = "dp_mean",
+    secret: bool = False,
 ) -> tuple[np.ndarray, Mechanism]:
     """Release the mean of the rows clipped to l2 norm `clip`: (Σ_i clip(x_i) + N(0, (σ·clip)² I)) / N.
 
@@ -90,5 +102,5 @@ def dp_mean(
     """
     rows = check_matrix(x, "x")
     clipped = clip_rows(rows, clip)
-    noisy_sum, record = gaussian_mechanism(clipped.sum(axis=0), clip, noise_multiplier, rng, name=name)
+    noisy_sum, record = gaussian_mechanism(clipped.sum(axis=0), clip, noise_multiplier, rng, name=name, secret=secret)
     return noisy_sum / rows.shape[0], record

@@ -23,14 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpvae import samplers
 from dpvae.privacy.ledger import Mechanism
-from dpvae.privacy.mechanisms.gaussian import (
-    check_count,
-    check_generator,
-    check_matrix,
-    check_noise_multiplier,
-    gaussian_noise,
-)
+from dpvae.privacy.mechanisms.gaussian import check_count, check_generator, check_matrix, check_noise_multiplier
 
 
 @dataclass(frozen=True)
@@ -78,12 +73,31 @@ def noisy_cluster_statistics(
     count_noise_multiplier: float,
     sum_noise_multiplier: float,
     rng: np.random.Generator,
+    secret: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The two Gaussian releases of one Lloyd iteration (sensitivity 1 each, so std = multiplier)."""
+    """The two Gaussian releases of one Lloyd iteration (sensitivity 1 each, so std = multiplier); in a release
+    (`secret`) discrete: the counts as they are, the sums on their grid (`dpvae.samplers`)."""
     counts, sums = cluster_statistics(features, labels, n_clusters)
     return (
-        counts + gaussian_noise(counts.shape, count_noise_multiplier, rng),
-        sums + gaussian_noise(sums.shape, sum_noise_multiplier, rng),
+        samplers.gaussian(counts, count_noise_multiplier, 1.0, secret=secret, rng=rng, integer=True),
+        samplers.gaussian(sums, sum_noise_multiplier, 1.0, secret=secret, rng=rng),
+    )
+
+
+def kmeans_records(
+    n_clusters: int,
+    n_iterations: int,
+    rff_dimension: int,
+    count_noise_multiplier: float,
+    sum_noise_multiplier: float,
+    secret: bool = False,
+) -> tuple[Mechanism, ...]:
+    """The add/remove records of `dp_kmeans` (a release's with their discrete samplers)."""
+    counts = samplers.gaussian_sampler(count_noise_multiplier, 1.0, n_clusters, integer=True) if secret else None
+    sums = samplers.gaussian_sampler(sum_noise_multiplier, 1.0, n_clusters * rff_dimension) if secret else None
+    return (
+        Mechanism("dp_kmeans.counts", count_noise_multiplier, steps=n_iterations + 1, sensitivity=1.0, sampler=counts),
+        Mechanism("dp_kmeans.sums", sum_noise_multiplier, steps=n_iterations, sensitivity=1.0, sampler=sums),
     )
 
 
@@ -110,11 +124,13 @@ def dp_kmeans(
     count_noise_multiplier: float,
     sum_noise_multiplier: float,
     rng: np.random.Generator,
+    secret: bool = False,
 ) -> DPKMeans:
-    """Cluster the rows of `x` with DP kernel k-means (see the module docstring for the releases).
+    """Cluster the rows of `x` with DP kernel k-means (see the module docstring for the releases; `secret`: a
+    release, whose noise comes from the discrete samplers).
 
     Records: counts with `count_noise_multiplier` for `n_iterations` + 1 releases, sums with
-    `sum_noise_multiplier` for `n_iterations` releases, both at add/remove sensitivity 1.
+    `sum_noise_multiplier` for `n_iterations` releases, both at add/remove sensitivity 1 (`kmeans_records`).
     """
     data = check_matrix(x, "x")
     k = check_count(n_clusters, "n_clusters", 1)
@@ -126,16 +142,13 @@ def dp_kmeans(
 
     labels = rng.integers(0, k, size=features.shape[0])
     for _ in range(n_iter):
-        counts, sums = noisy_cluster_statistics(features, labels, k, count_sigma, sum_sigma, rng)
+        counts, sums = noisy_cluster_statistics(features, labels, k, count_sigma, sum_sigma, rng, secret)
         centres = sums / np.maximum(counts, 1.0)[:, None]
         labels = nearest_centre(features, centres)
     final_counts = np.bincount(labels, minlength=k).astype(np.float64)
     return DPKMeans(
         feature_map=feature_map,
         centres=centres,
-        counts=final_counts + gaussian_noise(final_counts.shape, count_sigma, rng),
-        mechanisms=(
-            Mechanism("dp_kmeans.counts", count_sigma, steps=n_iter + 1, sensitivity=1.0),
-            Mechanism("dp_kmeans.sums", sum_sigma, steps=n_iter, sensitivity=1.0),
-        ),
+        counts=samplers.gaussian(final_counts, count_sigma, 1.0, secret=secret, rng=rng, integer=True),
+        mechanisms=kmeans_records(k, n_iter, rff_dimension, count_sigma, sum_sigma, secret),
     )

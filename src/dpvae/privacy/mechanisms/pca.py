@@ -32,6 +32,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dpvae import samplers
 from dpvae.privacy.ledger import Mechanism
 from dpvae.privacy.mechanisms.gaussian import (
     check_count,
@@ -85,16 +86,24 @@ def dp_pca_records(
     mean: ArrayLike | Literal["dp", "nonprivate"],
     mean_noise_multiplier: float | None = None,
     mean_clip: float | None = None,
+    dimension: int | None = None,
 ) -> tuple[Mechanism, ...]:
     """The records `dp_pca` with these arguments returns, known before it runs: the DP centring mean's (if
-    `mean="dp"`: multiplier `mean_noise_multiplier`, sensitivity `mean_clip`), then the PCA's (σ_p, sensitivity 1)."""
+    `mean="dp"`: multiplier `mean_noise_multiplier`, sensitivity `mean_clip`), then the PCA's (σ_p, sensitivity 1).
+    `dimension` d: a release's, whose discrete samplers are recorded (d means; d(d+1)/2 entries of XᵀX)."""
     sigma = check_noise_multiplier(noise_multiplier)
+    sampler = None if dimension is None else samplers.gaussian_sampler(sigma, 1.0, upper_entries(dimension))
+    pca_record = Mechanism(PCA_RECORD, sigma, sensitivity=1.0, sampler=sampler)
     if not (isinstance(mean, str) and mean == DP_MEAN):
-        return (Mechanism(PCA_RECORD, sigma, sensitivity=1.0),)
+        return (pca_record,)
     if mean_noise_multiplier is None or mean_clip is None:
         raise ValueError('mean="dp" needs mean_noise_multiplier and mean_clip')
-    mean_record = gaussian_record(MEAN_RECORD, mean_noise_multiplier, mean_clip)
-    return (mean_record, Mechanism(PCA_RECORD, sigma, sensitivity=1.0))
+    return (gaussian_record(MEAN_RECORD, mean_noise_multiplier, mean_clip, dimension), pca_record)
+
+
+def upper_entries(dimension: int) -> int:
+    """The entries of XᵀX's upper triangle (diagonal included): what DP-PCA's noise covers."""
+    return dimension * (dimension + 1) // 2
 
 
 def resolve_mean(x: np.ndarray, mean: ArrayLike | Literal["nonprivate"]) -> np.ndarray:
@@ -124,6 +133,15 @@ def symmetric_gaussian_noise(dimension: int, std: float, rng: np.random.Generato
     return upper + np.triu(upper, k=1).T
 
 
+def exact_symmetric_release(moment: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
+    """A release's XᵀX + E: the upper triangle (diagonal included, sensitivity 1) through `samplers.gaussian` on its
+    grid, mirrored below (post-processing)."""
+    upper = np.triu_indices(moment.shape[0])
+    released = np.zeros_like(moment)
+    released[upper] = samplers.gaussian(moment[upper], sigma, 1.0, secret=True, rng=rng)
+    return released + np.triu(released, k=1).T
+
+
 def dp_pca(
     x: ArrayLike,
     n_components: int,
@@ -133,8 +151,10 @@ def dp_pca(
     mean: ArrayLike | Literal["dp", "nonprivate"],
     mean_noise_multiplier: float | None = None,
     mean_clip: float | None = None,
+    secret: bool = False,
 ) -> DPPCA:
-    """Fit DP-PCA (Gaussian mechanism on XᵀX with noise std σ_p = `noise_multiplier`; see module doc).
+    """Fit DP-PCA (Gaussian mechanism on XᵀX with noise std σ_p = `noise_multiplier`; see module doc; `secret`: a
+    release, its upper triangle on a grid with the discrete Gaussian, and so its DP mean, `dpvae.samplers`).
 
     `mean` is explicit on purpose: an array or number (0 for no centring) is taken as public (a
     constant, or an earlier private release); "dp" releases a DP mean first (`gaussian.dp_mean` with
@@ -144,17 +164,25 @@ def dp_pca(
     """
     data = check_matrix(x, "x")
     n_kept = kept_components(n_components, data.shape[1])
+    dimension = data.shape[1] if secret else None
     records = dp_pca_records(
-        noise_multiplier, mean=mean, mean_noise_multiplier=mean_noise_multiplier, mean_clip=mean_clip
+        noise_multiplier,
+        mean=mean,
+        mean_noise_multiplier=mean_noise_multiplier,
+        mean_clip=mean_clip,
+        dimension=dimension,
     )
     sigma = records[-1].noise_multiplier
     check_generator(rng)
-    if isinstance(mean, str) and mean == DP_MEAN:
-        centre, _ = dp_mean(data, mean_clip, mean_noise_multiplier, rng, name=MEAN_RECORD)  # recorded in `records`
+    if isinstance(mean, str) and mean == DP_MEAN:  # recorded in `records`
+        centre, _ = dp_mean(data, mean_clip, mean_noise_multiplier, rng, name=MEAN_RECORD, secret=secret)
     else:
         centre = resolve_mean(data, mean)
-    noise = symmetric_gaussian_noise(data.shape[1], sigma, rng)
-    covariance = (clipped_second_moment(data, centre) + noise) / data.shape[0]
+    if secret:
+        covariance = exact_symmetric_release(clipped_second_moment(data, centre), sigma, rng) / data.shape[0]
+    else:
+        noise = symmetric_gaussian_noise(data.shape[1], sigma, rng)
+        covariance = (clipped_second_moment(data, centre) + noise) / data.shape[0]
     eigenvalues, eigenvectors = np.linalg.eigh(covariance)
     order = np.argsort(eigenvalues)[::-1][:n_kept]
     components = eigenvectors[:, order]
