@@ -31,7 +31,7 @@ TINY = {
     "privbayes": ("toy", {"histogram_bins": 4, "max_candidates": 10}),
     "ryan": ("toy", {"bins": 4, "iterations": 10}),
     "mst": ("toy", {"bins": 4, "iterations": 10}),
-    "aim": ("toy", {"bins": 4, "rounds": 10, "round_iterations": 5, "iterations": 10}),
+    "aim": ("toy", {"bins": 4, "rounds": 16, "round_iterations": 5, "iterations": 10}),  # T > 0.9 d (13 columns)
     "dp-merf": ("images28", {"epochs": 1, "batch_size": 32, "rff_dim": 64}),
     "dp2vae": (
         "images28",

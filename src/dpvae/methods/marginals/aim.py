@@ -81,7 +81,7 @@ class Budget:
     def next_round(self, sigma: float, epsilon: float) -> tuple[float, float, bool]:
         """(sigma_t, eps_t, last) for a round wanting (sigma, epsilon)."""
         left_g, left_s = self.plan.gaussian - self.gaussian, self.plan.selection - self.selection
-        if left_g + left_s <= LAST_ROUND_MARGIN * (1 / (2 * sigma**2) + epsilon**2 / 8):
+        if left_g <= LAST_ROUND_MARGIN / (2 * sigma**2) or left_s <= LAST_ROUND_MARGIN * epsilon**2 / 8:  # either part
             sigma, epsilon = 1 / math.sqrt(2 * left_g * (1 - 1e-12)), math.sqrt(8 * left_s * (1 - 1e-12))
             return sigma, epsilon, True
         return sigma, epsilon, False
