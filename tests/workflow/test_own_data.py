@@ -126,7 +126,10 @@ def test_digits_walkthrough(tmp_path, mirror):
     import numpy as np
 
     with np.load(tmp_path / "synthetic" / "digits.npz") as arrays:
-        assert arrays["x"].shape[1:] == (1, 8, 8) and len(arrays["y"]) == len(arrays["x"])
+        # the file's own layout and dtype back (issue 64): [N, 8, 8] uint8, as mydata/digits.npz
+        assert (
+            arrays["x"].shape[1:] == (8, 8) and arrays["x"].dtype == np.uint8 and len(arrays["y"]) == len(arrays["x"])
+        )
     assert json.loads((tmp_path / "synthetic" / "digits.privacy.json").read_text())["headline"] == "sound"
 
 
