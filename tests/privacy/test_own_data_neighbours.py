@@ -199,4 +199,5 @@ def test_synth_needs_a_domain_or_an_explicit_not_dp(tmp_path):
     out = synth(Request(**base, allow_not_dp=True)).samples
     ledger = Ledger.read(out.with_name("s.privacy.json"))
     assert ledger.not_dp is not None and "domain: from_data" in ledger.not_dp and ledger.sound is None
-    assert not out.with_name(out.name + ".work").exists()  # the private workspace is gone after the release
+    work = out.with_name(out.name + ".work")  # after the release the private workspace holds the report only
+    assert [p.name for p in work.iterdir()] == ["report.html"] and work.stat().st_mode & 0o077 == 0

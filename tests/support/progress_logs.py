@@ -17,9 +17,9 @@ _F = r"\d+(?:\.\d+)?(?:e[+-]?\d+)?"
 PUBLIC_LINES = (
     re.compile(r"resumed at step \d+/\d+"),
     re.compile(r"resuming from checkpoint \S+ at step \d+"),
-    # P3GM's summary: N and d (bounded DP makes N public), the step count, σ, wall and CPU times
+    # P3GM's summary: d (the public domain's width; no record count, issue 62), the step count, σ, wall and CPU times
     re.compile(
-        rf"P3GM on \d+ x \d+: encoding {_F} s \(cpu {_F} s\), pre-training {_F} s \(cpu {_F} s\), \d+ DP-SGD "
+        rf"P3GM on \d+ columns: encoding {_F} s \(cpu {_F} s\), pre-training {_F} s \(cpu {_F} s\), \d+ DP-SGD "
         rf"steps \(sigma {_F}\) {_F} s \(cpu {_F} s\)"
     ),
 )
