@@ -13,7 +13,6 @@ training split's. One tab-separated line per file on stdout.
 from __future__ import annotations
 
 import itertools
-import json
 import sys
 
 import numpy as np
@@ -60,8 +59,11 @@ def auroc(x: np.ndarray, y: np.ndarray, test) -> float:
 
 
 def main(prepared: str, samples: list[str]) -> None:
-    columns = json.load(open(f"{prepared}/meta.json"))["columns"]
-    test, train = np.load(f"{prepared}/test.npz"), np.load(f"{prepared}/train.npz")
+    from dpvae.data.store import load_prepared
+
+    data = load_prepared(prepared)  # the prepared set's meta and splits (dpvae.paths' layout)
+    columns = data.meta["columns"]
+    test, train = {"x": data.test.x, "y": data.test.y}, {"x": data.train.x, "y": data.train.y}
     real = codes(test["x"], test["y"], columns)
     for name, data in [("real training split", train), *((s, np.load(s)) for s in samples)]:
         one, two = tvd(codes(data["x"], data["y"], columns), real)
