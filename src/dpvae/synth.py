@@ -36,6 +36,7 @@ import numpy as np
 from dpvae.errors import ConfigError, DataError
 from dpvae.files import atomic_write
 from dpvae.paths import PREPARED_META, audit_file, ledger_file, model_path, prepared_dir, prepared_meta
+from dpvae.release import bundle
 from dpvae.runspec import Audit, RunSpec
 
 LABEL_GUESSES = ("label", "target", "y", "class")
@@ -90,8 +91,6 @@ SEED_GIVEN = (
 
 def beside(out: Path) -> tuple[Path, Path]:
     """The ledger and the audit written beside `out` (`release.RELEASED`): x.csv -> x.privacy.json, x.audit.json."""
-    from dpvae.release import bundle
-
     _, ledger, audit = bundle(out)
     return ledger, audit
 
@@ -301,7 +300,7 @@ def _check_arguments(request: Request) -> None:
         raise ConfigError("--seed-file: a secret seed, or --seed: a known one, not both")
     if request.seed_file is not None and not request.seed_file.is_file():
         raise ConfigError(f"--seed-file {request.seed_file}: no such file")
-    taken = [p for p in _bundle_paths(request.out) if p.exists()]
+    taken = [p for p in bundle(request.out) if p.exists()]
     if taken and not request.force:
         raise ConfigError(f"--out {request.out}: {taken[0]} exists; pass --force to replace the release")
 
@@ -368,12 +367,6 @@ def _checked(request: Request) -> tuple[Any, Any, dict | None, Any]:
     if entry is not None and method.needs_public_data:
         raise ConfigError(f"--method {method.name} cannot take --data {request.data}: {method.needs_public_data}")
     return method, params, entry, facts
-
-
-def _bundle_paths(out: Path) -> tuple[Path, ...]:
-    from dpvae.release import bundle
-
-    return bundle(out)
 
 
 def _dataset_id(request: Request, entry: dict | None, root: Path) -> str:
