@@ -110,9 +110,10 @@ def test_a_default_release_holds_against_the_replay_adversary(tmp_path, method):
 def test_the_adversary_wins_on_a_known_seed_and_on_a_planted_key(tmp_path, method, monkeypatch):
     """The test can fail: with `--seed 0` (replication-style) the adversary picks D; so it does when a planted bug
     writes the secret key into the ledger of a default release: its replay reproduces the release, which
-    `test_a_default_release_holds_against_the_replay_adversary` refuses. (A release's PrivBayes counts carry exact
-    integer noise (`dpvae.samplers`): the one-record change can vanish in the clipped counts and the 100 sampled
-    records, so D′'s replay may reproduce them too; DP-VAE's float DP-SGD noise moves every released bit.)"""
+    `test_a_default_release_holds_against_the_replay_adversary` refuses. Under the planted key the adversary may
+    also find D′ consistent: the key is fresh each run, so whether the target record changes a released bit is
+    chance (DP-VAE's Poisson batches skip it in all 4 steps with probability 0.75**4 ~ 0.32; PrivBayes' exact
+    integer counts can absorb it) -- it is the seed-0 case, fixed once, that must pick D alone."""
     known = _release(tmp_path / "known", _candidates()["D"], method, seed=0)
     assert json.loads(bundle(known)[1].read_text())["not_dp"].startswith("seed given")
     assert _adversary(tmp_path / "a", known, method) == {"D"}
@@ -126,7 +127,7 @@ def test_the_adversary_wins_on_a_known_seed_and_on_a_planted_key(tmp_path, metho
     monkeypatch.setattr(Ledger, "from_dict", classmethod(lambda cls, data: _read_without(cls, data)))
     planted = _release(tmp_path / "planted", _candidates()["D"], method)
     consistent = _adversary(tmp_path / "b", planted, method)
-    assert "D" in consistent and (method == "privbayes" or consistent == {"D"})
+    assert "D" in consistent
 
 
 _from_dict = Ledger.from_dict
