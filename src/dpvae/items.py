@@ -203,7 +203,7 @@ def item_datasets(item: Item, config: Any, experiment: str) -> list[str]:
     """The datasets of `experiment` the item renders: its own restriction, minus those the configuration
     (a `Config`, or a renderer's context) lists as unreachable (`data.unreachable`: the item then says so
     instead of showing a number)."""
-    from dpvae.runs import of
+    from dpvae.config_types import as_config as of
 
     config = of(config)
     datasets = config.experiments[experiment].datasets

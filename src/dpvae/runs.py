@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from dpvae import randomness
-from dpvae.config import Config, Experiment, PerSetting, Sweep
+from dpvae.config_types import EVERY_DATASET, Config, Experiment, PerSetting, Sweep, as_config
 from dpvae.paths import ledger_file, prepared_meta, run_dir, run_id, train_record
 from dpvae.runspec import Audit, RunSpec
 from dpvae.schema import format_eps
@@ -57,9 +57,7 @@ def split_variant(variant_id: str) -> tuple[str, tuple[str, str] | None]:
     return base, (name, label)
 
 
-def of(config: Config | Any) -> Config:
-    """`config` as a `Config` (a validated mapping, e.g. a test's, is typed; nothing is validated here)."""
-    return config if isinstance(config, Config) else Config.from_json(config)
+of = as_config  # a `Config`, or a validated mapping (a test's) typed
 
 
 def variant_ids(experiment: Experiment | Any) -> list[str]:
@@ -71,7 +69,11 @@ def variant_ids(experiment: Experiment | Any) -> list[str]:
 
 
 def is_private(config: Config | Any, variant_id: str) -> bool:
-    return of(config).variants[split_variant(variant_id)[0]].is_private
+    """Whether a variant's runs are private: its `private` if configured, else its method's."""
+    from dpvae.methods.registry import METHODS  # here: aggregation imports this module without the methods
+
+    variant = of(config).variants[split_variant(variant_id)[0]]
+    return bool(METHODS.get(variant.method).private if variant.private is None else variant.private)
 
 
 def experiment_seeds(exp: Experiment | Any) -> list[int]:
@@ -91,10 +93,6 @@ def experiment_runs(config: Config | Any, experiment: str, dataset: str | None =
             labels = [format_eps(e) for e in exp.epsilons] if is_private(config, vid) else ["inf"]
             runs += [Run(ds, vid, eps, seed) for eps in labels for seed in exp.seed_list()]
     return runs
-
-
-#: a `per_setting` entry's dataset that matches every dataset
-EVERY_DATASET = "*"
 
 
 def setting_matches(entry: PerSetting | Any, dataset: str, eps: str) -> bool:
@@ -172,7 +170,7 @@ def run_spec(config: Config | Any, run: Run) -> RunSpec:
             if e.sweep is not None and e.sweep.name == point[0] and base in e.variants
         )
     variant = config.variants[base]
-    private = variant.is_private
+    private = is_private(config, base)
     audit = variant.audit  # only audited runs carry the key
     spec = RunSpec(
         run_id=run.id,

@@ -18,7 +18,7 @@ RENDERERS = load_renderers()
 
 def missing_parts(item: Item, config: Any) -> list[str]:
     """What keeps `item` from being built (empty = done)."""
-    from dpvae.runs import of
+    from dpvae.config_types import as_config as of
 
     missing = [] if (item.key in RENDERERS) else [f"renderer {item.key}"]
     for name in item.experiments:
@@ -29,7 +29,7 @@ def missing_parts(item: Item, config: Any) -> list[str]:
 
 
 def done_items(config: Any) -> list[Item]:
-    from dpvae.runs import of
+    from dpvae.config_types import as_config as of
 
     config = of(config)
     return [item for item in ITEMS.values() if not missing_parts(item, config)]

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpvae.config import Config, Experiment, PerSetting, Sweep, Variant, load, load_config
+from dpvae.config import Config, Experiment, PerSetting, Sweep, Variant, load, load_config, metric_options
 
 REPO = Path(__file__).resolve().parents[2]
 OVERLAYS = sorted((REPO / "workflow" / "campaigns" / "overlays").glob("*.yaml"))
@@ -45,9 +45,9 @@ def test_typed_values_are_frozen():
 
 def test_metric_options_default_in_their_type():
     config = load([REPO / "config.yaml"])
-    fid = config.evaluation.parsed("fid")
+    fid = metric_options(config, "fid")
     assert fid.reference == config.evaluation.configured("fid")["reference"]
-    defaults = config.evaluation.parsed("frechet_pca")
+    defaults = metric_options(config, "frechet_pca")
     assert dataclasses.asdict(defaults).keys() >= config.evaluation.configured("frechet_pca").keys()
 
 
