@@ -3,9 +3,14 @@ parameters resolved for one (dataset, epsilon), each with where it comes from.""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dpvae.eval.registry import METRICS
 from dpvae.methods.registry import METHODS
 from dpvae.params import Params
+
+if TYPE_CHECKING:
+    from dpvae.config import Config
 
 
 def _fields(params: type[Params]) -> list[str]:
@@ -38,22 +43,20 @@ def method_catalog(name: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def resolved_parameters(config: dict, name: str, dataset: str, epsilon: str) -> str:
+def resolved_parameters(config: Config, name: str, dataset: str, epsilon: str) -> str:
     """Every parameter of the variants named `name` (the variant itself, else every variant of method `name`) on
     `dataset` at `epsilon`: its value and its source (a config key, or the method's default)."""
     from dpvae.runs import is_private, resolved_sources
     from dpvae.schema import format_eps
 
     variants = (
-        [name]
-        if name in config["variants"]
-        else sorted(v for v, entry in config["variants"].items() if entry["method"] == name)
+        [name] if name in config.variants else sorted(v for v, entry in config.variants.items() if entry.method == name)
     )
     if not variants:
         raise KeyError(f"no variant or method '{name}' in the configuration")
     lines = []
     for variant in variants:
-        method = METHODS.get(config["variants"][variant]["method"])
+        method = METHODS.get(config.variants[variant].method)
         eps = format_eps(epsilon) if is_private(config, variant) else "inf"
         sources = resolved_sources(config, variant, dataset, eps)
         lines += [f"variant {variant} (method {method.name}) on {dataset} at epsilon {eps}:"]

@@ -384,25 +384,23 @@ def _run(args: argparse.Namespace) -> int:
     from dpvae import stages
 
     if args.stage == "check-config":
-        from dpvae.config import load_config
+        from dpvae.config import load
         from dpvae.items import ITEMS
         from dpvae.runs import experiment_runs
         from dpvae.status import done_items
 
-        config = load_config(args.configfiles)
-        runs = {
-            r for name, e in config["experiments"].items() if "analysis" not in e for r in experiment_runs(config, name)
-        }
+        config = load(args.configfiles)
+        runs = {r for name in config.trained() for r in experiment_runs(config, name)}
         done = [i.key for i in done_items(config)]
         print(
-            f"configuration valid: {len(config['experiments'])} experiments, {len(runs)} distinct runs, "
+            f"configuration valid: {len(config.experiments)} experiments, {len(runs)} distinct runs, "
             f"{len(done)}/{len(ITEMS)} items buildable: {', '.join(done)}"
         )
     elif args.stage == "status":
-        from dpvae.config import load_config
+        from dpvae.config import load
         from dpvae.status import status_table, with_status
 
-        config = load_config(args.configfiles)
+        config = load(args.configfiles)
         if args.update:
             path = Path(args.update)
             path.write_text(with_status(path.read_text(), config))
@@ -424,7 +422,7 @@ def _run(args: argparse.Namespace) -> int:
             )
     elif args.stage == "methods" and args.resolve:
         from dpvae.catalog import resolved_parameters
-        from dpvae.config import load_config
+        from dpvae.config import load
         from dpvae.errors import ConfigError
         from dpvae.paths import REPO_ROOT
 
@@ -432,7 +430,7 @@ def _run(args: argparse.Namespace) -> int:
             raise ConfigError(
                 "methods --resolve: name a variant or a method (python -m dpvae methods p3gm --resolve ...)"
             )
-        config = load_config([REPO_ROOT / "config.yaml", *args.configfile])
+        config = load([REPO_ROOT / "config.yaml", *args.configfile])
         print(resolved_parameters(config, args.name, *args.resolve))
     elif args.stage in ("methods", "metrics"):
         from dpvae.catalog import method_catalog, metric_catalog

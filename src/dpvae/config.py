@@ -10,14 +10,59 @@ variants have epsilons. Every problem is reported with the dotted key.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from dpvae.config_types import (
+    Config,
+    Data,
+    Dataset,
+    Evaluation,
+    Experiment,
+    PaperSetting,
+    PerSetting,
+    Sweep,
+    Variant,
+)
 from dpvae.errors import ConfigError
 from dpvae.schema import format_eps, read_config, schema_errors
 
-__all__ = ["ConfigError", "format_eps", "load_config", "validate_config"]
+__all__ = [
+    "Config",
+    "ConfigError",
+    "Data",
+    "Dataset",
+    "Evaluation",
+    "Experiment",
+    "PaperSetting",
+    "PerSetting",
+    "Sweep",
+    "Variant",
+    "format_eps",
+    "load",
+    "load_config",
+    "metric_options",
+    "typed",
+    "validate_config",
+]
+
+
+def load(paths: Iterable[str | Path], overrides: dict | None = None) -> Config:
+    """Read YAML files (later ones deep-update earlier ones, as Snakemake does), validate, type."""
+    return Config.from_json(load_config(paths, overrides))
+
+
+def typed(config: Config | Mapping[str, Any]) -> Config:
+    """`config` as a `Config`: a mapping is validated first (schema defaults filled in place, as Snakemake's)."""
+    return config if isinstance(config, Config) else Config.from_json(validate_config(config))
+
+
+def metric_options(config: Config, metric: str) -> Any:
+    """`metric`'s typed options (its `Metric.Options`): the type's defaults, then what the config states."""
+    from dpvae.eval.registry import METRICS
+
+    return METRICS.get(metric).Options.parse(config.evaluation.configured(metric), name=metric)
 
 
 def load_config(paths: Iterable[str | Path], overrides: dict | None = None) -> dict:
@@ -31,7 +76,7 @@ def validate_config(config: dict) -> dict:
         raise ConfigError(f"the configuration must be a mapping, got {type(config).__name__}")
     errors = schema_errors(config)
     if not errors:
-        errors = list(_reference_errors(config))
+        errors = list(_reference_errors(config, Config.from_json(config)))
     if errors:
         errors = list(dict.fromkeys(errors))  # one line per problem (a sweep repeats some)
         raise ConfigError("invalid configuration:\n  - " + "\n  - ".join(errors))
@@ -42,7 +87,7 @@ def validate_config(config: dict) -> dict:
 # Cross-reference layer
 
 
-def _reference_errors(config: dict) -> Iterator[str]:
+def _reference_errors(config: dict, typed_config: Config) -> Iterator[str]:
     from dpvae.analyses import ANALYSES
     from dpvae.eval.registry import METRICS
     from dpvae.items import PAPERS, SECTIONS
@@ -127,7 +172,7 @@ def _reference_errors(config: dict) -> Iterator[str]:
                 yield from method.Params.errors(values, f"{key}.sweep.points.{point}", method.name)
             if _is_private(config, vname) and not exp["epsilons"]:
                 yield f"config key '{key}.epsilons': variant '{vname}' is private and needs target epsilons"
-            yield from _fit_errors(config, name, exp, vname, i)
+            yield from _fit_errors(config, typed_config, name, vname, i)
         if any(_is_private(config, v) for v in exp["variants"] if v in variants and variants[v]["method"] in METHODS):
             yield from _domain_budget_errors(config, key, exp)
 
@@ -280,7 +325,7 @@ def _is_private(config: dict, variant: str) -> bool:
     return spec.get("private", METHODS.get(spec["method"]).private)
 
 
-def _fit_errors(config: dict, exp_name: str, exp: dict, variant: str, index: int) -> Iterator[str]:
+def _fit_errors(config: dict, typed_config: Config, exp_name: str, variant: str, index: int) -> Iterator[str]:
     """The data fits what runs on it: a batch in the training set, the method's and the metrics' needs
     (`Method.data_errors`, `Metric.data_errors`: record kind and shape, sizes against the splits)."""
     import dataclasses
@@ -290,6 +335,8 @@ def _fit_errors(config: dict, exp_name: str, exp: dict, variant: str, index: int
     from dpvae.methods.registry import METHODS
     from dpvae.runs import resolve_params
 
+    exp = config["experiments"][exp_name]
+    sweep = typed_config.experiments[exp_name].sweep
     method = METHODS.get(config["variants"][variant]["method"])
     points = list((exp.get("sweep") or {}).get("points", {None: None}))
     epsilons = [format_eps(e) for e in exp["epsilons"]] or ["inf"]
@@ -312,7 +359,7 @@ def _fit_errors(config: dict, exp_name: str, exp: dict, variant: str, index: int
             continue
         for eps in epsilons:
             for point in points:
-                params = resolve_params(config, variant, ds, eps, exp.get("sweep"), point)
+                params = resolve_params(typed_config, variant, ds, eps, sweep, point)
                 limits = [x for x in (n_train, params.get("max_train")) if x]
                 batch = params.get("batch_size")
                 if isinstance(batch, int) and limits and batch > min(limits):

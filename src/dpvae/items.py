@@ -9,6 +9,7 @@ registries (`dpvae.status`), never declared here.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from dpvae.errors import TargetError
 from dpvae.registry import did_you_mean
@@ -198,9 +199,13 @@ def items_with_id(item_id: str) -> list[Item]:
     return [item for item in ITEMS.values() if item.id == item_id]
 
 
-def item_datasets(item: Item, config: dict, experiment: str) -> list[str]:
+def item_datasets(item: Item, config: Any, experiment: str) -> list[str]:
     """The datasets of `experiment` the item renders: its own restriction, minus those the configuration
-    lists as unreachable (`data.unreachable`: the item then says so instead of showing a number)."""
-    datasets = config["experiments"][experiment]["datasets"]
-    unreachable = set((config.get("data") or {}).get("unreachable") or ())
+    (a `Config`, or a renderer's context) lists as unreachable (`data.unreachable`: the item then says so
+    instead of showing a number)."""
+    from dpvae.config_types import as_config as of
+
+    config = of(config)
+    datasets = config.experiments[experiment].datasets
+    unreachable = set(config.data.unreachable)
     return [d for d in datasets if (not item.datasets or d in item.datasets) and d not in unreachable]

@@ -265,8 +265,8 @@ class Measurements:
                 continue
             papers_runs = {  # the row's paper's runs only: P3GM's "real" on mnist-p3gm is not DP²-VAE's on mnist
                 run
-                for name, experiment in rules.config["experiments"].items()
-                if experiment.get("paper") == paper and "analysis" not in experiment
+                for name, experiment in rules.config.trained().items()
+                if experiment.paper == paper
                 for run in experiment_runs(rules.config, name)
             }
             runs: dict[tuple, list[Run]] = {}
@@ -542,7 +542,7 @@ def cost_plan(
     measured.add_committed(measured_dir)
     if rules.scale == "paper":
         measured.add_recorded(reproductions_dir)
-    device = str(config.get("device", "auto"))
+    device = rules.config.device
     costs = [
         JobCost(
             job,

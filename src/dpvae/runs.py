@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from dpvae import randomness
+from dpvae.config_types import EVERY_DATASET, Config, Experiment, PerSetting, Sweep, as_config
 from dpvae.paths import ledger_file, prepared_meta, run_dir, run_id, train_record
 from dpvae.runspec import Audit, RunSpec
 from dpvae.schema import format_eps
@@ -56,84 +57,99 @@ def split_variant(variant_id: str) -> tuple[str, tuple[str, str] | None]:
     return base, (name, label)
 
 
-def variant_ids(experiment: dict) -> list[str]:
+of = as_config  # a `Config`, or a validated mapping (a test's) typed
+
+
+def variant_ids(experiment: Experiment | Any) -> list[str]:
     """The (possibly sweep-derived) variant ids of an experiment."""
-    sweep = experiment.get("sweep")
-    if not sweep:
-        return list(experiment.get("variants", []))
-    points = [p for p in sweep["points"] if p in sweep.get("only", sweep["points"])]
-    return [f"{v}{SWEEP_SEPARATOR}{sweep['name']}={p}" for v in experiment["variants"] for p in points]
+    exp = experiment if isinstance(experiment, Experiment) else Experiment.from_json(experiment)
+    if not exp.sweep:
+        return list(exp.variants)
+    return [f"{v}{SWEEP_SEPARATOR}{exp.sweep.name}={p}" for v in exp.variants for p in exp.sweep.labels()]
 
 
-def is_private(config: dict, variant_id: str) -> bool:
-    variant = config["variants"][split_variant(variant_id)[0]]
+def is_private(config: Config | Any, variant_id: str) -> bool:
+    """Whether a variant's runs are private: its `private` if configured, else its method's."""
     from dpvae.methods.registry import METHODS  # here: aggregation imports this module without the methods
 
-    return bool(variant.get("private", METHODS.get(variant["method"]).private))
+    variant = of(config).variants[split_variant(variant_id)[0]]
+    return bool(METHODS.get(variant.method).private if variant.private is None else variant.private)
 
 
-def experiment_seeds(exp: dict) -> list[int]:
+def experiment_seeds(exp: Experiment | Any) -> list[int]:
     """An experiment's seeds: `seeds: n` is 0..n-1; a list names them (e.g. [3, 4]: two more seeds beside
     recorded seeds 0-2, without running those again)."""
-    seeds = exp["seeds"]
-    return list(range(seeds)) if isinstance(seeds, int) else sorted(seeds)
+    return (exp if isinstance(exp, Experiment) else Experiment.from_json(exp)).seed_list()
 
 
-def experiment_runs(config: dict, experiment: str, dataset: str | None = None) -> list[Run]:
+def experiment_runs(config: Config | Any, experiment: str, dataset: str | None = None) -> list[Run]:
     """Every run of `experiment` (optionally on one dataset), in a stable order."""
-    exp = config["experiments"][experiment]
-    datasets = [dataset] if dataset else exp["datasets"]
+    config = of(config)
+    exp = config.experiments[experiment]
+    datasets = [dataset] if dataset else exp.datasets
     runs = []
     for ds in datasets:
         for vid in variant_ids(exp):
-            labels = [format_eps(e) for e in exp["epsilons"]] if is_private(config, vid) else ["inf"]
-            runs += [Run(ds, vid, eps, seed) for eps in labels for seed in experiment_seeds(exp)]
+            labels = [format_eps(e) for e in exp.epsilons] if is_private(config, vid) else ["inf"]
+            runs += [Run(ds, vid, eps, seed) for eps in labels for seed in exp.seed_list()]
     return runs
 
 
-#: a `per_setting` entry's dataset that matches every dataset
-EVERY_DATASET = "*"
-
-
-def setting_matches(entry: dict, dataset: str, eps: str) -> bool:
+def setting_matches(entry: PerSetting | Any, dataset: str, eps: str) -> bool:
     """Whether a variant's `per_setting` entry applies to a run on `dataset` at epsilon label `eps`."""
-    return entry["epsilon"] == eps and entry["dataset"] in (dataset, EVERY_DATASET)
+    return (entry if isinstance(entry, PerSetting) else PerSetting.from_json(entry)).matches(dataset, eps)
 
 
 def param_layers(
-    config: dict, variant: str, dataset: str, eps: str, sweep: dict | None = None, point: str | None = None
+    config: Config | Any,
+    variant: str,
+    dataset: str,
+    eps: str,
+    sweep: Sweep | Any | None = None,
+    point: str | None = None,
 ) -> list[tuple[str, dict]]:
     """(source, values) of every layer that sets a run's hyper-parameters, lowest first: variant params <
     per_dataset < per_setting for every dataset ("*") < per_setting for this dataset < sweep point."""
     key = f"variants.{variant}"
-    entry = config["variants"][variant]
-    layers = [(f"{key}.params", entry.get("params", {}))]
-    if dataset in entry.get("per_dataset", {}):
-        layers.append((f"{key}.per_dataset.{dataset}", entry["per_dataset"][dataset]))
-    settings = list(enumerate(entry.get("per_setting", [])))
+    entry = of(config).variants[variant]
+    layers = [(f"{key}.params", entry.params)]
+    if dataset in entry.per_dataset:
+        layers.append((f"{key}.per_dataset.{dataset}", entry.per_dataset[dataset]))
+    settings = list(enumerate(entry.per_setting))
     for every in (True, False):
         layers += [
-            (f"{key}.per_setting[{i}] (dataset {s['dataset']}, epsilon {s['epsilon']})", s["params"])
+            (f"{key}.per_setting[{i}] (dataset {s.dataset}, epsilon {s.epsilon})", s.params)
             for i, s in settings
-            if setting_matches(s, dataset, eps) and (s["dataset"] == EVERY_DATASET) == every
+            if s.matches(dataset, eps) and (s.dataset == EVERY_DATASET) == every
         ]
     if sweep and point is not None:
-        layers.append((f"sweep {sweep['name']}={point}", sweep["points"][point]))
+        sweep = sweep if isinstance(sweep, Sweep) else Sweep.from_json(sweep)
+        layers.append((f"sweep {sweep.name}={point}", sweep.points[point]))
     return layers
 
 
 def resolve_params(
-    config: dict, variant: str, dataset: str, eps: str, sweep: dict | None = None, point: str | None = None
+    config: Config | Any,
+    variant: str,
+    dataset: str,
+    eps: str,
+    sweep: Sweep | Any | None = None,
+    point: str | None = None,
 ) -> dict:
     """Hyper-parameters of one run: the layers of `param_layers`, later ones winning."""
     params: dict = {}
     for _, values in param_layers(config, variant, dataset, eps, sweep, point):
-        params.update(copy.deepcopy(values))
+        params.update(copy.deepcopy(dict(values)))
     return params
 
 
 def resolved_sources(
-    config: dict, variant: str, dataset: str, eps: str, sweep: dict | None = None, point: str | None = None
+    config: Config | Any,
+    variant: str,
+    dataset: str,
+    eps: str,
+    sweep: Sweep | Any | None = None,
+    point: str | None = None,
 ) -> dict[str, tuple[Any, str]]:
     """Each hyper-parameter a run's configuration sets -> (its value, the layer it comes from)."""
     sources: dict[str, tuple[Any, str]] = {}
@@ -142,36 +158,37 @@ def resolved_sources(
     return sources
 
 
-def run_spec(config: dict, run: Run) -> RunSpec:
+def run_spec(config: Config | Any, run: Run) -> RunSpec:
     """Everything a stage needs to train, sample or evaluate one run (`RunSpec`, its JSON the train command's)."""
+    config = of(config)
     base, point = split_variant(run.variant)
     sweep = None
     if point:
         sweep = next(
-            e["sweep"]
-            for e in config["experiments"].values()
-            if (e.get("sweep") or {}).get("name") == point[0] and base in e.get("variants", [])
+            e.sweep
+            for e in config.experiments.values()
+            if e.sweep is not None and e.sweep.name == point[0] and base in e.variants
         )
-    variant = config["variants"][base]
-    private = is_private(config, run.variant)
-    audit = variant.get("audit")  # only audited runs carry the key
+    variant = config.variants[base]
+    private = is_private(config, base)
+    audit = variant.audit  # only audited runs carry the key
     spec = RunSpec(
         run_id=run.id,
-        run=run.path(config["scale"]),
-        scale=config["scale"],
+        run=run.path(config.scale),
+        scale=config.scale,
         dataset=run.dataset,
         variant=run.variant,
-        method=variant["method"],
+        method=variant.method,
         private=private,
         params=resolve_params(config, base, run.dataset, run.eps, sweep, point[1] if point else None),
         epsilon=float(run.eps) if private else None,
-        delta=config["delta"],
+        delta=config.delta,
         seed=run.seed,
-        device=config["device"],
-        data_root=config["data"]["root"],
-        audit=Audit.from_dict(audit, f"config key 'variants.{base}.audit'") if audit else None,
-        calibrate="sound" if private and variant.get("calibrate") == "sound" else None,  # likewise
-        precision=_precision(config, variant["method"]),
+        device=config.device,
+        data_root=config.data.root,
+        audit=Audit.from_dict(dict(audit), f"config key 'variants.{base}.audit'") if audit else None,
+        calibrate="sound" if private and variant.calibrate == "sound" else None,  # likewise
+        precision=_precision(config, variant.method),
         data_identity=_data_identity(config, run.dataset),
         randomness=_randomness(config, run.dataset, private),
     )
@@ -192,47 +209,48 @@ def stage1_of(spec: RunSpec) -> RunSpec | None:
     return stage1_spec(spec, params, method)
 
 
-def _data_identity(config: dict, dataset: str) -> dict | None:
+def _data_identity(config: Config, dataset: str) -> dict | None:
     """The keyed fingerprint of a dataset declared in the config (of its files' sha256 and options: a changed
     file changes the spec, so its runs train again); None for a built-in one, whose specs stay as they were."""
-    entry = (config.get("datasets") or {}).get(dataset)
+    entry = config.dataset_entry(dataset)
     if entry is None:
         return None
     from dpvae.data.declared import fingerprint, identity
 
-    return fingerprint(identity(entry), config["data"]["root"])
+    return fingerprint(identity(entry), config.data.root)
 
 
-def prepares_secretly(config: dict, dataset: str) -> bool:
+def prepares_secretly(config: Config | Any, dataset: str) -> bool:
     """Whether a dataset's preparation is a release's (a declared dataset whose runs are secret, `_randomness`): its
     split and domain estimate then come from OS entropy (`dpvae prepare --secret`)."""
-    return _randomness(config, dataset, private=True) == randomness.SECRET
+    return _randomness(of(config), dataset, private=True) == randomness.SECRET
 
 
-def _randomness(config: dict, dataset: str, private: bool) -> str | None:
+def _randomness(config: Config, dataset: str, private: bool) -> str | None:
     """'secret' for a private run on a dataset declared in the config (a release) unless its declaration says
     `randomness: seeded`; None (seeded, a replication run) otherwise, so that the papers' runs keep their specs."""
-    entry = (config.get("datasets") or {}).get(dataset)
-    if not private or entry is None or entry.get("randomness", randomness.SECRET) != randomness.SECRET:
+    entry = config.datasets.get(dataset)
+    if not private or entry is None or (entry.randomness or randomness.SECRET) != randomness.SECRET:
         return None
     return randomness.SECRET
 
 
-def _precision(config: dict, method: str) -> str | None:
+def _precision(config: Config, method: str) -> str | None:
     """The configured precision where it changes what the run computes: not fp32 and applied by the method
     (`Method.precisions`); else None, so that fp32 runs keep their specs and hashes."""
     from dpvae.methods.registry import METHODS
     from dpvae.models.precision import DEFAULT
 
-    wanted = config.get("precision", DEFAULT)
+    wanted = config.precision or DEFAULT
     return wanted if wanted != DEFAULT and wanted in METHODS.get(method).precisions else None
 
 
-def find_run(config: dict, dataset: str, variant: str, eps: str, seed: int | str) -> Run:
+def find_run(config: Config | Any, dataset: str, variant: str, eps: str, seed: int | str) -> Run:
     """The run with these wildcards if some experiment needs it, else a ValueError."""
+    config = of(config)
     run = Run(dataset, variant, eps, int(seed))
-    for name, exp in config["experiments"].items():
-        if "analysis" not in exp and dataset in exp["datasets"] and run in experiment_runs(config, name, dataset):
+    for name, exp in config.experiments.items():
+        if exp.trains and dataset in exp.datasets and run in experiment_runs(config, name, dataset):
             return run
     raise ValueError(f"no experiment in the configuration needs run {run.id}")
 

@@ -43,10 +43,10 @@ class FrozenDict(dict):
         return FrozenDict, (dict(self),)
 
 
-def _frozen(value: Any) -> Any:
+def frozen(value: Any) -> Any:
     """A deep copy of `value` with every mapping in it a `FrozenDict`."""
     if isinstance(value, Mapping):
-        return FrozenDict({key: _frozen(item) for key, item in value.items()})
+        return FrozenDict({key: frozen(item) for key, item in value.items()})
     return copy.deepcopy(value)
 
 
@@ -111,9 +111,9 @@ class RunSpec:
     randomness: str | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "params", _frozen(self.params))
+        object.__setattr__(self, "params", frozen(self.params))
         if self.data_identity is not None:
-            object.__setattr__(self, "data_identity", _frozen(self.data_identity))
+            object.__setattr__(self, "data_identity", frozen(self.data_identity))
 
     @classmethod
     def standalone(

@@ -7,6 +7,8 @@ and in README.md are generated here (tests keep them true).
 
 from __future__ import annotations
 
+from typing import Any
+
 from dpvae.analyses import ANALYSES
 from dpvae.items import ITEMS, Item
 from dpvae.render.base import load_renderers
@@ -14,22 +16,26 @@ from dpvae.render.base import load_renderers
 RENDERERS = load_renderers()
 
 
-def missing_parts(item: Item, config: dict) -> list[str]:
+def missing_parts(item: Item, config: Any) -> list[str]:
     """What keeps `item` from being built (empty = done)."""
+    from dpvae.config_types import as_config as of
+
     missing = [] if (item.key in RENDERERS) else [f"renderer {item.key}"]
     for name in item.experiments:
-        exp = config["experiments"][name]
-        if "analysis" in exp:
-            missing += [] if (exp["analysis"] in ANALYSES) else [f"analysis {exp['analysis']}"]
-            continue
+        exp = of(config).experiments[name]
+        if not exp.trains and exp.analysis not in ANALYSES:
+            missing.append(f"analysis {exp.analysis}")
     return sorted(set(missing))
 
 
-def done_items(config: dict) -> list[Item]:
+def done_items(config: Any) -> list[Item]:
+    from dpvae.config_types import as_config as of
+
+    config = of(config)
     return [item for item in ITEMS.values() if not missing_parts(item, config)]
 
 
-def status_table(config: dict) -> str:
+def status_table(config: Any) -> str:
     """docs/status.md's table: every item, done / partial / not yet, what it still needs, and how many of its
     published cells the recorded paper-scale reproductions match (`python -m dpvae scorecard`); under it, the
     reasons of the cells marked not DP (†)."""

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
 
-from dpvae.config import facts_of, validate_config
+from dpvae.config import Config, Experiment, facts_of, typed
 from dpvae.data.declared import Facts
 from dpvae.data.registry import get_dataset, unverified_source_problem
 from dpvae.errors import ConfigError, NotBuiltError, TargetError
@@ -58,10 +58,10 @@ RULE_TARGETS = frozenset({"all"})
 class Rules:
     """Every rule-level question about one configuration (validated on construction)."""
 
-    def __init__(self, config: dict, basedir: str | Path = ".") -> None:
-        self.config = validate_config(config)
+    def __init__(self, config: Config | dict, basedir: str | Path = ".") -> None:
+        self.config = typed(config)
         self.basedir = Path(basedir)
-        self.scale = config["scale"]
+        self.scale = self.config.scale
         self._specs: dict[Run, RunSpec] = {}
         self._dataset_facts: dict[str, Facts | None] = {}
 
@@ -71,10 +71,9 @@ class Rules:
     def _runs(self) -> dict[str, list[Run]]:
         """(experiment, dataset) -> runs; experiments without training are left out."""
         index: dict[str, list[Run]] = {}
-        for name, exp in self.config["experiments"].items():
-            if "analysis" not in exp:
-                for dataset in exp["datasets"]:
-                    index[f"{name}/{dataset}"] = experiment_runs(self.config, name, dataset)
+        for name, exp in self.config.trained().items():
+            for dataset in exp.datasets:
+                index[f"{name}/{dataset}"] = experiment_runs(self.config, name, dataset)
         return index
 
     @cached_property
@@ -111,7 +110,7 @@ class Rules:
     def _facts(self, dataset: str) -> Facts | None:
         """The dataset's facts as the configuration knows them (what a job's resources scale with)."""
         if dataset not in self._dataset_facts:
-            self._dataset_facts[dataset] = facts_of(self.config, dataset)
+            self._dataset_facts[dataset] = facts_of(self.config.to_json(), dataset)
         return self._dataset_facts[dataset]
 
     def train_resources(self, dataset: str, variant: str, eps: str, seed: int | str) -> Resources:
@@ -157,7 +156,7 @@ class Rules:
 
     def metric_options(self, metric: str) -> dict:
         """The configured options of `metric` (its defaults apply to the rest)."""
-        return dict(self.config.get("evaluation", {}).get(metric) or {})
+        return self.config.evaluation.configured(metric)
 
     def reference_options(self, metric: str) -> dict:
         keys = METRICS.get(metric).reference_keys
@@ -172,7 +171,7 @@ class Rules:
         if "model" in needs:
             inputs["model"] = model_path(run_dir)
         if "data" in needs or "samples" in needs:
-            inputs["data"] = prepared_dir(self.config["data"]["root"], dataset)
+            inputs["data"] = prepared_dir(self.config.data.root, dataset)
         if "reference" in needs:
             inputs["reference"] = reference_file(self.scale, dataset, metric)
         return inputs
@@ -181,13 +180,13 @@ class Rules:
 
     def analysis_context(self, experiment: str) -> dict:
         """The configuration subset an analysis reads (its experiment, the variant it names, data root, delta)."""
-        exp = self.config["experiments"][experiment]
-        names = [exp.get("params", {}).get("variant")]
+        exp = self.config.experiments[experiment]
+        names = [(exp.params or {}).get("variant")]
         return {
-            "experiments": {experiment: exp},
-            "variants": {n: self.config["variants"][n] for n in names if n},
-            "data_root": self.config["data"]["root"],
-            "delta": self.config["delta"],
+            "experiments": {experiment: exp.to_json()},
+            "variants": {n: self.config.variants[n].to_json() for n in names if n},
+            "data_root": self.config.data.root,
+            "delta": self.config.delta,
         }
 
     def _variant_runs(self, experiment: str, dataset: str, variant: str) -> list[Run]:
@@ -202,7 +201,7 @@ class Rules:
             "experiment": experiment,
             "dataset": dataset,
             "variant": variant,
-            "config": self.config["experiments"][experiment],
+            "config": self.config.experiments[experiment].to_json(),
             "runs": [self.run_dir(r) for r in self._variant_runs(experiment, dataset, variant)],
         }
 
@@ -212,7 +211,7 @@ class Rules:
         return [variant_table(self.scale, experiment, dataset, v) for v in variants]
 
     def aggregate_inputs(self, experiment: str, dataset: str, variant: str) -> list[str]:
-        metrics = self.config["experiments"][experiment]["metrics"]
+        metrics = self.config.experiments[experiment].metrics
         files = []
         for run in self._variant_runs(experiment, dataset, variant):
             path = self.run_dir(run)
@@ -223,7 +222,7 @@ class Rules:
         """experiment -> the tidy tables an item reads."""
         tables = {}
         for name in item.experiments:
-            if "analysis" in self.config["experiments"][name]:
+            if not self.config.experiments[name].trains:
                 tables[name] = [analysis_table(self.scale, name)]
             else:
                 tables[name] = [experiment_table(self.scale, name, d) for d in item_datasets(item, self.config, name)]
@@ -232,9 +231,9 @@ class Rules:
     def item_artifacts(self, item: Item) -> list[str]:
         files = []
         for name in item.experiments:
-            if "analysis" in self.config["experiments"][name]:
+            if not self.config.experiments[name].trains:
                 continue
-            computed = [a for a in item.artifacts if a in self.config["experiments"][name].get("metrics", ())]
+            computed = [a for a in item.artifacts if a in self.config.experiments[name].metrics]
             for dataset in item_datasets(item, self.config, name):  # only what the experiment computes
                 files += [metric_file(self.run_dir(run), a) for run in self.runs(name, dataset) for a in computed]
         return files
@@ -242,37 +241,37 @@ class Rules:
     def item_spec(self, paper: str, item_id: str) -> dict:
         """What `dpvae render` reads: tables, artifacts, the configuration subset the renderer uses, scale."""
         item = get_item(f"{paper}/{item_id}")
-        experiments = {n: self.config["experiments"][n] for n in item.experiments}
-        variants = {split_variant(v)[0] for e in experiments.values() for v in e.get("variants", [])}
+        experiments = {n: self.config.experiments[n] for n in item.experiments}
+        variants = {split_variant(v)[0] for e in experiments.values() for v in e.variants}
         return {
             "item": item.key,
             "scale": self.scale,
             "tables": self.item_tables(item),
             "artifacts": self.item_artifacts(item),
             "context": {
-                "experiments": experiments,
-                "delta": self.config["delta"],
+                "experiments": {n: e.to_json() for n, e in experiments.items()},
+                "delta": self.config.delta,
                 "scale": self.scale,
-                "variants": {v: self.config["variants"][v] for v in sorted(variants)},
+                "variants": {v: self.config.variants[v].to_json() for v in sorted(variants)},
             },
             "settings": {name: setting.to_json() for name, setting in self._check_setting(item).items()},
         }
 
     # -- one table for any experiment: figures/experiments/<experiment>.pdf ------------------------------
 
-    def training_experiment(self, experiment: str) -> dict:
+    def training_experiment(self, experiment: str) -> Experiment:
         """The experiment's configuration; a TargetError naming the valid ones (or the analysis' item)."""
-        experiments = self.config["experiments"]
+        experiments = self.config.experiments
         if experiment not in experiments:
             from dpvae.registry import did_you_mean
 
-            trained = [n for n, e in experiments.items() if "analysis" not in e]
+            trained = list(self.config.trained())
             raise TargetError(
                 f"{experiment_prefix(experiment)}.pdf: no experiment '{experiment}' in the configuration"
                 f"{did_you_mean(experiment, trained)}; experiments with runs: {', '.join(trained)}"
             )
         exp = experiments[experiment]
-        if "analysis" in exp:
+        if not exp.trains:
             items = [i.key for i in ITEMS.values() if experiment in i.experiments]
             raise TargetError(
                 f"{experiment_prefix(experiment)}.pdf: experiment '{experiment}' is an analysis without runs "
@@ -282,13 +281,13 @@ class Rules:
 
     def _experiment_datasets(self, experiment: str) -> tuple[list[str], list[str]]:
         """(datasets rendered, datasets left out as unreachable: config data.unreachable)."""
-        unreachable = set(self.config["data"].get("unreachable") or ())
-        datasets = self.training_experiment(experiment)["datasets"]
+        unreachable = set(self.config.data.unreachable)
+        datasets = self.training_experiment(experiment).datasets
         return [d for d in datasets if d not in unreachable], [d for d in datasets if d in unreachable]
 
     def experiment_benchmarks(self, experiment: str) -> dict[str, list[str]]:
         """run directory -> the benchmark files of its train, sample (if a metric needs samples) and evaluate jobs."""
-        metrics = self.training_experiment(experiment)["metrics"]
+        metrics = self.training_experiment(experiment).metrics
         sampled = any("samples" in METRICS.get(m).needs for m in metrics)
         runs = {}
         for dataset in self._experiment_datasets(experiment)[0]:
@@ -304,9 +303,9 @@ class Rules:
         datasets, left_out = self._experiment_datasets(experiment)
         return {
             "experiment": experiment,
-            "description": exp.get("description", ""),
+            "description": exp.description,
             "scale": self.scale,
-            "delta": self.config["delta"],
+            "delta": self.config.delta,
             "tables": [experiment_table(self.scale, experiment, d) for d in datasets],
             "runs": [{"dir": d, "benchmarks": b} for d, b in self.experiment_benchmarks(experiment).items()],
             "left_out": left_out,
@@ -345,7 +344,7 @@ class Rules:
         from dpvae.render.setting import setting_problem
 
         renderer = RENDERERS.get(item.key) if item.key in RENDERERS else None
-        experiments = {n: self.config["experiments"][n] for n in item.experiments}
+        experiments = {n: self.config.experiments[n].to_json() for n in item.experiments}
         problem = setting_problem(item.key, experiments, getattr(renderer, "handles", frozenset()))
         return missing_parts(item, self.config) + ([problem] if problem else [])
 
@@ -367,14 +366,14 @@ class Rules:
         Unless `dryrun`, a source that is not fetched yet and has files without any checksum must be listed
         in data.allow_unverified: refused here, while planning, saying what to write.
         """
-        declared = self.config.get("datasets") or {}
+        declared = {name: entry.to_json() for name, entry in self.config.datasets.items()}
         spec = get_dataset(dataset, declared)
         if not spec.files:
             return []
-        root = self.config["data"]["root"]
+        root = self.config.data.root
         marker = fetched_marker(root, spec.source)
         if dataset not in declared and not dryrun and not Path(marker).is_file():
-            problem = unverified_source_problem(spec.source, root, self.config["data"]["allow_unverified"])
+            problem = unverified_source_problem(spec.source, root, list(self.config.data.allow_unverified))
             if problem:
                 raise ConfigError(f"dataset '{dataset}': {problem}")
         return [marker]
@@ -383,7 +382,7 @@ class Rules:
         """The files of a dataset declared in the config (the fetch job's inputs); none for a raw source."""
         from dpvae.data.declared import copies
 
-        entry = (self.config.get("datasets") or {}).get(source)
+        entry = self.config.dataset_entry(source)
         return [] if entry is None else list(copies(entry).values())
 
     def declaration(self, source: str) -> str:
@@ -393,7 +392,7 @@ class Rules:
 
         from dpvae.data.declared import declaration
 
-        entry = (self.config.get("datasets") or {}).get(source)
+        entry = self.config.dataset_entry(source)
         return "" if entry is None else "--declared " + shlex.quote(_compact(declaration(entry)))
 
     # -- targets ---------------------------------------------------------------------------------
@@ -433,7 +432,7 @@ class Rules:
         from dpvae.render.setting import checked_settings
 
         renderer = RENDERERS.get(item.key) if item.key in RENDERERS else None
-        experiments = {n: self.config["experiments"][n] for n in item.experiments}
+        experiments = {n: self.config.experiments[n].to_json() for n in item.experiments}
         return checked_settings(item.key, experiments, getattr(renderer, "handles", frozenset()))
 
     def _target_items(self, target: str) -> list[Item]:

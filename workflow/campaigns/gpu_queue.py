@@ -63,6 +63,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -473,12 +474,12 @@ def run(
 
 
 @functools.cache
-def _config(overlay: str) -> dict:
-    """config.yaml under one overlay, validated (once per overlay)."""
-    from dpvae.config import load_config
+def _config(overlay: str) -> Any:
+    """config.yaml under one overlay, validated and typed (`dpvae.config.Config`; once per overlay)."""
+    from dpvae.config import load
 
     path = ROOT / overlay
-    return load_config([ROOT / "config.yaml"] + ([path] if path.name != "config.yaml" else []))
+    return load([ROOT / "config.yaml"] + ([path] if path.name != "config.yaml" else []))
 
 
 def tables(entry: Entry) -> dict[str, list[str]]:
@@ -490,13 +491,13 @@ def tables(entry: Entry) -> dict[str, list[str]]:
     config = _config(entry.overlay)
     mine = {(v, _eps(e), s) for v in entry.variants for e in entry.epsilons for s in entry.seeds}
     found: dict[str, list[str]] = {}
-    for name, exp in config["experiments"].items():
-        if "analysis" in exp or entry.dataset not in exp.get("datasets", []):
+    for name, exp in config.trained().items():
+        if entry.dataset not in exp.datasets:
             continue
         runs = experiment_runs(config, name, entry.dataset)
         for variant in sorted({r.variant for r in runs if (r.variant, _eps(r.eps), r.seed) in mine}):
             found[variant_table(SCALE, name, entry.dataset, variant)] = [
-                need for r in runs if r.variant == variant for need in _needs(r.path(SCALE), exp["metrics"])
+                need for r in runs if r.variant == variant for need in _needs(r.path(SCALE), exp.metrics)
             ]
     return found
 

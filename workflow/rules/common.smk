@@ -66,6 +66,8 @@ try:
     RULES = Rules(config, BASE)
 except DpvaeError as error:
     stop(error)
+# The validated configuration, typed (dpvae.config.Config): the rules read it, never Snakemake's dict.
+CONFIG = RULES.config
 
 
 def checked(fn):
@@ -81,10 +83,10 @@ def checked(fn):
     return wrapped
 
 
-DATA = config["data"]["root"]
-SCALE = config["scale"]
+DATA = CONFIG.data.root
+SCALE = CONFIG.scale
 RESULTS = results_dir(SCALE)
-MIRROR = data_mirror(config["data"]["mirror"])
+MIRROR = data_mirror(CONFIG.data.mirror)
 USES_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 # Relocatable: what Snakemake tracks of a job (its params, shell code and input paths) names no absolute path
 # of the checkout or of the interpreter, so a finished build moved elsewhere, or run by another environment,
@@ -116,7 +118,7 @@ def fetch_inputs(wildcards):
 
 def gpus(wanted):
     """GPUs a job asks the scheduler for: 1 if its method or metric wants one, unless `device: cpu`."""
-    return int(bool(wanted) and config["device"] != "cpu")
+    return int(bool(wanted) and CONFIG.device != "cpu")
 
 
 def default_targets():
@@ -174,7 +176,7 @@ WORKER = []
 def start_worker():
     """A warm worker (dpvae.worker) for a local build of at least `local_worker` jobs: jobs fork from one
     process that imported torch and the project once."""
-    wanted = config.get("local_worker", 0)
+    wanted = CONFIG.local_worker
     if wanted and len(workflow.dag) >= wanted and workflow.local_exec and not USES_CONDA:
         from dpvae import worker
 

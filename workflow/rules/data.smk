@@ -32,7 +32,7 @@ rule fetch:
     params:
         dpvae=DPVAE,
         root=lambda w, output: Path(output[0]).parents[2],  # <root>/raw/<source>/SHA256SUMS
-        unverified=lambda w: "--allow-unverified" if w.source in config["data"]["allow_unverified"] else "",
+        unverified=lambda w: "--allow-unverified" if w.source in CONFIG.data.allow_unverified else "",
         declared=lambda w: RULES.declaration(w.source),
     shell:
         (
@@ -53,7 +53,7 @@ rule prepare:
     params:
         dpvae=DPVAE,
         root=lambda w, output: Path(output[0]).parents[1],  # <root>/prepared/<dataset>
-        seed=config["data"]["split_seed"],
-        secret=lambda w: "--secret" if prepares_secretly(config, w.dataset) else "",
+        seed=CONFIG.data.split_seed,
+        secret=lambda w: "--secret" if prepares_secretly(CONFIG, w.dataset) else "",
     shell:
         "{params.dpvae} prepare --dataset {wildcards.dataset} --root {params.root} --seed {params.seed} {params.secret} > {log} 2>&1"

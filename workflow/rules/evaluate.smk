@@ -97,7 +97,7 @@ rule combine:
 
 rule analyze:
     input:
-        lambda w: [prepared(d) for d in config["experiments"][w.experiment]["datasets"]],
+        lambda w: [prepared(d) for d in CONFIG.experiments[w.experiment].datasets],
     output:
         analysis_table(SCALE, "{experiment}"),
     log:

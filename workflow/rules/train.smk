@@ -77,7 +77,7 @@ rule sample:
     params:
         dpvae=DPVAE,
         run=lambda w, output: Path(output[0]).parent,
-        n=lambda w: config["evaluation"]["n_samples"] or "",
+        n=lambda w: CONFIG.evaluation.n_samples or "",
     shell:
         "OMP_NUM_THREADS={threads} {params.dpvae} sample --run {params.run} "
         "$( [ -n '{params.n}' ] && echo --n {params.n} ) > {log} 2>&1"
