@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dpvae.cli import main
-from dpvae.config import load_config
+from dpvae.config import load, load_config
 from dpvae.dag import DagJob
 from dpvae.paths import REPO_ROOT, ledger_file, model_path, prepared_dir, train_record
 from dpvae.plan import (
@@ -51,7 +51,7 @@ def _fake_built_run(root: Path, plan: Rules, run) -> None:
     """The prepared data and one run's train outputs, older first (Snakemake compares mtimes), with the
     train.json and benchmark file a real train job writes; no Snakemake metadata, as after a copy."""
     run_dir = root / run.path(plan.scale)
-    prepared = prepared_dir(root / plan.config["data"]["root"], run.dataset)
+    prepared = prepared_dir(root / plan.config.data.root, run.dataset)
     model_path(run_dir).mkdir(parents=True)
     (run_dir / "benchmarks").mkdir()
     prepared.mkdir(parents=True)
@@ -202,7 +202,7 @@ def test_a_recorded_overlay_is_read_where_it_lives_now(tmp_path):
     before = measured._overlay_rules("snakemake --configfile=workflow/campaigns/p3gm-cpu.yaml x")
     after = measured._overlay_rules("snakemake --configfile=workflow/campaigns/overlays/p3gm-cpu.yaml x")
     overlay = REPO_ROOT / "workflow" / "campaigns" / "overlays" / "p3gm-cpu.yaml"
-    assert before.config == after.config == load_config([REPO_ROOT / "config.yaml", overlay]) != plan.config
+    assert before.config == after.config == load([REPO_ROOT / "config.yaml", overlay]) != plan.config
 
 
 # -- GPU estimates, device logs, scale ----------------------------------------------------------------------
