@@ -280,8 +280,6 @@ def test_image_lr_fits_each_reading_on_the_same_images_with_its_max_iter(tmp_pat
     ]  # the classes differ in mean brightness
     calls = []
     fit = classifiers._lr_accuracy
-    monkeypatch.setattr(
-        classifiers, "_lr_accuracy", lambda *a: calls.append((a[0] is not None, a[4], a[5])) or fit(*a)
-    )
+    monkeypatch.setattr(classifiers, "_lr_accuracy", lambda *a: calls.append((a[0] is not None, a[4], a[5])) or fit(*a))
     classifiers.image_lr(ctx)
     assert calls == [(True, 7, 100), (True, 7, 5000)]

@@ -348,7 +348,7 @@ class ImageLROptions(MetricOptions):
     needs=("samples", "data"),
     options=ImageLROptions,
     runtime=120,
-    description="LR on synthetic images under each reading of its settings (`LR_READINGS`), accuracy on real test images",
+    description="LR on synthetic images under each reading of its settings (`LR_READINGS`), real test accuracy",
 )
 def image_lr(ctx: EvalContext) -> Rows:
     """One LR fit per reading on the same synthetic images, seeded as `image_classifiers`' LR."""
