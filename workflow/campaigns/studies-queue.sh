@@ -13,8 +13,10 @@
 #   p3gm_ryan_label_study        ~30 min  (train 170, sample 75, classifiers 65, TVD 10 s a seed)
 #   p3gm_dpgm_clustering_study   ~75 min  (train 360, sample 80, classifiers 305, TVD 90 s a seed)
 #   dp2vae_merf_lr_study         ~50 min  (train 3 min, 60,000 samples, two LR fits; 0 where the seeds are built)
-#   p3gm_dpgm_epochs_study       ~6 h     (MNIST and Fashion-MNIST: 10 runs of 10 epochs, CNN 65 s each)
-#   p3gm_privbayes_pixels_study  ~5 h     (10 runs on 785 attributes of 20 bins, CNN 65 s each)
+#   p3gm_dpgm_epochs_study       ~70 CPU-min, 1.5-3 h wall (10 runs; one seed at 6,000 MNIST records: 28 + 7 + 18
+#                                CPU-s for train, sample, CNN, 196 + 111 + 100 s wall under a load of 14; x10 records)
+#   p3gm_privbayes_pixels_study  ~3.5 CPU-h, 5-8 h wall (10 runs; one seed at 6,000 MNIST records: 107 CPU-s of
+#                                training, 443 s wall under load, the network's counts x10 records; CNN 65 s a run)
 set -euo pipefail
 SNAKEMAKE=${SNAKEMAKE:-.venv/bin/snakemake}
 PYTHON=${PYTHON:-.venv/bin/python}
