@@ -492,14 +492,14 @@ def test_a_cause_naming_no_existing_study_is_flagged_and_its_results_read_unexpl
     """Issue 63 Build 4: Ryan's Adult cells keep their cause while its row names a study that exists (queued or
     recorded); naming no existing study, or none, they read `unexplained`, and only the former is a problem."""
     card = scorecard()
-    ryan = (card["method"] == "ryan") & (card["dataset"] == "adult") & (card["counted"] == "result")
+    ryan = (card["method"] == "ryan") & (card["item"] == "table6") & (card["counted"] == "result")
     ryan &= card["verdict"].isin(["outside tolerance", "undecided"])
-    assert ryan.sum() >= 3 and (card.loc[ryan, "cause"] == "implementation-differs").all()
+    assert ryan.sum() >= 2 and (card.loc[ryan, "cause"] == "implementation-differs").all()
     assert (card.loc[ryan, "study"] == "p3gm_ryan_label_study (queued)").all()
 
     def rename(study: str):
         def edit(causes: pd.DataFrame) -> pd.DataFrame:
-            causes.loc[_ryan_row(causes), "study"] = study
+            causes.loc[_ryan_row(causes) & (causes["item"] == "table6"), "study"] = study
             return causes
 
         return edit
@@ -540,7 +540,7 @@ def test_every_queued_study_has_five_seeds_and_a_place_in_the_queue():
     assert sorted(order) == sorted(experiments)
     causes = pd.read_csv(PUBLISHED_DIR / CAUSES_FILE, dtype=str, keep_default_na=False)
     named = {name for names in causes["study"] for name in names.split()}
-    assert named == set(experiments)  # every study tests a cause of causes.csv, every named one is queued
+    assert set(experiments) <= named  # every queued study tests a cause of causes.csv
 
 
 def test_a_cause_row_that_names_no_miss_is_reported(tmp_path, monkeypatch):
