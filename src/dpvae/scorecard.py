@@ -16,7 +16,10 @@ distinct results only: within tolerance / reproduced / runnable (results and cut
 
 Every cell is run `SEEDS_PLANNED` times, fixed before any seed runs (issue 63 Build 2); a cell with fewer says
 "n=k of 5". A cell outside tolerance gets the row of `workflow/resources/published/causes.csv` that names it, with its
-evidence in docs/ (`cause_problems` lists the misses without one); an undecided cell may have one too.
+evidence in docs/ (`cause_problems` lists the misses without one); an undecided cell may have one too. A cause is
+tested by the studies its row names (`study`: reproductions/studies/<name>.csv once recorded, an experiment of
+`STUDIES_OVERLAY` while queued; issue 63 Build 4): a result whose row names none, or one that exists neither way
+(`cause_problems` flags it), has the cause `unexplained` on the card -- asserted in docs, not tested by a run.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from dpvae.files import atomic_write
-from dpvae.paths import CLAIMS
+from dpvae.paths import CLAIMS, OVERLAYS, REPO_ROOT
 from dpvae.render.published import (
     WILDCARD,
     cause_matches,
@@ -38,7 +41,16 @@ from dpvae.render.published import (
     load_causes,
     load_published,
 )
-from dpvae.reproductions import COLUMNS, KEY, NOT_DP_MARK, cell_dataset, not_dp_notes, not_dp_reasons, read_all
+from dpvae.reproductions import (
+    COLUMNS,
+    KEY,
+    NOT_DP_MARK,
+    REPRODUCTIONS_DIR,
+    cell_dataset,
+    not_dp_notes,
+    not_dp_reasons,
+    read_all,
+)
 from dpvae.seeds import SeedStats
 
 # metric -> ("abs" | "rel", tolerance): the verdict rule (docs/operations.md, "Recorded reproductions …").
@@ -64,6 +76,10 @@ NO_PUBLISHED_NUMBER = "no published number"  # the verdict of a recorded cell of
 #: a cell's role (column `counted`; the module docstring): the headline counts results, and cut cells as runnable
 ROLES = ("result", "cut", "setting", "blocked", "duplicate", "cited", "figure")
 COMPUTE_CUT = "compute-cut"  # the causes.csv cause that names a result's runs as cut
+#: a result's cause whose causes.csv row names no study that exists (recorded or queued): asserted, not tested
+UNEXPLAINED = "unexplained"
+RECORDED, QUEUED, MISSING = "recorded", "queued", "no such study"  # a named study's state (`study_states`)
+STUDIES_OVERLAY = REPO_ROOT / OVERLAYS / "studies.yaml"  # the studies of the asserted causes (issue 63 Build 4)
 
 
 def _bound(metric: str, paper_value: float) -> float:
@@ -143,12 +159,35 @@ def scorecard(paper: str | None = None, reproductions_dir: str | Path | None = N
         )
     card = pd.concat([pd.DataFrame(lines), _figure_only(published, ours)], ignore_index=True)
     card["counted"] = _roles(card, every_paper)
-    card["cause"], card["evidence"] = "", ""
+    card["cause"], card["evidence"], card["study"] = "", "", ""
     for _, row in load_causes(every_paper).iterrows():
         named = _explained(card) & cause_matches(row, card)
+        states = study_states(row["study"], reproductions_dir)
+        untested = named & (card["counted"] == "result").to_numpy() & (not states or MISSING in states.values())
         card.loc[named, "cause"], card.loc[named, "evidence"] = row["cause"], row["evidence"]
+        card.loc[named, "study"] = "; ".join(f"{name} ({state})" for name, state in states.items())
+        card.loc[untested, "cause"] = UNEXPLAINED
     columns = [*KEY, "source", "paper_value", "ours_mean", "ours_sd", "n", "ci_low", "ci_high", "not_dp"]
-    return card[[*columns, "difference", "verdict", "counted", "cause", "evidence", "devices"]]
+    return card[[*columns, "difference", "verdict", "counted", "cause", "evidence", "study", "devices"]]
+
+
+def queued_studies() -> frozenset[str]:
+    """The studies `STUDIES_OVERLAY` declares (its experiments: no paper item reads them), recorded or not."""
+    import yaml
+
+    experiments = yaml.safe_load(STUDIES_OVERLAY.read_text(encoding="utf-8")).get("experiments") or {}
+    return frozenset(name for name, experiment in experiments.items() if "paper" not in experiment)
+
+
+def study_states(names: str, reproductions_dir: str | Path | None = None) -> dict[str, str]:
+    """Each study of causes.csv's space-separated `names` -> `RECORDED` (reproductions/studies/<name>.csv exists),
+    `QUEUED` (an experiment of `STUDIES_OVERLAY`, not recorded yet) or `MISSING` (neither)."""
+    studies = Path(reproductions_dir or REPRODUCTIONS_DIR) / "studies"
+    queued = queued_studies()
+    return {
+        name: RECORDED if (studies / f"{name}.csv").is_file() else QUEUED if name in queued else MISSING
+        for name in names.split()
+    }
 
 
 def _roles(card: pd.DataFrame, every_paper: pd.DataFrame) -> list[str]:
@@ -198,11 +237,16 @@ def cause_problems(card: pd.DataFrame) -> list[str]:
     evidence names no heading in docs/, and rows (of the card's papers) that name no cell outside tolerance,
     undecided or cut (stale). Empty = every miss has exactly its cause."""
     problems = [
-        f"no cause for the miss {dict(cell[[*KEY, 'source']])}: add a row to causes.csv (cause 'open' if unexplained)"
+        f"no cause for the miss {dict(cell[[*KEY, 'source']])}: add a row to causes.csv (cause 'unexplained' if none)"
         for _, cell in card[(card["verdict"] == OUTSIDE) & (card["cause"] == "")].iterrows()
     ]
     for index, row in load_causes(load_published()).iterrows():
         where = f"causes.csv row {index + 1} (line {index + 2})"
+        for name in (name for name, state in study_states(row["study"]).items() if state == MISSING):
+            problems.append(
+                f"{where}: study {name!r} names no study: neither {REPRODUCTIONS_DIR.name}/studies/{name}.csv nor an "
+                f"experiment of {STUDIES_OVERLAY.relative_to(REPO_ROOT)}; its cells' cause reads {UNEXPLAINED!r}"
+            )
         if not evidence_resolves(row["evidence"]):
             problems.append(f"{where}: evidence {row['evidence']!r} names no heading of a file in docs/")
         if row["paper"] in {*card["paper"], WILDCARD} and not (_explained(card) & cause_matches(row, card)).any():

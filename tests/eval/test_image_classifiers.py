@@ -260,3 +260,26 @@ def test_a_completed_job_leaves_no_resume_file(tmp_path, monkeypatch):
     Fits(monkeypatch)
     image_classifiers(_resume_context(tmp_path))
     assert not resume.exists() and list(tmp_path.iterdir()) == []  # no temporary either
+
+
+def test_image_lr_fits_each_reading_on_the_same_images_with_its_max_iter(tmp_path, monkeypatch):
+    """`image_lr` (the DP-MERF LR study): one row per reading, scikit-learn's default max_iter (100) for `lr` and
+    DP-MERF's benchmark code's 5000 for `lr-dp-merf`, each fitted on the run's images with one seed."""
+    from dpvae.eval import image_classifiers as classifiers
+
+    rng = np.random.default_rng(0)
+    y = np.arange(60) % 3
+    x = (rng.random((60, 1, 28, 28)) * 0.2 + y[:, None, None, None] / 3).astype(np.float32)
+    run = SimpleNamespace(data=SimpleNamespace(test=SimpleNamespace(x=x[:30], y=y[:30])), seed_for=lambda name: 7)
+    ctx = EvalContext(run, classifiers.ImageLROptions(), tmp_path)
+    ctx.__dict__["samples"] = {"x": x, "y": y}
+    rows = classifiers.image_lr(ctx)
+    assert [(r["metric"], r["classifier"], r["value"]) for r in rows] == [
+        ("accuracy", "lr", 1.0),
+        ("accuracy", "lr-dp-merf", 1.0),
+    ]  # the classes differ in mean brightness
+    calls = []
+    fit = classifiers._lr_accuracy
+    monkeypatch.setattr(classifiers, "_lr_accuracy", lambda *a: calls.append((a[0] is not None, a[4], a[5])) or fit(*a))
+    classifiers.image_lr(ctx)
+    assert calls == [(True, 7, 100), (True, 7, 5000)]

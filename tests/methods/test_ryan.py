@@ -61,3 +61,16 @@ def test_measurement_compresses_small_cells_and_expansion_inverts_it():
     assert measured.compressed_sizes.tolist() == [3, 2]
     back = match3.expand(np.array([[0, 1], [1, 0], [2, 1]]), measured.supports, rng)
     assert back[0].tolist() == [0, 1] and back[1].tolist() == [1, 0] and back[2, 0] in (2, 3, 4, 5)
+
+
+def test_without_the_label_no_measured_marginal_holds_it_and_the_rest_stay():
+    """`label_marginals: false` (the P3GM Ryan's study): the label, tied to A, is in a selected pair; dropped, no
+    round-2 clique holds it and every other clique is kept in order."""
+    codes, sizes = chain(4000, 0)
+    label = np.where(np.random.default_rng(2).random(4000) < 0.95, codes[:, 0], 1 - codes[:, 0])
+    codes, sizes = np.column_stack([codes, label]), np.append(sizes, 2)
+    cliques = match3.select_marginals(codes, sizes, threshold=0.1)
+    assert any(4 in clique for clique in cliques)
+    kept = match3.without_attribute(cliques, 4)
+    assert kept and all(4 not in clique for clique in kept)
+    assert kept == [clique for clique in cliques if 4 not in clique] and (0, 1) in kept

@@ -27,11 +27,14 @@ from dpvae.render.published import (
 from dpvae.reproductions import COLUMNS, prune, published_key, record, recorded
 from dpvae.scorecard import (
     SEEDS_PLANNED,
+    STUDIES_OVERLAY,
     cause_problems,
     fidelity,
     interval,
     item_summary,
+    queued_studies,
     scorecard,
+    study_states,
     write_scorecard,
 )
 
@@ -481,10 +484,70 @@ def test_a_planted_miss_without_a_cause_row_is_reported(tmp_path, monkeypatch):
     assert all(f"'metric': '{m}'" in " ".join(problems) for m in explained["metric"])
 
 
+def _ryan_row(causes: pd.DataFrame) -> pd.Series:
+    return (causes["method"] == "ryan") & (causes["dataset"] == "adult")
+
+
+def test_a_cause_naming_no_existing_study_is_flagged_and_its_results_read_unexplained(tmp_path, monkeypatch):
+    """Issue 63 Build 4: Ryan's Adult cells keep their cause while its row names a study that exists (queued or
+    recorded); naming no existing study, or none, they read `unexplained`, and only the former is a problem."""
+    card = scorecard()
+    ryan = (card["method"] == "ryan") & (card["item"] == "table6") & (card["counted"] == "result")
+    ryan &= card["verdict"].isin(["outside tolerance", "undecided"])
+    assert ryan.sum() >= 2 and (card.loc[ryan, "cause"] == "implementation-differs").all()
+    assert (card.loc[ryan, "study"] == "p3gm_ryan_label_study (queued)").all()
+
+    def rename(study: str):
+        def edit(causes: pd.DataFrame) -> pd.DataFrame:
+            causes.loc[_ryan_row(causes) & (causes["item"] == "table6"), "study"] = study
+            return causes
+
+        return edit
+
+    _published_copy(tmp_path / "missing", monkeypatch, rename("no_such_study"))
+    planted = scorecard()
+    assert (planted.loc[ryan, "cause"] == "unexplained").all()
+    assert (planted.loc[ryan, "study"] == "no_such_study (no such study)").all()
+    (problem,) = cause_problems(planted)
+    assert "study 'no_such_study' names no study" in problem and "studies.yaml" in problem
+    _published_copy(tmp_path / "none", monkeypatch, rename(""))
+    unlinked = scorecard()
+    assert (unlinked.loc[ryan, "cause"] == "unexplained").all() and cause_problems(unlinked) == []
+    assert (unlinked.loc[~ryan, "cause"] == card.loc[~ryan, "cause"]).all()
+
+
+def test_a_study_is_recorded_once_its_csv_exists_else_queued(tmp_path):
+    (tmp_path / "studies").mkdir()
+    (tmp_path / "studies" / "p3gm_ryan_label_study.csv").write_text("experiment\n")
+    states = study_states("p3gm_ryan_label_study p3gm_dpgm_clustering_study nowhere", tmp_path)
+    assert states == {
+        "p3gm_ryan_label_study": "recorded",
+        "p3gm_dpgm_clustering_study": "queued",
+        "nowhere": "no such study",
+    }
+
+
+def test_every_queued_study_has_five_seeds_and_a_place_in_the_queue():
+    """The studies overlay's experiments (issue 63 Build 4): no paper item reads them, each has the pre-registered 5
+    seeds, and workflow/campaigns/studies-queue.sh builds every one of them and no other."""
+    import yaml
+
+    experiments = yaml.safe_load(STUDIES_OVERLAY.read_text())["experiments"]
+    assert set(experiments) == queued_studies() and len(experiments) >= 8
+    assert {name: e["seeds"] for name, e in experiments.items()} == dict.fromkeys(experiments, SEEDS_PLANNED)
+    queue = (REPO_ROOT / "workflow/campaigns/studies-queue.sh").read_text()
+    order = re.search(r"^ORDER=\(([^)]*)\)", queue, re.M)[1].split()
+    assert sorted(order) == sorted(experiments)
+    causes = pd.read_csv(PUBLISHED_DIR / CAUSES_FILE, dtype=str, keep_default_na=False)
+    named = {name for names in causes["study"] for name in names.split()}
+    assert set(experiments) <= named  # every queued study tests a cause of causes.csv
+
+
 def test_a_cause_row_that_names_no_miss_is_reported(tmp_path, monkeypatch):
     """Table IV equals the paper's configuration in every cell: a cause for it is stale."""
     stale = {c: "*" for c in ("dataset", "method", "epsilon", "metric", "classifier", "setting", "source")}
-    stale |= {"paper": "p3gm", "item": "table4", "cause": "open", "evidence": "docs/p3gm.md#training-speed"}
+    stale |= {"paper": "p3gm", "item": "table4", "cause": "unexplained", "evidence": "docs/p3gm.md#training-speed"}
+    stale |= {"study": ""}
     _published_copy(tmp_path, monkeypatch, lambda causes: pd.concat([causes, pd.DataFrame([stale])]))
     (problem,) = cause_problems(scorecard())
     assert "names no cell outside tolerance, undecided or cut" in problem and "'item': 'table4'" in problem
@@ -498,6 +561,7 @@ def test_a_cause_row_that_names_no_miss_is_reported(tmp_path, monkeypatch):
         ("evidence", "README.md#scorecard", "evidence 'README.md#scorecard' is not docs/<file>.md#<anchor>"),
         ("epsilon", "ten", "epsilon 'ten' is not empty, * or a number > 0"),
         ("method", "no-such-method", "names no published cell"),
+        ("study", "Ryan study", "study 'Ryan study' is not study names separated by spaces"),
     ],
 )
 def test_a_bad_cause_row_is_refused_naming_file_and_row(tmp_path, monkeypatch, column, value, message):

@@ -69,8 +69,8 @@ TABLE1_MARKS = frozenset({"✓", "–"})
 _SETTING = re.compile(r"^[a-z][a-z0-9_]*=[^=,;\s]+$")
 
 CAUSES_FILE = "causes.csv"
-CAUSE_COLUMNS: tuple[str, ...] = (*KEY_COLUMNS, "cause", "evidence")
-#: Why a cell misses (each defined in one line in the folder's README.md); `open` = no explanation yet.
+CAUSE_COLUMNS: tuple[str, ...] = (*KEY_COLUMNS, "cause", "evidence", "study")
+#: Why a cell misses (each defined in one line in the folder's README.md); `unexplained` = no explanation yet.
 CAUSES = frozenset(
     {
         "paper-code-reports-another-quantity",
@@ -78,13 +78,15 @@ CAUSES = frozenset(
         "compute-cut",
         "data-unreachable-standin",
         "implementation-differs",
-        "open",
+        "unexplained",
     }
 )
 BLOCKED_FILE = "blocked.csv"
 BLOCKED_COLUMNS: tuple[str, ...] = (*KEY_COLUMNS, "reason")
 WILDCARD = "*"  # in a key column of causes.csv: any value
 _EVIDENCE = r"docs/[\w.-]+\.md#[^\s#]+"
+#: causes.csv `study`: the studies that test the cause (reproductions/studies/<name>.csv), space-separated, or empty
+_STUDIES = r"(?:[a-z][a-z0-9_]*(?: [a-z][a-z0-9_]*)*)?"
 
 
 def known_methods(paper: str) -> frozenset[str]:
@@ -158,6 +160,7 @@ def load_causes(published: pd.DataFrame) -> pd.DataFrame:
             [
                 (~table["cause"].isin(CAUSES), f"cause {{cause!r}} is not one of {sorted(CAUSES)}"),
                 (~table["evidence"].str.fullmatch(_EVIDENCE), "evidence {evidence!r} is not docs/<file>.md#<anchor>"),
+                (~table["study"].str.fullmatch(_STUDIES), "study {study!r} is not study names separated by spaces"),
                 (
                     ~table["epsilon"].isin(["", WILDCARD]) & ~(epsilon > 0),
                     "epsilon {epsilon!r} is not empty, * or a number > 0",

@@ -59,6 +59,11 @@ class RyanParams(MethodParams):
         7500, "mirror-descent iterations of the private-pgm estimate (match3: 7,500 for 0.3 < eps < 4)", minimum=1
     )
     pixel_bins: int = param(2, "bins of image pixels (2 = binarised)", minimum=2)
+    label_marginals: bool = param(
+        True,
+        "measure the selected marginals that hold the label; false: the label's 1-way marginal only, so the synthetic "
+        "label is drawn independently of the features (a reading of P3GM's Ryan's row, reproductions/studies/)",
+    )
 
 
 @register_method

@@ -85,6 +85,12 @@ def select_marginals(public: np.ndarray, sizes: np.ndarray, threshold: float) ->
     return list(dict.fromkeys(tuple(c) for c in cliques))
 
 
+def without_attribute(cliques: list[Clique], attribute: int) -> list[Clique]:
+    """The round-2 cliques that leave `attribute` out: round 1 still measures its 1-way marginal, so the estimate
+    draws it independently of every other attribute (Ryan's `label_marginals: false`, a study of P3GM's row)."""
+    return [clique for clique in cliques if attribute not in clique]
+
+
 # --------------------------------------------------------------------------------------------- measuring
 
 

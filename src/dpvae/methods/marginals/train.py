@@ -76,6 +76,8 @@ def train_ryan(ctx: RunContext) -> Ledger:
     )
     codes = discretizer.encode(data.train.x, data.train.y)
     cliques = match3.select_marginals(codes[public], discretizer.sizes, p.triple_threshold)
+    if not p.label_marginals:  # the label is the last code column
+        cliques = match3.without_attribute(cliques, codes.shape[1] - 1)
     sigma = calibrate(ctx.epsilon, ctx.delta)
     measured = match3.measure(codes[~public], discretizer.sizes, cliques, sigma, rng)
     spent = ryan_ledger(sigma, ctx.delta, ctx.epsilon, p.public_fraction, "domain" in data.meta)  # the releases made
