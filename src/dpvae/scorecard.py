@@ -180,14 +180,21 @@ def queued_studies() -> frozenset[str]:
 
 
 def study_states(names: str, reproductions_dir: str | Path | None = None) -> dict[str, str]:
-    """Each study of causes.csv's space-separated `names` -> `RECORDED` (reproductions/studies/<name>.csv exists),
+    """Each study of causes.csv's space-separated `names` -> `RECORDED` (reproductions/studies/<name>.csv exists, or
+    for a second reading `<paper>/<item>@<setting>`, reproductions/<paper>.csv has rows of that item and setting),
     `QUEUED` (an experiment of `STUDIES_OVERLAY`, not recorded yet) or `MISSING` (neither)."""
-    studies = Path(reproductions_dir or REPRODUCTIONS_DIR) / "studies"
+    directory = Path(reproductions_dir or REPRODUCTIONS_DIR)
     queued = queued_studies()
-    return {
-        name: RECORDED if (studies / f"{name}.csv").is_file() else QUEUED if name in queued else MISSING
-        for name in names.split()
-    }
+
+    def state(name: str) -> str:
+        if "@" in name:
+            (paper, item), setting = name.split("@", 1)[0].split("/"), name.split("@", 1)[1]
+            rows = read_all(directory, paper)
+            shown = rows[(rows["paper"] == paper) & (rows["item"] == item) & (rows["setting"] == setting)]
+            return RECORDED if len(shown) else MISSING
+        return RECORDED if (directory / "studies" / f"{name}.csv").is_file() else QUEUED if name in queued else MISSING
+
+    return {name: state(name) for name in names.split()}
 
 
 def _roles(card: pd.DataFrame, every_paper: pd.DataFrame) -> list[str]:

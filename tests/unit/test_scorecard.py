@@ -527,6 +527,17 @@ def test_a_study_is_recorded_once_its_csv_exists_else_queued(tmp_path):
     }
 
 
+def test_a_second_reading_counts_as_recorded_only_where_its_rows_are():
+    """A cause tested by a second reading recorded beside the cell (`<paper>/<item>@<setting>`: P3GM's code's
+    quantities on the same runs) is recorded where reproductions/<paper>.csv has rows of that item and setting."""
+    states = study_states("p3gm/table6@positive=le50K p3gm/table6@positive=nowhere p3gm/table7@positive=le50K")
+    assert states == {
+        "p3gm/table6@positive=le50K": "recorded",
+        "p3gm/table6@positive=nowhere": "no such study",
+        "p3gm/table7@positive=le50K": "no such study",
+    }
+
+
 def test_every_queued_study_has_five_seeds_and_a_place_in_the_queue():
     """The studies overlay's experiments (issue 63 Build 4): no paper item reads them, each has the pre-registered 5
     seeds, and workflow/campaigns/studies-queue.sh builds every one of them and no other."""

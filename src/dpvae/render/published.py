@@ -85,8 +85,11 @@ BLOCKED_FILE = "blocked.csv"
 BLOCKED_COLUMNS: tuple[str, ...] = (*KEY_COLUMNS, "reason")
 WILDCARD = "*"  # in a key column of causes.csv: any value
 _EVIDENCE = r"docs/[\w.-]+\.md#[^\s#]+"
-#: causes.csv `study`: the studies that test the cause (reproductions/studies/<name>.csv), space-separated, or empty
-_STUDIES = r"(?:[a-z][a-z0-9_]*(?: [a-z][a-z0-9_]*)*)?"
+#: causes.csv `study`: what tests the cause, space-separated, or empty: a study (reproductions/studies/<name>.csv) or
+#: a second reading recorded beside the cell, `<paper>/<item>@<setting>` (reproductions/<paper>.csv rows of that item
+#: and setting, e.g. `p3gm/table6@positive=le50K`: the code's quantity measured on the same runs)
+_STUDY = r"(?:[a-z][a-z0-9_]*|[a-z0-9]+/[a-z0-9]+@[\w.=<>-]+)"
+_STUDIES = rf"(?:{_STUDY}(?: {_STUDY})*)?"
 
 
 def known_methods(paper: str) -> frozenset[str]:
