@@ -100,7 +100,7 @@ def conv_workload(batch_size: int, channels: int, device: torch.device) -> Workl
     )
 
 
-def make_step(engine: str, work: Workload, compiled: bool = False) -> Callable[[], None]:
+def make_step(engine: str, work: Workload, compiled: bool = False) -> Callable[[], None]:  # noqa: C901 - one branch per engine
     """One full optimizer step of `engine` on the workload's batch; `compiled`: for torch.compile, a private
     engine's forward pass kept eager (the engines refuse a traced one: its layer outputs are off the loss's
     autograd path), the rest of the step traced."""

@@ -13,10 +13,79 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dpvae.paths import LEDGER, TRAIN_RECORD
+from dpvae.registry import Registry
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument of a command: argparse's `add_argument(*flags, **options)`."""
+
+    flags: tuple[str, ...]
+    options: dict[str, Any]
+
+
+def arg(*flags: str, **options: Any) -> Arg:
+    return Arg(flags, options)
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """Arguments of which a command takes at most one (an argparse mutually exclusive group)."""
+
+    args: tuple[Arg, ...]
+
+
+def one_of(*args: Arg) -> OneOf:
+    return OneOf(args)
+
+
+Handler = Callable[[argparse.Namespace], int | None]
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command: its name, one line of help, its arguments (in help order) and the function that runs it
+    (returns its exit status; None for 0)."""
+
+    name: str
+    help: str
+    arguments: tuple[Arg | OneOf, ...]
+    run: Handler
+
+
+COMMANDS: Registry[Command] = Registry("command")
+
+
+def command(name: str, help: str, *arguments: Arg | OneOf) -> Callable[[Handler], Handler]:
+    """Function decorator: register `fn` as command `name` with `arguments` (the order of `--help`)."""
+
+    def decorate(fn: Handler) -> Handler:
+        COMMANDS.add(name, Command(name, help, arguments, fn))
+        return fn
+
+    return decorate
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line of every registered command, in registration order."""
+    top = argparse.ArgumentParser(prog="dpvae", description=__doc__)
+    sub = top.add_subparsers(dest="stage", required=True)
+    for cmd in COMMANDS.values():
+        p = sub.add_parser(cmd.name, help=cmd.help)
+        for a in cmd.arguments:
+            if isinstance(a, OneOf):
+                group = p.add_mutually_exclusive_group()
+                for member in a.args:
+                    group.add_argument(*member.flags, **member.options)
+            else:
+                p.add_argument(*a.flags, **a.options)
+    return top
 
 
 def _json(text: str) -> object:
@@ -37,241 +106,6 @@ def _run_spec(text: str) -> object:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dpvae", description=__doc__)
-    sub = parser.add_subparsers(dest="stage", required=True)
-
-    p = sub.add_parser("check-config", help="validate configuration files and summarise the run table")
-    p.add_argument("configfiles", nargs="+")
-
-    p = sub.add_parser("status", help="print the item status table (markdown), or write it into docs/status.md")
-    p.add_argument("configfiles", nargs="*", default=["config.yaml"])
-    p.add_argument(
-        "--update", metavar="FILE", help="replace the status and headline blocks of FILE (docs/status.md, README.md)"
-    )
-
-    p = sub.add_parser("progress", help="where running jobs stand: the newest progress line of each job log")
-    p.add_argument("--logs", default="logs", help="the folder of the job logs (default: logs)")
-    p.add_argument("--all", action="store_true", help="also the logs whose newest line is a finished loop")
-
-    p = sub.add_parser("plan", help="the jobs some targets still need and their estimated GPU- and CPU-hours")
-    p.add_argument("targets", nargs="*", help="files or rules, as for snakemake (default: every buildable item)")
-    p.add_argument(
-        "--configfile",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="a configuration overlay on config.yaml, as for snakemake (--configfile=FILE; repeatable)",
-    )
-    p.add_argument("--directory", default=".", help="the working directory of the build (default: here)")
-    output = p.add_mutually_exclusive_group()
-    output.add_argument("--json", action="store_true", help="the plan as JSON")
-    output.add_argument("--markdown", action="store_true", help="one row per target (markdown)")
-    output.add_argument(
-        "--record",
-        action="store_true",
-        help="the build's benchmark files as a record (TSV) for benchmarks/measured/<machine>-<date>/",
-    )
-
-    p = sub.add_parser("methods", help="every method with its typed parameters (markdown)")
-    p.add_argument("name", nargs="?", help="only this method (with --resolve: a variant, or every variant of it)")
-    p.add_argument(
-        "--resolve",
-        nargs=2,
-        metavar=("DATASET", "EPSILON"),
-        help="each parameter of the variant(s) on DATASET at EPSILON, its value and the config key it comes from",
-    )
-    p.add_argument(
-        "--configfile",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="with --resolve: a configuration overlay on config.yaml (repeatable)",
-    )
-    p = sub.add_parser("metrics", help="every metric with what it needs and its typed options (markdown)")
-    p.add_argument("name", nargs="?", help="only this metric")
-
-    p = sub.add_parser(
-        "synth", help="one synthetic dataset: train a method on a file or dataset id, sample, write the ledger beside"
-    )
-    p.add_argument("--method", required=True, help="a method (`python -m dpvae methods`)")
-    p.add_argument("--data", required=True, help="a .csv / .parquet table or an .npz of images, or a dataset id")
-    p.add_argument("--epsilon", type=float, default=None, help="target epsilon (private methods)")
-    p.add_argument("--delta", type=float, default=1e-5, help="target delta (default 1e-5)")
-    p.add_argument("--params", nargs="*", default=[], metavar="K=V", help="the method's parameters (YAML values)")
-    p.add_argument("--out", required=True, type=Path, help="synthetic.csv (a table) or synthetic.npz (x, y)")
-    p.add_argument(
-        "--audit", nargs="?", type=int, const=1000, default=None, metavar="CANARIES",
-        help="train with a one-run canary audit (x.audit.json beside x.privacy.json; default 1000 canaries)",
-    )  # fmt: skip
-    p.add_argument(
-        "--headline", choices=("sound", "paper"), default="sound",
-        help="the epsilon held to the target: sound (a proven bound; default) or paper (the paper's claim)",
-    )  # fmt: skip
-    p.add_argument(
-        "--calibrate-sound", action=argparse.BooleanOptionalAction, default=True,
-        help="under --headline sound (the default), calibrate the noise so that the sound epsilon meets the target "
-        "(default; P3GM scales every stage's noise by one factor); --no-calibrate-sound refuses instead",
-    )  # fmt: skip
-    p.add_argument("--n", type=int, default=None, help="records to draw (default 1000, whatever the data's size)")
-    p.add_argument(
-        "--seed", type=int, default=None,
-        help="repeatable noise for debugging: whoever knows the seed can replay it, so the ledger says not_dp "
-        "(default: secret noise from OS entropy, written nowhere)",
-    )  # fmt: skip
-    p.add_argument(
-        "--seed-file", type=Path, default=None, metavar="FILE",
-        help="a secret release that repeats: the key is derived from FILE's bytes (read once, never copied)",
-    )  # fmt: skip
-    p.add_argument(
-        "--work", type=Path, default=None, metavar="DIR",
-        help="the private workspace (prepared data, run, checkpoints; default <out>.work/, mode 0700)",
-    )  # fmt: skip
-    p.add_argument("--keep-work", action="store_true", help="keep the private workspace after the release")
-    p.add_argument(
-        "--report", dest="quality_report", action=argparse.BooleanOptionalAction, default=True,
-        help="write the quality report (report.html: statistics of your private data, kept in the workspace, never "
-        "released; default); --no-report skips it",
-    )  # fmt: skip
-    p.add_argument("--force", action="store_true", help="replace an existing --out and its ledger and audit")
-    p.add_argument("--label", default=None, help="a table's label column (default: one named label/target/y/class)")
-    p.add_argument("--positive", default=None, help="a table's positive label value (y = 1 for it, 0 otherwise)")
-    p.add_argument(
-        "--declare", type=Path, default=None, metavar="FILE",
-        help="YAML: the data's public domain and options as under the config key datasets.<id> (columns, labels "
-        "or positive, domain, domain_epsilon, label, drop, test_fraction, layout)",
-    )  # fmt: skip
-    p.add_argument(
-        "--allow-not-dp", action="store_true",
-        help="a private method may read the domain (ranges, categories, labels) from the data: not DP",
-    )  # fmt: skip
-    p.add_argument(
-        "--root", type=Path, default=Path("data"),
-        help="where a built-in dataset id is prepared (default: data, as the workflow); a file goes to the workspace",
-    )  # fmt: skip
-    p.add_argument("--device", default="auto", help="torch device: auto, cpu or cuda")
-
-    p = sub.add_parser("ledger", help="a release's privacy ledger on one screen: epsilons, mechanisms, what is public")
-    p.add_argument("path", type=Path, help=f"a {LEDGER}, synth's x.{LEDGER} beside x.csv, or a run directory")
-
-    p = sub.add_parser("fetch", help="download or copy from the mirror, and verify, a dataset's raw files")
-    p.add_argument("--source", required=True, help="raw source name (data/raw/<source>)")
-    p.add_argument("--root", required=True)
-    p.add_argument("--mirror", default=None)
-    p.add_argument(
-        "--allow-unverified",
-        action="store_true",
-        help="accept files without a published checksum, recording their sha256 (config data.allow_unverified)",
-    )
-    p.add_argument(
-        "--declared",
-        type=_json,
-        default=None,
-        help="a dataset declared in the config: its paths, options and sha256 (JSON, dpvae.data.declared)",
-    )
-
-    p = sub.add_parser("prepare", help="write a dataset's canonical prepared form")
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--root", required=True)
-    p.add_argument("--seed", type=int, default=0, help="the split's seed (config data.split_seed)")
-    p.add_argument(
-        "--secret", action="store_true",
-        help="a declared dataset whose runs are releases: its split and domain estimate drawn from OS entropy "
-        "(the seed is written nowhere)",
-    )  # fmt: skip
-
-    p = sub.add_parser("stage1", help="train a method's shared non-private first stage (DP2-VAE's encoders)")
-    p.add_argument(
-        "--spec", type=_run_spec, required=True, help="the stage-1 spec (JSON, see dpvae.methods.base.stage1_spec)"
-    )
-
-    p = sub.add_parser("train", help="train one run")
-    p.add_argument("--spec", type=_run_spec, required=True, help="the run spec (JSON, see dpvae.runspec.RunSpec)")
-
-    p = sub.add_parser("sample", help="draw synthetic records of one trained run")
-    p.add_argument("--run", required=True, help=f"the run directory (holds {TRAIN_RECORD})")
-    p.add_argument("--n", type=int, default=None, help="records to draw (default: the method's)")
-
-    p = sub.add_parser("evaluate", help="compute one metric of one run")
-    p.add_argument("--run", required=True, help="the run directory")
-    p.add_argument("--metric", required=True)
-    p.add_argument("--options", type=_json, default={})
-    p.add_argument("--reference", default=None, help="the metric's cached reference (.npz)")
-    p.add_argument("--out", required=True)
-
-    p = sub.add_parser("reference", help="build a metric's cached per-dataset reference (e.g. FID statistics)")
-    p.add_argument("--data", required=True, help="the prepared dataset directory")
-    p.add_argument("--metric", required=True)
-    p.add_argument("--options", type=_json, default={})
-    p.add_argument("--device", default="auto", help="torch device: auto (CUDA when available), cpu or cuda")
-    p.add_argument("--out", required=True)
-
-    p = sub.add_parser("aggregate", help="tidy table of an experiment's runs on one dataset")
-    p.add_argument("--spec", required=True, help="the aggregate spec file (experiment and run directories)")
-    p.add_argument("--out", required=True)
-
-    p = sub.add_parser("combine", help="concatenate tidy tables (one per variant) into one")
-    p.add_argument("tables", nargs="+")
-    p.add_argument("--out", required=True)
-
-    p = sub.add_parser("analyze", help="compute an analysis experiment's tidy table")
-    p.add_argument("--experiment", required=True)
-    p.add_argument("--context", type=_json, required=True, help="the config subset the analysis needs")
-    p.add_argument("--out", required=True)
-
-    p = sub.add_parser("render", help="render one figure or table from its spec file")
-    p.add_argument("--spec", required=True, help="results/<scale>/items/<paper>/<item>.json")
-
-    p = sub.add_parser("render-experiment", help="render one experiment's table (any experiment) from its spec file")
-    p.add_argument("--spec", required=True, help="results/<scale>/experiments/<experiment>.json")
-    p.add_argument("--out", required=True, help="output prefix: figures/experiments/<experiment> (.pdf, .csv, .tex)")
-
-    p = sub.add_parser("gather", help="gather one item id from every paper into one PDF")
-    p.add_argument("--item", required=True)
-    p.add_argument("--pdf", action="append", default=[])
-    p.add_argument("--pending", type=_json, default={})
-    p.add_argument("--out", required=True)
-
-    p = sub.add_parser(
-        "record",
-        help="record paper-scale results of built runs into reproductions/<paper>.csv (refused while a file on the "
-        "jobs' path is modified: src/, workflow/, envs/, Snakefile, config.yaml, the overlay --command names)",
-    )
-    p.add_argument("tables", nargs="*", help="tidy tables (results/paper/tables/<experiment>/<dataset>.csv)")
-    p.add_argument("--command", default=None, help="the command that produced them (default: this one)")
-    p.add_argument("--out-dir", default=None, help="default: <repo>/reproductions")
-    p.add_argument(
-        "--replaces",
-        action="append",
-        default=[],
-        metavar="OVERLAY",
-        help="drop the rows of the recorded keys made under this earlier campaign overlay, every seed (repeatable)",
-    )
-    p.add_argument(
-        "--prune", action="store_true", help="drop rows filed under an item that does not show their dataset"
-    )
-    p.add_argument(
-        "--study",
-        metavar="NAME",
-        help="the tables are a campaign script's own measurements with their provenance columns (e.g. "
-        "workflow/campaigns/dp2vae_real_fid.py's CSV): merged into reproductions/studies/NAME.csv",
-    )
-
-    p = sub.add_parser("scorecard", help="every published cell beside ours, with a verdict")
-    p.add_argument("--paper", default=None)
-    p.add_argument(
-        "--reproductions", default=None, help="directory of <paper>.csv files (default: <repo>/reproductions)"
-    )
-    p.add_argument("--out", default=None, help="write the scorecard CSV here (and a PDF beside it if it ends in .pdf)")
-
-    p = sub.add_parser("claims", help="the papers' claims (claims.csv), each judged over the recorded rows")
-    p.add_argument(
-        "--reproductions", default=None, help="directory of <paper>.csv files (default: <repo>/reproductions)"
-    )
-    p.add_argument("--out", default=None, help="write <prefix>.pdf and <prefix>.csv (the verdicts)")
-    return parser
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; a user-fixable error prints its message (naming the key, file or value) and exits 2, a
     bug its traceback and then one line naming the command and the exception, exit 1."""
@@ -281,9 +115,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     keep_freed_memory()  # a step's large tensors reuse freed memory (no page faults per step): never a result byte
     if problem := foreign_environment():
         return _fail(problem)
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     try:
-        return _run(args)
+        logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logging.getLogger("dpvae").setLevel(logging.INFO)
+        return COMMANDS[args.stage].run(args) or 0
     except DpvaeError as error:
         return _fail(str(error))
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError) as error:
@@ -358,167 +194,495 @@ def _stderr_file() -> str | None:
         return None
 
 
-def _run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("dpvae").setLevel(logging.INFO)
-    if args.stage in ("aggregate", "combine"):  # bookkeeping: pandas only, no torch or method registry
-        from dpvae import tables
+@command(
+    "check-config",
+    "validate configuration files and summarise the run table",
+    arg("configfiles", nargs="+"),
+)
+def _check_config(args: argparse.Namespace) -> None:
+    from dpvae.config import load
+    from dpvae.items import ITEMS
+    from dpvae.runs import experiment_runs
+    from dpvae.status import done_items
 
-        if args.stage == "aggregate":
-            tables.aggregate(args.spec, args.out)
-        else:
-            tables.combine(args.tables, args.out)
-        return 0
-    if args.stage == "progress":  # reads log files only
-        from dpvae.progress import newest_lines
+    config = load(args.configfiles)
+    runs = {r for name in config.trained() for r in experiment_runs(config, name)}
+    done = [i.key for i in done_items(config)]
+    print(
+        f"configuration valid: {len(config.experiments)} experiments, {len(runs)} distinct runs, "
+        f"{len(done)}/{len(ITEMS)} items buildable: {', '.join(done)}"
+    )
 
-        for job in newest_lines(Path(args.logs)):
-            if args.all or job.done < job.total:
-                print(f"{job.log}: {job.name} {job.done}/{job.total} {job.unit}, ETA {job.eta}")
-        return 0
-    if args.stage == "render-experiment":  # pandas and matplotlib only
-        from dpvae.render.experiment import render_experiment
 
-        render_experiment(args.spec, args.out)
-        return 0
+@command(
+    "status",
+    "print the item status table (markdown), or write it into docs/status.md",
+    arg("configfiles", nargs="*", default=["config.yaml"]),
+    arg("--update", metavar="FILE", help="replace the status and headline blocks of FILE (docs/status.md, README.md)"),
+)
+def _status(args: argparse.Namespace) -> None:
+    from dpvae.config import load
+    from dpvae.status import status_table, with_status
+
+    config = load(args.configfiles)
+    if args.update:
+        path = Path(args.update)
+        path.write_text(with_status(path.read_text(), config))
+    else:
+        print(status_table(config))
+
+
+@command(
+    "progress",
+    "where running jobs stand: the newest progress line of each job log",
+    arg("--logs", default="logs", help="the folder of the job logs (default: logs)"),
+    arg("--all", action="store_true", help="also the logs whose newest line is a finished loop"),
+)
+def _progress(args: argparse.Namespace) -> None:
+    """Reads log files only."""
+    from dpvae.progress import newest_lines
+
+    for job in newest_lines(Path(args.logs)):
+        if args.all or job.done < job.total:
+            print(f"{job.log}: {job.name} {job.done}/{job.total} {job.unit}, ETA {job.eta}")
+
+
+@command(
+    "plan",
+    "the jobs some targets still need and their estimated GPU- and CPU-hours",
+    arg("targets", nargs="*", help="files or rules, as for snakemake (default: every buildable item)"),
+    arg(
+        "--configfile",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a configuration overlay on config.yaml, as for snakemake (--configfile=FILE; repeatable)",
+    ),
+    arg("--directory", default=".", help="the working directory of the build (default: here)"),
+    one_of(
+        arg("--json", action="store_true", help="the plan as JSON"),
+        arg("--markdown", action="store_true", help="one row per target (markdown)"),
+        arg(
+            "--record",
+            action="store_true",
+            help="the build's benchmark files as a record (TSV) for benchmarks/measured/<machine>-<date>/",
+        ),
+    ),
+)
+def _plan(args: argparse.Namespace) -> None:
+    from dpvae.plan import cost_plan
+
+    plan = cost_plan(args.targets, args.configfile, args.directory)
+    if args.record:
+        sys.stdout.write(plan.to_records())
+    else:
+        print(
+            json.dumps(plan.to_dict(), indent=1)
+            if args.json
+            else plan.to_markdown()
+            if args.markdown
+            else plan.to_text()
+        )
+
+
+@command(
+    "methods",
+    "every method with its typed parameters (markdown)",
+    arg("name", nargs="?", help="only this method (with --resolve: a variant, or every variant of it)"),
+    arg(
+        "--resolve",
+        nargs=2,
+        metavar=("DATASET", "EPSILON"),
+        help="each parameter of the variant(s) on DATASET at EPSILON, its value and the config key it comes from",
+    ),
+    arg(
+        "--configfile",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="with --resolve: a configuration overlay on config.yaml (repeatable)",
+    ),
+)
+def _methods(args: argparse.Namespace) -> None:
+    if args.resolve:
+        return _resolve(args)
+    from dpvae.catalog import method_catalog
+
+    print(method_catalog(args.name))
+
+
+def _resolve(args: argparse.Namespace) -> None:
+    """`methods NAME --resolve DATASET EPSILON`."""
+    from dpvae.catalog import resolved_parameters
+    from dpvae.config import load
+    from dpvae.errors import ConfigError
+    from dpvae.paths import REPO_ROOT
+
+    if not args.name:
+        raise ConfigError("methods --resolve: name a variant or a method (python -m dpvae methods p3gm --resolve ...)")
+    config = load([REPO_ROOT / "config.yaml", *args.configfile])
+    print(resolved_parameters(config, args.name, *args.resolve))
+
+
+@command(
+    "metrics",
+    "every metric with what it needs and its typed options (markdown)",
+    arg("name", nargs="?", help="only this metric"),
+)
+def _metrics(args: argparse.Namespace) -> None:
+    from dpvae.catalog import metric_catalog
+
+    print(metric_catalog(args.name))
+
+
+@command(
+    "synth",
+    "one synthetic dataset: train a method on a file or dataset id, sample, write the ledger beside",
+    arg("--method", required=True, help="a method (`python -m dpvae methods`)"),
+    arg("--data", required=True, help="a .csv / .parquet table or an .npz of images, or a dataset id"),
+    arg("--epsilon", type=float, default=None, help="target epsilon (private methods)"),
+    arg("--delta", type=float, default=1e-5, help="target delta (default 1e-5)"),
+    arg("--params", nargs="*", default=[], metavar="K=V", help="the method's parameters (YAML values)"),
+    arg("--out", required=True, type=Path, help="synthetic.csv (a table) or synthetic.npz (x, y)"),
+    arg(
+        "--audit", nargs="?", type=int, const=1000, default=None, metavar="CANARIES",
+        help="train with a one-run canary audit (x.audit.json beside x.privacy.json; default 1000 canaries)",
+    ),
+    arg(
+        "--headline", choices=("sound", "paper"), default="sound",
+        help="the epsilon held to the target: sound (a proven bound; default) or paper (the paper's claim)",
+    ),
+    arg(
+        "--calibrate-sound", action=argparse.BooleanOptionalAction, default=True,
+        help="under --headline sound (the default), calibrate the noise so that the sound epsilon meets the target "
+        "(default; P3GM scales every stage's noise by one factor); --no-calibrate-sound refuses instead",
+    ),
+    arg("--n", type=int, default=None, help="records to draw (default 1000, whatever the data's size)"),
+    arg(
+        "--seed", type=int, default=None,
+        help="repeatable noise for debugging: whoever knows the seed can replay it, so the ledger says not_dp "
+        "(default: secret noise from OS entropy, written nowhere)",
+    ),
+    arg(
+        "--seed-file", type=Path, default=None, metavar="FILE",
+        help="a secret release that repeats: the key is derived from FILE's bytes (read once, never copied)",
+    ),
+    arg(
+        "--work", type=Path, default=None, metavar="DIR",
+        help="the private workspace (prepared data, run, checkpoints; default <out>.work/, mode 0700)",
+    ),
+    arg("--keep-work", action="store_true", help="keep the private workspace after the release"),
+    arg(
+        "--report", dest="quality_report", action=argparse.BooleanOptionalAction, default=True,
+        help="write the quality report (report.html: statistics of your private data, kept in the workspace, never "
+        "released; default); --no-report skips it",
+    ),
+    arg("--force", action="store_true", help="replace an existing --out and its ledger and audit"),
+    arg("--label", default=None, help="a table's label column (default: one named label/target/y/class)"),
+    arg("--positive", default=None, help="a table's positive label value (y = 1 for it, 0 otherwise)"),
+    arg(
+        "--declare", type=Path, default=None, metavar="FILE",
+        help="YAML: the data's public domain and options as under the config key datasets.<id> (columns, labels "
+        "or positive, domain, domain_epsilon, label, drop, test_fraction, layout)",
+    ),
+    arg(
+        "--allow-not-dp", action="store_true",
+        help="a private method may read the domain (ranges, categories, labels) from the data: not DP",
+    ),
+    arg(
+        "--root", type=Path, default=Path("data"),
+        help="where a built-in dataset id is prepared (default: data, as the workflow); a file goes to the workspace",
+    ),
+    arg("--device", default="auto", help="torch device: auto, cpu or cuda"),
+)  # fmt: skip
+def _synth(args: argparse.Namespace) -> None:
+    from dpvae.synth import Request, parse_params, synth
+
+    fields = ("method", "data", "epsilon", "delta", "out", "audit", "n", "seed", "root", "label", "positive")
+    fields += ("declare", "allow_not_dp", "device", "headline", "calibrate_sound", "seed_file", "work")
+    fields += ("keep_work", "force", "quality_report")
+    given = {k: getattr(args, k) for k in fields if getattr(args, k) is not None} | {"epsilon": args.epsilon}
+    request = Request(**given, params=parse_params(args.params))  # --n left out: synth.DEFAULT_N
+    print(synth(request).report)
+
+
+@command(
+    "ledger",
+    "a release's privacy ledger on one screen: epsilons, mechanisms, what is public",
+    arg("path", type=Path, help=f"a {LEDGER}, synth's x.{LEDGER} beside x.csv, or a run directory"),
+)
+def _ledger(args: argparse.Namespace) -> None:
+    from dpvae.methods.registry import METHODS
+    from dpvae.privacy.summary import screen
+
+    print(screen(args.path, lambda name: METHODS.get(name).releases_n if name in METHODS else ""))
+
+
+@command(
+    "fetch",
+    "download or copy from the mirror, and verify, a dataset's raw files",
+    arg("--source", required=True, help="raw source name (data/raw/<source>)"),
+    arg("--root", required=True),
+    arg("--mirror", default=None),
+    arg(
+        "--allow-unverified",
+        action="store_true",
+        help="accept files without a published checksum, recording their sha256 (config data.allow_unverified)",
+    ),
+    arg(
+        "--declared",
+        type=_json,
+        default=None,
+        help="a dataset declared in the config: its paths, options and sha256 (JSON, dpvae.data.declared)",
+    ),
+)
+def _fetch(args: argparse.Namespace) -> None:
+    if args.declared is not None:
+        from dpvae.data.declared import copy_in
+
+        copy_in(args.source, args.declared, args.root)
+    else:
+        from dpvae.data.registry import fetch_source
+
+        fetch_source(args.source, args.root, args.mirror, allow_unverified=args.allow_unverified)
+
+
+@command(
+    "prepare",
+    "write a dataset's canonical prepared form",
+    arg("--dataset", required=True),
+    arg("--root", required=True),
+    arg("--seed", type=int, default=0, help="the split's seed (config data.split_seed)"),
+    arg(
+        "--secret", action="store_true",
+        help="a declared dataset whose runs are releases: its split and domain estimate drawn from OS entropy "
+        "(the seed is written nowhere)",
+    ),
+)  # fmt: skip
+def _prepare(args: argparse.Namespace) -> None:
+    import secrets
+
+    from dpvae.data.registry import prepare_dataset
+
+    seed = secrets.randbits(63) if args.secret else args.seed  # a release's split and estimate: secret
+    prepare_dataset(args.dataset, args.root, seed=seed, secret_seed=args.secret)
+
+
+@command(
+    "stage1",
+    "train a method's shared non-private first stage (DP2-VAE's encoders)",
+    arg("--spec", type=_run_spec, required=True, help="the stage-1 spec (JSON, see dpvae.methods.base.stage1_spec)"),
+)
+def _stage1(args: argparse.Namespace) -> None:
     from dpvae import stages
 
-    if args.stage == "check-config":
-        from dpvae.config import load
-        from dpvae.items import ITEMS
-        from dpvae.runs import experiment_runs
-        from dpvae.status import done_items
+    stages.stage1(args.spec)
 
-        config = load(args.configfiles)
-        runs = {r for name in config.trained() for r in experiment_runs(config, name)}
-        done = [i.key for i in done_items(config)]
-        print(
-            f"configuration valid: {len(config.experiments)} experiments, {len(runs)} distinct runs, "
-            f"{len(done)}/{len(ITEMS)} items buildable: {', '.join(done)}"
-        )
-    elif args.stage == "status":
-        from dpvae.config import load
-        from dpvae.status import status_table, with_status
 
-        config = load(args.configfiles)
-        if args.update:
-            path = Path(args.update)
-            path.write_text(with_status(path.read_text(), config))
-        else:
-            print(status_table(config))
-    elif args.stage == "plan":
-        from dpvae.plan import cost_plan
+@command(
+    "train",
+    "train one run",
+    arg("--spec", type=_run_spec, required=True, help="the run spec (JSON, see dpvae.runspec.RunSpec)"),
+)
+def _train(args: argparse.Namespace) -> None:
+    from dpvae import stages
 
-        plan = cost_plan(args.targets, args.configfile, args.directory)
-        if args.record:
-            sys.stdout.write(plan.to_records())
-        else:
-            print(
-                json.dumps(plan.to_dict(), indent=1)
-                if args.json
-                else plan.to_markdown()
-                if args.markdown
-                else plan.to_text()
-            )
-    elif args.stage == "methods" and args.resolve:
-        from dpvae.catalog import resolved_parameters
-        from dpvae.config import load
-        from dpvae.errors import ConfigError
-        from dpvae.paths import REPO_ROOT
+    stages.train(args.spec)
 
-        if not args.name:
-            raise ConfigError(
-                "methods --resolve: name a variant or a method (python -m dpvae methods p3gm --resolve ...)"
-            )
-        config = load([REPO_ROOT / "config.yaml", *args.configfile])
-        print(resolved_parameters(config, args.name, *args.resolve))
-    elif args.stage in ("methods", "metrics"):
-        from dpvae.catalog import method_catalog, metric_catalog
 
-        print((method_catalog if args.stage == "methods" else metric_catalog)(args.name))
-    elif args.stage == "synth":
-        from dpvae.synth import Request, parse_params, synth
+@command(
+    "sample",
+    "draw synthetic records of one trained run",
+    arg("--run", required=True, help=f"the run directory (holds {TRAIN_RECORD})"),
+    arg("--n", type=int, default=None, help="records to draw (default: the method's)"),
+)
+def _sample(args: argparse.Namespace) -> None:
+    from dpvae import stages
 
-        fields = ("method", "data", "epsilon", "delta", "out", "audit", "n", "seed", "root", "label", "positive")
-        fields += ("declare", "allow_not_dp", "device", "headline", "calibrate_sound", "seed_file", "work")
-        fields += ("keep_work", "force", "quality_report")
-        given = {k: getattr(args, k) for k in fields if getattr(args, k) is not None} | {"epsilon": args.epsilon}
-        request = Request(**given, params=parse_params(args.params))  # --n left out: synth.DEFAULT_N
-        print(synth(request).report)
-    elif args.stage == "ledger":
-        from dpvae.methods.registry import METHODS
-        from dpvae.privacy.summary import screen
+    stages.sample(args.run, args.n)
 
-        print(screen(args.path, lambda name: METHODS.get(name).releases_n if name in METHODS else ""))
-    elif args.stage == "fetch":
-        if args.declared is not None:
-            from dpvae.data.declared import copy_in
 
-            copy_in(args.source, args.declared, args.root)
-        else:
-            from dpvae.data.registry import fetch_source
+@command(
+    "evaluate",
+    "compute one metric of one run",
+    arg("--run", required=True, help="the run directory"),
+    arg("--metric", required=True),
+    arg("--options", type=_json, default={}),
+    arg("--reference", default=None, help="the metric's cached reference (.npz)"),
+    arg("--out", required=True),
+)
+def _evaluate(args: argparse.Namespace) -> None:
+    from dpvae import stages
 
-            fetch_source(args.source, args.root, args.mirror, allow_unverified=args.allow_unverified)
-    elif args.stage == "prepare":
-        import secrets
+    stages.evaluate(args.run, args.metric, args.options, args.out, args.reference)
 
-        from dpvae.data.registry import prepare_dataset
 
-        seed = secrets.randbits(63) if args.secret else args.seed  # a release's split and estimate: secret
-        prepare_dataset(args.dataset, args.root, seed=seed, secret_seed=args.secret)
-    elif args.stage == "stage1":
-        stages.stage1(args.spec)
-    elif args.stage == "train":
-        stages.train(args.spec)
-    elif args.stage == "sample":
-        stages.sample(args.run, args.n)
-    elif args.stage == "evaluate":
-        stages.evaluate(args.run, args.metric, args.options, args.out, args.reference)
-    elif args.stage == "reference":
-        stages.reference(args.data, args.metric, args.options, args.out, args.device)
-    elif args.stage == "analyze":
-        stages.analyze(args.experiment, args.context, args.out)
-    elif args.stage == "render":
-        stages.render(args.spec)
-    elif args.stage == "gather":
-        from dpvae.render.gather import gather
+@command(
+    "reference",
+    "build a metric's cached per-dataset reference (e.g. FID statistics)",
+    arg("--data", required=True, help="the prepared dataset directory"),
+    arg("--metric", required=True),
+    arg("--options", type=_json, default={}),
+    arg("--device", default="auto", help="torch device: auto (CUDA when available), cpu or cuda"),
+    arg("--out", required=True),
+)
+def _reference(args: argparse.Namespace) -> None:
+    from dpvae import stages
 
-        gather(args.item, args.pdf, args.pending, args.out)
-    elif args.stage == "record":
-        from dpvae.reproductions import prune, record
+    stages.reference(args.data, args.metric, args.options, args.out, args.device)
 
-        if not args.tables and not args.prune:
-            return _fail("record: name the tidy tables to record (or --prune)")
-        if args.study:
-            from dpvae.reproductions import record_measured
 
-            for table in args.tables:
-                print(f"recorded into {record_measured(table, args.study, args.out_dir)}")
-        elif args.tables:
-            command = args.command or "python -m dpvae record " + " ".join(args.tables)
-            for path in record(args.tables, command=command, out_dir=args.out_dir, replaces=tuple(args.replaces)):
-                print(f"recorded into {path}")
-        if args.prune:
-            for path, n in prune(args.out_dir).items():
-                print(f"{path}: dropped {n} rows filed under an item that does not show their dataset")
-    elif args.stage == "scorecard":
-        from dpvae.scorecard import claims_line, scorecard, summary_line, write_scorecard
+@command(
+    "aggregate",
+    "tidy table of an experiment's runs on one dataset",
+    arg("--spec", required=True, help="the aggregate spec file (experiment and run directories)"),
+    arg("--out", required=True),
+)
+def _aggregate(args: argparse.Namespace) -> None:
+    """Bookkeeping: pandas only, no torch or method registry."""
+    from dpvae import tables
 
-        card = scorecard(paper=args.paper, reproductions_dir=args.reproductions)
-        if args.out:
-            write_scorecard(card, args.out, reproductions_dir=args.reproductions)
-        print(card.to_string(index=False, max_colwidth=40))
-        print(summary_line(card))
-        print(claims_line(args.reproductions))
-    elif args.stage == "claims":
-        from dpvae.claims import judge_all, summary_line, write_claims
+    tables.aggregate(args.spec, args.out)
 
-        table = judge_all(reproductions_dir=args.reproductions)
-        if args.out:
-            write_claims(table, args.out)
-        print(table[["id", "verdict", "evidence"]].to_string(index=False, max_colwidth=100))
-        print(summary_line(table))
-    return 0
+
+@command(
+    "combine",
+    "concatenate tidy tables (one per variant) into one",
+    arg("tables", nargs="+"),
+    arg("--out", required=True),
+)
+def _combine(args: argparse.Namespace) -> None:
+    """Bookkeeping: pandas only, no torch or method registry."""
+    from dpvae import tables
+
+    tables.combine(args.tables, args.out)
+
+
+@command(
+    "analyze",
+    "compute an analysis experiment's tidy table",
+    arg("--experiment", required=True),
+    arg("--context", type=_json, required=True, help="the config subset the analysis needs"),
+    arg("--out", required=True),
+)
+def _analyze(args: argparse.Namespace) -> None:
+    from dpvae import stages
+
+    stages.analyze(args.experiment, args.context, args.out)
+
+
+@command(
+    "render",
+    "render one figure or table from its spec file",
+    arg("--spec", required=True, help="results/<scale>/items/<paper>/<item>.json"),
+)
+def _render(args: argparse.Namespace) -> None:
+    from dpvae import stages
+
+    stages.render(args.spec)
+
+
+@command(
+    "render-experiment",
+    "render one experiment's table (any experiment) from its spec file",
+    arg("--spec", required=True, help="results/<scale>/experiments/<experiment>.json"),
+    arg("--out", required=True, help="output prefix: figures/experiments/<experiment> (.pdf, .csv, .tex)"),
+)
+def _render_experiment(args: argparse.Namespace) -> None:
+    """Pandas and matplotlib only."""
+    from dpvae.render.experiment import render_experiment
+
+    render_experiment(args.spec, args.out)
+
+
+@command(
+    "gather",
+    "gather one item id from every paper into one PDF",
+    arg("--item", required=True),
+    arg("--pdf", action="append", default=[]),
+    arg("--pending", type=_json, default={}),
+    arg("--out", required=True),
+)
+def _gather(args: argparse.Namespace) -> None:
+    from dpvae.render.gather import gather
+
+    gather(args.item, args.pdf, args.pending, args.out)
+
+
+@command(
+    "record",
+    "record paper-scale results of built runs into reproductions/<paper>.csv (refused while a file on the "
+    "jobs' path is modified: src/, workflow/, envs/, Snakefile, config.yaml, the overlay --command names)",
+    arg("tables", nargs="*", help="tidy tables (results/paper/tables/<experiment>/<dataset>.csv)"),
+    arg("--command", default=None, help="the command that produced them (default: this one)"),
+    arg("--out-dir", default=None, help="default: <repo>/reproductions"),
+    arg(
+        "--replaces",
+        action="append",
+        default=[],
+        metavar="OVERLAY",
+        help="drop the rows of the recorded keys made under this earlier campaign overlay, every seed (repeatable)",
+    ),
+    arg("--prune", action="store_true", help="drop rows filed under an item that does not show their dataset"),
+    arg(
+        "--study",
+        metavar="NAME",
+        help="the tables are a campaign script's own measurements with their provenance columns (e.g. "
+        "workflow/campaigns/dp2vae_real_fid.py's CSV): merged into reproductions/studies/NAME.csv",
+    ),
+)
+def _record(args: argparse.Namespace) -> int | None:
+    from dpvae.reproductions import prune, record
+
+    if not args.tables and not args.prune:
+        return _fail("record: name the tidy tables to record (or --prune)")
+    if args.study:
+        from dpvae.reproductions import record_measured
+
+        for table in args.tables:
+            print(f"recorded into {record_measured(table, args.study, args.out_dir)}")
+    elif args.tables:
+        command = args.command or "python -m dpvae record " + " ".join(args.tables)
+        for path in record(args.tables, command=command, out_dir=args.out_dir, replaces=tuple(args.replaces)):
+            print(f"recorded into {path}")
+    if args.prune:
+        for path, n in prune(args.out_dir).items():
+            print(f"{path}: dropped {n} rows filed under an item that does not show their dataset")
+    return None
+
+
+@command(
+    "scorecard",
+    "every published cell beside ours, with a verdict",
+    arg("--paper", default=None),
+    arg("--reproductions", default=None, help="directory of <paper>.csv files (default: <repo>/reproductions)"),
+    arg("--out", default=None, help="write the scorecard CSV here (and a PDF beside it if it ends in .pdf)"),
+)
+def _scorecard(args: argparse.Namespace) -> None:
+    from dpvae.scorecard import claims_line, scorecard, summary_line, write_scorecard
+
+    card = scorecard(paper=args.paper, reproductions_dir=args.reproductions)
+    if args.out:
+        write_scorecard(card, args.out, reproductions_dir=args.reproductions)
+    print(card.to_string(index=False, max_colwidth=40))
+    print(summary_line(card))
+    print(claims_line(args.reproductions))
+
+
+@command(
+    "claims",
+    "the papers' claims (claims.csv), each judged over the recorded rows",
+    arg("--reproductions", default=None, help="directory of <paper>.csv files (default: <repo>/reproductions)"),
+    arg("--out", default=None, help="write <prefix>.pdf and <prefix>.csv (the verdicts)"),
+)
+def _claims(args: argparse.Namespace) -> None:
+    from dpvae.claims import judge_all, summary_line, write_claims
+
+    table = judge_all(reproductions_dir=args.reproductions)
+    if args.out:
+        write_claims(table, args.out)
+    print(table[["id", "verdict", "evidence"]].to_string(index=False, max_colwidth=100))
+    print(summary_line(table))
 
 
 if __name__ == "__main__":

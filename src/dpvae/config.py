@@ -88,36 +88,11 @@ def validate_config(config: dict) -> dict:
 
 
 def _reference_errors(config: dict, typed_config: Config) -> Iterator[str]:
-    from dpvae.analyses import ANALYSES
     from dpvae.eval.registry import METRICS
-    from dpvae.items import PAPERS, SECTIONS
-    from dpvae.methods.registry import METHODS
 
     yield from _declared_errors(config)
-    variants = config["variants"]
-    for name, variant in variants.items():
-        if variant["method"] not in METHODS:
-            yield (
-                f"config key 'variants.{name}.method': unknown method '{variant['method']}'"
-                f"{_did_you_mean(variant['method'], METHODS.names())} (known: {', '.join(sorted(METHODS))})"
-            )
-            continue
-        yield from _variant_param_errors(config, name, variant, METHODS.get(variant["method"]))
-        if variant.get("audit") and not _is_private(config, name):
-            yield f"config key 'variants.{name}.audit': only a private variant can be audited"
-        if variant.get("calibrate") == "sound" and not _is_private(config, name):
-            yield f"config key 'variants.{name}.calibrate': variant '{name}' is not private; it has no noise to tune"
-        elif variant.get("calibrate") == "sound" and not METHODS.get(variant["method"]).plans_its_ledger:
-            yield (
-                f"config key 'variants.{name}.calibrate': method '{variant['method']}''s ledger is known only after "
-                "training, so its noise cannot be calibrated to the sound bound"
-            )
-        for paper in variant.get("published_as", {}):
-            if paper not in PAPERS:
-                yield (
-                    f"config key 'variants.{name}.published_as.{paper}': unknown paper '{paper}'"
-                    f"{_did_you_mean(paper, list(PAPERS))} (known: {', '.join(PAPERS)})"
-                )
+    for name, variant in config["variants"].items():
+        yield from _variant_errors(config, name, variant)
 
     yield from _evaluation_errors(config.get("evaluation", {}), METRICS)
     for i, ds in enumerate(config.get("data", {}).get("unreachable", [])):
@@ -125,56 +100,118 @@ def _reference_errors(config: dict, typed_config: Config) -> Iterator[str]:
             yield err
 
     for name, exp in config["experiments"].items():
-        key = f"experiments.{name}"
-        if "paper" in exp and exp["paper"] not in SECTIONS:
-            yield f"config key '{key}.paper': unknown paper '{exp['paper']}' (known: {', '.join(SECTIONS)})"
-        for i, ds in enumerate(exp["datasets"]):
-            if err := _dataset_error(config, f"{key}.datasets[{i}]", ds):
-                yield err
-        yield from _paper_setting_errors(key, exp, PAPERS)
-        if "analysis" in exp:
-            if exp["analysis"] not in ANALYSES:
-                yield (
-                    f"config key '{key}.analysis': unknown analysis '{exp['analysis']}' "
-                    f"(known: {', '.join(sorted(ANALYSES))})"
-                )
-            for extra in ("variants", "epsilons", "metrics", "sweep"):
-                if exp.get(extra):
-                    yield f"config key '{key}.{extra}': an analysis experiment trains nothing; remove it"
-            continue
-        if "params" in exp:
-            yield f"config key '{key}.params': only analysis experiments take params"
-        if not exp["variants"]:
-            yield f"config key '{key}.variants': an experiment without an analysis needs variants"
-        for i, metric in enumerate(exp["metrics"]):
-            if metric not in METRICS:
-                yield (
-                    f"config key '{key}.metrics[{i}]': unknown metric '{metric}'"
-                    f"{_did_you_mean(metric, METRICS.names())} (known: {', '.join(sorted(METRICS))})"
-                )
-        sweep = exp.get("sweep") or {}
-        for label in sweep.get("only", []):
-            if label not in sweep["points"]:
-                yield (
-                    f"config key '{key}.sweep.only': '{label}' is not a point of the sweep"
-                    f"{_did_you_mean(label, list(sweep['points']))}"
-                )
-        for i, vname in enumerate(exp["variants"]):
-            if vname not in variants:
-                yield (
-                    f"config key '{key}.variants[{i}]': unknown variant '{vname}'{_did_you_mean(vname, list(variants))}"
-                )
-                continue
-            if variants[vname]["method"] not in METHODS:
-                continue
-            method = METHODS.get(variants[vname]["method"])
-            for point, values in ((exp.get("sweep") or {}).get("points") or {}).items():
-                yield from method.Params.errors(values, f"{key}.sweep.points.{point}", method.name)
-            if _is_private(config, vname) and not exp["epsilons"]:
-                yield f"config key '{key}.epsilons': variant '{vname}' is private and needs target epsilons"
-            yield from _fit_errors(config, typed_config, name, vname, i)
-        if any(_is_private(config, v) for v in exp["variants"] if v in variants and variants[v]["method"] in METHODS):
-            yield from _domain_budget_errors(config, key, exp)
+        yield from _experiment_errors(config, typed_config, name, exp)
+
+
+def _variant_errors(config: dict, name: str, variant: dict) -> Iterator[str]:
+    """Variant `name`'s method, parameters, audit, calibration and papers."""
+    from dpvae.items import PAPERS
+    from dpvae.methods.registry import METHODS
+
+    if variant["method"] not in METHODS:
+        yield (
+            f"config key 'variants.{name}.method': unknown method '{variant['method']}'"
+            f"{_did_you_mean(variant['method'], METHODS.names())} (known: {', '.join(sorted(METHODS))})"
+        )
+        return
+    yield from _variant_param_errors(config, name, variant, METHODS.get(variant["method"]))
+    if variant.get("audit") and not _is_private(config, name):
+        yield f"config key 'variants.{name}.audit': only a private variant can be audited"
+    if variant.get("calibrate") == "sound" and not _is_private(config, name):
+        yield f"config key 'variants.{name}.calibrate': variant '{name}' is not private; it has no noise to tune"
+    elif variant.get("calibrate") == "sound" and not METHODS.get(variant["method"]).plans_its_ledger:
+        yield (
+            f"config key 'variants.{name}.calibrate': method '{variant['method']}''s ledger is known only after "
+            "training, so its noise cannot be calibrated to the sound bound"
+        )
+    for paper in variant.get("published_as", {}):
+        if paper not in PAPERS:
+            yield (
+                f"config key 'variants.{name}.published_as.{paper}': unknown paper '{paper}'"
+                f"{_did_you_mean(paper, list(PAPERS))} (known: {', '.join(PAPERS)})"
+            )
+
+
+def _experiment_errors(config: dict, typed_config: Config, name: str, exp: dict) -> Iterator[str]:
+    """Experiment `name`'s paper and datasets, then what an analysis or a trained experiment needs."""
+    from dpvae.items import PAPERS, SECTIONS
+
+    key = f"experiments.{name}"
+    if "paper" in exp and exp["paper"] not in SECTIONS:
+        yield f"config key '{key}.paper': unknown paper '{exp['paper']}' (known: {', '.join(SECTIONS)})"
+    for i, ds in enumerate(exp["datasets"]):
+        if err := _dataset_error(config, f"{key}.datasets[{i}]", ds):
+            yield err
+    yield from _paper_setting_errors(key, exp, PAPERS)
+    if "analysis" in exp:
+        yield from _analysis_experiment_errors(key, exp)
+    else:
+        yield from _trained_experiment_errors(config, typed_config, name, exp)
+
+
+def _analysis_experiment_errors(key: str, exp: dict) -> Iterator[str]:
+    """An analysis experiment: a known analysis, and nothing to train."""
+    from dpvae.analyses import ANALYSES
+
+    if exp["analysis"] not in ANALYSES:
+        yield (
+            f"config key '{key}.analysis': unknown analysis '{exp['analysis']}' (known: {', '.join(sorted(ANALYSES))})"
+        )
+    for extra in ("variants", "epsilons", "metrics", "sweep"):
+        if exp.get(extra):
+            yield f"config key '{key}.{extra}': an analysis experiment trains nothing; remove it"
+
+
+def _trained_experiment_errors(config: dict, typed_config: Config, name: str, exp: dict) -> Iterator[str]:
+    """A trained experiment: its variants, metrics and sweep exist, and its variants fit its data and epsilons."""
+    from dpvae.eval.registry import METRICS
+    from dpvae.methods.registry import METHODS
+
+    key = f"experiments.{name}"
+    variants = config["variants"]
+    if "params" in exp:
+        yield f"config key '{key}.params': only analysis experiments take params"
+    if not exp["variants"]:
+        yield f"config key '{key}.variants': an experiment without an analysis needs variants"
+    for i, metric in enumerate(exp["metrics"]):
+        if metric not in METRICS:
+            yield (
+                f"config key '{key}.metrics[{i}]': unknown metric '{metric}'"
+                f"{_did_you_mean(metric, METRICS.names())} (known: {', '.join(sorted(METRICS))})"
+            )
+    sweep = exp.get("sweep") or {}
+    for label in sweep.get("only", []):
+        if label not in sweep["points"]:
+            yield (
+                f"config key '{key}.sweep.only': '{label}' is not a point of the sweep"
+                f"{_did_you_mean(label, list(sweep['points']))}"
+            )
+    for i, vname in enumerate(exp["variants"]):
+        yield from _experiment_variant_errors(config, typed_config, name, exp, i, vname)
+    if any(_is_private(config, v) for v in exp["variants"] if v in variants and variants[v]["method"] in METHODS):
+        yield from _domain_budget_errors(config, key, exp)
+
+
+def _experiment_variant_errors(
+    config: dict, typed_config: Config, name: str, exp: dict, i: int, vname: str
+) -> Iterator[str]:
+    """The experiment's `i`th variant `vname`: it exists, its sweep points fit its method, and it fits the
+    experiment's epsilons and data."""
+    from dpvae.methods.registry import METHODS
+
+    key = f"experiments.{name}"
+    variants = config["variants"]
+    if vname not in variants:
+        yield f"config key '{key}.variants[{i}]': unknown variant '{vname}'{_did_you_mean(vname, list(variants))}"
+        return
+    if variants[vname]["method"] not in METHODS:
+        return
+    method = METHODS.get(variants[vname]["method"])
+    for point, values in ((exp.get("sweep") or {}).get("points") or {}).items():
+        yield from method.Params.errors(values, f"{key}.sweep.points.{point}", method.name)
+    if _is_private(config, vname) and not exp["epsilons"]:
+        yield f"config key '{key}.epsilons': variant '{vname}' is private and needs target epsilons"
+    yield from _fit_errors(config, typed_config, name, vname, i)
 
 
 def _paper_setting_errors(key: str, exp: dict, papers: tuple[str, ...]) -> Iterator[str]:

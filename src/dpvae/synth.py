@@ -280,26 +280,8 @@ def _smallest(planned: Any, target: float) -> str:
 
 def _check_arguments(request: Request) -> None:
     """The numbers and names of the command line, each refused in one line naming the option and its value."""
-    if request.out.suffix.lower() not in OUT_SUFFIXES:
-        raise ConfigError(f"--out {request.out}: write .csv (a table) or .npz (x and y arrays)")
-    if request.out.is_dir():
-        raise ConfigError(f"--out {request.out}: a directory; name the file to write")
-    if request.out.resolve() == Path(request.data).resolve():
-        raise ConfigError(f"--out {request.out}: the --data file itself; write the samples elsewhere")
-    if request.epsilon is not None and not (math.isfinite(request.epsilon) and request.epsilon > 0):
-        raise ConfigError(f"--epsilon {request.epsilon}: the target epsilon must be finite and > 0")
-    if not 0 < request.delta < 1:
-        raise ConfigError(f"--delta {request.delta}: the target delta must be in (0, 1)")
-    if request.n < 1:
-        raise ConfigError(f"--n {request.n}: draw at least 1 record")
-    if request.audit is not None and request.audit < 1:
-        raise ConfigError(f"--audit {request.audit}: audit with at least 1 canary")
-    if request.seed is not None and request.seed < 0:
-        raise ConfigError(f"--seed {request.seed}: the seed must be >= 0")
-    if request.seed is not None and request.seed_file is not None:
-        raise ConfigError("--seed-file: a secret seed, or --seed: a known one, not both")
-    if request.seed_file is not None and not request.seed_file.is_file():
-        raise ConfigError(f"--seed-file {request.seed_file}: no such file")
+    _check_out(request)
+    _check_numbers(request)
     taken = [p for p in bundle(request.out) if p.exists()]
     if taken and not request.force:
         raise ConfigError(f"--out {request.out}: {taken[0]} exists; pass --force to replace the release")
@@ -315,6 +297,34 @@ def _check_arguments(request: Request) -> None:
             raise ConfigError(f"--device {request.device}: no CUDA device is visible here")
     if request.root.exists() and not request.root.is_dir():
         raise ConfigError(f"--root {request.root}: not a directory")
+
+
+def _check_out(request: Request) -> None:
+    """--out: a .csv or .npz file, not a directory, not the --data file."""
+    if request.out.suffix.lower() not in OUT_SUFFIXES:
+        raise ConfigError(f"--out {request.out}: write .csv (a table) or .npz (x and y arrays)")
+    if request.out.is_dir():
+        raise ConfigError(f"--out {request.out}: a directory; name the file to write")
+    if request.out.resolve() == Path(request.data).resolve():
+        raise ConfigError(f"--out {request.out}: the --data file itself; write the samples elsewhere")
+
+
+def _check_numbers(request: Request) -> None:
+    """--epsilon, --delta, --n, --audit, --seed and --seed-file: in range, and one seed at most."""
+    if request.epsilon is not None and not (math.isfinite(request.epsilon) and request.epsilon > 0):
+        raise ConfigError(f"--epsilon {request.epsilon}: the target epsilon must be finite and > 0")
+    if not 0 < request.delta < 1:
+        raise ConfigError(f"--delta {request.delta}: the target delta must be in (0, 1)")
+    if request.n < 1:
+        raise ConfigError(f"--n {request.n}: draw at least 1 record")
+    if request.audit is not None and request.audit < 1:
+        raise ConfigError(f"--audit {request.audit}: audit with at least 1 canary")
+    if request.seed is not None and request.seed < 0:
+        raise ConfigError(f"--seed {request.seed}: the seed must be >= 0")
+    if request.seed is not None and request.seed_file is not None:
+        raise ConfigError("--seed-file: a secret seed, or --seed: a known one, not both")
+    if request.seed_file is not None and not request.seed_file.is_file():
+        raise ConfigError(f"--seed-file {request.seed_file}: no such file")
 
 
 def _checked(request: Request) -> tuple[Any, Any, dict | None, Any]:

@@ -108,6 +108,28 @@ def identity(entry: Mapping[str, Any]) -> dict[str, Any]:
 def problems(dataset_id: str, entry: Mapping[str, Any]) -> list[str]:
     """What is wrong with a declaration (missing file, unknown suffix, absent columns), naming the key."""
     key = f"datasets.{dataset_id}"
+    found = _file_problems(key, entry)
+    if found:
+        return found
+    if entry.get("test_path") is not None and kind_of(entry["test_path"]) != kind_of(entry["path"]):
+        return [f"config key '{key}.test_path': {entry['test_path']} is not of the same kind as {entry['path']}"]
+    found = _table_problems(key, entry) if kind_of(entry["path"]) == "table" else _image_problems(key, entry)
+    if found:
+        return found
+    try:
+        found_facts = facts(entry)
+    except DataError as error:
+        return [f"config key '{key}.path': {error}"]
+    if found_facts.n_train < 2 or found_facts.n_test < 1:
+        found.append(
+            f"config key '{key}.path': {entry['path']} holds too few records to split "
+            f"({found_facts.n_train} for training, {found_facts.n_test} for testing)"
+        )
+    return found
+
+
+def _file_problems(key: str, entry: Mapping[str, Any]) -> list[str]:
+    """Each declared file (`path`, `test_path`) exists and has a known suffix."""
     found = []
     for name in ROLES:
         path = entry.get(name)
@@ -120,49 +142,44 @@ def problems(dataset_id: str, entry: Mapping[str, Any]) -> list[str]:
             found.append(
                 f"config key '{key}.{name}': no such file {path} (relative paths are to the working directory)"
             )
+    return found
+
+
+def _table_problems(key: str, entry: Mapping[str, Any]) -> list[str]:
+    """A table's label column named, the named columns in every file, then its domain."""
+    found = []
+    if entry.get("label") is None:
+        found.append(f"config key '{key}.label': a table needs its label column named")
+        return found
+    for name in ROLES:
+        if entry.get(name) is None:
+            continue
+        try:
+            columns = _columns(str(entry[name]))
+        except DataError as error:
+            return [*found, f"config key '{key}.{name}': {error}"]
+        wanted = [entry["label"], *(entry.get("categorical") or []), *(entry.get("drop") or [])]
+        if missing := [c for c in dict.fromkeys(wanted) if c not in columns]:
+            found.append(
+                f"config key '{key}': {entry[name]} has no column {', '.join(map(repr, missing))} "
+                f"(its columns: {', '.join(columns)})"
+            )
     if found:
         return found
-    if entry.get("test_path") is not None and kind_of(entry["test_path"]) != kind_of(entry["path"]):
-        return [f"config key '{key}.test_path': {entry['test_path']} is not of the same kind as {entry['path']}"]
-    if kind_of(entry["path"]) == "table":
-        if entry.get("label") is None:
-            found.append(f"config key '{key}.label': a table needs its label column named")
-            return found
-        for name in ROLES:
-            if entry.get(name) is None:
-                continue
-            try:
-                columns = _columns(str(entry[name]))
-            except DataError as error:
-                return [*found, f"config key '{key}.{name}': {error}"]
-            wanted = [entry["label"], *(entry.get("categorical") or []), *(entry.get("drop") or [])]
-            if missing := [c for c in dict.fromkeys(wanted) if c not in columns]:
-                found.append(
-                    f"config key '{key}': {entry[name]} has no column {', '.join(map(repr, missing))} "
-                    f"(its columns: {', '.join(columns)})"
-                )
-        if found:
-            return found
-        features, numeric = _features(entry)
-        found.extend(domain.problems(key, entry, "table", features, numeric))
-    else:
-        for option in ("label", "categorical", "drop"):
-            if entry.get(option):
-                found.append(f"config key '{key}.{option}': image arrays take their labels from `y`; remove it")
-        if entry.get("layout") is not None and entry["layout"] not in LAYOUTS:
-            found.append(f"config key '{key}.layout': {entry['layout']!r} is not one of {', '.join(LAYOUTS)}")
-        found.extend(domain.problems(key, entry, "image", (), set()))
-    if found:
-        return found
-    try:
-        found_facts = facts(entry)
-    except DataError as error:
-        return [f"config key '{key}.path': {error}"]
-    if found_facts.n_train < 2 or found_facts.n_test < 1:
-        found.append(
-            f"config key '{key}.path': {entry['path']} holds too few records to split "
-            f"({found_facts.n_train} for training, {found_facts.n_test} for testing)"
-        )
+    features, numeric = _features(entry)
+    found.extend(domain.problems(key, entry, "table", features, numeric))
+    return found
+
+
+def _image_problems(key: str, entry: Mapping[str, Any]) -> list[str]:
+    """Image arrays take no table options and a known layout, then their domain."""
+    found = []
+    for option in ("label", "categorical", "drop"):
+        if entry.get(option):
+            found.append(f"config key '{key}.{option}': image arrays take their labels from `y`; remove it")
+    if entry.get("layout") is not None and entry["layout"] not in LAYOUTS:
+        found.append(f"config key '{key}.layout': {entry['layout']!r} is not one of {', '.join(LAYOUTS)}")
+    found.extend(domain.problems(key, entry, "image", (), set()))
     return found
 
 

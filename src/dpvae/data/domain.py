@@ -187,20 +187,7 @@ def problems(key: str, entry: Mapping[str, Any], kind: str, features: Sequence[s
     mode = source(entry)
     if mode not in SOURCES:
         return [f"config key '{key}.domain': {mode!r} is not one of {', '.join(SOURCES)}"]
-    labels = entry.get("labels")
-    positive = entry.get("positive")
-    if labels is not None and positive is not None:
-        if not (isinstance(labels, list) and len(labels) == 2 and _text(positive) in map(_text, labels)):
-            found.append(f"config key '{key}.labels': with positive, the two label values, one of them {positive!r}")
-    elif isinstance(labels, bool) or (isinstance(labels, int) and labels < 2):
-        found.append(f"config key '{key}.labels': {labels!r}: give the number of classes (>= 2) or the label values")
-    elif isinstance(labels, list) and (len(labels) < 2 or len(set(map(_text, labels))) != len(labels)):
-        found.append(f"config key '{key}.labels': {labels!r}: at least two distinct values")
-    elif labels is None and entry.get("positive") is None and mode != "from_data":
-        found.append(
-            f"config key '{key}.labels': declare the label set (a list, or the number of classes K for 0..K-1) "
-            "or `positive`; the labels may not be read from the private file (or set domain: from_data, not DP)"
-        )
+    found.extend(_label_problems(key, entry, mode))
     epsilon = entry.get("domain_epsilon")
     if mode == "estimate" and not (isinstance(epsilon, int | float) and math.isfinite(epsilon) and epsilon > 0):
         found.append(
@@ -218,6 +205,35 @@ def problems(key: str, entry: Mapping[str, Any], kind: str, features: Sequence[s
             f"config key '{key}.categorical': declare each categorical column's categories under "
             f"`columns` instead (`categorical` is for domain: from_data)"
         )
+    found.extend(_feature_problems(key, columns, mode, features, numeric))
+    return found
+
+
+def _label_problems(key: str, entry: Mapping[str, Any], mode: str) -> list[str]:
+    """The declared label set (`labels`, `positive`) is well formed, or may be read from the data."""
+    found = []
+    labels = entry.get("labels")
+    positive = entry.get("positive")
+    if labels is not None and positive is not None:
+        if not (isinstance(labels, list) and len(labels) == 2 and _text(positive) in map(_text, labels)):
+            found.append(f"config key '{key}.labels': with positive, the two label values, one of them {positive!r}")
+    elif isinstance(labels, bool) or (isinstance(labels, int) and labels < 2):
+        found.append(f"config key '{key}.labels': {labels!r}: give the number of classes (>= 2) or the label values")
+    elif isinstance(labels, list) and (len(labels) < 2 or len(set(map(_text, labels))) != len(labels)):
+        found.append(f"config key '{key}.labels': {labels!r}: at least two distinct values")
+    elif labels is None and entry.get("positive") is None and mode != "from_data":
+        found.append(
+            f"config key '{key}.labels': declare the label set (a list, or the number of classes K for 0..K-1) "
+            "or `positive`; the labels may not be read from the private file (or set domain: from_data, not DP)"
+        )
+    return found
+
+
+def _feature_problems(
+    key: str, columns: Mapping[str, Any], mode: str, features: Sequence[str], numeric: set[str]
+) -> list[str]:
+    """Each declared column is a feature, and each feature's domain is declared where `mode` needs it."""
+    found = []
     for name in sorted(set(columns) - set(features)):
         found.append(f"config key '{key}.columns.{name}': no such feature column (features: {', '.join(features)})")
     for name in features:
