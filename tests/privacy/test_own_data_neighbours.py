@@ -38,7 +38,7 @@ DECLARATION = {
     "columns": {
         "age": {"bounds": [0, 120]},
         "income": {"bounds": [0, 200_000]},
-        "colour": {"categories": ["red", "green", "blue"]},  # no `other`: the domain adds its catch-all
+        "colour": {"categories": ["red", "green", "blue"]},  # no `other`: its first category is the catch-all
     },
 }
 EXTREME = {"age": 45, "income": 7_777_777.7, "colour": "purple", "label": "HIV+"}
