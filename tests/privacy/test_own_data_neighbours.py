@@ -146,7 +146,7 @@ def test_the_walk_catches_a_planted_leak(tmp_path, monkeypatch):
     write = store.write_prepared
 
     def leaky(out_dir, train, test, meta):
-        return write(out_dir, train, test, {**meta, "x_max": float(train.x.max())})
+        return write(out_dir, train, test, {**meta, "x_max": train.x.max(axis=0).tolist()})  # per column
 
     monkeypatch.setattr(store, "write_prepared", leaky)
     monkeypatch.setattr("dpvae.data.registry.write_prepared", leaky)
