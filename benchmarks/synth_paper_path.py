@@ -74,7 +74,7 @@ def synth_run(method: str, epsilon: float, seed: int, work: Path, args: argparse
     """Release through `synth` (kept workspace); (its samples, its prepared data's test split)."""
     from dpvae import synth
     from dpvae.data.store import load_prepared
-    from dpvae.paths import prepared_dir
+    from dpvae.paths import prepared_dir, samples_file
 
     csv, declared = declaration(work)
     out = work / f"synth-{method}-e{epsilon:g}-s{seed}.csv"
@@ -96,9 +96,8 @@ def synth_run(method: str, epsilon: float, seed: int, work: Path, args: argparse
     )
     synth.synth(request)
     work_dir = synth.workspace(request)
-    samples = np.load(work_dir / "run" / "samples.npz")
-    (prepared,) = [p for p in (work_dir / "data" / "prepared").iterdir() if p.is_dir()]
-    data = load_prepared(prepared_dir(work_dir / "data", prepared.name))
+    samples = np.load(samples_file(work_dir / "run"))
+    data = load_prepared(prepared_dir(work_dir / "data", synth._dataset_id(request, {}, work_dir / "data")))
     return {k: samples[k] for k in samples.files}, {"x": data.test.x, "y": data.test.y}
 
 
