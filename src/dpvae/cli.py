@@ -357,7 +357,12 @@ def _metrics(args: argparse.Namespace) -> None:
         help="under --headline sound (the default), calibrate the noise so that the sound epsilon meets the target "
         "(default; P3GM scales every stage's noise by one factor); --no-calibrate-sound refuses instead",
     ),
-    arg("--n", type=int, default=None, help="records to draw (default 1000, whatever the data's size)"),
+    arg(
+        "--n",
+        type=int,
+        default=None,
+        help="records to draw (default: the training N where the release treats it as public, bounded DP; else 1000)",
+    ),
     arg(
         "--seed", type=int, default=None,
         help="repeatable noise for debugging: whoever knows the seed can replay it, so the ledger says not_dp "
@@ -402,7 +407,7 @@ def _synth(args: argparse.Namespace) -> None:
     fields += ("declare", "allow_not_dp", "device", "headline", "calibrate_sound", "seed_file", "work")
     fields += ("keep_work", "force", "quality_report")
     given = {k: getattr(args, k) for k in fields if getattr(args, k) is not None} | {"epsilon": args.epsilon}
-    request = Request(**given, params=parse_params(args.params))  # --n left out: synth.DEFAULT_N
+    request = Request(**given, params=parse_params(args.params))  # --n left out: synth.default_n
     print(synth(request).report)
 
 

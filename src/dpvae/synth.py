@@ -41,7 +41,10 @@ from dpvae.runspec import Audit, RunSpec
 
 LABEL_GUESSES = ("label", "target", "y", "class")
 OUT_SUFFIXES = (".csv", ".npz")
-DEFAULT_N = 1000  # records drawn unless --n says: a fixed number, so the samples do not tell the training-set size
+#: Records drawn unless --n says, where the release treats the training-set size N as protected (an add/remove-one
+#: headline of a method that does not release N): a fixed number, so that the samples do not tell N. Where N is
+#: public (bounded DP, `n_is_public`), the default is N itself, the size of the data the release stands in for.
+DEFAULT_N = 1000
 DEVICES = re.compile(r"auto|cpu|cuda(:\d+)?")
 
 
@@ -56,7 +59,7 @@ class Request:
     params: dict[str, Any]
     out: Path
     audit: int | None = None  # canaries, or None: no audit
-    n: int = DEFAULT_N  # records to draw
+    n: int | None = None  # records to draw (None: `default_n`)
     seed: int | None = None  # None: secret randomness (a release); N: repeatable, not DP (whoever knows N replays)
     seed_file: Path | None = None  # the secret's material, read once (never copied): a repeatable secret release
     root: Path = Path("data")  # where a built-in dataset's public files are prepared
@@ -158,15 +161,30 @@ def synth(request: Request) -> Release:
             raise
         if request.seed is not None:
             ledger = marked_not_dp(ledger, SEED_GIVEN)
+    n_train = facts.n_train if facts is not None else _n_train(prepared)
+    request = dataclasses.replace(request, n=default_n(method, ledger, n_train) if request.n is None else request.n)
     samples = np.load(stages.sample(run_dir, request.n))
     data = load_prepared(prepared)
     quality = _quality(data, samples, ledger, method, request) if request.quality_report else None
     release = _publish(run_dir, samples, data.meta, ledger, request)
-    n_train = facts.n_train if facts is not None else _n_train(prepared)
     report = _report(method, ledger, release, request, n_train, data.meta, quality)
     if not request.keep_work:
         _clear(work, keep=None if quality is None else report_file(work))
     return dataclasses.replace(release, report=report, quality=None if quality is None else report_file(work))
+
+
+def n_is_public(method: Any, ledger: Any) -> bool:
+    """Whether the release treats the training-set size N as public: a non-private method, a headline under
+    replace-one neighbours (bounded DP: neighbours have the same N), or a method whose release depends on N
+    (`Method.releases_n`) -- what the report's `public:` line says (`privacy.summary.public_line`)."""
+    if ledger is None:
+        return True
+    return ledger.headline_accounting.adjacency == "replace-one" or bool(method.releases_n)
+
+
+def default_n(method: Any, ledger: Any, n_train: int) -> int:
+    """Records drawn without --n: the training N where it is public (`n_is_public`), else `DEFAULT_N`."""
+    return n_train if n_is_public(method, ledger) else DEFAULT_N
 
 
 def _quality(data: Any, samples: Any, ledger: Any, method: Any, request: Request) -> Any:
@@ -315,7 +333,7 @@ def _check_numbers(request: Request) -> None:
         raise ConfigError(f"--epsilon {request.epsilon}: the target epsilon must be finite and > 0")
     if not 0 < request.delta < 1:
         raise ConfigError(f"--delta {request.delta}: the target delta must be in (0, 1)")
-    if request.n < 1:
+    if request.n is not None and request.n < 1:
         raise ConfigError(f"--n {request.n}: draw at least 1 record")
     if request.audit is not None and request.audit < 1:
         raise ConfigError(f"--audit {request.audit}: audit with at least 1 canary")

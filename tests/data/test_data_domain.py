@@ -81,15 +81,15 @@ def test_the_extreme_record_is_clipped_and_its_category_mapped_to_other(tmp_path
 
 def test_an_undeclared_category_or_label_maps_never_stops_and_is_never_named(tmp_path, capsys):
     """Issue 62: whether a run happens, and what it prints, never depends on one record. An unseen category maps to
-    the column's catch-all (added to a declaration without `other`, whatever the data holds), an undeclared label
+    the column's catch-all (a declaration without `other`: its first category, none added), an undeclared label
     to the first declared label; the domain is the same with or without the record; no message names the value."""
     columns = {**COLUMNS, "colour": {"categories": ["red", "green", "blue"]}}
     plain = _prepare(tmp_path, "a0", _table(50), columns=columns, positive="yes")
     extreme = _prepare(tmp_path, "a", _with_extreme(_table(50)), columns=columns, positive="yes")
     assert plain.meta["domain"] == extreme.meta["domain"]
-    assert [c["categories"] for c in extreme.meta["columns"] if c["name"] == "colour"] == [
-        ["red", "green", "blue", "other"]
-    ]
+    assert [c["categories"] for c in extreme.meta["columns"] if c["name"] == "colour"] == [["red", "green", "blue"]]
+    whole = _prepare(tmp_path, "w", _with_extreme(_table(50)), _table(5), columns=columns, positive="yes")
+    assert whole.train.x[-1, 2] == 0.0  # 'purple' -> 'red', the first category (all rows train: a test file)
     labelled = _prepare(tmp_path, "b", _with_extreme(_table(50)), columns=COLUMNS, labels=["no", "yes"])
     assert labelled.meta["label_names"] == ["no", "yes"]
     both = np.concatenate([labelled.train.y, labelled.test.y])
@@ -200,3 +200,28 @@ def test_an_ambiguous_image_layout_is_refused_naming_it(tmp_path):
     np.savez(tmp_path / "i.npz", x=np.zeros((4, 3, 8, 3), np.uint8), y=np.arange(4) % 2)
     found = declared.problems("mine", {"path": str(tmp_path / "i.npz"), "labels": 2})
     assert len(found) == 1 and "[4, 3, 8, 3]" in found[0] and "declare layout: NCHW or NHWC" in found[0]
+
+
+def test_a_declared_public_domain_encodes_as_the_built_in_one(tmp_path):
+    """Issue 64 (Build 6): Adult's published domain declared in a file (as `dpvae synth --declare` takes it) encodes
+    the rows as the built-in `adult` preparer does: no category is added, so every declared category keeps its code
+    k / (K - 1) (an appended, empty `other` squeezed them, e.g. sex to {0, 0.5}, and came back in releases)."""
+    from dpvae.data import tabular
+
+    public = tabular.adult_domain(keep_unknown=True)
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {
+            c.name: rng.choice(c.categories, 40) if c.categories else rng.uniform(*c.bounds, 40).round()
+            for c in public.columns
+        }
+    )
+    frame["income"] = rng.choice(public.labels, 40)
+    columns = {
+        c.name: {"categories": list(c.categories)} if c.categories else {"bounds": list(c.bounds)}
+        for c in public.columns
+    }
+    prepared = _prepare(tmp_path, "adult", frame, label="income", columns=columns, labels=list(public.labels))
+    rows = np.concatenate([prepared.train.x, prepared.test.x])
+    order = np.concatenate(holdout_rows(40, seed=0)[:2])
+    np.testing.assert_array_equal(rows, domain.encode_table(public, frame.iloc[order], "adult"))

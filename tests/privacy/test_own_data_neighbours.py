@@ -38,7 +38,7 @@ DECLARATION = {
     "columns": {
         "age": {"bounds": [0, 120]},
         "income": {"bounds": [0, 200_000]},
-        "colour": {"categories": ["red", "green", "blue"]},  # no `other`: the domain adds its catch-all
+        "colour": {"categories": ["red", "green", "blue"]},  # no `other`: its first category is the catch-all
     },
 }
 EXTREME = {"age": 45, "income": 7_777_777.7, "colour": "purple", "label": "HIV+"}
@@ -146,7 +146,7 @@ def test_the_walk_catches_a_planted_leak(tmp_path, monkeypatch):
     write = store.write_prepared
 
     def leaky(out_dir, train, test, meta):
-        return write(out_dir, train, test, {**meta, "x_max": float(train.x.max())})
+        return write(out_dir, train, test, {**meta, "x_max": train.x.max(axis=0).tolist()})  # per column
 
     monkeypatch.setattr(store, "write_prepared", leaky)
     monkeypatch.setattr("dpvae.data.registry.write_prepared", leaky)

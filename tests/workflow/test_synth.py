@@ -192,6 +192,16 @@ def test_calibrate_sound_meets_the_target_with_the_sound_bound(table):
     assert Ledger.read(table / "out" / "x.privacy.json").sound.epsilon == pytest.approx(1.5)
 
 
+def test_n_defaults_to_the_training_n_where_it_is_public(table, capsys):
+    """Issue 64: under the default sound headline (replace-one: N is public) --n defaults to the training N, as the
+    report's `public:` line says; under an add/remove-one headline of a method that does not release N, to the fixed
+    DEFAULT_N (`test_headline_paper_releases_under_the_claim_and_reports_it`)."""
+    assert main(synth()) == 0
+    report = capsys.readouterr().out
+    assert "public: N = 108 public" in report and "wrote 108 synthetic records" in report
+    assert len(pd.read_csv(table / "out" / "x.csv")) == 108 != DEFAULT_N
+
+
 @pytest.mark.parametrize("method", ["p3gm", "dp-vae", "dp-gm"])
 def test_every_private_method_meets_the_target_by_default(table, method):
     """Issue 64: no flag beyond --declare; P3GM scales all its stages' noise by one factor (its ε' alone cannot).

@@ -5,8 +5,9 @@ set, the label set. A declaration (config key `datasets.<id>`, or `dpvae synth -
 the domain comes from (`domain:`):
 
 * `declared` (the default): every feature column under `columns` with `bounds: [lo, hi]` (values outside
-  are clipped, never widened) or `categories: [...]` (an unseen value maps to the declared `other`, or is
-  refused); the label set as `labels` (or `positive`, which makes it {not <positive>, <positive>}).
+  are clipped, never widened) or `categories: [...]` (an unseen value maps to the declared `other`, else to the
+  first category; a built-in dataset refuses it); the label set as `labels` (or `positive`, which makes it
+  {not <positive>, <positive>}).
 * `estimate`: the bounds of the numeric columns not declared are estimated under ε = `domain_epsilon`
   (pure ε-DP: Laplace counts over a fixed, data-independent grid of ±2^k bins, thresholded; see
   `estimate_bounds`), spent from every run's target and recorded in its ledger (`preprocessing`). Category
@@ -272,13 +273,11 @@ def _column_problems(where: str, spec: Any) -> list[str]:
     return []
 
 
-#: the category a declared categorical column without `other` gets as its last one: unseen values map to it
-CATCH_ALL = "other"
-
-
 def declared_columns(entry: Mapping[str, Any], features: Sequence[str]) -> dict[str, Column]:
     """The columns the declaration states (by name); a categorical one always has an `other` category (declared,
-    else `CATCH_ALL` appended), so that no value of a record can stop or shape the preparation."""
+    else its first category), so that no value of a record can stop or shape the preparation. No category is added:
+    the declared ones keep their codes k / (K - 1), as a built-in dataset's same domain encodes them (an appended,
+    empty catch-all squeezed them into [0, (K - 1) / K] and came back in releases as a category of its own)."""
     found = {}
     for name, spec in (entry.get("columns") or {}).items():
         if name not in features:
@@ -288,9 +287,7 @@ def declared_columns(entry: Mapping[str, Any], features: Sequence[str]) -> dict[
             found[name] = Column(name, bounds=bounds, integer=bool(spec.get("integer", False)))
         else:
             categories = tuple(map(_text, spec["categories"]))
-            other = CATCH_ALL if spec.get("other") is None else _text(spec["other"])
-            if other not in categories:  # the domain's own catch-all, added whatever the data holds
-                categories += (other,)
+            other = categories[0] if spec.get("other") is None else _text(spec["other"])  # one of them (problems())
             found[name] = Column(name, categories=categories, other=other)
     return found
 
