@@ -116,12 +116,13 @@ def test_defaults_are_filled_in():
             lambda c: c["variants"]["p3gm"]["per_setting"].append(
                 {"dataset": "mnist-p3gm", "epsilon": 0.5, "params": {"epochs": 2}}
             ),
-            f"config key 'variants.p3gm.per_setting[{APPENDED}]': no experiment runs variant 'p3gm' on dataset mnist-p3gm at "
-            "epsilon 0.5",
+            f"config key 'variants.p3gm.per_setting[{APPENDED}]': no experiment runs variant 'p3gm' on dataset "
+            "mnist-p3gm at epsilon 0.5",
         ),
         (
             lambda c: c["variants"]["p3gm"]["per_setting"].append({"dataset": "credit", "epsilon": 0.5, "params": {}}),
-            f"config key 'variants.p3gm.per_setting[{APPENDED}]': a second entry for dataset credit at epsilon 0.5 ([1])",
+            f"config key 'variants.p3gm.per_setting[{APPENDED}]': a second entry for dataset credit at epsilon 0.5 "
+            "([1])",
         ),
         (
             lambda c: c["variants"]["p3gm"]["per_setting"].append({"dataset": "credlt", "epsilon": 1, "params": {}}),
