@@ -7,16 +7,17 @@
 # refuses a modified tree. Rerun the same command after an interruption: Snakemake keeps finished runs, and a table
 # is recorded again only when rebuilt.
 #   DPVAE_DATA_MIRROR=../shared/data nice -n 19 workflow/campaigns/today-adult-queue.sh
-# Cost per run on the project's 2-core CPU (training + sampling; every run adds its evaluation, ~4 min: the four
-# classifiers ~3 min, the 2-way marginals ~1 min, the P3GM Adult campaign's benchmark TSVs): PrivBayes ~10 s, P3GM
-# ~30 s, DP-GM ~30 s (one of the campaign's five took 24 min under contention), MST ~1-4 min and AIM ~13-33 min
-# (docs/mst-aim.md's synth runs at epsilon 1 and 10). Twenty runs per method: about 1.5 h each for PrivBayes,
-# P3GM, DP-GM and MST, 6-12 h for AIM.
+# Cost per run on the project's 2-core CPU, training + sampling + the two evaluations: PrivBayes ~45 s, P3GM ~1 min,
+# DP-GM ~1 min (medians of the P3GM Adult campaign's five epsilon-1 runs, their benchmark TSVs: the four classifiers
+# ~30 s, the 2-way marginals ~5 s; under contention one DP-GM run took 24 min to train and 49 min in all), MST ~1.5-4.5
+# min and AIM ~14-34 min (docs/mst-aim.md's synth runs at epsilon 1 and 10, plus the evaluations). Twenty runs each:
+# PrivBayes ~15 min, P3GM and DP-GM ~20 min, MST 0.5-1.5 h, AIM 5-11 h. METHODS reorders (the order records them).
 set -euo pipefail
 SNAKEMAKE=${SNAKEMAKE:-.venv/bin/snakemake}
 PYTHON=${PYTHON:-.venv/bin/python}
 TABLES=results/paper/tables/today_adult/adult
-for method in mst privbayes p3gm aim dp-gm; do
+METHODS=${METHODS:-mst privbayes p3gm aim dp-gm}
+for method in $METHODS; do
   table="$TABLES/$method.csv"
   command="nice -n 19 snakemake --cores 1 $table"
   echo "== $(date -u +%FT%TZ) $table"
