@@ -36,13 +36,13 @@ import pandas as pd
 from dpvae.files import atomic_write
 from dpvae.items import ITEMS, PAPERS, item_ids
 from dpvae.reproductions import KEY, read_all
+from dpvae.seeds import CONFIDENCE, SeedStats
 
 CLAIMS_FILE = "claims.csv"
 COLUMNS = (
     "id", "paper", "item", "place", "quote", "kind", "metric", "methods", "dataset", "classifier", "epsilon",
     "setting", "axis", "direction", "value", "tolerance", "rows", "needs", "note",
 )  # fmt: skip
-CONFIDENCE = 0.95
 SUPPORTED, CONTRADICTED, UNDECIDED, UNTESTED = "supported", "contradicted", "undecided", "untested"
 VERDICTS = (SUPPORTED, CONTRADICTED, UNDECIDED, UNTESTED)
 DIRECTIONS = {"higher": 1, "lower": -1, "increasing": 1, "decreasing": -1, "": 0}
@@ -208,13 +208,8 @@ class Point:
         return cls(float(values.mean()), float(values.std(ddof=1)) if len(values) > 1 else math.nan, len(values))
 
     def interval(self) -> tuple[float, float]:
-        """The `CONFIDENCE` t-interval of the mean; NaN for one seed."""
-        if self.n < 2:
-            return math.nan, math.nan
-        from scipy import stats
-
-        half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, self.n - 1)) * self.sd / math.sqrt(self.n)
-        return self.mean - half, self.mean + half
+        """The `CONFIDENCE` t-interval of the mean (`SeedStats.interval`); NaN for one seed."""
+        return SeedStats(self.mean, self.sd, self.n).interval(CONFIDENCE)
 
     def text(self) -> str:
         return f"{self.mean:.4g} (n={self.n})"

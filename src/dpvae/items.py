@@ -1,5 +1,5 @@
-"""Every figure and table of the four papers (and the project's own audit item): the one list of papers and
-item ids, and what each item reads.
+"""Every figure and table of the four papers (and the project's own items: the privacy audit, the "today"
+comparison): the one list of papers and item ids, and what each item reads.
 
 An item is rendered from the tidy tables of its experiments (one per experiment and dataset, or one per
 analysis) plus, for qualitative figures, per-run artifacts. Whether it can be built is derived from the
@@ -15,12 +15,15 @@ from dpvae.errors import TargetError
 from dpvae.registry import did_you_mean
 
 PAPERS = ("privae", "lvae", "p3gm", "dp2vae")  # the papers (each with its published numbers)
-SECTIONS = (*PAPERS, "audit")  # first path segment of every item: the papers and the project's own
+SECTIONS = (*PAPERS, "audit", "today")  # first path segment of every item: the papers and the project's own
 
 
 #: The audit item's experiments (analyses): the engine-level audit and every private method audited through
 #: its own training entry point (docs/audit.md).
 AUDIT_EXPERIMENTS = ("audit_engines", "audit_methods")
+#: The "today" item's experiment: the tabular state of the art (MST, AIM) beside the papers' methods on Adult
+#: (docs/mst-aim.md); the project's own comparison, not a reproduction: no published number, no scorecard cell.
+TODAY_EXPERIMENT = "today_adult"
 
 
 @dataclass(frozen=True)
@@ -163,6 +166,14 @@ def _items() -> tuple[Item, ...]:
             "Empirical privacy audit: claimed epsilon vs one-run lower bound per DP-SGD engine and private method",
             AUDIT_EXPERIMENTS,
             roles=("engines", "methods"),
+            extra_outputs=("csv",),
+        ),
+        Item(
+            "today",
+            "adult",
+            F,
+            "Today: MST and AIM beside the papers' methods on UCI Adult - AUROC, AUPRC and 2-way TVD vs epsilon",
+            (TODAY_EXPERIMENT,),
             extra_outputs=("csv",),
         ),
     )

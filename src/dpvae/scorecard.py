@@ -51,7 +51,7 @@ from dpvae.reproductions import (
     not_dp_reasons,
     read_all,
 )
-from dpvae.seeds import SeedStats
+from dpvae.seeds import CONFIDENCE, SeedStats
 
 # metric -> ("abs" | "rel", tolerance): the verdict rule (docs/operations.md, "Recorded reproductions …").
 TOLERANCES: dict[str, tuple[str, float]] = {
@@ -68,7 +68,6 @@ SETTING_METRICS = frozenset(
     {"sigma_s", "lr", "epochs", "batch_size", "n_records", "n_features", "n_classes", "pct_positive"}
 )
 SEEDS_PLANNED = 5  # the pre-registered seeds of every judged result (issue 63 Build 2; "n=k of 5" where fewer)
-CONFIDENCE = 0.95  # the t-interval of a mean over seeds
 
 WITHIN, OUTSIDE, UNDECIDED = "within tolerance", "outside tolerance", "undecided"
 NOT_REPRODUCED, CITED = "not reproduced", "cited (not run)"
@@ -89,14 +88,9 @@ def _bound(metric: str, paper_value: float) -> float:
 
 
 def interval(mean: float, sd: float, n: int) -> tuple[float, float]:
-    """The `CONFIDENCE` t-interval of a mean of `n` seeds with sample sd `sd`: mean ± t(n-1) sd/sqrt(n); NaN for
+    """The `CONFIDENCE` t-interval of a mean of `n` seeds with sample sd `sd` (`SeedStats.interval`); NaN for
     fewer than two seeds (no interval)."""
-    if n < 2 or not math.isfinite(sd):
-        return math.nan, math.nan
-    from scipy import stats
-
-    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1)) * sd / math.sqrt(n)
-    return mean - half, mean + half
+    return SeedStats(mean, sd, n).interval(CONFIDENCE)
 
 
 def verdict(metric: str, paper_value: float, low: float, high: float) -> str:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 SUMMARY_COLUMNS = ("mean", "sd", "n")
+CONFIDENCE = 0.95  # the two-sided t-interval of a mean over seeds (the scorecard, the claims, the today page)
 
 
 def _sd(values: pd.Series) -> float:
@@ -36,6 +37,15 @@ class SeedStats:
     def of_row(cls, row: pd.Series) -> SeedStats:
         """The stats of one row of a `seed_summary` (or of any frame with mean, sd and n columns)."""
         return cls(float(row["mean"]), float(row["sd"]), int(row["n"]))
+
+    def interval(self, confidence: float = CONFIDENCE) -> tuple[float, float]:
+        """The `confidence` t-interval of the mean: mean ± t(n-1) sd/sqrt(n); NaN bounds for fewer than two seeds."""
+        if self.n < 2 or not math.isfinite(self.sd):
+            return math.nan, math.nan
+        from scipy import stats
+
+        half = float(stats.t.ppf(0.5 + confidence / 2, self.n - 1)) * self.sd / math.sqrt(self.n)
+        return self.mean - half, self.mean + half
 
     @property
     def shown(self) -> bool:

@@ -12,6 +12,8 @@ from dpvae.paths import CAMPAIGN_OVERLAY, CAMPAIGNS, OVERLAYS, REPO_ROOT, campai
 
 PAPER_CONFIG = REPO_ROOT / "config.yaml"
 SMOKE_CONFIG = REPO_ROOT / "tests" / "config" / "smoke.yaml"
+#: the index of an entry appended to p3gm's per_setting list (after config.yaml's own)
+APPENDED = len(yaml.safe_load(PAPER_CONFIG.read_text())["variants"]["p3gm"]["per_setting"])
 
 
 def _raw(path=PAPER_CONFIG) -> dict:
@@ -108,22 +110,23 @@ def test_defaults_are_filled_in():
             lambda c: c["variants"]["p3gm"]["per_setting"].append(
                 {"dataset": "credit", "epsilon": "one", "params": {}}
             ),
-            "config key 'variants.p3gm.per_setting[3].epsilon': 'one' is not an epsilon",
+            f"config key 'variants.p3gm.per_setting[{APPENDED}].epsilon': 'one' is not an epsilon",
         ),
         (
             lambda c: c["variants"]["p3gm"]["per_setting"].append(
                 {"dataset": "mnist-p3gm", "epsilon": 0.5, "params": {"epochs": 2}}
             ),
-            "config key 'variants.p3gm.per_setting[3]': no experiment runs variant 'p3gm' on dataset mnist-p3gm at "
-            "epsilon 0.5",
+            f"config key 'variants.p3gm.per_setting[{APPENDED}]': no experiment runs variant 'p3gm' on dataset "
+            "mnist-p3gm at epsilon 0.5",
         ),
         (
             lambda c: c["variants"]["p3gm"]["per_setting"].append({"dataset": "credit", "epsilon": 0.5, "params": {}}),
-            "config key 'variants.p3gm.per_setting[3]': a second entry for dataset credit at epsilon 0.5 ([1])",
+            f"config key 'variants.p3gm.per_setting[{APPENDED}]': a second entry for dataset credit at epsilon 0.5 "
+            "([1])",
         ),
         (
             lambda c: c["variants"]["p3gm"]["per_setting"].append({"dataset": "credlt", "epsilon": 1, "params": {}}),
-            "config key 'variants.p3gm.per_setting[3].dataset'",
+            f"config key 'variants.p3gm.per_setting[{APPENDED}].dataset'",
         ),
         (
             lambda c: c["variants"]["p3gm"].update(per_epsilon={"0.5": {"epochs": 2}}),

@@ -1,5 +1,5 @@
-"""The item inventory: all 34 figures and tables of the papers (plus the project's own audit item), their
-experiments, and derived status."""
+"""The item inventory: all 34 figures and tables of the papers (plus the project's own items: the audit and the
+"today" comparison), their experiments, and derived status."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ EXPECTED = (
 def test_all_34_items_are_known():
     papers = sorted(key for key, item in ITEMS.items() if item.paper in PAPERS)
     assert papers == sorted(EXPECTED) and len(papers) == 34
-    assert sorted(set(ITEMS) - set(papers)) == ["audit/dpsgd"]  # the project's own item (no paper)
+    assert sorted(set(ITEMS) - set(papers)) == ["audit/dpsgd", "today/adult"]  # the project's own items (no paper)
 
 
 def test_every_item_experiment_exists_in_both_configs(paper_config, smoke_config):

@@ -278,6 +278,30 @@ def test_a_study_no_item_reads_is_recorded_under_studies_with_its_sweep_point(tm
     assert pd.read_csv(written)["value"].tolist() == [240.0]
 
 
+def test_the_today_comparison_is_recorded_in_its_own_file_and_stays_out_of_the_scorecard(tmp_path):
+    """today_adult (the project's own item today/adult, not a reproduction) is recorded into reproductions/today.csv
+    with its runs' provenance and our method ids; the scorecard and its headline, which read the papers' files only,
+    neither list nor count it."""
+    train = {"device_name": "cpu: x86_64 x2", "commit": "abc", "seconds": 61.0}
+    table = paper_run_table(tmp_path, "today_adult", "adult", "mst", train)
+    row = {"experiment": "today_adult", "dataset": "adult", "variant": "mst", "method": "mst", "epsilon": 1.0}
+    rows = [{**row, "seed": 0, "metric": "auroc", "classifier": "mean4", "value": 0.83}]
+    rows += [{**row, "seed": 0, "metric": "epsilon_spent", "value": 1.0}]
+    pd.DataFrame(rows).to_csv(table, index=False)
+    out = tmp_path / "reproductions"
+    (written,) = record([table], command="workflow/campaigns/today-adult-queue.sh", out_dir=out)
+    assert written == out / "today.csv" and [p.name for p in out.iterdir()] == ["today.csv"]
+    got = pd.read_csv(written, dtype={"setting": str}).fillna({"setting": ""})
+    assert list(got.columns) == list(COLUMNS)
+    assert got[["paper", "item", "dataset", "method", "metric", "classifier", "value"]].values.tolist() == [
+        ["today", "adult", "adult", "mst", "auroc", "mean4", 0.83]
+    ]
+    assert (got["device"].item(), got["commit"].item(), got["wall_s"].item()) == ("cpu: x86_64 x2", "abc", 61.0)
+    card = scorecard(reproductions_dir=out)
+    assert not (card["paper"] == "today").any() and card["n"].fillna(0).sum() == 0
+    assert set(card["verdict"]) == {"not reproduced", "cited (not run)"}
+
+
 def test_a_campaign_scripts_measurements_are_recorded_with_their_own_provenance(tmp_path):
     """`record --study NAME FILE` (the Real-data FID study's CSV): rows merged into reproductions/studies/NAME.csv,
     a case measured again replaced, another dataset's kept; refused with one line, nothing written, where a column of
