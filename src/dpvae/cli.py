@@ -37,6 +37,16 @@ def _run_spec(text: str) -> object:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"not a positive integer: {text!r}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dpvae", description=__doc__)
     sub = parser.add_subparsers(dest="stage", required=True)
@@ -64,6 +74,9 @@ def _parser() -> argparse.ArgumentParser:
         help="a configuration overlay on config.yaml, as for snakemake (--configfile=FILE; repeatable)",
     )
     p.add_argument("--directory", default=".", help="the working directory of the build (default: here)")
+    p.add_argument(
+        "--cores", type=_positive_int, default=2, help="the build's --cores, for its wall time (default: 2)"
+    )
     output = p.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="the plan as JSON")
     output.add_argument("--markdown", action="store_true", help="one row per target (markdown)")
@@ -409,7 +422,7 @@ def _run(args: argparse.Namespace) -> int:
     elif args.stage == "plan":
         from dpvae.plan import cost_plan
 
-        plan = cost_plan(args.targets, args.configfile, args.directory)
+        plan = cost_plan(args.targets, args.configfile, args.directory, cores=args.cores)
         if args.record:
             sys.stdout.write(plan.to_records())
         else:

@@ -33,6 +33,7 @@ job wall time, summed. A job over `IMPRACTICAL_DAYS` on a machine is **impractic
 from __future__ import annotations
 
 import csv
+import heapq
 import json
 import re
 import statistics
@@ -67,6 +68,7 @@ GPU_MACHINE, CPU_MACHINE = "gpu_machine", "cpu_2core"
 _CPUS = ("cpu2", "cpu", "")  # the device classes a job that runs on a CPU is measured on, in order
 DEVICE_LOGS = REPO_ROOT / "benchmarks" / "measured"  # committed device logs (*.log) and benchmark records (*.tsv)
 IMPRACTICAL_DAYS = 30  # a job longer than this on a machine is impractical there
+BUILD_CORES = 2  # `make smoke`'s --cores (Makefile CORES)
 SOURCES = ("measured", "similar", "rule", "logged", "declared", "no GPU rate", "none")
 _RECORD_COLUMNS = ("scale", "rule", "group", "ident", "key", "device", "seconds")
 _RUN_WILDCARDS = frozenset({"dataset", "variant", "eps", "seed"})
@@ -416,6 +418,7 @@ class CostPlan:
     jobs: list[JobCost]
     rules: tuple[str, ...]  # the workflow's rules in the order they are defined (rows follow it)
     benchmarked: tuple[Record, ...] = ()  # the working directory's benchmark files (`to_records`)
+    cores: int = BUILD_CORES  # the build's `--cores` (`build_seconds`)
 
     def totals(self, jobs: Sequence[JobCost] | None = None) -> dict:
         """Counts and hours of `jobs` (default: all): on the GPU machine GPU- and CPU-hours, on the 2-core machine
@@ -440,6 +443,35 @@ class CostPlan:
                 for machine, ests in ((GPU_MACHINE, gpu), (CPU_MACHINE, cpu))
             },
         }
+
+    def build_seconds(self, cores: int, machine: str = CPU_MACHINE) -> float:
+        """The build's wall time on `machine` running `cores` jobs at once (Snakemake's `--cores` with one core a
+        job, as under `--max-threads 1`): each job still to run starts, in the DAG's order, once the jobs it needs
+        are done and a core is free, and takes its estimate (a greedy list schedule; a job without an estimate, or
+        an impractical one, takes none)."""
+        seconds = [
+            0.0 if not c.estimates or c.estimates[machine].impractical else c.estimates[machine].seconds or 0.0
+            for c in self.jobs
+        ]
+        waiting = [len(c.job.needs) for c in self.jobs]
+        needed_by: dict[int, list[int]] = {}
+        for i, cost in enumerate(self.jobs):
+            for n in cost.job.needs:
+                needed_by.setdefault(n, []).append(i)
+        ready = [i for i, w in enumerate(waiting) if w == 0]  # a heap: the DAG's order
+        heapq.heapify(ready)
+        running: list[tuple[float, int]] = []  # (finish, job)
+        now = 0.0
+        while ready or running:
+            while ready and len(running) < cores:
+                i = heapq.heappop(ready)
+                heapq.heappush(running, (now + seconds[i], i))
+            now, done = heapq.heappop(running)
+            for i in needed_by.get(done, ()):
+                waiting[i] -= 1
+                if waiting[i] == 0:
+                    heapq.heappush(ready, i)
+        return now
 
     def rows(self) -> list[dict]:
         """One row per rule and group (metric or method, dataset), rules in the workflow's order."""
@@ -489,6 +521,7 @@ class CostPlan:
             "total": self.totals(),
             "per_target": self.per_target(),
             "rows": self.rows(),
+            "build": {"machine": CPU_MACHINE, "cores": self.cores, "seconds": round(self.build_seconds(self.cores), 1)},
         }
 
     def to_text(self) -> str:
@@ -513,6 +546,11 @@ class CostPlan:
         body = [(r["rule"], r["group"], *_counts(r), _estimate_text(r["estimate"])) for r in self.rows()]
         body.append(("total", "", *_counts(total), _sources_text(total)))
         lines += _table(header, body)
+        lines += [
+            "",
+            f"Build on the 2-core machine with --cores {self.cores} (one core a job, each after the jobs it needs): "
+            f"about {_duration(self.build_seconds(self.cores))} (jobs not estimated count none).",
+        ]
         if len(self.targets) > 1:
             lines += ["", "Per target (a job that several targets need is counted in each):", ""]
             lines += _table(
@@ -528,6 +566,7 @@ def cost_plan(
     workdir: str | Path = ".",
     reproductions_dir: Path | None = None,
     measured_dir: Path = DEVICE_LOGS,
+    cores: int = BUILD_CORES,
 ) -> CostPlan:
     """The jobs `targets` need under config.yaml + `configfiles` in `workdir`, each built or estimated
     (measurements: `workdir`'s benchmark files, then `measured_dir`'s records and logs, then at paper scale
@@ -559,6 +598,7 @@ def cost_plan(
         costs,
         dag.rules,
         tuple(measured.benchmarked),
+        cores,
     )
 
 
@@ -570,7 +610,7 @@ _MEASURED_TEXT = {"measured": "measured", "similar": "similar jobs measured", "r
 
 def describe(estimates: Sequence[Estimate]) -> str:
     """Where a row's estimates come from: 'measured: 3 runs on cuda: NVIDIA H200', 'declared 120 min for
-    cpu-reference', 'no GPU rate (declared 26 min for cpu-reference)', ...; '(n jobs)' after each when mixed."""
+    cpu-reference at paper scale', 'no GPU rate (declared 26 min for cpu-reference at paper scale)', ...; '(n jobs)' after each when mixed."""
     parts = []
     for source in SOURCES:
         chosen = [e for e in estimates if e.source == source]
@@ -580,7 +620,7 @@ def describe(estimates: Sequence[Estimate]) -> str:
         devices = ", ".join(sorted({d for e in chosen for d in e.devices}))
         minutes = sorted({round(e.declared.minutes) for e in chosen if e.declared})
         span = f"{minutes[0]}" if len(minutes) == 1 else f"{minutes[0]}-{minutes[-1]}" if minutes else ""
-        declared_for = {e.declared.device for e in chosen if e.declared}
+        declared_for = {f"{e.declared.device} at {e.declared.scale} scale" for e in chosen if e.declared}
         declared = f"declared {span} min for {', '.join(sorted(declared_for))}" if minutes else ""
         if source in _MEASURED_TEXT:
             text = f"{_MEASURED_TEXT[source]}: {len(runs)} run{'s' * (len(runs) != 1)} on {devices}"
@@ -634,6 +674,11 @@ def _counts(total: dict) -> tuple[str, ...]:
 
 def _hours(estimates: Iterable[Estimate]) -> float:
     return round(sum(e.seconds or 0.0 for e in estimates if not e.impractical) / 3600, 3)
+
+
+def _duration(seconds: float) -> str:
+    """'45 s', '12.3 min', '4.2 h'."""
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:,.1f} h"
 
 
 def _h(hours: float) -> str:

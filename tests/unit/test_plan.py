@@ -145,13 +145,13 @@ def test_estimate_preferences_and_descriptions():
     ]
     gpu = Estimate(100.0, "measured", True, ("cuda: NVIDIA H200",), frozenset({"a", "b"}))
     assert describe([gpu, gpu]) == "measured: 2 runs on cuda: NVIDIA H200"
-    cpu_ref = Declared(10, DeviceClass.CPU_REFERENCE)
+    cpu_ref = Declared(10, DeviceClass.CPU_REFERENCE, "paper")
     assert describe([gpu, Estimate(600.0, "declared", declared=cpu_ref), Estimate(None, "none")]) == (
-        "measured: 2 runs on cuda: NVIDIA H200 (1 jobs); declared 10 min for cpu-reference (1 jobs); "
+        "measured: 2 runs on cuda: NVIDIA H200 (1 jobs); declared 10 min for cpu-reference at paper scale (1 jobs); "
         "no runtime declared (1 jobs)"
     )
     assert describe([Estimate(None, "no GPU rate", True, declared=cpu_ref)]) == (
-        "no GPU rate (declared 10 min for cpu-reference)"
+        "no GPU rate (declared 10 min for cpu-reference at paper scale)"
     )
     slow = Estimate(IMPRACTICAL_DAYS * 86400 + 1, "declared", declared=cpu_ref)
     assert slow.impractical and not Estimate(IMPRACTICAL_DAYS * 86400, "declared").impractical
@@ -218,7 +218,7 @@ def smoke_settings() -> Settings:
 def _reference_job(gpu: bool = True) -> DagJob:
     """FID's reference job: it asks for a GPU, and declares CPU-reference minutes only."""
     return DagJob(
-        "reference", {"dataset": "mnist", "metric": "fid"}, False, Declared(CPU_REF_MIN, DeviceClass.CPU_REFERENCE),
+        "reference", {"dataset": "mnist", "metric": "fid"}, False, Declared(CPU_REF_MIN, DeviceClass.CPU_REFERENCE, "paper"),
         gpu, frozenset(),
     )  # fmt: skip
 
@@ -237,7 +237,7 @@ def test_a_gpu_row_never_takes_a_cpu_declaration_or_measurement(smoke_settings, 
     for measured in (_measured(smoke_settings, tmp_path), _measured(smoke_settings, tmp_path, "cpu: test x2")):
         on_gpu = measured.estimate(job, GPU_MACHINE, "auto")
         assert (on_gpu.seconds, on_gpu.source, on_gpu.on_gpu) == (None, "no GPU rate", True)
-        assert on_gpu.declared == Declared(CPU_REF_MIN, DeviceClass.CPU_REFERENCE)
+        assert on_gpu.declared == Declared(CPU_REF_MIN, DeviceClass.CPU_REFERENCE, "paper")
     assert _measured(smoke_settings, tmp_path).estimate(job, CPU_MACHINE, "auto").seconds == CPU_REF_MIN * 60
     cpu_measured = _measured(smoke_settings, tmp_path, "cpu: test x2")
     assert cpu_measured.estimate(job, CPU_MACHINE, "auto").seconds == 50.0
@@ -254,7 +254,7 @@ def test_a_gpu_row_never_takes_a_cpu_declaration_or_measurement(smoke_settings, 
 
 def test_a_planted_cpu_minutes_as_gpu_estimate_fails():
     """The regression of issue 38: a CPU-reference declaration (or a CPU measurement) reused as GPU-hours."""
-    cpu_ref = Declared(CPU_REF_MIN, DeviceClass.CPU_REFERENCE)
+    cpu_ref = Declared(CPU_REF_MIN, DeviceClass.CPU_REFERENCE, "paper")
     with pytest.raises(ValueError, match="CUDA measurements or rates only"):
         Estimate(CPU_REF_MIN * 60, "declared", True, declared=cpu_ref)
     with pytest.raises(ValueError, match="CUDA measurements or rates only"):
@@ -273,7 +273,7 @@ def test_device_logs_price_dp2vae_on_a_gpu_only(tmp_path):
     run = next(r for r in plan.all_runs() if r.variant == "dp2vae" and r.dataset == "mnist")
     wildcards = {"dataset": run.dataset, "variant": run.variant, "eps": run.eps, "seed": str(run.seed)}
     resources = plan.train_resources(run.dataset, run.variant, run.eps, run.seed)
-    job = DagJob("train", wildcards, False, Declared(resources.runtime, DeviceClass.CPU_REFERENCE), True, frozenset())
+    job = DagJob("train", wildcards, False, Declared(resources.runtime, DeviceClass.CPU_REFERENCE, "paper"), True, frozenset())
     measured = Measurements(Settings(plan), tmp_path)
     measured.logged = logs
     gpu = measured.estimate(job, GPU_MACHINE, "auto")
