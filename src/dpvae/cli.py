@@ -74,12 +74,15 @@ def _parser() -> argparse.ArgumentParser:
         help="a configuration overlay on config.yaml, as for snakemake (--configfile=FILE; repeatable)",
     )
     p.add_argument("--directory", default=".", help="the working directory of the build (default: here)")
-    p.add_argument(
-        "--cores", type=_positive_int, default=2, help="the build's --cores, for its wall time (default: 2)"
-    )
+    p.add_argument("--cores", type=_positive_int, default=2, help="the build's --cores, for its wall time (default: 2)")
     output = p.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="the plan as JSON")
     output.add_argument("--markdown", action="store_true", help="one row per target (markdown)")
+    output.add_argument(
+        "--update",
+        metavar="FILE",
+        help="replace the <!-- plan:begin --> block of FILE (README.md) with the plan as markdown",
+    )
     output.add_argument(
         "--record",
         action="store_true",
@@ -424,7 +427,15 @@ def _run(args: argparse.Namespace) -> int:
 
         plan = cost_plan(args.targets, args.configfile, args.directory, cores=args.cores)
         if args.record:
-            sys.stdout.write(plan.to_records())
+            from dpvae.devices import device_name, resolve_device
+
+            here = resolve_device("auto")  # a build here without a GPU ran every job on this CPU
+            sys.stdout.write(plan.to_records(device_name(here) if here == "cpu" else ""))
+        elif args.update:
+            from dpvae.plan import with_plan
+
+            path = Path(args.update)
+            path.write_text(with_plan(path.read_text(), plan, args.update))
         else:
             print(
                 json.dumps(plan.to_dict(), indent=1)

@@ -37,6 +37,7 @@ import heapq
 import json
 import re
 import statistics
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -199,10 +200,11 @@ class Record:
     key: tuple
     measurement: Measurement
 
-    def row(self) -> tuple[str, ...]:
+    def row(self, unrecorded: str = "") -> tuple[str, ...]:
+        """The TSV row; a job whose outputs name no device (data, tables, figures) gets `unrecorded`."""
         key = json.dumps(self.key, separators=(",", ":"))
         m = self.measurement
-        return (self.scale, self.rule, self.group, self.ident, key, m.device, f"{m.seconds:.3f}")
+        return (self.scale, self.rule, self.group, self.ident, key, m.device or unrecorded, f"{m.seconds:.3f}")
 
 
 class Measurements:
@@ -419,6 +421,7 @@ class CostPlan:
     rules: tuple[str, ...]  # the workflow's rules in the order they are defined (rows follow it)
     benchmarked: tuple[Record, ...] = ()  # the working directory's benchmark files (`to_records`)
     cores: int = BUILD_CORES  # the build's `--cores` (`build_seconds`)
+    startup_s: float = 0.0  # reading the workflow and building this DAG, as timed while planning
 
     def totals(self, jobs: Sequence[JobCost] | None = None) -> dict:
         """Counts and hours of `jobs` (default: all): on the GPU machine GPU- and CPU-hours, on the 2-core machine
@@ -496,7 +499,8 @@ class CostPlan:
         return [{"target": t, **self.totals([j for j in self.jobs if t in j.job.targets])} for t in self.targets]
 
     def to_markdown(self) -> str:
-        """One row per target and their total (every job once): the markdown table of docs/operations.md."""
+        """One row per target and their total (every job once), then the build's jobs on `cores` (no start-up:
+        timed, it would change the bytes): the markdown table of docs/operations.md and README.md."""
         lines = [
             "| target | jobs to run | one H100/H200: GPU-h | + CPU-h | 2-core CPU: h | estimates (jobs) |",
             "|---|--:|--:|--:|--:|---|",
@@ -504,12 +508,16 @@ class CostPlan:
         for name, total in [*((f"`{t['target']}`", t) for t in self.per_target()), ("**all**", self.totals())]:
             _, _, todo, gpu, cpu, two = _counts(total)
             lines.append(f"| {name} | {todo} | {gpu} | {cpu} | {two} | {_sources_text(total)} |")
+        jobs = _duration(self.build_seconds(self.cores))
+        lines += ["", f"Build on the 2-core machine, --cores {self.cores}: {jobs} of jobs after Snakemake's start-up."]
         return "\n".join(lines)
 
-    def to_records(self) -> str:
+    def to_records(self, unrecorded: str = "") -> str:
         """The working directory's benchmark files as a benchmark record (TSV, sorted), for
-        benchmarks/measured/<machine>-<date>/<name>.tsv: later plans at this scale take them as measured."""
-        rows = sorted(r.row() for r in self.benchmarked)
+        benchmarks/measured/<machine>-<date>/<name>.tsv: later plans at this scale take them as measured, per
+        device. A job whose outputs name no device is filed under `unrecorded` (`plan --record`: this machine's
+        CPU where it has no GPU, so that every job of the build ran on it)."""
+        rows = sorted(r.row(unrecorded) for r in self.benchmarked)
         return "".join("\t".join(row) + "\n" for row in [_RECORD_COLUMNS, *rows])
 
     def to_dict(self) -> dict:
@@ -521,7 +529,12 @@ class CostPlan:
             "total": self.totals(),
             "per_target": self.per_target(),
             "rows": self.rows(),
-            "build": {"machine": CPU_MACHINE, "cores": self.cores, "seconds": round(self.build_seconds(self.cores), 1)},
+            "build": {
+                "machine": CPU_MACHINE,
+                "cores": self.cores,
+                "jobs_s": round(self.build_seconds(self.cores), 1),
+                "startup_s": round(self.startup_s, 1),
+            },
         }
 
     def to_text(self) -> str:
@@ -546,10 +559,13 @@ class CostPlan:
         body = [(r["rule"], r["group"], *_counts(r), _estimate_text(r["estimate"])) for r in self.rows()]
         body.append(("total", "", *_counts(total), _sources_text(total)))
         lines += _table(header, body)
+        jobs_s = self.build_seconds(self.cores)
         lines += [
             "",
-            f"Build on the 2-core machine with --cores {self.cores} (one core a job, each after the jobs it needs): "
-            f"about {_duration(self.build_seconds(self.cores))} (jobs not estimated count none).",
+            f"Build on the 2-core machine with --cores {self.cores}: about {_duration(self.startup_s + jobs_s)}, "
+            f"{_duration(jobs_s)} of jobs (one core a job, each after the jobs it needs; jobs not estimated count",
+            f"none) after Snakemake's start-up, {_duration(self.startup_s)} as reading the workflow and building this "
+            "DAG took here.",
         ]
         if len(self.targets) > 1:
             lines += ["", "Per target (a job that several targets need is counted in each):", ""]
@@ -558,6 +574,20 @@ class CostPlan:
                 [(t["target"], *_counts(t), _sources_text(t)) for t in self.per_target()],
             )
         return "\n".join(lines)
+
+
+PLAN_BEGIN, PLAN_END = "<!-- plan:begin -->", "<!-- plan:end -->"
+
+
+def with_plan(text: str, plan: CostPlan, name: str) -> str:
+    """A page's text (file `name`) with the block between the plan markers replaced by `plan`'s markdown."""
+    if PLAN_BEGIN not in text or PLAN_END not in text:
+        raise ConfigError(f"{name}: no {PLAN_BEGIN} ... {PLAN_END} block to update")
+    head, rest = text.split(PLAN_BEGIN, 1)
+    _, tail = rest.split(PLAN_END, 1)
+    config = " ".join(f"--configfile={f}" for f in plan.configfiles)
+    said = f"`python -m dpvae plan {config} --markdown {' '.join(plan.targets)}`".replace("  ", " ")
+    return f"{head}{PLAN_BEGIN}\n{said}, at scale {plan.scale}:\n\n{plan.to_markdown()}\n{PLAN_END}{tail}"
 
 
 def cost_plan(
@@ -571,10 +601,12 @@ def cost_plan(
     """The jobs `targets` need under config.yaml + `configfiles` in `workdir`, each built or estimated
     (measurements: `workdir`'s benchmark files, then `measured_dir`'s records and logs, then at paper scale
     `reproductions_dir`'s recorded runs)."""
+    started = time.perf_counter()
     config = read_config([REPO_ROOT / "config.yaml", *configfiles])
     rules = Rules(config, REPO_ROOT)  # validates: a bad config is one message
     rules.check_targets(targets, built_only=False)  # a misspelt item names the valid ones
     dag: Dag = snakemake_dag(targets, configfiles, workdir)
+    startup_s = time.perf_counter() - started
     settings = Settings(rules)
     measured = Measurements(settings, Path(workdir))
     measured.add_benchmarks(dag.benchmarks)
@@ -599,6 +631,7 @@ def cost_plan(
         dag.rules,
         tuple(measured.benchmarked),
         cores,
+        startup_s,
     )
 
 
@@ -610,7 +643,8 @@ _MEASURED_TEXT = {"measured": "measured", "similar": "similar jobs measured", "r
 
 def describe(estimates: Sequence[Estimate]) -> str:
     """Where a row's estimates come from: 'measured: 3 runs on cuda: NVIDIA H200', 'declared 120 min for
-    cpu-reference at paper scale', 'no GPU rate (declared 26 min for cpu-reference at paper scale)', ...; '(n jobs)' after each when mixed."""
+    cpu-reference at paper scale', 'no GPU rate (declared 26 min for cpu-reference at paper scale)', ...;
+    '(n jobs)' after each when mixed."""
     parts = []
     for source in SOURCES:
         chosen = [e for e in estimates if e.source == source]
@@ -678,7 +712,9 @@ def _hours(estimates: Iterable[Estimate]) -> float:
 
 def _duration(seconds: float) -> str:
     """'45 s', '12.3 min', '4.2 h'."""
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:,.1f} h"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:,.1f} h"
 
 
 def _h(hours: float) -> str:

@@ -218,8 +218,8 @@ def smoke_settings() -> Settings:
 def _reference_job(gpu: bool = True) -> DagJob:
     """FID's reference job: it asks for a GPU, and declares CPU-reference minutes only."""
     return DagJob(
-        "reference", {"dataset": "mnist", "metric": "fid"}, False, Declared(CPU_REF_MIN, DeviceClass.CPU_REFERENCE, "paper"),
-        gpu, frozenset(),
+        "reference", {"dataset": "mnist", "metric": "fid"}, False,
+        Declared(CPU_REF_MIN, DeviceClass.CPU_REFERENCE, "paper"), gpu, frozenset(),
     )  # fmt: skip
 
 
@@ -273,7 +273,8 @@ def test_device_logs_price_dp2vae_on_a_gpu_only(tmp_path):
     run = next(r for r in plan.all_runs() if r.variant == "dp2vae" and r.dataset == "mnist")
     wildcards = {"dataset": run.dataset, "variant": run.variant, "eps": run.eps, "seed": str(run.seed)}
     resources = plan.train_resources(run.dataset, run.variant, run.eps, run.seed)
-    job = DagJob("train", wildcards, False, Declared(resources.runtime, DeviceClass.CPU_REFERENCE, "paper"), True, frozenset())
+    declared = Declared(resources.runtime, DeviceClass.CPU_REFERENCE, "paper")
+    job = DagJob("train", wildcards, False, declared, True, frozenset())
     measured = Measurements(Settings(plan), tmp_path)
     measured.logged = logs
     gpu = measured.estimate(job, GPU_MACHINE, "auto")
@@ -320,3 +321,20 @@ def test_smoke_plan_from_smoke_measurements_paper_plan_not(tmp_path):
     paper = cost_plan(["figures/p3gm/table6.pdf"], [], tmp_path).totals()
     assert paper[CPU_MACHINE]["hours"] > 10
     assert not any(paper["sources"][m][s] for m in (GPU_MACHINE, CPU_MACHINE) for s in ("similar", "rule"))
+
+
+def test_the_build_is_scheduled_on_its_cores():
+    """A 5 s job, three 10 s jobs that need it, a 1 s job that needs those three: 36 s on one core, 26 s on two
+    (the third 10 s job waits for a core), 16 s on three; a built job takes no time."""
+    from dpvae.plan import JobCost
+
+    def cost(seconds: float, needs: tuple[int, ...] = (), built: bool = False) -> JobCost:
+        job = DagJob("r", {}, built, None, False, frozenset(), needs)
+        estimate = Estimate(seconds, "rule", devices=("cpu: test x2",))
+        return JobCost(job, "", {} if built else {GPU_MACHINE: estimate, CPU_MACHINE: estimate})
+
+    jobs = [cost(5), cost(10, (0,)), cost(10, (0,)), cost(10, (0,)), cost(1, (1, 2, 3))]
+    plan = CostPlan((), (), "smoke", "auto", jobs, ())
+    assert [plan.build_seconds(cores) for cores in (1, 2, 3)] == [36, 26, 16]
+    plan = CostPlan((), (), "smoke", "auto", [cost(5, built=True), *jobs[1:]], ())
+    assert [plan.build_seconds(cores) for cores in (1, 2, 3)] == [31, 21, 11]
