@@ -425,7 +425,8 @@ def _run(args: argparse.Namespace) -> int:
     elif args.stage == "plan":
         from dpvae.plan import cost_plan
 
-        plan = cost_plan(args.targets, args.configfile, args.directory, cores=args.cores)
+        timed = not (args.record or args.markdown or args.update)  # same bytes for the same files
+        plan = cost_plan(args.targets, args.configfile, args.directory, cores=args.cores, timed=timed)
         if args.record:
             from dpvae.devices import device_name, resolve_device
 

@@ -35,8 +35,11 @@ from __future__ import annotations
 import csv
 import heapq
 import json
+import os
 import re
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -421,7 +424,8 @@ class CostPlan:
     rules: tuple[str, ...]  # the workflow's rules in the order they are defined (rows follow it)
     benchmarked: tuple[Record, ...] = ()  # the working directory's benchmark files (`to_records`)
     cores: int = BUILD_CORES  # the build's `--cores` (`build_seconds`)
-    startup_s: float = 0.0  # reading the workflow and building this DAG, as timed while planning
+    startup_s: float = 0.0  # Snakemake's start-up: its imports and this DAG, as timed while planning (`timed`)
+    warmup_s: float = 0.0  # the warm worker's imports, paid once by a build that starts one, as timed (`timed`)
 
     def totals(self, jobs: Sequence[JobCost] | None = None) -> dict:
         """Counts and hours of `jobs` (default: all): on the GPU machine GPU- and CPU-hours, on the 2-core machine
@@ -534,6 +538,7 @@ class CostPlan:
                 "cores": self.cores,
                 "jobs_s": round(self.build_seconds(self.cores), 1),
                 "startup_s": round(self.startup_s, 1),
+                "warmup_s": round(self.warmup_s, 1),
             },
         }
 
@@ -562,10 +567,12 @@ class CostPlan:
         jobs_s = self.build_seconds(self.cores)
         lines += [
             "",
-            f"Build on the 2-core machine with --cores {self.cores}: about {_duration(self.startup_s + jobs_s)}, "
-            f"{_duration(jobs_s)} of jobs (one core a job, each after the jobs it needs; jobs not estimated count",
-            f"none) after Snakemake's start-up, {_duration(self.startup_s)} as reading the workflow and building this "
-            "DAG took here.",
+            f"Build on the 2-core machine with --cores {self.cores}: about "
+            f"{_duration(self.startup_s + self.warmup_s + jobs_s)}: Snakemake's start-up {_duration(self.startup_s)} "
+            "(its imports and this DAG, timed here now),",
+            f"the warm worker's imports {_duration(self.warmup_s)} (timed here now; paid once by a build of "
+            f"local_worker or more jobs, none else), then {_duration(jobs_s)} of jobs (one core a job, each after",
+            "the jobs it needs; jobs not estimated count none).",
         ]
         if len(self.targets) > 1:
             lines += ["", "Per target (a job that several targets need is counted in each):", ""]
@@ -585,8 +592,8 @@ def with_plan(text: str, plan: CostPlan, name: str) -> str:
         raise ConfigError(f"{name}: no {PLAN_BEGIN} ... {PLAN_END} block to update")
     head, rest = text.split(PLAN_BEGIN, 1)
     _, tail = rest.split(PLAN_END, 1)
-    config = " ".join(f"--configfile={f}" for f in plan.configfiles)
-    said = f"`python -m dpvae plan {config} --markdown {' '.join(plan.targets)}`".replace("  ", " ")
+    command = ["python -m dpvae plan", *(f"--configfile={f}" for f in plan.configfiles), "--markdown", *plan.targets]
+    said = f"`{' '.join(command)}`"
     return f"{head}{PLAN_BEGIN}\n{said}, at scale {plan.scale}:\n\n{plan.to_markdown()}\n{PLAN_END}{tail}"
 
 
@@ -597,16 +604,18 @@ def cost_plan(
     reproductions_dir: Path | None = None,
     measured_dir: Path = DEVICE_LOGS,
     cores: int = BUILD_CORES,
+    timed: bool = True,
 ) -> CostPlan:
     """The jobs `targets` need under config.yaml + `configfiles` in `workdir`, each built or estimated
     (measurements: `workdir`'s benchmark files, then `measured_dir`'s records and logs, then at paper scale
-    `reproductions_dir`'s recorded runs)."""
+    `reproductions_dir`'s recorded runs); `timed`: Snakemake's start-up and the worker's imports timed here (a
+    fresh Python's imports; none in an output whose bytes must not depend on the clock)."""
     started = time.perf_counter()
     config = read_config([REPO_ROOT / "config.yaml", *configfiles])
     rules = Rules(config, REPO_ROOT)  # validates: a bad config is one message
     rules.check_targets(targets, built_only=False)  # a misspelt item names the valid ones
     dag: Dag = snakemake_dag(targets, configfiles, workdir)
-    startup_s = time.perf_counter() - started
+    dag_s = time.perf_counter() - started
     settings = Settings(rules)
     measured = Measurements(settings, Path(workdir))
     measured.add_benchmarks(dag.benchmarks)
@@ -631,8 +640,25 @@ def cost_plan(
         dag.rules,
         tuple(measured.benchmarked),
         cores,
-        startup_s,
+        *(_timed_imports(dag_s, config, sum(not c.job.built for c in costs)) if timed else (0.0, 0.0)),
     )
+
+
+def _timed_imports(dag_s: float, config: dict, to_run: int) -> tuple[float, float]:
+    """(Snakemake's start-up, the worker's warm-up) of a build of `to_run` jobs, timed now in a fresh Python:
+    Snakemake's and the workflow's imports plus `dag_s` (this DAG, as built while planning), and the warm
+    worker's imports (`dpvae.worker.preload`) where the build starts one (config `local_worker`, as the Snakefile
+    decides), else none. Its jobs' records exclude them (a worker's fork starts in milliseconds)."""
+    code = (
+        "import time; t = time.perf_counter(); import snakemake.api, dpvae.workflow; a = time.perf_counter() - t; "
+        "from dpvae.worker import preload; preload(); print(a, time.perf_counter() - t - a)"
+    )
+    paths = [str(REPO_ROOT / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    imports_s, warmup_s = (float(v) for v in done.stdout.split()[-2:])
+    wanted = int(config.get("local_worker") or 0)
+    return dag_s + imports_s, warmup_s if wanted and to_run >= wanted else 0.0
 
 
 # -- text ------------------------------------------------------------------------------------------------
