@@ -363,3 +363,17 @@ def test_update_fills_the_plan_block_and_records_name_a_device(tmp_path):
     assert with_plan(updated, plan, "README.md") == updated
     with pytest.raises(ConfigError, match="^README.md: no <!-- plan:begin -->"):
         with_plan("no block\n", plan, "README.md")
+
+
+def test_readme_smoke_cost_block_is_current(tmp_path, monkeypatch):
+    """README.md's plan block is the plan of `make smoke` from an empty directory, priced from the committed
+    records (regenerate: `python -m dpvae plan --configfile=tests/config/smoke.yaml --directory=$(mktemp -d)
+    --update README.md`); a changed number is caught."""
+    from dpvae.plan import with_plan
+
+    monkeypatch.chdir(REPO_ROOT)
+    readme = (REPO_ROOT / "README.md").read_text()
+    plan = cost_plan([], ["tests/config/smoke.yaml"], tmp_path, timed=False)
+    assert readme == with_plan(readme, plan, "README.md"), "run the command in this test's docstring"
+    planted = readme.replace("| **all** | ", "| **all** | 1", 1)
+    assert planted != readme and with_plan(planted, plan, "README.md") == readme
