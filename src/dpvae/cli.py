@@ -106,6 +106,16 @@ def _run_spec(text: str) -> object:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"not a positive integer: {text!r}")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; a user-fixable error prints its message (naming the key, file or value) and exits 2, a
     bug its traceback and then one line naming the command and the exception, exit 1."""
@@ -259,9 +269,15 @@ def _progress(args: argparse.Namespace) -> None:
         help="a configuration overlay on config.yaml, as for snakemake (--configfile=FILE; repeatable)",
     ),
     arg("--directory", default=".", help="the working directory of the build (default: here)"),
+    arg("--cores", type=_positive_int, default=2, help="the build's --cores, for its wall time (default: 2)"),
     one_of(
         arg("--json", action="store_true", help="the plan as JSON"),
         arg("--markdown", action="store_true", help="one row per target (markdown)"),
+        arg(
+            "--update",
+            metavar="FILE",
+            help="replace the <!-- plan:begin --> block of FILE (README.md) with the plan as markdown",
+        ),
         arg(
             "--record",
             action="store_true",
@@ -272,9 +288,18 @@ def _progress(args: argparse.Namespace) -> None:
 def _plan(args: argparse.Namespace) -> None:
     from dpvae.plan import cost_plan
 
-    plan = cost_plan(args.targets, args.configfile, args.directory)
+    timed = not (args.record or args.markdown or args.update)  # same bytes for the same files
+    plan = cost_plan(args.targets, args.configfile, args.directory, cores=args.cores, timed=timed)
     if args.record:
-        sys.stdout.write(plan.to_records())
+        from dpvae.devices import device_name, resolve_device
+
+        here = resolve_device("auto")  # a build here without a GPU ran every job on this CPU
+        sys.stdout.write(plan.to_records(device_name(here) if here == "cpu" else ""))
+    elif args.update:
+        from dpvae.plan import with_plan
+
+        path = Path(args.update)
+        path.write_text(with_plan(path.read_text(), plan, args.update))
     else:
         print(
             json.dumps(plan.to_dict(), indent=1)

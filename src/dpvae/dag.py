@@ -36,6 +36,7 @@ class DagJob:
     declared: Declared | None  # the runtime its rule declares (resources: runtime; dpvae.runtimes), None if none
     gpu: bool  # asks for a GPU (resources: gpu; 0 under `device: cpu`)
     targets: frozenset[str]  # the requested targets that need it
+    needs: tuple[int, ...] = ()  # the jobs whose outputs it reads (their places in `Dag.jobs`)
 
 
 @dataclass(frozen=True)
@@ -122,9 +123,11 @@ def _jobs(dag, targets: Sequence[str]) -> list[DagJob]:
             for needed in dag.bfs(dag.dependencies, job):
                 wanted.setdefault(needed, set()).add(target)
     jobs = []
-    for job in dag.jobs:
+    every = list(dag.jobs)
+    place = {job: i for i, job in enumerate(every)}
+    for job in every:
         resources = dict(job.resources.items())
-        declared = [Declared(float(resources[n]), d) for n, d in RUNTIME_RESOURCES.items() if n in resources]
+        declared = [Declared(float(resources[n]), *d) for n, d in RUNTIME_RESOURCES.items() if n in resources]
         jobs.append(
             DagJob(
                 rule=job.rule.name,
@@ -133,6 +136,7 @@ def _jobs(dag, targets: Sequence[str]) -> list[DagJob]:
                 declared=declared[0] if declared else None,
                 gpu=bool(resources.get("gpu", 0)),
                 targets=frozenset(wanted.get(job, ())),
+                needs=tuple(sorted(place[d] for d in dag.dependencies[job] if d in place)),
             )
         )
     return jobs

@@ -251,6 +251,12 @@ def job_benchmark(directory: str, job: str) -> str:
     return f"{directory}/{BENCHMARKS}/{job}.tsv"
 
 
+def rule_benchmark(scale: str, rule: str, wildcards: str = "") -> str:
+    """results/<scale>/benchmarks/<rule>[/<wildcards>].tsv: Snakemake's benchmark of a job of `rule` that writes
+    outside a run's directory (data, tables, figures), at the scale of the build that ran it."""
+    return f"{results_dir(scale)}/{BENCHMARKS}/{'/'.join(p for p in (rule, wildcards) if p)}.tsv"
+
+
 # -- the data root (config key data.root): raw sources and prepared datasets ---------------------------------
 
 RAW = "raw"

@@ -33,9 +33,14 @@ job wall time, summed. A job over `IMPRACTICAL_DAYS` on a machine is **impractic
 from __future__ import annotations
 
 import csv
+import heapq
 import json
+import os
 import re
 import statistics
+import subprocess
+import sys
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +72,7 @@ GPU_MACHINE, CPU_MACHINE = "gpu_machine", "cpu_2core"
 _CPUS = ("cpu2", "cpu", "")  # the device classes a job that runs on a CPU is measured on, in order
 DEVICE_LOGS = REPO_ROOT / "benchmarks" / "measured"  # committed device logs (*.log) and benchmark records (*.tsv)
 IMPRACTICAL_DAYS = 30  # a job longer than this on a machine is impractical there
+BUILD_CORES = 2  # `make smoke`'s --cores (Makefile CORES)
 SOURCES = ("measured", "similar", "rule", "logged", "declared", "no GPU rate", "none")
 _RECORD_COLUMNS = ("scale", "rule", "group", "ident", "key", "device", "seconds")
 _RUN_WILDCARDS = frozenset({"dataset", "variant", "eps", "seed"})
@@ -197,10 +203,11 @@ class Record:
     key: tuple
     measurement: Measurement
 
-    def row(self) -> tuple[str, ...]:
+    def row(self, unrecorded: str = "") -> tuple[str, ...]:
+        """The TSV row; a job whose outputs name no device (data, tables, figures) gets `unrecorded`."""
         key = json.dumps(self.key, separators=(",", ":"))
         m = self.measurement
-        return (self.scale, self.rule, self.group, self.ident, key, m.device, f"{m.seconds:.3f}")
+        return (self.scale, self.rule, self.group, self.ident, key, m.device or unrecorded, f"{m.seconds:.3f}")
 
 
 class Measurements:
@@ -416,6 +423,9 @@ class CostPlan:
     jobs: list[JobCost]
     rules: tuple[str, ...]  # the workflow's rules in the order they are defined (rows follow it)
     benchmarked: tuple[Record, ...] = ()  # the working directory's benchmark files (`to_records`)
+    cores: int = BUILD_CORES  # the build's `--cores` (`build_seconds`)
+    startup_s: float = 0.0  # Snakemake's start-up: its imports and this DAG, as timed while planning (`timed`)
+    warmup_s: float = 0.0  # the warm worker's imports, paid once by a build that starts one, as timed (`timed`)
 
     def totals(self, jobs: Sequence[JobCost] | None = None) -> dict:
         """Counts and hours of `jobs` (default: all): on the GPU machine GPU- and CPU-hours, on the 2-core machine
@@ -441,6 +451,35 @@ class CostPlan:
             },
         }
 
+    def build_seconds(self, cores: int, machine: str = CPU_MACHINE) -> float:
+        """The build's wall time on `machine` running `cores` jobs at once (Snakemake's `--cores` with one core a
+        job, as under `--max-threads 1`): each job still to run starts, in the DAG's order, once the jobs it needs
+        are done and a core is free, and takes its estimate (a greedy list schedule; a job without an estimate, or
+        an impractical one, takes none)."""
+        seconds = [
+            0.0 if not c.estimates or c.estimates[machine].impractical else c.estimates[machine].seconds or 0.0
+            for c in self.jobs
+        ]
+        waiting = [len(c.job.needs) for c in self.jobs]
+        needed_by: dict[int, list[int]] = {}
+        for i, cost in enumerate(self.jobs):
+            for n in cost.job.needs:
+                needed_by.setdefault(n, []).append(i)
+        ready = [i for i, w in enumerate(waiting) if w == 0]  # a heap: the DAG's order
+        heapq.heapify(ready)
+        running: list[tuple[float, int]] = []  # (finish, job)
+        now = 0.0
+        while ready or running:
+            while ready and len(running) < cores:
+                i = heapq.heappop(ready)
+                heapq.heappush(running, (now + seconds[i], i))
+            now, done = heapq.heappop(running)
+            for i in needed_by.get(done, ()):
+                waiting[i] -= 1
+                if waiting[i] == 0:
+                    heapq.heappush(ready, i)
+        return now
+
     def rows(self) -> list[dict]:
         """One row per rule and group (metric or method, dataset), rules in the workflow's order."""
         grouped: dict[tuple[str, str], list[JobCost]] = {}
@@ -464,7 +503,8 @@ class CostPlan:
         return [{"target": t, **self.totals([j for j in self.jobs if t in j.job.targets])} for t in self.targets]
 
     def to_markdown(self) -> str:
-        """One row per target and their total (every job once): the markdown table of docs/operations.md."""
+        """One row per target and their total (every job once), then the build's jobs on `cores` (no start-up:
+        timed, it would change the bytes): the markdown table of docs/operations.md and README.md."""
         lines = [
             "| target | jobs to run | one H100/H200: GPU-h | + CPU-h | 2-core CPU: h | estimates (jobs) |",
             "|---|--:|--:|--:|--:|---|",
@@ -472,12 +512,16 @@ class CostPlan:
         for name, total in [*((f"`{t['target']}`", t) for t in self.per_target()), ("**all**", self.totals())]:
             _, _, todo, gpu, cpu, two = _counts(total)
             lines.append(f"| {name} | {todo} | {gpu} | {cpu} | {two} | {_sources_text(total)} |")
+        jobs = _duration(self.build_seconds(self.cores))
+        lines += ["", f"Build on the 2-core machine, --cores {self.cores}: {jobs} of jobs after Snakemake's start-up."]
         return "\n".join(lines)
 
-    def to_records(self) -> str:
+    def to_records(self, unrecorded: str = "") -> str:
         """The working directory's benchmark files as a benchmark record (TSV, sorted), for
-        benchmarks/measured/<machine>-<date>/<name>.tsv: later plans at this scale take them as measured."""
-        rows = sorted(r.row() for r in self.benchmarked)
+        benchmarks/measured/<machine>-<date>/<name>.tsv: later plans at this scale take them as measured, per
+        device. A job whose outputs name no device is filed under `unrecorded` (`plan --record`: this machine's
+        CPU where it has no GPU, so that every job of the build ran on it)."""
+        rows = sorted(r.row(unrecorded) for r in self.benchmarked)
         return "".join("\t".join(row) + "\n" for row in [_RECORD_COLUMNS, *rows])
 
     def to_dict(self) -> dict:
@@ -489,6 +533,13 @@ class CostPlan:
             "total": self.totals(),
             "per_target": self.per_target(),
             "rows": self.rows(),
+            "build": {
+                "machine": CPU_MACHINE,
+                "cores": self.cores,
+                "jobs_s": round(self.build_seconds(self.cores), 1),
+                "startup_s": round(self.startup_s, 1),
+                "warmup_s": round(self.warmup_s, 1),
+            },
         }
 
     def to_text(self) -> str:
@@ -513,6 +564,16 @@ class CostPlan:
         body = [(r["rule"], r["group"], *_counts(r), _estimate_text(r["estimate"])) for r in self.rows()]
         body.append(("total", "", *_counts(total), _sources_text(total)))
         lines += _table(header, body)
+        jobs_s = self.build_seconds(self.cores)
+        lines += [
+            "",
+            f"Build on the 2-core machine with --cores {self.cores}: about "
+            f"{_duration(self.startup_s + self.warmup_s + jobs_s)}: Snakemake's start-up {_duration(self.startup_s)} "
+            "(its imports and this DAG, timed here now),",
+            f"the warm worker's imports {_duration(self.warmup_s)} (timed here now; paid once by a build of "
+            f"local_worker or more jobs, none else), then {_duration(jobs_s)} of jobs (one core a job, each after",
+            "the jobs it needs; jobs not estimated count none).",
+        ]
         if len(self.targets) > 1:
             lines += ["", "Per target (a job that several targets need is counted in each):", ""]
             lines += _table(
@@ -522,20 +583,39 @@ class CostPlan:
         return "\n".join(lines)
 
 
+PLAN_BEGIN, PLAN_END = "<!-- plan:begin -->", "<!-- plan:end -->"
+
+
+def with_plan(text: str, plan: CostPlan, name: str) -> str:
+    """A page's text (file `name`) with the block between the plan markers replaced by `plan`'s markdown."""
+    if PLAN_BEGIN not in text or PLAN_END not in text:
+        raise ConfigError(f"{name}: no {PLAN_BEGIN} ... {PLAN_END} block to update")
+    head, rest = text.split(PLAN_BEGIN, 1)
+    _, tail = rest.split(PLAN_END, 1)
+    command = ["python -m dpvae plan", *(f"--configfile={f}" for f in plan.configfiles), "--markdown", *plan.targets]
+    said = f"`{' '.join(command)}`"
+    return f"{head}{PLAN_BEGIN}\n{said}, at scale {plan.scale}:\n\n{plan.to_markdown()}\n{PLAN_END}{tail}"
+
+
 def cost_plan(
     targets: Sequence[str],
     configfiles: Sequence[str] = (),
     workdir: str | Path = ".",
     reproductions_dir: Path | None = None,
     measured_dir: Path = DEVICE_LOGS,
+    cores: int = BUILD_CORES,
+    timed: bool = True,
 ) -> CostPlan:
     """The jobs `targets` need under config.yaml + `configfiles` in `workdir`, each built or estimated
     (measurements: `workdir`'s benchmark files, then `measured_dir`'s records and logs, then at paper scale
-    `reproductions_dir`'s recorded runs)."""
+    `reproductions_dir`'s recorded runs); `timed`: Snakemake's start-up and the worker's imports timed here (a
+    fresh Python's imports; none in an output whose bytes must not depend on the clock)."""
+    started = time.perf_counter()
     config = read_config([REPO_ROOT / "config.yaml", *configfiles])
     rules = Rules(config, REPO_ROOT)  # validates: a bad config is one message
     rules.check_targets(targets, built_only=False)  # a misspelt item names the valid ones
     dag: Dag = snakemake_dag(targets, configfiles, workdir)
+    dag_s = time.perf_counter() - started
     settings = Settings(rules)
     measured = Measurements(settings, Path(workdir))
     measured.add_benchmarks(dag.benchmarks)
@@ -559,7 +639,26 @@ def cost_plan(
         costs,
         dag.rules,
         tuple(measured.benchmarked),
+        cores,
+        *(_timed_imports(dag_s, config, sum(not c.job.built for c in costs)) if timed else (0.0, 0.0)),
     )
+
+
+def _timed_imports(dag_s: float, config: dict, to_run: int) -> tuple[float, float]:
+    """(Snakemake's start-up, the worker's warm-up) of a build of `to_run` jobs, timed now in a fresh Python:
+    Snakemake's and the workflow's imports plus `dag_s` (this DAG, as built while planning), and the warm
+    worker's imports (`dpvae.worker.preload`) where the build starts one (config `local_worker`, as the Snakefile
+    decides), else none. Its jobs' records exclude them (a worker's fork starts in milliseconds)."""
+    code = (
+        "import time; t = time.perf_counter(); import snakemake.api, dpvae.workflow; a = time.perf_counter() - t; "
+        "from dpvae.worker import preload; preload(); print(a, time.perf_counter() - t - a)"
+    )
+    paths = [str(REPO_ROOT / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    imports_s, warmup_s = (float(v) for v in done.stdout.split()[-2:])
+    wanted = int(config.get("local_worker") or 0)
+    return dag_s + imports_s, warmup_s if wanted and to_run >= wanted else 0.0
 
 
 # -- text ------------------------------------------------------------------------------------------------
@@ -570,7 +669,8 @@ _MEASURED_TEXT = {"measured": "measured", "similar": "similar jobs measured", "r
 
 def describe(estimates: Sequence[Estimate]) -> str:
     """Where a row's estimates come from: 'measured: 3 runs on cuda: NVIDIA H200', 'declared 120 min for
-    cpu-reference', 'no GPU rate (declared 26 min for cpu-reference)', ...; '(n jobs)' after each when mixed."""
+    cpu-reference at paper scale', 'no GPU rate (declared 26 min for cpu-reference at paper scale)', ...;
+    '(n jobs)' after each when mixed."""
     parts = []
     for source in SOURCES:
         chosen = [e for e in estimates if e.source == source]
@@ -580,7 +680,7 @@ def describe(estimates: Sequence[Estimate]) -> str:
         devices = ", ".join(sorted({d for e in chosen for d in e.devices}))
         minutes = sorted({round(e.declared.minutes) for e in chosen if e.declared})
         span = f"{minutes[0]}" if len(minutes) == 1 else f"{minutes[0]}-{minutes[-1]}" if minutes else ""
-        declared_for = {e.declared.device for e in chosen if e.declared}
+        declared_for = {f"{e.declared.device} at {e.declared.scale} scale" for e in chosen if e.declared}
         declared = f"declared {span} min for {', '.join(sorted(declared_for))}" if minutes else ""
         if source in _MEASURED_TEXT:
             text = f"{_MEASURED_TEXT[source]}: {len(runs)} run{'s' * (len(runs) != 1)} on {devices}"
@@ -634,6 +734,13 @@ def _counts(total: dict) -> tuple[str, ...]:
 
 def _hours(estimates: Iterable[Estimate]) -> float:
     return round(sum(e.seconds or 0.0 for e in estimates if not e.impractical) / 3600, 3)
+
+
+def _duration(seconds: float) -> str:
+    """'45 s', '12.3 min', '4.2 h'."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:,.1f} h"
 
 
 def _h(hours: float) -> str:

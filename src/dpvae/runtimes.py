@@ -1,9 +1,10 @@
 """What a job's time is known from, typed and in one place: declared runtimes, the work a job does, device logs.
 
-* `Declared`: minutes of one job on one device class. Every rule declares through Snakemake's `runtime`
-  resource (a method's `Resources.runtime`, a metric's `runtime`, a rule's own), which is minutes on the
-  **CPU reference machine** (a 2-core x86_64 CPU) at paper scale, the scheduler's ceiling
-  (`RUNTIME_RESOURCES`). Nothing declares a GPU time: a GPU's time is measured.
+* `Declared`: minutes of one job on one device class at one scale, both named with the minutes. Every rule
+  declares through Snakemake's `runtime` resource (a method's `Resources.runtime`, a metric's `runtime`, a
+  rule's own), which is minutes on the **CPU reference machine** (a 2-core x86_64 CPU) at **paper** scale, the
+  scheduler's ceiling (`RUNTIME_RESOURCES`). Nothing declares a GPU time: a GPU's time is measured; nothing
+  declares a smaller scale's time: it is measured (`benchmarks/measured/*/*.tsv`, `plan --record`).
 * `Work`: what a training job computes in a unit a device log times (`steps` of `kind` at `shape`), so that a
   logged rate prices a job that never ran (a method's `Resources.work`).
 * `LoggedRate`: seconds per unit of work on one device, read from the committed device logs
@@ -27,16 +28,20 @@ class DeviceClass(StrEnum):
     GPU = "gpu"  # one H100/H200
 
 
+PAPER_SCALE = "paper"  # the scale of config.yaml alone
+
+
 @dataclass(frozen=True)
 class Declared:
-    """A declared runtime: minutes of one job on `device`, at paper scale."""
+    """A declared runtime: minutes of one job on `device` at `scale`."""
 
     minutes: float
     device: DeviceClass
+    scale: str
 
 
-#: Snakemake resource -> the device class its minutes are for
-RUNTIME_RESOURCES: dict[str, DeviceClass] = {"runtime": DeviceClass.CPU_REFERENCE}
+#: Snakemake resource -> the device class and the scale its minutes are for
+RUNTIME_RESOURCES: dict[str, tuple[DeviceClass, str]] = {"runtime": (DeviceClass.CPU_REFERENCE, PAPER_SCALE)}
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,8 @@ def faked(tmp_path_factory) -> tuple[Path, list[str], Rules, object]:
 
 def test_plan_counts_built_jobs_and_takes_measured_estimates(faked):
     root, args, plan, built = faked
-    result = cost_plan([TARGET], [SMOKE, root / "seeds.yaml"], root, measured_dir=root / "no-records").to_dict()
+    plan = cost_plan([TARGET], [SMOKE, root / "seeds.yaml"], root, measured_dir=root / "no-records", timed=False)
+    result = plan.to_dict()
     assert result["scale"] == "smoke" and result["targets"] == [TARGET]
     rows = {(r["rule"], r["group"]): r for r in result["rows"]}
     train, prepare = rows[("train", "privae · pinwheel")], rows[("prepare", "")]
@@ -109,7 +110,8 @@ def test_cli_prints_the_table_and_markdown(faked, capsys):
     _, args, _, _ = faked
     code, text, err = _plan([*args, TARGET], capsys)
     assert code == 0, err
-    assert re.search(r"^train +privae · pinwheel +4 +1 +3 .*measured: 1 run on cpu: test x2", text, re.M)
+    # the faked run's benchmark is a measurement of seed 1 (the committed smoke record may add its own)
+    assert re.search(r"^train +privae · pinwheel +4 +1 +3 .*measured: \d+ runs? on cpu: test x2", text, re.M)
     assert re.search(r"^total +\d+ +2 ", text, re.M)
     code, markdown, _ = _plan([*args, "--markdown", TARGET], capsys)
     assert code == 0 and markdown.splitlines()[2].startswith(f"| `{TARGET}` | ")
@@ -145,13 +147,13 @@ def test_estimate_preferences_and_descriptions():
     ]
     gpu = Estimate(100.0, "measured", True, ("cuda: NVIDIA H200",), frozenset({"a", "b"}))
     assert describe([gpu, gpu]) == "measured: 2 runs on cuda: NVIDIA H200"
-    cpu_ref = Declared(10, DeviceClass.CPU_REFERENCE)
+    cpu_ref = Declared(10, DeviceClass.CPU_REFERENCE, "paper")
     assert describe([gpu, Estimate(600.0, "declared", declared=cpu_ref), Estimate(None, "none")]) == (
-        "measured: 2 runs on cuda: NVIDIA H200 (1 jobs); declared 10 min for cpu-reference (1 jobs); "
+        "measured: 2 runs on cuda: NVIDIA H200 (1 jobs); declared 10 min for cpu-reference at paper scale (1 jobs); "
         "no runtime declared (1 jobs)"
     )
     assert describe([Estimate(None, "no GPU rate", True, declared=cpu_ref)]) == (
-        "no GPU rate (declared 10 min for cpu-reference)"
+        "no GPU rate (declared 10 min for cpu-reference at paper scale)"
     )
     slow = Estimate(IMPRACTICAL_DAYS * 86400 + 1, "declared", declared=cpu_ref)
     assert slow.impractical and not Estimate(IMPRACTICAL_DAYS * 86400, "declared").impractical
@@ -218,8 +220,8 @@ def smoke_settings() -> Settings:
 def _reference_job(gpu: bool = True) -> DagJob:
     """FID's reference job: it asks for a GPU, and declares CPU-reference minutes only."""
     return DagJob(
-        "reference", {"dataset": "mnist", "metric": "fid"}, False, Declared(CPU_REF_MIN, DeviceClass.CPU_REFERENCE),
-        gpu, frozenset(),
+        "reference", {"dataset": "mnist", "metric": "fid"}, False,
+        Declared(CPU_REF_MIN, DeviceClass.CPU_REFERENCE, "paper"), gpu, frozenset(),
     )  # fmt: skip
 
 
@@ -237,7 +239,7 @@ def test_a_gpu_row_never_takes_a_cpu_declaration_or_measurement(smoke_settings, 
     for measured in (_measured(smoke_settings, tmp_path), _measured(smoke_settings, tmp_path, "cpu: test x2")):
         on_gpu = measured.estimate(job, GPU_MACHINE, "auto")
         assert (on_gpu.seconds, on_gpu.source, on_gpu.on_gpu) == (None, "no GPU rate", True)
-        assert on_gpu.declared == Declared(CPU_REF_MIN, DeviceClass.CPU_REFERENCE)
+        assert on_gpu.declared == Declared(CPU_REF_MIN, DeviceClass.CPU_REFERENCE, "paper")
     assert _measured(smoke_settings, tmp_path).estimate(job, CPU_MACHINE, "auto").seconds == CPU_REF_MIN * 60
     cpu_measured = _measured(smoke_settings, tmp_path, "cpu: test x2")
     assert cpu_measured.estimate(job, CPU_MACHINE, "auto").seconds == 50.0
@@ -254,7 +256,7 @@ def test_a_gpu_row_never_takes_a_cpu_declaration_or_measurement(smoke_settings, 
 
 def test_a_planted_cpu_minutes_as_gpu_estimate_fails():
     """The regression of issue 38: a CPU-reference declaration (or a CPU measurement) reused as GPU-hours."""
-    cpu_ref = Declared(CPU_REF_MIN, DeviceClass.CPU_REFERENCE)
+    cpu_ref = Declared(CPU_REF_MIN, DeviceClass.CPU_REFERENCE, "paper")
     with pytest.raises(ValueError, match="CUDA measurements or rates only"):
         Estimate(CPU_REF_MIN * 60, "declared", True, declared=cpu_ref)
     with pytest.raises(ValueError, match="CUDA measurements or rates only"):
@@ -273,7 +275,8 @@ def test_device_logs_price_dp2vae_on_a_gpu_only(tmp_path):
     run = next(r for r in plan.all_runs() if r.variant == "dp2vae" and r.dataset == "mnist")
     wildcards = {"dataset": run.dataset, "variant": run.variant, "eps": run.eps, "seed": str(run.seed)}
     resources = plan.train_resources(run.dataset, run.variant, run.eps, run.seed)
-    job = DagJob("train", wildcards, False, Declared(resources.runtime, DeviceClass.CPU_REFERENCE), True, frozenset())
+    declared = Declared(resources.runtime, DeviceClass.CPU_REFERENCE, "paper")
+    job = DagJob("train", wildcards, False, declared, True, frozenset())
     measured = Measurements(Settings(plan), tmp_path)
     measured.logged = logs
     gpu = measured.estimate(job, GPU_MACHINE, "auto")
@@ -309,14 +312,71 @@ def test_recorded_benchmarks_come_back_at_their_scale_only(smoke_settings, tmp_p
 
 
 def test_smoke_plan_from_smoke_measurements_paper_plan_not(tmp_path):
-    """P3GM Table VI at smoke scale: every training, sampling and evaluation job is estimated from the
-    committed smoke record of this 2-core machine (203 s of job time; the build took 241 s on 2 shared cores,
-    80 s in the issue), not from the paper-scale declarations (17.1 h before issue 38); at paper scale the
-    smoke record counts for nothing."""
-    smoke = cost_plan(["figures/p3gm/table6.pdf"], [SMOKE], tmp_path)
+    """P3GM Table VI at smoke scale: every job (fetch and prepare to render) is estimated from the committed
+    smoke record of this 2-core machine (benchmarks/measured/cpu-2026-12-02/smoke-all.tsv, every job of a smoke
+    build: the same settings, or similar jobs where a method's parameters changed since), not from the
+    paper-scale declarations (17.1 h before issue 38); at paper scale the smoke record counts for nothing."""
+    smoke = cost_plan(["figures/p3gm/table6.pdf"], [SMOKE], tmp_path, timed=False)
     total = smoke.totals()
-    assert total["sources"][CPU_MACHINE]["measured"] == 25 and total["sources"][CPU_MACHINE]["declared"] == 0
+    found = total["sources"][CPU_MACHINE]
+    assert (
+        found["measured"] and found["measured"] + found["similar"] + found["rule"] == total["to_run"] == total["jobs"]
+    )
+    assert smoke.jobs[0].estimates[CPU_MACHINE].devices == ("cpu: x86_64 x2",)
     assert 60 / 3600 < total[CPU_MACHINE]["hours"] < 600 / 3600
-    paper = cost_plan(["figures/p3gm/table6.pdf"], [], tmp_path).totals()
+    paper = cost_plan(["figures/p3gm/table6.pdf"], [], tmp_path, timed=False).totals()
     assert paper[CPU_MACHINE]["hours"] > 10
     assert not any(paper["sources"][m][s] for m in (GPU_MACHINE, CPU_MACHINE) for s in ("similar", "rule"))
+
+
+def test_the_build_is_scheduled_on_its_cores():
+    """A 5 s job, three 10 s jobs that need it, a 1 s job that needs those three: 36 s on one core, 26 s on two
+    (the third 10 s job waits for a core), 16 s on three; a built job takes no time."""
+    from dpvae.plan import JobCost
+
+    def cost(seconds: float, needs: tuple[int, ...] = (), built: bool = False) -> JobCost:
+        job = DagJob("r", {}, built, None, False, frozenset(), needs)
+        estimate = Estimate(seconds, "rule", devices=("cpu: test x2",))
+        return JobCost(job, "", {} if built else {GPU_MACHINE: estimate, CPU_MACHINE: estimate})
+
+    jobs = [cost(5), cost(10, (0,)), cost(10, (0,)), cost(10, (0,)), cost(1, (1, 2, 3))]
+    plan = CostPlan((), (), "smoke", "auto", jobs, ())
+    assert [plan.build_seconds(cores) for cores in (1, 2, 3)] == [36, 26, 16]
+    plan = CostPlan((), (), "smoke", "auto", [cost(5, built=True), *jobs[1:]], ())
+    assert [plan.build_seconds(cores) for cores in (1, 2, 3)] == [31, 21, 11]
+
+
+def test_update_fills_the_plan_block_and_records_name_a_device(tmp_path):
+    """`plan --update FILE` replaces only the plan block (a file without one is one error line naming it);
+    `plan --record` files a job whose outputs name no device under the given one, and keeps a named one."""
+    from dpvae.errors import ConfigError
+    from dpvae.plan import PLAN_BEGIN, PLAN_END, with_plan
+
+    key = ("render_figure", ("item", "fig2"), ("paper", "privae"))
+    unnamed = Record("smoke", "render_figure", "", "results/smoke/benchmarks/x.tsv", key, Measurement(3.0, ""))
+    named = Record("smoke", "train", "", "train:x", ("train",), Measurement(4.0, "cuda: NVIDIA H200"))
+    plan = CostPlan((), ("tests/config/smoke.yaml",), "smoke", "auto", [], (), (unnamed, named))
+    rows = [line.split("\t") for line in plan.to_records("cpu: test x2").splitlines()[1:]]
+    assert sorted(row[5] for row in rows) == ["cpu: test x2", "cuda: NVIDIA H200"]
+
+    page = f"before\n{PLAN_BEGIN}\nold\n{PLAN_END}\nafter\n"
+    updated = with_plan(page, plan, "README.md")
+    assert updated.startswith(f"before\n{PLAN_BEGIN}\n`python -m dpvae plan --configfile=tests/config/smoke.yaml")
+    assert updated.endswith(f"{PLAN_END}\nafter\n") and "old" not in updated and plan.to_markdown() in updated
+    assert with_plan(updated, plan, "README.md") == updated
+    with pytest.raises(ConfigError, match="^README.md: no <!-- plan:begin -->"):
+        with_plan("no block\n", plan, "README.md")
+
+
+def test_readme_smoke_cost_block_is_current(tmp_path, monkeypatch):
+    """README.md's plan block is the plan of `make smoke` from an empty directory, priced from the committed
+    records (regenerate: `python -m dpvae plan --configfile=tests/config/smoke.yaml --directory=$(mktemp -d)
+    --update README.md`); a changed number is caught."""
+    from dpvae.plan import with_plan
+
+    monkeypatch.chdir(REPO_ROOT)
+    readme = (REPO_ROOT / "README.md").read_text()
+    plan = cost_plan([], ["tests/config/smoke.yaml"], tmp_path, timed=False)
+    assert readme == with_plan(readme, plan, "README.md"), "run the command in this test's docstring"
+    planted = readme.replace("| **all** | ", "| **all** | 1", 1)
+    assert planted != readme and with_plan(planted, plan, "README.md") == readme

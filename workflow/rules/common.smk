@@ -38,6 +38,7 @@ from dpvae.paths import (
     reference_file,
     render_log,
     results_dir,
+    rule_benchmark,
     run_dir,
     run_id,
     samples_file,

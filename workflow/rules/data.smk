@@ -27,6 +27,8 @@ rule fetch:
         fetched_marker(DATA, "{source}"),
     log:
         log_file("fetch/{source}"),
+    benchmark:
+        rule_benchmark(SCALE, "fetch", "{source}")
     conda:
         ENV
     params:
@@ -48,6 +50,8 @@ rule prepare:
         directory(prepared_dir(DATA, "{dataset}")),
     log:
         log_file("prepare/{dataset}"),
+    benchmark:
+        rule_benchmark(SCALE, "prepare", "{dataset}")
     conda:
         ENV
     params:

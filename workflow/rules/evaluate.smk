@@ -56,6 +56,8 @@ rule aggregate_spec:
         aggregate_spec_file(SCALE, "{experiment}", "{dataset}", "{variant}"),
     log:
         log_file(f"{RESULTS}/aggregate/{{experiment}}/{{dataset}}/{{variant}}.spec"),
+    benchmark:
+        rule_benchmark(SCALE, "aggregate_spec", "{experiment}/{dataset}/{variant}")
     conda:
         ENV
     params:
@@ -72,6 +74,8 @@ rule aggregate:
         variant_table(SCALE, "{experiment}", "{dataset}", "{variant}"),
     log:
         log_file(f"{RESULTS}/aggregate/{{experiment}}/{{dataset}}/{{variant}}"),
+    benchmark:
+        rule_benchmark(SCALE, "aggregate", "{experiment}/{dataset}/{variant}")
     conda:
         ENV
     params:
@@ -87,6 +91,8 @@ rule combine:
         experiment_table(SCALE, "{experiment}", "{dataset}"),
     log:
         log_file(f"{RESULTS}/combine/{{experiment}}/{{dataset}}"),
+    benchmark:
+        rule_benchmark(SCALE, "combine", "{experiment}/{dataset}")
     conda:
         ENV
     params:
@@ -102,6 +108,8 @@ rule analyze:
         analysis_table(SCALE, "{experiment}"),
     log:
         log_file(f"{RESULTS}/analyze/{{experiment}}"),
+    benchmark:
+        rule_benchmark(SCALE, "analyze", "{experiment}")
     conda:
         ENV
     params:

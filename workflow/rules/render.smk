@@ -13,6 +13,8 @@ rule item_spec:
         item_spec_file(SCALE, "{paper}", "{item}"),
     log:
         render_log(ITEM, ".spec"),
+    benchmark:
+        rule_benchmark(SCALE, "item_spec", "{paper}/{item}")
     conda:
         ENV
     params:
@@ -51,6 +53,8 @@ rule render_table:
         tex=f"{ITEM}.tex",
     log:
         render_log(ITEM),
+    benchmark:
+        rule_benchmark(SCALE, "render_table", "{paper}/{item}")
     wildcard_constraints:
         item=r"table\d+",
     conda:
@@ -80,6 +84,8 @@ rule render_figure:
         ),
     log:
         render_log(ITEM),
+    benchmark:
+        rule_benchmark(SCALE, "render_figure", "{paper}/{item}")
     wildcard_constraints:
         item=r"fig\d+",
     conda:
@@ -115,6 +121,8 @@ rule render_figure_csv:
         ),
     log:
         render_log(ITEM),
+    benchmark:
+        rule_benchmark(SCALE, "render_figure_csv", "{paper}/{item}")
     wildcard_constraints:
         item=FIGURE_CSV_ITEMS,
     conda:
@@ -152,6 +160,8 @@ rule gather:
         gathered_file("{item}"),
     log:
         log_file("gather/{item}"),
+    benchmark:
+        rule_benchmark(SCALE, "gather", "{item}")
     conda:
         ENV
     params:
@@ -173,6 +183,8 @@ rule scorecard:
         csv=report(f"{SCORECARD}.csv", caption="../report/scorecard.rst", category="scorecard"),
     log:
         render_log(SCORECARD),
+    benchmark:
+        rule_benchmark(SCALE, "scorecard")
     conda:
         ENV
     params:
@@ -191,6 +203,8 @@ rule claims:
         csv=report(f"{CLAIMS}.csv", caption="../report/claims.rst", category="scorecard"),
     log:
         render_log(CLAIMS),
+    benchmark:
+        rule_benchmark(SCALE, "claims")
     conda:
         ENV
     params:
@@ -205,6 +219,8 @@ rule experiment_spec:
         experiment_spec_file(SCALE, "{experiment}"),
     log:
         render_log(EXPERIMENT, ".spec"),
+    benchmark:
+        rule_benchmark(SCALE, "experiment_spec", "{experiment}")
     conda:
         ENV
     params:
@@ -227,6 +243,8 @@ rule render_experiment:
         tex=f"{EXPERIMENT}.tex",
     log:
         render_log(EXPERIMENT),
+    benchmark:
+        rule_benchmark(SCALE, "render_experiment", "{experiment}")
     conda:
         ENV
     params:
