@@ -272,11 +272,19 @@ def start(src: str, log: Path) -> LocalWorker:
     return LocalWorker(process, folder)
 
 
+#: seconds a stopped worker gets to clean up (SIGTERM) before it is killed
+STOP_GRACE_S = 10
+
+
 def stop(worker: LocalWorker) -> None:
     """Stop it (it also stops by itself when this process exits) and stop exporting its socket."""
     os.environ.pop(ENV_VAR, None)
     worker.process.terminate()
-    worker.process.wait(timeout=30)
+    try:
+        worker.process.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:  # a worker slow to exit must not fail a finished build (onsuccess calls this)
+        worker.process.kill()
+        worker.process.wait()
     shutil.rmtree(worker.folder, ignore_errors=True)
 
 

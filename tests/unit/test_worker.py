@@ -174,6 +174,22 @@ def test_the_worker_runs_in_the_starting_process_session_in_a_group_of_its_own(t
     assert worker.ENV_VAR not in os.environ
 
 
+def test_stopping_a_worker_that_does_not_exit_kills_it_without_failing_the_build(tmp_path, monkeypatch):
+    """`stop` runs in the Snakefile's onsuccess: a worker still busy after SIGTERM (a smoke build's worker took over
+    30 s under load, and the timeout failed a build whose 470 jobs had all finished) is killed, not waited on."""
+    from dpvae import worker
+
+    monkeypatch.setattr(worker, "STOP_GRACE_S", 0.5)
+    deaf_code = (
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print(1, flush=True); time.sleep(60)"
+    )
+    deaf = subprocess.Popen([sys.executable, "-c", deaf_code], stdout=subprocess.PIPE)
+    deaf.stdout.readline()  # its handler is in place
+    (tmp_path / "folder").mkdir()
+    worker.stop(worker.LocalWorker(deaf, tmp_path / "folder"))
+    assert deaf.returncode == -signal.SIGKILL and not (tmp_path / "folder").exists()
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
