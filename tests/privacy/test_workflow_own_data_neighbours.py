@@ -2,11 +2,11 @@
 
 A user declares a dataset under the config key `datasets:` and builds an experiment with Snakemake; its private
 runs are releases (secret randomness, `prepare --secret`). This test builds a tiny such experiment (PrivBayes and
-DP-GM on a declared table with a test file; the ledger-only metric `privacy_tradeoff`) for D, for D' (one training
-record replaced by an extreme one: a value beyond its bounds, a new category, an undeclared label) and for D_test
-(that record in the test file), each in the same working directory, with every job's secret key pinned to one seed
-file (a `sitecustomize` on PYTHONPATH calls `randomness.use_seed_file` in every process Snakemake starts: the
-secret noise is then the same in the three builds, so bytes can be compared). Every file the build writes must be
+DP-GM on a declared table with a test file: the runs, their samples and the experiment's table) for D, for D' (one
+training record replaced by an extreme one: a value beyond its bounds, a new category, an undeclared label) and for
+D_test (that record in the test file), each in the same working directory, with every job's secret key pinned to
+one seed file (a `sitecustomize` on PYTHONPATH calls `randomness.use_seed_file` in every process Snakemake starts:
+the secret noise is then the same in the three builds, so bytes can be compared). Every file the build writes must be
 byte-identical for D and D' except, and for D and D_test except (samples included):
 
 * the data's own copies: the user's files (`mydata/`), `data/raw/<id>/`, the prepared arrays and the data root's
@@ -14,8 +14,8 @@ byte-identical for D and D' except, and for D and D_test except (samples include
 * for D' only, the ledgered outputs: each run's samples and the model files its method releases (`released`);
 * Snakemake's own bookkeeping (`.snakemake/`: its start times, locks and its record of each job's inputs) and the
   jobs' benchmarks (`benchmarks/*.tsv`: wall times and memory), which hold no value of the data;
-* wall times and the machine in the runs' `train.json` (`support.neighbours.VOLATILE_PROVENANCE`) and the time
-  stamps of log lines.
+* wall times and the machine in the runs' `train.json` (`support.neighbours.VOLATILE_PROVENANCE`), and in log
+  lines their time stamps, rates (records/s), elapsed times and ETAs and the process ids (`WALL_CLOCK`).
 
 No job fails, and no file outside the data's copies names the extreme record.
 """
@@ -44,20 +44,37 @@ VARIANTS = {
 }
 OVERLAY = {
     "scale": "own",
+    "local_worker": 1,  # jobs fork from one warm process (seconds of imports each otherwise)
     "datasets": {"mine": {"path": "mydata/data.csv", "test_path": "mydata/test.csv", "label": "label",
                           **TABLE_DECLARATION}},
     "variants": {name: {"method": name, "params": params} for name, params in VARIANTS.items()},
-    "evaluation": {"privacy_tradeoff": {"points": 11, "pld_discretization": 0.01}},
     "experiments": {"walk": {"description": "the neighbour walk", "datasets": ["mine"], "variants": list(VARIANTS),
-                             "epsilons": [10], "seeds": 1, "metrics": ["privacy_tradeoff"]}},
+                             "epsilons": [10], "seeds": 1, "metrics": []}},
 }  # fmt: skip
-TARGET = "results/own/tables/walk/mine.csv"
+#: the experiment's table and each run's samples (which no metric here reads)
+TARGETS = (
+    "results/own/tables/walk/mine.csv",
+    *(f"results/own/runs/mine/{name}/eps10/seed0/samples.npz" for name in VARIANTS),
+)
 #: what may differ for any neighbour: the data's copies, Snakemake's bookkeeping, the jobs' wall times
 DATA_COPIES = ("mydata/*", "data/raw/*", "data/prepared/*/train.npz", "data/prepared/*/test.npz", "data/.dataset-key")
 BOOKKEEPING = (".snakemake/*", "*/benchmarks/*.tsv")
 #: the ledgered outputs of a run (D' only): its samples and what its method's mechanisms release
 RELEASED = ("results/own/runs/*/samples.npz",) + tuple(
     f"results/own/runs/mine/{name}/*/model/{pattern}" for name in VARIANTS for pattern in METHODS.get(name).released
+)
+#: what says when or how fast a job ran, or which process it was (log lines' times, rates, elapsed times, pids)
+WALL_CLOCK = (
+    # a log line's time and level (a job forked by the warm worker and one in its own process format them apart)
+    (
+        rb"(?m)^(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ INFO dpvae\.progress: |\d\d/\d\d/\d{4} \d\d:\d\d:\d\d:INFO:)",
+        b"<time> INFO ",
+    ),
+    (rb"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?", b"<time>"),
+    (rb"[0-9.e+-]+ [a-z]+/s\b", b"<rate>"),
+    (rb"(elapsed|ETA) [0-9.hms]+", rb"\1 <wall time>"),
+    (rb"pid \d+", b"pid <pid>"),
+    (rb'"seconds": [0-9.]+', b'"seconds": <wall time>'),
 )
 #: makes every Python process of the build take its secret key from the seed file the test names
 HOOK = """import os
@@ -75,7 +92,7 @@ def _build(tmp_path: Path, name: str, train, test, monkeypatch) -> Path:
     CASE.write(train, work / "mydata" / "data.csv")
     CASE.write(test, work / "mydata" / "test.csv")
     (work / "overlay.yaml").write_text(yaml.safe_dump(OVERLAY))
-    result = snakemake("--cores", "2", "--configfile=overlay.yaml", TARGET, cwd=work)
+    result = snakemake("--cores", "2", "--configfile=overlay.yaml", *TARGETS, cwd=work)
     assert result.returncode == 0, result.stderr[-3000:]
     return Path(shutil.move(work, tmp_path / name))
 
@@ -99,8 +116,8 @@ def _files(work: Path, exempt: tuple[str, ...]) -> dict[str, bytes]:
             keyed[record["spec_sha256"]] = "<hash of the keyed spec>"
         found[name] = text
     for name, text in found.items():
-        text = re.sub(rb"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?", b"<time>", text)
-        text = re.sub(rb'"seconds": [0-9.]+', b'"seconds": <wall time>', text)
+        for pattern, placeholder in WALL_CLOCK:
+            text = re.sub(pattern, placeholder, text)
         for value, placeholder in keyed.items():
             text = text.replace(value.encode(), placeholder.encode())
         found[name] = text
