@@ -44,14 +44,14 @@ IMAGE_TARGETS = ((255, 2), (0, 0))  # (every pixel's grey level, class)
 #: the methods whose image networks take one size only (the others take any; 8x8 keeps them fast)
 IMAGE_SIDE = {"lvae": 28, "gs-wgan": 28, "privae": 32}
 
-MLP = {"epochs": 2, "batch_size": 50, "hidden": 32}
+MLP = {"epochs": 1, "batch_size": 50, "hidden": 16}
 #: method -> parameters of a run that trains in seconds on a CPU, on a declared table
 TABLE_PARAMS: dict[str, dict[str, Any]] = {
     "privbayes": {},
     "mst": {"iterations": 50},
     "aim": {"rounds": 10, "round_iterations": 10, "iterations": 50},
-    "p3gm": {**MLP, "pretrain_steps": 20, "em_iters": 3},
-    "dp-gm": {**MLP, "kmeans_iters": 3},
+    "p3gm": {**MLP, "pretrain_steps": 10, "em_iters": 2},
+    "dp-gm": {**MLP, "kmeans_iters": 2},
     "dp-vae": MLP,
     "privae": {**MLP, "prior": "mog", "latent_dim": 2},
 }
