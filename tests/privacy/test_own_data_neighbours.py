@@ -93,6 +93,13 @@ def _check_samples(case: Case, out: Path) -> None:
         assert b"purple" not in text and b"HIV+" not in text and b"7777777" not in text, path
 
 
+def test_every_private_method_has_a_case():
+    """Every private method `synth` can release a declared table or image arrays with is walked, on each kind it
+    takes (here and by the replay adversary); Ryan's, which needs public data, is refused (below)."""
+    private = [m for m in METHODS.values() if m.private and m.needs_public_data is None]
+    assert set(CASES) == {f"{m.name}-{kind}" for m in private for kind in m.kinds}
+
+
 @pytest.mark.parametrize("case", list(CASES.values()), ids=list(CASES))
 def test_one_record_never_shapes_what_a_run_writes(tmp_path, case):
     train, test = case.records(case.sizes[0], 0), case.records(case.sizes[1], 1)
