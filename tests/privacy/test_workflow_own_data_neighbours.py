@@ -85,7 +85,7 @@ if os.environ.get("DPVAE_WALK_SEED_FILE"):
 """
 
 
-def _build(tmp_path: Path, name: str, train, test, monkeypatch) -> Path:
+def _build(tmp_path: Path, name: str, train, test) -> Path:
     """The experiment built in tmp_path/work (the same path for every variant), then moved to tmp_path/name."""
     work = tmp_path / "work"
     (work / "mydata").mkdir(parents=True)
@@ -140,11 +140,11 @@ def pinned_key(tmp_path, monkeypatch) -> Path:
     return tmp_path / "seed"
 
 
-def test_one_record_never_shapes_what_an_own_data_build_writes(tmp_path, monkeypatch, pinned_key):
-    train, test = CASE.records(*CASE.sizes[:1], 0), CASE.records(CASE.sizes[1], 1)
-    d = _build(tmp_path, "d", train, test, monkeypatch)
-    d2 = _build(tmp_path, "d2", CASE.replaced(train, 0, CASE.extreme), test, monkeypatch)
-    dt = _build(tmp_path, "dt", train, CASE.replaced(test, 0, CASE.extreme), monkeypatch)
+def test_one_record_never_shapes_what_an_own_data_build_writes(tmp_path, pinned_key):
+    train, test = CASE.records(CASE.sizes[0], 0), CASE.records(CASE.sizes[1], 1)
+    d = _build(tmp_path, "d", train, test)
+    d2 = _build(tmp_path, "d2", CASE.replaced(train, 0, CASE.extreme), test)
+    dt = _build(tmp_path, "dt", train, CASE.replaced(test, 0, CASE.extreme))
     always = DATA_COPIES + BOOKKEEPING
     assert _differing(_files(d, always + RELEASED), _files(d2, always + RELEASED)) == set()
     assert _differing(_files(d, always), _files(dt, always)) == set()  # a test record shapes nothing, samples included
