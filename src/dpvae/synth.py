@@ -2,13 +2,13 @@
 
 The data is a file (a table or image arrays, declared as under the config key `datasets`) or a built-in id.
 Everything the release is made from goes to a private workspace (`--work`, default `<out>.work/`, mode 0700): a
-file's prepared copy (under the id `<stem>-<keyed hash[:8]>`), the run (trained by the workflow's own train stage:
-ledger, budget check, canary audit), its checkpoints and records. The release bundle is `release.RELEASED`: the
-samples (`--out`: `.csv`, the table's columns in their own units and the label last; `.npz`, `x` and `y` as
-prepared), the ledger `x.privacy.json` and, with `--audit`, `x.audit.json`; nothing else is written beside it, and
-the workspace is deleted once the bundle is in place (`--keep-work` keeps it; it is private, never part of it), all
-but the quality report (`release.REPORT`, `dpvae.quality`): statistics of the private data for its holder, written
-before the bundle and kept in the workspace (`--no-report` skips it).
+file's prepared copy (under the id `<stem>`, the same for neighbouring files), the run (trained by the workflow's
+own train stage: ledger, budget check, canary audit), its checkpoints and records. The release bundle is
+`release.RELEASED`: the samples (`--out`: `.csv`, the table's columns in their own units and the label last; `.npz`,
+`x` and `y` as prepared), the ledger `x.privacy.json` and, with `--audit`, `x.audit.json`; nothing else is written
+beside it, and the workspace is deleted once the bundle is in place (`--keep-work` keeps it; it is private, never
+part of it), all but the quality report (`release.REPORT`, `dpvae.quality`): statistics of the private data for its
+holder, written before the bundle and kept in the workspace (`--no-report` skips it).
 
 The noise is secret (`dpvae.randomness`): drawn from OS entropy, or from `--seed-file` (read once, never copied),
 and written nowhere. `--seed N` makes the run repeatable for debugging; whoever knows N can replay the noise, so the
@@ -135,7 +135,7 @@ def synth(request: Request) -> Release:
     _make_private_dir(work)  # every check passed: the first write
     report_file(work).unlink(missing_ok=True)  # an earlier release's report is not this one's
     root = work / "data" if entry is not None else request.root
-    dataset = _dataset_id(request, entry, root)
+    dataset = _dataset_id(request, entry)
     identity = None
     if entry is not None:  # a changed file is another dataset; keyed: no file hash in the run's spec
         from dpvae.data import declared
@@ -397,16 +397,13 @@ def _checked(request: Request) -> tuple[Any, Any, dict | None, Any]:
     return method, params, entry, facts
 
 
-def _dataset_id(request: Request, entry: dict | None, root: Path) -> str:
-    """A built-in id as given; a file as `<stem>-<8 hex>`, keyed (`declared.fingerprint`): another version of the
-    file is another dataset, and the id does not name the file's hash."""
-    from dpvae.data import declared
-
+def _dataset_id(request: Request, entry: dict | None) -> str:
+    """A built-in id as given; a file as its stem. Not its hash (keyed or not): the id names the run's first-stage
+    random streams (`methods.base.stage1_spec`), so it must be the same for neighbouring files; another version of
+    the file is another dataset by the keyed identity its prepared copy and the run's spec carry."""
     if entry is None:
         return request.data
-    path = Path(request.data)
-    stem = re.sub(r"[^a-z0-9_.-]+", "-", path.stem.lower()).strip("-.") or "data"
-    return f"{stem}-{declared.fingerprint({'sha256': declared.sha256(path)}, root)['hmac_sha256'][:8]}"
+    return re.sub(r"[^a-z0-9_.-]+", "-", Path(request.data).stem.lower()).strip("-.") or "data"
 
 
 DECLARE_KEYS = (

@@ -1,14 +1,16 @@
 """Your own data, end to end: one record never shapes what a private `dpvae synth` run uses, writes or releases.
 
-For every private method that takes a table, D is a small declared table (a training file and a test file), D'
-replaces one training record by one with an extreme value, a new category and an undeclared label, and D_test
-puts that record in the test file instead. Run with the same `--seed-file` (so that the secret noise is the same
-in all three) and `--keep-work`, every file the run writes -- the release bundle and the private workspace -- must
-be byte-identical for D and D' except the ledgered outputs (the samples, the files the method's mechanisms
-release), the data's own copies (its raw files, the prepared arrays, their checksums and the keyed identity) and
-the data holder's quality report (statistics of the private data, kept in the workspace, never released); for D
-and D_test nothing may differ at all beyond the data's copies and the report, the samples included. No run aborts on the
-record or names it anywhere. Ryan's method (which takes an unnoised public share of the data) is refused.
+For every private method that takes a declared table or declared image arrays (`support.own_releases.CASES`), D is
+a small declared dataset (a training file and a test file), D' replaces one training record by an extreme one
+(a table's: a value beyond its bounds, a new category and an undeclared label; an image's: every pixel white and an
+undeclared class), and D_test puts that record in the test file instead. Run with the same `--seed-file` (so that
+the secret noise is the same in all three) and `--keep-work`, every file the run writes -- the release bundle and
+the private workspace -- must be byte-identical for D and D' except the ledgered outputs (the samples, the files
+the method's mechanisms release), the data's own copies (its raw files, the prepared arrays, their checksums and
+the keyed identity) and the data holder's quality report (statistics of the private data, kept in the workspace,
+never released); for D and D_test nothing may differ at all beyond the data's copies and the report, the samples
+included. No run aborts on the record or names it anywhere. Ryan's method (which takes an unnoised public share of
+the data) is refused.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ import pandas as pd
 import pytest
 import yaml
 
-from dpvae import randomness
 from dpvae.errors import ConfigError
 from dpvae.methods.registry import METHODS
 from dpvae.paths import ledger_file
@@ -32,24 +33,8 @@ from dpvae.privacy.ledger import Ledger
 from dpvae.release import REPORT
 from dpvae.runs import recomputed_ledger
 from dpvae.synth import Request, synth
+from support.own_releases import CASES, TABLE_DECLARATION, Case, Records, release
 
-DECLARATION = {
-    "positive": "yes",  # the label set is {not yes, yes}: a rare label is "not yes"
-    "columns": {
-        "age": {"bounds": [0, 120]},
-        "income": {"bounds": [0, 200_000]},
-        "colour": {"categories": ["red", "green", "blue"]},  # no `other`: its first category is the catch-all
-    },
-}
-EXTREME = {"age": 45, "income": 7_777_777.7, "colour": "purple", "label": "HIV+"}
-TINY = {
-    "privbayes": {},
-    "mst": {"iterations": 50},
-    "aim": {"rounds": 10, "round_iterations": 10, "iterations": 50},
-    "p3gm": {"epochs": 2, "batch_size": 50, "pretrain_steps": 20, "em_iters": 3, "hidden": 32},
-    "dp-gm": {"epochs": 2, "batch_size": 50, "kmeans_iters": 3, "hidden": 32},
-    "dp-vae": {"epochs": 2, "batch_size": 50, "hidden": 32},
-}
 #: what may differ between neighbours: the data's own copies (relative to the workspace) and their keyed identity
 DATA_COPIES = ("data/raw/*", "data/prepared/*/train.npz", "data/prepared/*/test.npz", "data/.dataset-key")
 #: the ledgered outputs beside the method's `released` model files: the samples (in the workspace and released)
@@ -58,41 +43,13 @@ SAMPLES = ("run/samples.npz",)
 REPORTS = (REPORT,)
 
 
-def _table(n: int, seed: int) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    return pd.DataFrame(
-        {
-            "age": rng.integers(18, 90, n),
-            "income": rng.uniform(12_000, 81_000, n).round(1),
-            "colour": rng.choice(["red", "green", "blue"], n),
-            "label": rng.choice(["yes", "no"], n),
-        }
-    )
-
-
-def _with_extreme(frame: pd.DataFrame) -> pd.DataFrame:
-    changed = frame.astype(object).copy()
-    changed.iloc[0] = [EXTREME[c] for c in frame.columns]
-    return changed
-
-
-def _synth(tmp_path: Path, name: str, train: pd.DataFrame, test: pd.DataFrame, method: str, **more) -> Path:
-    """Release in tmp_path/run, then move it to tmp_path/name: every variant ran at the same paths."""
+def _synth(tmp_path: Path, name: str, case: Case, train: Records, test: Records, **more) -> Path:
+    """Release in tmp_path/run, then move it to tmp_path/name: every variant ran at the same paths. The quality
+    report (a classifier per release for images: seconds each) is written for tables only."""
     folder = tmp_path / "run"
-    folder.mkdir()
-    train.to_csv(folder / "data.csv", index=False)
-    test.to_csv(folder / "test.csv", index=False)
-    (folder / "declare.yaml").write_text(yaml.safe_dump({**DECLARATION, "test_path": "test.csv"}))
     (tmp_path / "seed").write_bytes(b"the same secret for D, D' and D_test")
-    request = Request(
-        method=method, data=str(folder / "data.csv"), epsilon=10.0, delta=1e-5, params=TINY.get(method, {}),
-        out=folder / "out" / "synthetic.csv", n=200, declare=folder / "declare.yaml", headline="paper",
-        device="cpu", seed_file=tmp_path / "seed", keep_work=True, **more,
-    )  # fmt: skip
-    try:
-        out = synth(request).samples
-    finally:
-        randomness.forget()
+    more = {"quality_report": case.kind == "table", **more}
+    out = release(case, folder, train, test, n=200, seed_file=tmp_path / "seed", keep_work=True, **more)
     folder.rename(tmp_path / name)
     return tmp_path / name / out.relative_to(folder)
 
@@ -119,27 +76,46 @@ def _files(out: Path, method: str) -> dict[str, bytes]:
     return found
 
 
-@pytest.mark.parametrize("method", sorted(TINY))
-def test_one_record_never_shapes_what_a_run_writes(tmp_path, method):
-    train, test = _table(300, 0), _table(60, 1)
-    d = _synth(tmp_path, "d", train, test, method)
-    d2 = _synth(tmp_path, "d2", _with_extreme(train), test, method)
-    dt = _synth(tmp_path, "dt", train, _with_extreme(test), method)
-    written = _files(d, method)
-    assert written.keys() == _files(d2, method).keys() == _files(dt, method).keys()
-    assert {name for name, text in _files(d2, method).items() if text != written[name]} == set()
-    assert _files(dt, method) == written and dt.read_bytes() == d.read_bytes()  # a test record shapes nothing
+def _check_samples(case: Case, out: Path) -> None:
+    """The samples lie in the declared domain; no file but the raw copies names the extreme table record."""
+    if case.kind == "image":
+        with np.load(out) as arrays:
+            side = case.side
+            assert arrays["x"].dtype == np.uint8 and arrays["x"].shape[1:] == (side, side)
+            assert set(arrays["y"].tolist()) <= {0, 1, 2}
+        return
+    samples = pd.read_csv(out)
+    assert samples["age"].between(0, 120).all() and samples["income"].between(0, 200_000).all()
+    assert set(samples["colour"]) <= {"red", "green", "blue", "other"}
+    assert set(samples["label"]) <= {"not yes", "yes"}
+    for path in (p for p in out.parent.rglob("*") if p.is_file() and "raw" not in p.parts):
+        text = path.read_bytes()
+        assert b"purple" not in text and b"HIV+" not in text and b"7777777" not in text, path
+
+
+def test_every_private_method_has_a_case():
+    """Every private method `synth` can release a declared table or image arrays with is walked, on each kind it
+    takes (here and by the replay adversary); Ryan's, which needs public data, is refused (below)."""
+    private = [m for m in METHODS.values() if m.private and m.needs_public_data is None]
+    assert set(CASES) == {f"{m.name}-{kind}" for m in private for kind in m.kinds}
+
+
+@pytest.mark.parametrize("case", list(CASES.values()), ids=list(CASES))
+def test_one_record_never_shapes_what_a_run_writes(tmp_path, case):
+    train, test = case.records(case.sizes[0], 0), case.records(case.sizes[1], 1)
+    d = _synth(tmp_path, "d", case, train, test)
+    d2 = _synth(tmp_path, "d2", case, case.replaced(train, 0, case.extreme), test)
+    dt = _synth(tmp_path, "dt", case, train, case.replaced(test, 0, case.extreme))
+    written = _files(d, case.method)
+    assert written.keys() == _files(d2, case.method).keys() == _files(dt, case.method).keys()
+    assert {name for name, text in _files(d2, case.method).items() if text != written[name]} == set()
+    assert _files(dt, case.method) == written and dt.read_bytes() == d.read_bytes()  # a test record shapes nothing
     for out in (d, d2):
-        samples = pd.read_csv(out)
-        assert samples["age"].between(0, 120).all() and samples["income"].between(0, 200_000).all()
-        assert set(samples["colour"]) <= {"red", "green", "blue", "other"}
-        assert set(samples["label"]) <= {"not yes", "yes"}
-        for path in (p for p in out.parent.rglob("*") if p.is_file() and "raw" not in p.parts):
-            text = path.read_bytes()
-            assert b"purple" not in text and b"HIV+" not in text and b"7777777" not in text, path
+        _check_samples(case, out)
 
 
-def test_the_walk_catches_a_planted_leak(tmp_path, monkeypatch):
+@pytest.mark.parametrize("case_id", ["privbayes-table", "dp-gm-image"])
+def test_the_walk_catches_a_planted_leak(tmp_path, monkeypatch, case_id):
     """The comparison fails on a run that writes an un-noised statistic of the data into the workspace."""
     import dpvae.data.store as store
 
@@ -150,23 +126,29 @@ def test_the_walk_catches_a_planted_leak(tmp_path, monkeypatch):
 
     monkeypatch.setattr(store, "write_prepared", leaky)
     monkeypatch.setattr("dpvae.data.registry.write_prepared", leaky)
-    train, test = _table(300, 0), _table(60, 1)
-    train.loc[0, "income"] = 199_999.0  # inside the bounds: only its scaled maximum shows it
-    d = _synth(tmp_path, "d", train.assign(income=train["income"].clip(upper=81_000)), test, "privbayes")
-    d2 = _synth(tmp_path, "d2", train, test, "privbayes")
-    differ = {name for name, text in _files(d2, "privbayes").items() if text != _files(d, "privbayes")[name]}
+    case = CASES[case_id]
+    train, test = case.records(case.sizes[0], 0), case.records(case.sizes[1], 1)
+    if case.kind == "table":  # inside the bounds: only its scaled maximum shows it
+        other = {**train.iloc[0].to_dict(), "income": 199_999.0}
+    else:  # a white image: no typical one has a white pixel
+        other = case.extreme
+    d = _synth(tmp_path, "d", case, train, test)
+    d2 = _synth(tmp_path, "d2", case, case.replaced(train, 0, other), test)
+    differ = {name for name, text in _files(d2, case.method).items() if text != _files(d, case.method)[name]}
     assert any(name.endswith("meta.json") for name in differ)
 
 
 def test_ryans_method_is_refused_on_own_data(tmp_path):
+    table = CASES["privbayes-table"]
     with pytest.raises(ConfigError, match="ryan"):
-        _synth(tmp_path, "d", _table(300, 0), _table(60, 1), "ryan")
+        _synth(tmp_path, "d", Case("ryan", "table", {}), table.records(200, 0), table.records(40, 1))
 
 
 def test_a_domain_estimate_is_paid_from_the_target_and_recomputed_bit_for_bit(tmp_path):
     declaration = {"positive": "yes", "domain": "estimate", "domain_epsilon": 1.0}
-    declaration["columns"] = {"colour": DECLARATION["columns"]["colour"]}
-    frame = pd.concat([_table(3000, 0)] * 2, ignore_index=True)  # bins of a few thousand records pass the threshold
+    declaration["columns"] = {"colour": TABLE_DECLARATION["columns"]["colour"]}
+    # bins of a few thousand records pass the threshold
+    frame = pd.concat([CASES["privbayes-table"].records(3000, 0)] * 2, ignore_index=True)
     request = dict(method="privbayes", epsilon=3.0, delta=1e-5, params={}, n=50, device="cpu", headline="paper")
     (tmp_path / "declare.yaml").write_text(yaml.safe_dump(declaration))
     frame.to_csv(tmp_path / "data.csv", index=False)
@@ -184,7 +166,7 @@ def test_a_domain_estimate_is_paid_from_the_target_and_recomputed_bit_for_bit(tm
 
 
 def test_synth_needs_a_domain_or_an_explicit_not_dp(tmp_path):
-    _table(300, 0).to_csv(tmp_path / "data.csv", index=False)
+    CASES["privbayes-table"].records(300, 0).to_csv(tmp_path / "data.csv", index=False)
     base = dict(method="privbayes", data=str(tmp_path / "data.csv"), epsilon=1.0, delta=1e-5, params={}, n=20)
     base |= dict(out=tmp_path / "o" / "s.csv", device="cpu", headline="paper")
     with pytest.raises(ConfigError, match=r"--data .*needs the data's public domain: --declare FILE"):
@@ -192,7 +174,8 @@ def test_synth_needs_a_domain_or_an_explicit_not_dp(tmp_path):
     (tmp_path / "from_data.yaml").write_text(yaml.safe_dump({"domain": "from_data", "positive": "yes"}))
     with pytest.raises(ConfigError, match="not DP.*--allow-not-dp"):
         synth(Request(**base, declare=tmp_path / "from_data.yaml"))
-    (tmp_path / "estimate.yaml").write_text(yaml.safe_dump({**DECLARATION, "domain": "estimate", "domain_epsilon": 1}))
+    estimate = {**TABLE_DECLARATION, "domain": "estimate", "domain_epsilon": 1}
+    (tmp_path / "estimate.yaml").write_text(yaml.safe_dump(estimate))
     with pytest.raises(ConfigError, match="--epsilon 1.0: leaves nothing after the domain estimate"):
         synth(Request(**base, declare=tmp_path / "estimate.yaml"))
     assert not (tmp_path / "o").exists()  # refused before any work
