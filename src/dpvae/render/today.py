@@ -15,6 +15,7 @@ import pandas as pd
 
 from dpvae.analyses.tidy import TIDY_COLUMNS
 from dpvae.files import atomic_write
+from dpvae.paths import LEDGER
 from dpvae.render.base import RenderContext, register_renderer
 from dpvae.render.common import BUILT_NOT_DP_NOTE, dataset_label, not_dp_built
 from dpvae.render.output import apply_style, pyplot, save_figure
@@ -133,7 +134,7 @@ def today_adult(ctx: RenderContext) -> None:
     notes = [
         f"Mean over seeds, bars: {CONFIDENCE:.0%} t-interval (none for one seed). ε: each run's target, met by its "
         "headline accounting (add/remove-one, the papers' claim); the sound (replace-one) ε each run spends is "
-        "larger and in the CSV beside this figure and each run's privacy.json (docs/mst-aim.md).",
+        f"larger and in the CSV beside this figure and each run's {LEDGER} (docs/mst-aim.md).",
         "AUROC/AUPRC: classifiers trained on the synthetic records, tested on the real test split (P3GM Table VI); "
         "TVD: all 2-way marginals against the real training split, 5 bins per column (P3GM Table VIII).",
     ]
