@@ -60,7 +60,7 @@ def built(smoke_config, tmp_path_factory):
     plan = Rules(smoke_config, root)
     specs = {}
     for item_id in DP2VAE_ITEMS:
-        spec = plan.item_spec("dp2vae", item_id)
+        spec = plan.item_spec("dp2vae", item_id).to_json()
         for experiment, paths in spec["tables"].items():
             exp = smoke_config["experiments"][experiment]
             for path in paths:
