@@ -218,5 +218,4 @@ def render(spec_path: str | Path) -> None:
     renderer = load_renderers().get(item.key)
     with stamped(stamp):
         prefix = item_prefix(item.paper, item.id)
-        context = spec.context.to_json()  # renderers still read the mapping (issue 65: typed next)
-        renderer(RenderContext(item, prefix, frames, list(spec.artifacts), context, dict(spec.settings)))
+        renderer(RenderContext(item, prefix, frames, list(spec.artifacts), spec.context, dict(spec.settings)))
