@@ -45,6 +45,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dpvae.config import Config
 from dpvae.dag import BenchmarkFile, Dag, DagJob, snakemake_dag
 from dpvae.errors import ConfigError, DpvaeError
 from dpvae.eval.registry import METRICS
@@ -640,11 +641,11 @@ def cost_plan(
         dag.rules,
         tuple(measured.benchmarked),
         cores,
-        *(_timed_imports(dag_s, config, sum(not c.job.built for c in costs)) if timed else (0.0, 0.0)),
+        *(_timed_imports(dag_s, rules.config, sum(not c.job.built for c in costs)) if timed else (0.0, 0.0)),
     )
 
 
-def _timed_imports(dag_s: float, config: dict, to_run: int) -> tuple[float, float]:
+def _timed_imports(dag_s: float, config: Config, to_run: int) -> tuple[float, float]:
     """(Snakemake's start-up, the worker's warm-up) of a build of `to_run` jobs, timed now in a fresh Python:
     Snakemake's and the workflow's imports plus `dag_s` (this DAG, as built while planning), and the warm
     worker's imports (`dpvae.worker.preload`) where the build starts one (config `local_worker`, as the Snakefile
@@ -657,7 +658,7 @@ def _timed_imports(dag_s: float, config: dict, to_run: int) -> tuple[float, floa
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     imports_s, warmup_s = (float(v) for v in done.stdout.split()[-2:])
-    wanted = int(config.get("local_worker") or 0)
+    wanted = int(config.local_worker or 0)
     return dag_s + imports_s, warmup_s if wanted and to_run >= wanted else 0.0
 
 
