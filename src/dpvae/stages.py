@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from dpvae.paths import audit_file, checkpoint_file, model_path, partial_file, s
 from dpvae.provenance import git_commit, machine, sha256_json
 from dpvae.runs import domain_budget, released_ledger
 from dpvae.runspec import RunSpec
+from dpvae.specs import AnalysisContext
 from dpvae.tables import read_spec
 
 
@@ -176,8 +178,12 @@ def reference(data_dir: str | Path, metric: str, options: dict, out: str | Path,
     return Path(out)
 
 
-def analyze(experiment: str, context: dict, out: str | Path) -> pd.DataFrame:
-    table = run_analysis(experiment, context["experiments"][experiment], {**context, "out": str(out)})
+def analyze(experiment: str, context: Mapping[str, Any], out: str | Path) -> pd.DataFrame:
+    """The tidy table of analysis `experiment` from its context (`Rules.analysis_context`), written to `out`."""
+    typed = AnalysisContext.from_json(context, f"dpvae analyze --context (experiment '{experiment}')")
+    if typed.experiment.name != experiment:
+        raise DataError(f"dpvae analyze --context: holds experiment '{typed.experiment.name}', not '{experiment}'")
+    table = run_analysis(dataclasses.replace(typed, out=str(out)))
     atomic_write(out, lambda tmp: table[TIDY_COLUMNS].to_csv(tmp, index=False))
     return table
 
@@ -199,18 +205,17 @@ def render(spec_path: str | Path) -> None:
     from dpvae.paths import item_prefix
     from dpvae.render.base import RenderContext, load_renderers
     from dpvae.render.output import Stamp, stamped
-    from dpvae.render.setting import Setting
+    from dpvae.render.spec import ItemSpec
 
-    spec = json.loads(Path(spec_path).read_text())
-    item = get_item(spec["item"])
+    spec = ItemSpec.from_json(json.loads(Path(spec_path).read_text()), str(spec_path))
+    item = get_item(spec.item)
     frames = {
         exp: pd.concat([_read_table(p) for p in paths], ignore_index=True) if paths else pd.DataFrame()
-        for exp, paths in spec["tables"].items()
+        for exp, paths in spec.tables.items()
     }
     seeds = sorted({int(s) for f in frames.values() if "seed" in f for s in f["seed"].dropna()})
-    stamp = Stamp(scale=spec["scale"], commit=git_commit(), config_sha256=sha256_json(spec), seeds=tuple(seeds))
+    stamp = Stamp(scale=spec.scale, commit=git_commit(), config_sha256=sha256_json(spec.to_json()), seeds=tuple(seeds))
     renderer = load_renderers().get(item.key)
     with stamped(stamp):
-        settings = {name: Setting.from_json(s) for name, s in spec["settings"].items()}
         prefix = item_prefix(item.paper, item.id)
-        renderer(RenderContext(item, prefix, frames, spec["artifacts"], spec["context"], settings))
+        renderer(RenderContext(item, prefix, frames, list(spec.artifacts), spec.context, dict(spec.settings)))

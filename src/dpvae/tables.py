@@ -17,6 +17,7 @@ from dpvae.files import atomic_write
 from dpvae.paths import ledger_file, metric_file, train_record
 from dpvae.runs import split_variant
 from dpvae.runspec import RunSpec
+from dpvae.specs import AggregateSpec
 
 
 def read_spec(run_dir: str | Path) -> RunSpec:
@@ -30,11 +31,11 @@ def read_spec(run_dir: str | Path) -> RunSpec:
 def aggregate(spec_path: str | Path, out: str | Path) -> pd.DataFrame:
     """One tidy table of every metric of every run of an experiment on one dataset (+ the spent epsilons, and
     `NOT_DP_METRIC` = 1 for a run whose ledger is marked not DP)."""
-    spec = json.loads(Path(spec_path).read_text())
-    experiment, exp = spec["experiment"], spec["config"]
-    sweep_name = (exp.get("sweep") or {}).get("name")
+    spec = AggregateSpec.from_json(json.loads(Path(spec_path).read_text()), str(spec_path))
+    experiment, exp = spec.experiment, spec.config
+    sweep_name = exp.sweep.name if exp.sweep else None
     rows = []
-    for run_dir in map(Path, spec["runs"]):
+    for run_dir in map(Path, spec.runs):
         run = read_spec(run_dir)
         base = {
             "experiment": experiment,
@@ -54,7 +55,7 @@ def aggregate(spec_path: str | Path, out: str | Path) -> pd.DataFrame:
                     rows.append({**base, "metric": f"epsilon_spent_{kind}", "value": ledger[kind]["epsilon"]})
         if ledger.get("not_dp"):
             rows.append({**base, "metric": NOT_DP_METRIC, "value": 1.0})
-        for metric in exp["metrics"]:
+        for metric in exp.metrics:
             result = json.loads(metric_file(run_dir, metric).read_text())
             rows += [{**base, **row} for row in result["rows"]]
     table = tidy(rows)

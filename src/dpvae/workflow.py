@@ -47,8 +47,10 @@ from dpvae.paths import (
     variant_table,
 )
 from dpvae.render.output import scale_note
+from dpvae.render.spec import ItemSpec, render_config
 from dpvae.runs import Run, experiment_runs, run_spec, split_variant, stage1_of
-from dpvae.runspec import RunSpec
+from dpvae.runspec import FrozenDict, RunSpec
+from dpvae.specs import AggregateSpec, AnalysisContext, ExperimentSpec, RunFiles
 from dpvae.status import RENDERERS, done_items, missing_parts
 
 EXPERIMENT_OUTPUTS = ("pdf", "csv", "tex")
@@ -178,16 +180,16 @@ class Rules:
 
     # -- aggregate, analyze, render, gather -------------------------------------------------------
 
-    def analysis_context(self, experiment: str) -> dict:
+    def analysis_context(self, experiment: str) -> AnalysisContext:
         """The configuration subset an analysis reads (its experiment, the variant it names, data root, delta)."""
         exp = self.config.experiments[experiment]
         names = [(exp.params or {}).get("variant")]
-        return {
-            "experiments": {experiment: exp.to_json()},
-            "variants": {n: self.config.variants[n].to_json() for n in names if n},
-            "data_root": self.config.data.root,
-            "delta": self.config.delta,
-        }
+        return AnalysisContext(
+            exp,
+            FrozenDict({n: self.config.variants[n] for n in names if n}),
+            self.config.data.root,
+            self.config.delta,
+        )
 
     def _variant_runs(self, experiment: str, dataset: str, variant: str) -> list[Run]:
         runs = [r for r in self.runs(experiment, dataset) if r.variant == variant]
@@ -195,15 +197,10 @@ class Rules:
             raise TargetError(f"experiment '{experiment}' has no variant '{variant}' on dataset '{dataset}'")
         return runs
 
-    def aggregate_spec(self, experiment: str, dataset: str, variant: str) -> dict:
+    def aggregate_spec(self, experiment: str, dataset: str, variant: str) -> AggregateSpec:
         """What `dpvae aggregate` reads: the experiment and the directory of each run of one variant."""
-        return {
-            "experiment": experiment,
-            "dataset": dataset,
-            "variant": variant,
-            "config": self.config.experiments[experiment].to_json(),
-            "runs": [self.run_dir(r) for r in self._variant_runs(experiment, dataset, variant)],
-        }
+        runs = tuple(self.run_dir(r) for r in self._variant_runs(experiment, dataset, variant))
+        return AggregateSpec(experiment, dataset, variant, self.config.experiments[experiment], runs)
 
     def variant_tables(self, experiment: str, dataset: str) -> list[str]:
         """One tidy table per variant (so that no job lists thousands of inputs); `combine` joins them."""
@@ -238,24 +235,17 @@ class Rules:
                 files += [metric_file(self.run_dir(run), a) for run in self.runs(name, dataset) for a in computed]
         return files
 
-    def item_spec(self, paper: str, item_id: str) -> dict:
+    def item_spec(self, paper: str, item_id: str) -> ItemSpec:
         """What `dpvae render` reads: tables, artifacts, the configuration subset the renderer uses, scale."""
         item = get_item(f"{paper}/{item_id}")
         experiments = {n: self.config.experiments[n] for n in item.experiments}
         variants = {split_variant(v)[0] for e in experiments.values() for v in e.variants}
-        return {
-            "item": item.key,
-            "scale": self.scale,
-            "tables": self.item_tables(item),
-            "artifacts": self.item_artifacts(item),
-            "context": {
-                "experiments": {n: e.to_json() for n, e in experiments.items()},
-                "delta": self.config.delta,
-                "scale": self.scale,
-                "variants": {v: self.config.variants[v].to_json() for v in sorted(variants)},
-            },
-            "settings": {name: setting.to_json() for name, setting in self._check_setting(item).items()},
-        }
+        context = render_config(
+            experiments, {v: self.config.variants[v] for v in sorted(variants)}, self.config.delta, self.scale
+        )
+        tables = FrozenDict({e: tuple(paths) for e, paths in self.item_tables(item).items()})
+        artifacts = tuple(self.item_artifacts(item))
+        return ItemSpec(item.key, self.scale, tables, artifacts, context, FrozenDict(self._check_setting(item)))
 
     # -- one table for any experiment: figures/experiments/<experiment>.pdf ------------------------------
 
@@ -297,20 +287,20 @@ class Rules:
                 runs[path] = [job_benchmark(path, n) for n in names]
         return runs
 
-    def experiment_spec(self, experiment: str) -> dict:
+    def experiment_spec(self, experiment: str) -> ExperimentSpec:
         """What `dpvae render-experiment` reads: the tidy tables, each run's benchmark files, scale and delta."""
         exp = self.training_experiment(experiment)
         datasets, left_out = self._experiment_datasets(experiment)
-        return {
-            "experiment": experiment,
-            "description": exp.description,
-            "scale": self.scale,
-            "delta": self.config.delta,
-            "tables": [experiment_table(self.scale, experiment, d) for d in datasets],
-            "runs": [{"dir": d, "benchmarks": b} for d, b in self.experiment_benchmarks(experiment).items()],
-            "left_out": left_out,
-            "items": [i.key for i in ITEMS.values() if experiment in i.experiments],
-        }
+        return ExperimentSpec(
+            experiment,
+            exp.description,
+            self.scale,
+            self.config.delta,
+            tables=tuple(experiment_table(self.scale, experiment, d) for d in datasets),
+            runs=tuple(RunFiles(d, tuple(b)) for d, b in self.experiment_benchmarks(experiment).items()),
+            left_out=tuple(left_out),
+            items=tuple(i.key for i in ITEMS.values() if experiment in i.experiments),
+        )
 
     def experiment_inputs(self, experiment: str) -> list[str]:
         datasets = self._experiment_datasets(experiment)[0]

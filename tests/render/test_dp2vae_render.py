@@ -60,7 +60,7 @@ def built(smoke_config, tmp_path_factory):
     plan = Rules(smoke_config, root)
     specs = {}
     for item_id in DP2VAE_ITEMS:
-        spec = plan.item_spec("dp2vae", item_id)
+        spec = plan.item_spec("dp2vae", item_id).to_json()
         for experiment, paths in spec["tables"].items():
             exp = smoke_config["experiments"][experiment]
             for path in paths:
@@ -155,6 +155,7 @@ def test_recorded_rows_state_their_protocol_one_line_per_protocol():
     lines, each naming its methods and its own sample counts."""
     from types import SimpleNamespace
 
+    from dpvae.config import Config
     from dpvae.render.dp2vae.shared import recorded_protocol_notes
 
     def cells(method: str, fid_n: int, n_train: int, repeats: int, epochs: int, patience: int) -> list[dict]:
@@ -173,8 +174,8 @@ def test_recorded_rows_state_their_protocol_one_line_per_protocol():
         cells("real", 10000, 60000, 5, 300, 10) + cells("dp-merf", 10000, 60000, 5, 300, 10)
         + cells("dp2vae", 1000, 10000, 1, 5, 2)
     )  # fmt: skip
-    paper, cut = recorded_protocol_notes(SimpleNamespace(recorded=lambda: recorded, config={}))
+    paper, cut = recorded_protocol_notes(SimpleNamespace(recorded=lambda: recorded, config=Config(scale="smoke")))
     assert paper.startswith("Recorded rows of Real data, DP-MERF: FID of 10,000 generated images against 10,000")
     assert "MLP and CNN 5 training(s) each (<= 300 epochs, patience 10) on 60,000 synthetic images" in paper
     assert cut.startswith("Recorded rows of Ours (DP2-VAE): FID of 1,000") and "(<= 5 epochs, patience 2)" in cut
-    assert recorded_protocol_notes(SimpleNamespace(recorded=pd.DataFrame, config={})) == []
+    assert recorded_protocol_notes(SimpleNamespace(recorded=pd.DataFrame, config=Config(scale="smoke"))) == []

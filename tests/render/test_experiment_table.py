@@ -10,6 +10,7 @@ import pytest
 from dpvae.analyses.tidy import tidy
 from dpvae.errors import DataError
 from dpvae.render.experiment import render_experiment
+from dpvae.specs import ExperimentSpec
 
 
 def write_run(root, dataset: str, variant: str, eps: str, seed: int, seconds: dict[str, float]) -> dict:
@@ -79,7 +80,7 @@ def test_a_users_experiment_renders_every_dataset_epsilon_and_metric(tmp_path):
 def test_an_experiment_without_rows_is_refused_naming_its_tables(tmp_path):
     table = tmp_path / "empty.csv"
     tidy([]).to_csv(table, index=False)
-    spec = {"experiment": "mine", "scale": "smoke", "delta": 1e-5, "tables": [str(table)], "runs": []}
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    spec = ExperimentSpec("mine", "", "smoke", 1e-5, tables=(str(table),))
+    (tmp_path / "spec.json").write_text(json.dumps(spec.to_json()))
     with pytest.raises(DataError, match="experiment 'mine': its tidy tables hold no rows .*empty.csv"):
         render_experiment(tmp_path / "spec.json", tmp_path / "out")

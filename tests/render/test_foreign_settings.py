@@ -206,8 +206,8 @@ def test_planning_refuses_an_item_that_cannot_show_the_grid(tmp_path):
     with pytest.raises(ConfigError, match=r"p3gm/fig6 cannot show"):
         plan.item_spec("p3gm", "fig6")
     plan.check_targets(["figures/p3gm/table6.pdf", "figures/experiments/p3gm_dimension.pdf"], built_only=False)
-    settings = plan.item_spec("p3gm", "table6")["settings"]  # the render job's Setting: the check's outcome
-    assert settings["p3gm_tabular"]["foreign_epsilons"] == [0.5, 2.0]
+    settings = plan.item_spec("p3gm", "table6").settings  # the render job's Setting: the check's outcome
+    assert settings["p3gm_tabular"].foreign_epsilons == (0.5, 2.0)
     assert "figures/p3gm/fig6.pdf" not in plan.default_targets()
     assert "figures/p3gm/table6.pdf" in plan.default_targets()
     assert any("cannot show" in p for p in plan.gather_pending("fig6")["p3gm/fig6"])

@@ -15,10 +15,12 @@ import pandas as pd
 import pytest
 
 from dpvae import reproductions
+from dpvae.config_types import Experiment
 from dpvae.data.domain import NOT_DP_REFERENCE_CODE
 from dpvae.paths import REPO_ROOT, ledger_file, metric_file, train_record
 from dpvae.reproductions import COLUMNS, NOT_DP_MARK, record, recorded
 from dpvae.scorecard import item_summary, scorecard, summary_line, write_scorecard
+from dpvae.specs import AggregateSpec
 
 WHY = "domain: reference_code - planted"
 
@@ -126,7 +128,8 @@ def test_aggregate_marks_a_run_whose_ledger_is_not_dp(tmp_path, monkeypatch):
         metric_file(run, "auroc").write_text(json.dumps({"rows": [{"metric": "auroc", "value": 0.5}]}))
         runs.append(str(run))
     spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps({"experiment": "e", "config": {"metrics": ["auroc"]}, "runs": runs}))
+    experiment = Experiment(name="e", metrics=("auroc",))
+    spec.write_text(json.dumps(AggregateSpec("e", "adult", "ryan", experiment, tuple(runs)).to_json()))
     fields = {"dataset": "adult", "method": "m", "epsilon": 1.0, "seed": 0}
     monkeypatch.setattr(tables, "read_spec", lambda run: SimpleNamespace(variant=Path(run).name, **fields))
     table = tables.aggregate(spec, tmp_path / "out.csv")

@@ -61,7 +61,7 @@ rule aggregate_spec:
     conda:
         ENV
     params:
-        spec=lambda w: RULES.aggregate_spec(w.experiment, w.dataset, w.variant),
+        spec=lambda w: RULES.aggregate_spec(w.experiment, w.dataset, w.variant).to_json(),
     script:
         "../scripts/write_spec.py"
 
@@ -114,7 +114,7 @@ rule analyze:
         ENV
     params:
         dpvae=DPVAE,
-        context=lambda w: json.dumps(RULES.analysis_context(w.experiment), sort_keys=True),
+        context=lambda w: json.dumps(RULES.analysis_context(w.experiment).to_json(), sort_keys=True),
     shell:
         "{params.dpvae} analyze --experiment {wildcards.experiment} --context {params.context:q} "
         "--out {output} > {log} 2>&1"

@@ -18,7 +18,7 @@ rule item_spec:
     conda:
         ENV
     params:
-        spec=lambda w: RULES.item_spec(w.paper, w.item),
+        spec=lambda w: RULES.item_spec(w.paper, w.item).to_json(),
     script:
         "../scripts/write_spec.py"
 
@@ -224,7 +224,7 @@ rule experiment_spec:
     conda:
         ENV
     params:
-        spec=lambda w: RULES.experiment_spec(w.experiment),
+        spec=lambda w: RULES.experiment_spec(w.experiment).to_json(),
     script:
         "../scripts/write_spec.py"
 

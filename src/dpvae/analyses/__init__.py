@@ -9,9 +9,11 @@ from collections.abc import Callable
 import pandas as pd
 
 from dpvae.analyses.tidy import TIDY_COLUMNS, tidy
+from dpvae.config_types import Experiment
 from dpvae.registry import Registry, discover
+from dpvae.specs import AnalysisContext
 
-AnalysisFn = Callable[[str, dict, dict], pd.DataFrame]
+AnalysisFn = Callable[[str, Experiment, AnalysisContext], pd.DataFrame]
 ANALYSES: Registry[AnalysisFn] = Registry("analysis")
 
 __all__ = ["ANALYSES", "TIDY_COLUMNS", "register_analysis", "run_analysis", "tidy"]
@@ -25,9 +27,10 @@ def register_analysis(name: str) -> Callable[[AnalysisFn], AnalysisFn]:
     return decorate
 
 
-def run_analysis(name: str, experiment: dict, context: dict) -> pd.DataFrame:
-    """The tidy table of analysis experiment `name` (`context`: the configuration subset it reads)."""
-    return ANALYSES.get(experiment["analysis"])(name, experiment, context)
+def run_analysis(context: AnalysisContext) -> pd.DataFrame:
+    """The tidy table of the analysis experiment of `context` (the configuration subset it reads)."""
+    experiment = context.experiment
+    return ANALYSES.get(experiment.analysis)(experiment.name, experiment, context)
 
 
 discover("dpvae.analyses", skip=("tidy", "privae_table1"))

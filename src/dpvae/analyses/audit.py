@@ -13,18 +13,20 @@ import pandas as pd
 
 from dpvae.analyses import register_analysis
 from dpvae.analyses.tidy import tidy
+from dpvae.config_types import Experiment
 from dpvae.paths import RESULTS, audit_file, model_path
 from dpvae.runspec import DEFAULT_AUDIT_CONFIDENCE, Audit, RunSpec
+from dpvae.specs import AnalysisContext
 
 
 @register_analysis("dpsgd_audit")
-def dpsgd_audit(name: str, experiment: dict, context: dict) -> pd.DataFrame:
+def dpsgd_audit(name: str, experiment: Experiment, context: AnalysisContext) -> pd.DataFrame:
     """params: epsilons, canaries, records, seed, confidence, and per engine its sample_rate, steps (groups)."""
     import torch
 
     from dpvae.privacy.engine_audit import ENGINES, AuditSetting, run_audit
 
-    params = experiment["params"]
+    params = experiment.params
     unknown = sorted(set(params["engines"]) - set(ENGINES))
     if unknown:
         raise ValueError(f"experiments.{name}.params.engines: unknown engines {unknown} (known: {', '.join(ENGINES)})")
@@ -40,7 +42,7 @@ def dpsgd_audit(name: str, experiment: dict, context: dict) -> pd.DataFrame:
                     setting["steps"],
                     canaries=params["canaries"],
                     records=params["records"],
-                    delta=context["delta"],
+                    delta=context.delta,
                     groups=setting.get("groups", 4),
                     confidence=params.get("confidence", 0.95),
                     seed=params.get("seed", 0),
@@ -127,7 +129,7 @@ def train_audited(spec: RunSpec) -> dict:
 
 
 @register_analysis("method_audit")
-def method_audit(name: str, experiment: dict, context: dict) -> pd.DataFrame:
+def method_audit(name: str, experiment: Experiment, context: AnalysisContext) -> pd.DataFrame:
     """Every private method trained once through its own entry point with canaries (docs/audit.md).
 
     params: epsilon, canaries, seed, confidence, `targets` {label: {method, dataset, params}} and `exclude`
@@ -137,9 +139,9 @@ def method_audit(name: str, experiment: dict, context: dict) -> pd.DataFrame:
 
     from dpvae.privacy.canaries import audit_rows
 
-    params = experiment["params"]
+    params = experiment.params
     torch.set_num_threads(1)
-    runs = Path(context["out"]).parent.parent / "audit" if "out" in context else Path(RESULTS, "audit")
+    runs = Path(context.out).parent.parent / "audit" if context.out else Path(RESULTS, "audit")
     rows = []
     unknown = sorted(set(params.get("exclude", [])) - set(params["targets"]))
     if unknown:
@@ -147,19 +149,18 @@ def method_audit(name: str, experiment: dict, context: dict) -> pd.DataFrame:
     for label, target in params["targets"].items():
         if label in params.get("exclude", []):
             continue
-        if target["dataset"] not in experiment["datasets"]:
+        if target["dataset"] not in experiment.datasets:
             raise ValueError(
                 f"experiments.{name}.params.targets.{label}.dataset: '{target['dataset']}' is not "
-                f"in the experiment's datasets {experiment['datasets']} (they are its prepared inputs)"
+                f"in the experiment's datasets {list(experiment.datasets)} (they are its prepared inputs)"
             )
         seed = params.get("seed", 0)
         spec = target_spec(
             label,
             params,
             runs / label,
-            delta=context["delta"],
-            data_root=context["data_root"],
-            scale=context.get("scale", ""),
+            delta=context.delta,
+            data_root=context.data_root,
         )
         record = train_audited(spec)
         base = {

@@ -8,11 +8,13 @@ import pandas as pd
 
 from dpvae.analyses import register_analysis
 from dpvae.analyses.tidy import tidy
+from dpvae.config_types import Experiment
 from dpvae.paths import prepared_dir
+from dpvae.specs import AnalysisContext
 
 
 @register_analysis("dataset_statistics")
-def dataset_statistics(name: str, experiment: dict, context: dict) -> pd.DataFrame:
+def dataset_statistics(name: str, experiment: Experiment, context: AnalysisContext) -> pd.DataFrame:
     """P3GM Table III from the prepared data: records, features, classes, % positive."""
     from dpvae.data.stats import dataset_statistics as statistics
     from dpvae.data.store import load_prepared
@@ -26,8 +28,8 @@ def dataset_statistics(name: str, experiment: dict, context: dict) -> pd.DataFra
         "pct_positive": "pct_positive",
     }  # -> the published metric names
     rows = []
-    for dataset in experiment["datasets"]:
-        stats = statistics(load_prepared(prepared_dir(Path(context["data_root"]), dataset)))
+    for dataset in experiment.datasets:
+        stats = statistics(load_prepared(prepared_dir(Path(context.data_root), dataset)))
         rows += [
             {"experiment": name, "dataset": dataset, "variant": "real", "metric": names[k], "value": stats[k]}
             for k in names
@@ -36,15 +38,15 @@ def dataset_statistics(name: str, experiment: dict, context: dict) -> pd.DataFra
 
 
 @register_analysis("p3gm_hyperparameters")
-def p3gm_hyperparameters(name: str, experiment: dict, context: dict) -> pd.DataFrame:
+def p3gm_hyperparameters(name: str, experiment: Experiment, context: AnalysisContext) -> pd.DataFrame:
     """P3GM Table IV from this configuration: DP-SGD sigma_s, lr, epochs and batch size per dataset."""
     from dpvae.runs import resolve_params
 
-    params = experiment["params"]
+    params = experiment.params
     columns = {"sigma_s": "sigma_sgd", "lr": "lr", "epochs": "epochs", "batch_size": "batch_size"}
     rows = []
     for dataset in params["datasets"]:
-        resolved = resolve_params(context, params["variant"], dataset, "1")
+        resolved = resolve_params(context.config(), params["variant"], dataset, "1")
         rows += [
             {
                 "experiment": name,
@@ -60,14 +62,14 @@ def p3gm_hyperparameters(name: str, experiment: dict, context: dict) -> pd.DataF
 
 
 @register_analysis("p3gm_composition")
-def p3gm_composition(name: str, experiment: dict, context: dict) -> pd.DataFrame:
+def p3gm_composition(name: str, experiment: Experiment, context: AnalysisContext) -> pd.DataFrame:
     """P3GM Fig. 9: total epsilon vs the DP-SGD noise sigma_s, for each number of mixture components K,
     under Theorem 4's RDP composition (classic conversion as the [computed] reference values, and the
     improved one the reference code uses) and under the baseline (Gaussian-bound PCA + zCDP EM +
     moments-accountant SGD, delta split in thirds, epsilons summed)."""
     from dpvae.methods.p3gm.accounting import P3GMSetting, p3gm_composition_comparison
 
-    params = experiment["params"]
+    params = experiment.params
     rows = []
     for k in params["em_components"]:
         for sigma in params["sigma_sgd"]:
@@ -80,7 +82,7 @@ def p3gm_composition(name: str, experiment: dict, context: dict) -> pd.DataFrame
                 em_sigma=params["sigma_em"],
                 em_iters=params["em_iters"],
                 n_components=k,
-                delta=context["delta"],
+                delta=context.delta,
             )
             classic = p3gm_composition_comparison(setting, conversion="classic")
             improved = p3gm_composition_comparison(setting, conversion="improved")

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from dpvae.config_types import Experiment
 from dpvae.methods.privae.accounting import KAPPAS, PRIVAE_ORDERS, privae_kappa, privae_ledger
 from dpvae.models.conv_vae import ConvVAE
 from dpvae.models.losses import sample_sparse_prior
@@ -26,6 +27,7 @@ from dpvae.privacy.accounting import calibrate_noise
 from dpvae.privacy.dpsgd import BatchAggregation, MicroAggregation, NoiseProfile, TermwiseDPSGD
 from dpvae.privacy.dpsgd.analysis import clipped_sums, measured_sensitivity
 from dpvae.privacy.ledger import Accounting, Mechanism
+from dpvae.specs import AnalysisContext
 
 
 @dataclass(frozen=True)
@@ -178,16 +180,16 @@ def privae_table1_rows(setting: Table1Setting, images: np.ndarray, seed: int = 0
     return rows
 
 
-def privae_table1(name: str, experiment: dict, context: dict) -> pd.DataFrame:
+def privae_table1(name: str, experiment: Experiment, context: AnalysisContext) -> pd.DataFrame:
     """The analysis behind `privae/table1` (parameters: experiments.privae_table1.params)."""
     from pathlib import Path
 
     from dpvae.analyses.tidy import tidy
     from dpvae.data.store import load_prepared
 
-    params = experiment["params"]
-    (dataset,) = experiment["datasets"]
-    prepared = load_prepared(prepared_dir(Path(context["data_root"]), dataset))
+    params = experiment.params
+    (dataset,) = experiment.datasets
+    prepared = load_prepared(prepared_dir(Path(context.data_root), dataset))
     setting = Table1Setting(
         batch_size=params["batch_size"],
         groups=params["groups"],
@@ -195,7 +197,7 @@ def privae_table1(name: str, experiment: dict, context: dict) -> pd.DataFrame:
         clip_batch=params["clip_batch"],
         clip=params["clip"],
         epsilon=params["epsilon"],
-        delta=context["delta"],
+        delta=context.delta,
         n_train=len(prepared.train),
         epochs=params["epochs"],
         probes=params["probes"],

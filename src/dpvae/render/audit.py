@@ -95,10 +95,9 @@ def audit_dpsgd(ctx: RenderContext) -> None:
     top = 1.1 * max([wide[c].max() for c in ("eps_claimed", "eps_max_certifiable", "eps_point")] + [1.0])
     for i, (ax, (kind, points)) in enumerate(zip(axes[:, 0], panels)):
         _panel(ax, points, titles[kind], top, legend=i == 0)
-    axes[-1, 0].set_xlabel(f"ε at δ = {ctx.config.get('delta'):g}")
-    excluded = (
-        ctx.config.get("experiments", {}).get(ctx.experiment_for("methods"), {}).get("params", {}).get("exclude") or []
-    )
+    axes[-1, 0].set_xlabel(f"ε at δ = {ctx.config.delta:g}")
+    methods = ctx.config.experiments.get(ctx.experiment_for("methods"))
+    excluded = ((methods.params if methods else None) or {}).get("exclude") or []
     if excluded:
         fig.text(0.01, 0.005, f"left out at this scale: {', '.join(excluded)} (docs/audit.md)", fontsize=6)
     fig.suptitle(

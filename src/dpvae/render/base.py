@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from dpvae.config_types import Config, as_config
 from dpvae.items import Item
 from dpvae.registry import Registry, discover
 from dpvae.render.output import PAPER_LABEL
@@ -49,13 +50,16 @@ class RenderContext:
     prefix: str  # figures/<paper>/<item>
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)  # experiment -> tidy table
     artifacts: list[str] = field(default_factory=list)
-    config: dict = field(default_factory=dict)  # the experiments and variants the item uses
+    config: Config = field(default_factory=Config)  # the experiments, their variants, delta and scale (`ItemSpec`)
     # experiment -> how its configured setting compares with the paper's: checked while planning (`Rules`)
     settings: dict[str, Setting] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.config = as_config(self.config)  # a test's mapping is typed (nothing validated)
+
     @property
     def experiment(self) -> str:
-        """The item's one experiment (`items.py` names it; its configuration is `ctx.config["experiments"]`)."""
+        """The item's one experiment (`items.py` names it; its configuration is `ctx.config.experiments`)."""
         if len(self.item.experiments) != 1:
             raise ValueError(f"item {self.item.key} shows {len(self.item.experiments)} experiments, not one")
         return self.item.experiments[0]
@@ -67,7 +71,7 @@ class RenderContext:
     def variants(self, experiment: str | None = None) -> list[str]:
         """The variants the experiment's config entry runs (sweep points folded into their base), in its order;
         by default those of the item's one experiment."""
-        configured = self.config["experiments"][experiment or self.experiment]["variants"]
+        configured = self.config.experiments[experiment or self.experiment].variants
         return list(dict.fromkeys(split_variant(v)[0] for v in configured))
 
     def published(self) -> pd.DataFrame:
@@ -82,7 +86,8 @@ class RenderContext:
 
     def published_method(self, variant: str) -> str:
         """The method id this item's paper publishes our `variant` under (the variant's `published_as`)."""
-        return published_method(self.item.paper, variant, self.config.get("variants"))
+        variants = {name: entry.to_json() for name, entry in self.config.variants.items()}
+        return published_method(self.item.paper, variant, variants)
 
     def published_methods(self) -> list[str]:
         """The methods this item's published numbers show, in the published file's order (the paper's)."""

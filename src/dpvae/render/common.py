@@ -6,12 +6,14 @@ The numbers over seeds come from `dpvae.seeds` (`seed_summary`, `SeedStats`); th
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from dpvae.analyses.tidy import NOT_DP_METRIC
+from dpvae.config_types import Config, as_config
 from dpvae.data.standins import STANDIN_SUFFIX, is_standin
 from dpvae.paths import LEDGER, run_dir_parts
 from dpvae.reproductions import NOT_DP_MARK, published_dataset
@@ -76,12 +78,12 @@ def in_order(names: Iterable[str], order: Iterable[str]) -> list[str]:
     return sorted(names, key=lambda name: position.get(name, len(position)))
 
 
-def is_real_data(config: dict, variant: str) -> bool:
+def is_real_data(config: Config | Mapping[str, Any], variant: str) -> bool:
     """Whether `variant` (a sweep id counts as its base) releases the real training split itself: its configured
     method is the real-data pseudo-method (`methods.real.RealData`; P3GM's "original", DP2-VAE's "Real data")."""
     from dpvae.methods.real import RealData  # here: the renderers that never ask need no method registry
 
-    return config["variants"][split_variant(variant)[0]]["method"] == RealData.name
+    return as_config(config).variants[split_variant(variant)[0]].method == RealData.name
 
 
 def real_dataset(dataset: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
@@ -23,6 +24,7 @@ from dpvae.render.common import BUILT_NOT_DP_NOTE
 from dpvae.render.output import Stamp, save_table, stamped
 from dpvae.reproductions import NOT_DP_MARK
 from dpvae.seeds import seed_summary
+from dpvae.specs import ExperimentSpec, RunFiles
 
 #: ledger rows of the tidy tables (columns of the rendered table, not metrics)
 SPENT = {
@@ -66,13 +68,13 @@ def benchmark_seconds(path: str | Path) -> float:
         raise DataError(f"{path}: not a Snakemake benchmark file with an 's' column ({error})") from None
 
 
-def run_wall_times(runs: list[dict]) -> pd.DataFrame:
+def run_wall_times(runs: Iterable[RunFiles]) -> pd.DataFrame:
     """One row per run directory: dataset, variant, epsilon, seed, train and total (train + sample + evaluate)
-    wall seconds; `runs` = [{"dir": .../runs/<dataset>/<variant>/eps<e>/seed<s>, "benchmarks": [paths]}]."""
+    wall seconds; each run's `dir` is .../runs/<dataset>/<variant>/eps<e>/seed<s>."""
     rows = []
     for run in runs:
-        parts = Path(run["dir"]).parts
-        seconds = {Path(b).stem: benchmark_seconds(b) for b in run["benchmarks"]}
+        parts = Path(run.dir).parts
+        seconds = {Path(b).stem: benchmark_seconds(b) for b in run.benchmarks}
         rows.append(
             {
                 "dataset": parts[-4],
@@ -144,20 +146,18 @@ def private_columns_note(out: pd.DataFrame) -> str:
 
 def render_experiment(spec_path: str | Path, prefix: str | Path) -> pd.DataFrame:
     """Write <prefix>.pdf, .csv and .tex for the experiment of an experiment spec file (`Rules.experiment_spec`)."""
-    spec = json.loads(Path(spec_path).read_text())
-    frames = [pd.read_csv(p) for p in spec["tables"]]
+    spec = ExperimentSpec.from_json(json.loads(Path(spec_path).read_text()), str(spec_path))
+    frames = [pd.read_csv(p) for p in spec.tables]
     if not frames or all(f.empty for f in frames):
-        raise DataError(
-            f"experiment '{spec['experiment']}': its tidy tables hold no rows ({', '.join(spec['tables'])})"
-        )
+        raise DataError(f"experiment '{spec.experiment}': its tidy tables hold no rows ({', '.join(spec.tables)})")
     table = pd.concat(frames, ignore_index=True)
-    out = experiment_table(table, run_wall_times(spec["runs"]))
+    out = experiment_table(table, run_wall_times(spec.runs))
     sweep = next((s for s in table["sweep"].dropna()), None)
     notes = [
         "mean, sd (over seeds; none for one seed) and n = number of seeds per dataset, variant (method), target "
         "epsilon (inf: non-private)"
         + (f", sweep point ({sweep})" if sweep else "")
-        + f" and metric; delta = {spec['delta']:g}.",
+        + f" and metric; delta = {spec.delta:g}.",
         f"eps spent: the largest over seeds of the run's privacy ledger ({LEDGER}): the headline epsilon and, "
         "where the method keeps both, its paper and sound accountings; empty = non-private. Each run's noise is "
         "calibrated so that its headline (most often the paper's claim) meets the target; the sound epsilon is "
@@ -170,13 +170,13 @@ def render_experiment(spec_path: str | Path, prefix: str | Path) -> pd.DataFrame
         notes.append(BUILT_NOT_DP_NOTE)
     if constant := protocol(table.assign(classifier=table["classifier"].astype("string").fillna(""))):
         notes.append("the same for every run: " + ", ".join(f"{k} = {v:g}" for k, v in constant.items()) + ".")
-    if spec.get("left_out"):
-        notes.append(f"left out (config data.unreachable): {', '.join(spec['left_out'])}.")
-    if spec.get("items"):
-        notes.append(f"The paper's renderings of this experiment: {', '.join(spec['items'])} (figures/<paper>/<item>).")
-    title = f"Experiment '{spec['experiment']}'" + (f": {spec['description']}" if spec.get("description") else "")
+    if spec.left_out:
+        notes.append(f"left out (config data.unreachable): {', '.join(spec.left_out)}.")
+    if spec.items:
+        notes.append(f"The paper's renderings of this experiment: {', '.join(spec.items)} (figures/<paper>/<item>).")
+    title = f"Experiment '{spec.experiment}'" + (f": {spec.description}" if spec.description else "")
     seeds = tuple(sorted({int(s) for s in table["seed"].dropna()}))
-    stamp = Stamp(scale=spec["scale"], commit=git_commit(), config_sha256=sha256_json(spec), seeds=seeds)
+    stamp = Stamp(scale=spec.scale, commit=git_commit(), config_sha256=sha256_json(spec.to_json()), seeds=seeds)
     with stamped(stamp):
         save_table(out, prefix, title, notes)
     return out

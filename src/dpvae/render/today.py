@@ -99,12 +99,12 @@ def today_adult(ctx: RenderContext) -> None:
         table = pd.DataFrame(columns=TIDY_COLUMNS)
     points = summary(table)
     variants = ctx.variants()
-    datasets = list(ctx.config["experiments"][ctx.experiment]["datasets"])
+    datasets = list(ctx.config.experiments[ctx.experiment].datasets)
     apply_style()
     fig, axes = pyplot().subplots(
         len(datasets), len(PANELS), figsize=(4.2 * len(PANELS), 3.6 * len(datasets) + 0.9), squeeze=False
     )
-    delta = ctx.config.get("delta", 1e-5)
+    delta = ctx.config.delta
     for row_axes, dataset in zip(axes, datasets):
         for ax, (metric, classifier, label) in zip(row_axes, PANELS):
             mine = points[

@@ -76,7 +76,7 @@ def dp2vae_fig5(ctx: RenderContext) -> None:
         label = DP2VAE_PANELS.get(variant, variant)
         title, grid, missing = run_panel(ctx, grids, ctx.experiment, dataset, variant, eps, label)
         recorded = recorded_cells(ctx, ctx.published_method(variant), setting)
-        if not recorded.empty and ctx.config.get("scale") != "paper":
+        if not recorded.empty and ctx.config.scale != "paper":
             rec_fid = value_of(recorded, metric="fid")
             rec_acc = value_of(recorded, metric="accuracy", classifier="cnn")
             title += f"\nrecorded paper scale: FID {rec_fid:.1f}, CNN {100 * rec_acc:.1f}%"

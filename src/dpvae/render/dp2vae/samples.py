@@ -45,7 +45,7 @@ def _qualitative(
         rows.append([cited_panel(f"{label} - {DATASETS.get(paper_dataset(d), d)}", source) for d in datasets])
     for experiment in experiments:
         for variant in generators(ctx, experiment):
-            for eps in ctx.config["experiments"][experiment]["epsilons"]:
+            for eps in ctx.config.experiments[experiment].epsilons:
                 label = LABELS.get(method_of(ctx, variant), variant)
                 rows.append(
                     [
@@ -140,7 +140,7 @@ def dp2vae_fig8(ctx: RenderContext) -> None:
             for d in datasets
         ]
         for variant in ctx.variants()
-        for eps in ctx.config["experiments"][ctx.experiment]["epsilons"]
+        for eps in ctx.config.experiments[ctx.experiment].epsilons
     ]
     notes = [
         "The paper prints its (0.2, 1e-5) numbers inside the figure image only (not in the text): no paper values."

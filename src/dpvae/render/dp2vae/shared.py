@@ -57,7 +57,7 @@ def dataset_name(dataset: str) -> str:
 
 
 def scale_label(ctx: RenderContext) -> str:
-    return f"ours ({ctx.config.get('scale', 'paper')} scale)"
+    return f"ours ({ctx.config.scale} scale)"
 
 
 def ours_means(table: pd.DataFrame) -> pd.DataFrame:
@@ -77,7 +77,7 @@ def value_of(frame: pd.DataFrame, **key) -> float:
 
 def paper_epsilon(ctx: RenderContext, experiment: str) -> str:
     """The epsilon(s) the paper ran the experiment at (its `paper_setting`), as the tables print them."""
-    return ", ".join(format_eps(e) for e in ctx.config["experiments"][experiment]["paper_setting"]["epsilons"])
+    return ", ".join(format_eps(e) for e in ctx.config.experiments[experiment].paper_setting.epsilons)
 
 
 def printed_epsilon(published: pd.DataFrame, method: str, paper_eps: str) -> str:
@@ -88,11 +88,11 @@ def printed_epsilon(published: pd.DataFrame, method: str, paper_eps: str) -> str
 
 def paper_datasets(ctx: RenderContext, experiment: str) -> list[str]:
     """The papers' names of the datasets the paper ran the experiment on (its `paper_setting`)."""
-    return list(ctx.config["experiments"][experiment]["paper_setting"]["datasets"])
+    return list(ctx.config.experiments[experiment].paper_setting.datasets)
 
 
 def method_of(ctx: RenderContext, variant: str) -> str:
-    return ctx.config["variants"][variant]["method"]
+    return ctx.config.variants[variant].method
 
 
 def generators(ctx: RenderContext, experiment: str) -> list[str]:
@@ -104,8 +104,8 @@ def generators(ctx: RenderContext, experiment: str) -> list[str]:
 
 def run_points(ctx: RenderContext, experiment: str) -> list[tuple[str, str]]:
     """(dataset, epsilon label of its runs' paths) of every configured dataset and epsilon of the experiment."""
-    exp = ctx.config["experiments"][experiment]
-    return [(d, format_eps(e)) for d in exp["datasets"] for e in exp["epsilons"]]
+    exp = ctx.config.experiments[experiment]
+    return [(d, format_eps(e)) for d in exp.datasets for e in exp.epsilons]
 
 
 def pct(value: float) -> float:
@@ -147,7 +147,7 @@ def recorded_protocol_notes(ctx: RenderContext) -> list[str]:
     sample counts and training), one line per protocol naming the methods recorded with it: a table whose rows
     were measured differently says so, and the reasons of rows not DP. None at paper scale, where the items show the
     build's own runs instead."""
-    if ctx.config.get("scale") == "paper":
+    if ctx.config.scale == "paper":
         return []
     rec = ctx.recorded()
     if rec.empty:
@@ -201,7 +201,7 @@ def protocol_notes(ctx: RenderContext, experiment: str) -> list[str]:
             f"training(s) on {setting('n_train')} synthetic images; tested on {setting('n_test')} real test "
             "images (paper: 5 runs, 60,000 synthetic images, <= 300 epochs, patience 10)."
         )
-    notes += fid_size_notes(ctx.config["experiments"][experiment]["datasets"])
+    notes += fid_size_notes(ctx.config.experiments[experiment].datasets)
     if not table.empty and (table["metric"] == "epsilon_spent").any():
         notes.append(
             "epsilon: the paper's accounting (DP2-VAE: pyvacy Eps(K, sigma, T, delta), q = 1/K; DP-MERF: one "

@@ -70,7 +70,7 @@ def dp2vae_table1(ctx: RenderContext) -> None:
                     ]
                 )
         recorded = recorded_cells(ctx, method)
-        if not recorded.empty and ctx.config.get("scale") != "paper":
+        if not recorded.empty and ctx.config.scale != "paper":
             cells = [value_of(recorded, dataset=paper_dataset(d), metric=m, classifier=c) for d, m, c in columns]
             rows.append(
                 [
@@ -122,7 +122,7 @@ def dp2vae_table1(ctx: RenderContext) -> None:
 def dp2vae_table2(ctx: RenderContext) -> None:
     ours = ours_means(ctx.tables[ctx.experiment])
     published = ctx.published()
-    configured = ctx.config["experiments"][ctx.experiment]["datasets"]
+    configured = ctx.config.experiments[ctx.experiment].datasets
     datasets = in_paper_order(ours["dataset"]) or in_paper_order(configured)
     methods = ctx.published_methods()  # the paper's columns, in its order
     rows = []
@@ -143,7 +143,7 @@ def dp2vae_table2(ctx: RenderContext) -> None:
                         pct(mine) if metric == "accuracy" else round(mine, 1)
                     )
                 recorded = recorded_cells(ctx, method)
-                if not recorded.empty and ctx.config.get("scale") != "paper" and not is_standin(dataset):
+                if not recorded.empty and ctx.config.scale != "paper" and not is_standin(dataset):
                     mine = value_of(recorded, dataset=paper_dataset(dataset), metric=metric, classifier=classifier)
                     row[f"{LABELS.get(method, method)} ({recorded_label(recorded)})"] = (
                         pct(mine) if metric == "accuracy" else round(mine, 1)

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dpvae.config_types import Variant
 from dpvae.render.base import RenderContext, register_renderer
 from dpvae.render.common import mean_sd, metric_stats, run_files
 from dpvae.render.output import save_figure
@@ -29,18 +30,17 @@ ATTACKS = {
 YELLOW = "#F0C20C"
 
 
-def _variant_kind(spec: dict) -> str:
+def _variant_kind(variant: Variant) -> str:
     """'vae', 'dpsgd' or 'lipschitz' from a variant's configuration."""
-    constraint = spec.get("params", {}).get("constraint", "none")
-    if constraint != "none":
+    if variant.params.get("constraint", "none") != "none":
         return "lipschitz"
-    return "dpsgd" if spec.get("private", True) else "vae"
+    return "dpsgd" if variant.private is None or variant.private else "vae"
 
 
 def _variants(ctx: RenderContext, kind: str) -> list[str]:
     """The item's variants of one kind, in the order of its experiments (items.py: the paper's first)."""
     names = dict.fromkeys(v for experiment in ctx.item.experiments for v in ctx.variants(experiment))
-    return [v for v in names if _variant_kind(ctx.config["variants"][v]) == kind]
+    return [v for v in names if _variant_kind(ctx.config.variants[v]) == kind]
 
 
 def _artifacts(ctx: RenderContext, variant: str, name: str) -> dict[int, Path]:
@@ -166,7 +166,7 @@ def _training(ctx: RenderContext, variants: list[str]) -> str:
     """The training setting of the shown variants (epochs, batch), which CPU overlays change."""
     parts = []
     for variant in variants:
-        params = ctx.config["variants"][variant].get("params", {})
+        params = ctx.config.variants[variant].params
         parts.append(
             f"{params.get('epochs', '?'):g} epoch(s) at B = {params.get('batch_size', '?')}"
             if isinstance(params.get("epochs"), (int, float))

@@ -34,10 +34,10 @@ def p3gm_fig9(ctx: RenderContext) -> None:
         ax=ax,
         hue_order=list(labels.values()),
     )
-    params = ctx.config["experiments"][ctx.experiment]["params"]
+    params = ctx.config.experiments[ctx.experiment].params
     ax.set(
         xlabel="DP-SGD noise multiplier $\\sigma_s$",
-        ylabel=f"$\\varepsilon$ at $\\delta$ = {ctx.config['delta']:g}",
+        ylabel=f"$\\varepsilon$ at $\\delta$ = {ctx.config.delta:g}",
         title=(
             f"P3GM Fig. 9 - composition (N={params['n_train']}, B={params['batch_size']}, "
             f"{params['epochs']} epochs, $\\sigma_p$={params['sigma_pca']}, $\\sigma_e$={params['sigma_em']}, "

@@ -54,7 +54,7 @@ def p3gm_table7(ctx: RenderContext) -> None:
             paper = published_value(published, dataset, method, "accuracy", "cnn")
             notebook = published_value(published, dataset, method, "accuracy", "cnn", source="reference-code")
             mark = not_dp_built(table, dataset=dataset, variant=variant)
-            if ctx.config.get("scale", "paper") != "paper":
+            if ctx.config.scale != "paper":
                 extra = {
                     "accuracy (ours, paper scale, recorded)": recorded_cell(
                         recorded, dataset, method, "accuracy", "cnn"
@@ -107,13 +107,13 @@ def p3gm_fig2(ctx: RenderContext) -> None:
         if run.variant not in grids:
             with np.load(Path(path).with_name("sample_grid.npz")) as grid:
                 grids[run.variant] = {k: grid[k] for k in grid.files}
-    eps = ctx.config["experiments"][ctx.experiment]["epsilons"]
+    eps = ctx.config.experiments[ctx.experiment].epsilons
     fig, axes = pyplot().subplots(1, len(panels), figsize=(3.0 * len(panels), 3.4))
     for ax, (variant, title) in zip(axes, panels):
         ax.axis("off")
         private = is_private(ctx.config, variant)
         ax.set_title(
-            title + (f"\n$\\varepsilon$ = {eps[0]:g}, $\\delta$ = {ctx.config['delta']:g}" if private else ""),
+            title + (f"\n$\\varepsilon$ = {eps[0]:g}, $\\delta$ = {ctx.config.delta:g}" if private else ""),
             fontsize=8,
         )
         if variant not in grids:
@@ -166,7 +166,7 @@ def p3gm_fig5(ctx: RenderContext) -> None:
         label="reference notebook (20 runs; the authors' printed values)",
     )
     recorded = ctx.recorded()
-    if ctx.config.get("scale", "paper") != "paper" and len(recorded):
+    if ctx.config.scale != "paper" and len(recorded):
         paper_scale = recorded[
             (recorded["metric"] == "accuracy") & recorded["setting"].fillna("").str.startswith("d_p=")
         ]

@@ -111,7 +111,7 @@ def experiment_frame(ctx: RenderContext, experiment: str, published: bool = Fals
     table = ctx.tables.get(experiment)
     if table is None or not len(table):
         table = pd.DataFrame(columns=TIDY_COLUMNS)
-    datasets = list(ctx.config["experiments"][experiment]["datasets"])
+    datasets = list(ctx.config.experiments[experiment].datasets)
     if published:
         covered = {paper_dataset(real_dataset(d)) for d in datasets}
         datasets += [d for d in dict.fromkeys(ctx.published()["dataset"]) if d not in covered]
@@ -125,7 +125,7 @@ def is_missing(table: pd.DataFrame, dataset: str) -> bool:
 
 def missing_text(ctx: RenderContext, experiment: str, dataset: str) -> str:
     """Why a dataset has no number: unreachable here (configured but left out) or not in this build."""
-    return UNREACHABLE if dataset in ctx.config["experiments"][experiment]["datasets"] else NOT_BUILT
+    return UNREACHABLE if dataset in ctx.config.experiments[experiment].datasets else NOT_BUILT
 
 
 def standin_note(datasets: list[str]) -> list[str]:

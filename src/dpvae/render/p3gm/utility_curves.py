@@ -82,7 +82,7 @@ def _fig4_title(ctx: RenderContext, datasets: list[str]) -> str:
 
 FIG4 = UtilityFigure(
     x="epsilon",
-    xlabel=lambda ctx: f"$\\varepsilon$ ($\\delta$ = {ctx.config.get('delta', 1e-5):g})",
+    xlabel=lambda ctx: f"$\\varepsilon$ ($\\delta$ = {ctx.config.delta:g})",
     log_x=True,
     row_height=3.8,
     notebook_x=lambda points: points["epsilon"],

@@ -6,6 +6,7 @@ import textwrap
 
 import pandas as pd
 
+from dpvae.config_types import Config
 from dpvae.render.base import RenderContext, register_renderer
 from dpvae.render.common import in_order
 from dpvae.seeds import seed_summary
@@ -42,14 +43,14 @@ FIG1_CLAIMS = [  # (claim, metric, better variant, worse variant, higher is bett
 ]
 
 
-def _calibration(config: dict, variant: str) -> str:
+def _calibration(config: Config, variant: str) -> str:
     """'paper' or 'sound': how a variant's noise is calibrated (non-private and kappa-free rows: both); only the
     PriVAE method's `kappa` option calibrates its noise either way."""
     from dpvae.methods.privae import PriVAE  # here: importing the renderers needs no method registry
 
-    spec = config["variants"][variant]
-    params = spec.get("params", {})
-    if spec["method"] != PriVAE.name:
+    spec = config.variants[variant]
+    params = spec.params
+    if spec.method != PriVAE.name:
         return "both"
     if params.get("engine", "termwise") == "termwise" and not params.get("clip_batch", 0):
         return "both"  # ordinary DP-SGD: the paper's and the sound accounting agree
@@ -145,7 +146,7 @@ def privae_fig1(ctx: RenderContext) -> None:
                 ax.fill_between(data["epsilon"], mean - std, mean + std, color=colour, alpha=0.2)
             ax.set_xscale("log")
             ax.set_xlim(*span)
-            ax.set_xlabel(r"privacy $\varepsilon$" + f" ($\\delta$ = {ctx.config['delta']:g})")
+            ax.set_xlabel(r"privacy $\varepsilon$" + f" ($\\delta$ = {ctx.config.delta:g})")
             ax.set_title(f"{title}\n{row}", fontsize=8)
             if metric == "latent_mmd" and (scale := _per_record_scale(summary)):
                 ax.secondary_yaxis("right", functions=(lambda v, s=scale: v * s, lambda v, s=scale: v / s)).set_ylabel(

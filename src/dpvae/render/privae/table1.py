@@ -32,7 +32,7 @@ def privae_table1(ctx: RenderContext) -> None:
                 "exact noise std": v["noise_std"],
             }
         )
-    params = ctx.config["experiments"][ctx.experiment]["params"]
+    params = ctx.config.experiments[ctx.experiment].params
     sigma, kappa = values.loc["term-wise", "sigma"], values.loc["term-wise", "kappa"]
     target = params["epsilon"]
     termwise = values.loc["term-wise"]
@@ -52,7 +52,7 @@ def privae_table1(ctx: RenderContext) -> None:
         [
             f"B = {params['batch_size']}, b = {params['groups']}, C1 = {params['clip_sample']}, "
             f"C2 = {params['clip_batch']}, "
-            f"C = {params['clip']}; sigma = {sigma:.4g} for ({target:g}, {ctx.config['delta']:g}) over "
+            f"C = {params['clip']}; sigma = {sigma:.4g} for ({target:g}, {ctx.config.delta:g}) over "
             f"{params['epochs']:g} epochs (classic RDP conversion), kappa = {kappa:.4g} (the paper's closed form).",
             "Measured: the largest change of the pre-noise aggregate when one record of a real Fashion-MNIST batch is "
             "removed, or replaced by another real record (other records keep their noise, prior draws and sub-group "
