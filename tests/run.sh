@@ -19,12 +19,17 @@ trap 'rm -f "$report"' EXIT
 # its threads spin-wait for cores the foreground holds. benchmarks/suite_threads.sh, this 2-core CPU, 28 Nov 2026
 # (benchmarks/measured/cpu-2026-11-28/suite-threads.log): four modules as two processes, both done in 64.8 s with
 # the default, 52.7 s with this one's single thread (its own tests 61 s -> 34 s), 59.7 s with one thread in both
-OMP_NUM_THREADS=1 nice -n 10 "$PY" -m pytest -p no:cacheprovider "${FIRST[@]/#/--ignore=}" "$@" >"$report" 2>&1 &
+start=$SECONDS
+(OMP_NUM_THREADS=1 nice -n 10 "$PY" -m pytest -p no:cacheprovider "${FIRST[@]/#/--ignore=}" "$@" >"$report" 2>&1
+ status=$?; echo "== every other test ended after $((SECONDS - start)) s" >>"$report"; exit $status) &
 others=$!
 "$PY" -m pytest "${FIRST[@]}" "$@"
 workflow_status=$?
+workflow_s=$((SECONDS - start))
 wait "$others"
 others_status=$?
 echo "== every other test (run beside it) =="
 cat "$report"
+# last, where a truncated CI log still shows it: how long each process ran (tests/run.sh balances the two)
+echo "== wall times: tests/workflow process ${workflow_s} s, every other test $(tail -1 "$report" | grep -o '[0-9]* s$')"
 exit $(( workflow_status != 0 || others_status != 0 ))

@@ -3,6 +3,7 @@ process, without paying for the imports; a cancelled job's child dies; without a
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import signal
@@ -83,13 +84,15 @@ def test_a_failing_job_in_the_worker_fails_the_same_way(worker, tmp_path):
 
 
 def test_a_bug_in_a_job_ends_with_one_line_alone_and_in_the_worker(worker, tmp_path):
-    # a spec without its keys: a KeyError inside the stage, not a user-fixable error
-    (tmp_path / "spec.json").write_text("{}")
+    # a spec of the wrong shape (its tables a list): an AttributeError inside the stage, not a user-fixable error
+    # (a missing key is one: exit 2, "no key ...")
+    spec = {"item": "p3gm/table6", "scale": "smoke", "tables": [], "artifacts": [], "context": {}, "settings": {}}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
     (tmp_path / "logs").mkdir()
     alone, _ = _dpvae("render", "--spec", "spec.json", cwd=tmp_path)
     warm, _ = _dpvae("render", "--spec", "spec.json", worker=worker, cwd=tmp_path)
     assert alone.returncode == warm.returncode == 1
-    line = "dpvae: error: render failed: KeyError: 'item' (traceback above)\n"
+    line = "dpvae: error: render failed: AttributeError: 'list' object has no attribute 'items' (traceback above)\n"
     assert alone.channel == warm.channel == line, "one line on the terminal (the rules' fd 3)"
     for result in (alone, warm):
         assert "Traceback (most recent call last)" in result.stderr and result.stderr.endswith(line)
