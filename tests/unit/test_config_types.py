@@ -9,10 +9,12 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
 from dpvae.config import Config, Experiment, PerSetting, Sweep, Variant, load, load_config, metric_options
+from dpvae.eval.registry import METRICS
 
 REPO = Path(__file__).resolve().parents[2]
 OVERLAYS = sorted((REPO / "workflow" / "campaigns" / "overlays").glob("*.yaml"))
@@ -45,10 +47,27 @@ def test_typed_values_are_frozen():
 
 def test_metric_options_default_in_their_type():
     config = load([REPO / "config.yaml"])
-    fid = metric_options(config, "fid")
-    assert fid.reference == config.evaluation.configured("fid")["reference"]
-    defaults = metric_options(config, "frechet_pca")
-    assert dataclasses.asdict(defaults).keys() >= config.evaluation.configured("frechet_pca").keys()
+    assert metric_options(config, "fid").reference == "test"  # the type's default: config.yaml states no fid options
+    smoke = load([REPO / "config.yaml", REPO / "tests/config/smoke.yaml"])
+    assert metric_options(smoke, "fid").n_samples == smoke.evaluation.configured("fid")["n_samples"]
+
+
+@pytest.mark.parametrize(
+    "config_file",
+    [REPO / "config.yaml", *sorted((REPO / "tests" / "config").glob("*.yaml")), *OVERLAYS],
+    ids=lambda path: path.name,
+)
+def test_a_metric_default_is_stated_in_one_place(config_file):
+    """config.yaml and its overlays state only options that differ from the metric's type (its one default)."""
+    stated = (yaml.safe_load(config_file.read_text()) or {}).get("evaluation") or {}
+    restated = [
+        f"{metric}.{key}: {value!r}"
+        for metric, options in stated.items()
+        if isinstance(options, dict) and metric in METRICS
+        for key, value in options.items()
+        if getattr(METRICS.get(metric).Options(), key, object()) == value
+    ]
+    assert not restated, f"{config_file} restates defaults of the metrics' options types: {restated}"
 
 
 names = st.from_regex(r"[a-z][a-z0-9_-]{0,6}", fullmatch=True)

@@ -23,7 +23,7 @@ NAME = "mia_elbo"
 
 @dataclass(frozen=True)
 class ELBOAttackOptions(AttackOptions):
-    elbo_samples: int = param(16, "posterior draws averaged in each record's ELBO", minimum=1)
+    elbo_samples: int = param(8, "posterior draws averaged in each record's ELBO ([choice])", minimum=1)
 
 
 @register_metric(

@@ -36,7 +36,12 @@ NAME = "mia_mc"
 
 @dataclass(frozen=True)
 class MCAttackOptions(AttackOptions):
-    n_synthetic: int = param(100000, "generated samples the attack counts neighbours in", minimum=1)
+    n_synthetic: int = param(
+        20000,
+        "generated samples the attack counts neighbours in ([choice] A-L5: the paper's 10,000-100,000; 20,000 keeps "
+        "the CPU evaluation feasible)",
+        minimum=1,
+    )
     distance: Literal["euclidean", "pca"] = param("euclidean", "distance between images")
     pca_components: int = param(
         40, "principal components of the 'pca' distance (fitted on the synthetic data)", minimum=1

@@ -37,7 +37,7 @@ ADULT_LABELS = ["<=50K", ">50K"]
 @dataclass(frozen=True)
 class TabularClassifierOptions(MetricOptions):
     adult_positive: Literal[">50K", "<=50K"] = param(
-        ">50K", "positive class of Adult (paper text vs the reference code's arg-min)"
+        ">50K", "positive class of Adult (paper text vs the reference code's arg-min: [code] '<=50K', A-G2)"
     )
 
 
