@@ -24,7 +24,7 @@ class FrechetPCAOptions(MetricOptions):
     components: int = param(
         50,
         "principal components of the real test images used as features ([choice] sample quality for LVAE's \"better "
-        "samples than VAE-DPSGD\"; the paper: visual)",
+        'samples than VAE-DPSGD"; the paper: visual)',
         minimum=1,
     )
 
