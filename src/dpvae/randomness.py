@@ -47,6 +47,20 @@ def note(spec: RunSpec) -> str:
     return SEED_FILE_NOTE if _FROM_FILE else SECRET_NOTE
 
 
+def resumable(spec: RunSpec) -> bool:
+    """Whether a killed run may resume from its checkpoint: a seeded run, or a release keyed by a seed file (a new
+    process reads the same key). A release keyed by OS entropy may not: its key died with the process, and a resumed
+    run would mix two draws of its noise (e.g. P3GM's DP-PCA drawn again beside a decoder trained on the first),
+    which its ledger does not cover. It starts over; the killed run released nothing."""
+    return not is_secret(spec) or _FROM_FILE
+
+
+def key_tag(spec: RunSpec) -> str:
+    """What a checkpoint stores to be resumed only under the same key: "" when seeded, else 128 bits of a keyed
+    stream of its own (an HMAC output: it tells nothing of the key or of any other stream)."""
+    return _secret_bytes(spec, "checkpoint-tag", 16).hex() if is_secret(spec) else ""
+
+
 def use_seed_file(path: Path) -> None:
     """Take the process's key from a file the user keeps secret (read once here; never copied or named)."""
     global _KEY, _FROM_FILE

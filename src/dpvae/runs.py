@@ -226,6 +226,12 @@ def prepares_secretly(config: Config | Any, dataset: str) -> bool:
     return _randomness(of(config), dataset, private=True) == randomness.SECRET
 
 
+def secret_datasets(config: Config | Any) -> list[str]:
+    """The datasets whose preparation and private runs are a release's (`prepares_secretly`), sorted."""
+    config = of(config)
+    return sorted(d for d in config.datasets if prepares_secretly(config, d))
+
+
 def _randomness(config: Config, dataset: str, private: bool) -> str | None:
     """'secret' for a private run on a dataset declared in the config (a release) unless its declaration says
     `randomness: seeded`; None (seeded, a replication run) otherwise, so that the papers' runs keep their specs."""

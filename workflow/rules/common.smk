@@ -3,6 +3,7 @@
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -48,6 +49,7 @@ from dpvae.paths import (
     train_record,
     variant_table,
 )
+from dpvae.runs import secret_datasets
 from dpvae.workflow import Rules
 
 
@@ -105,6 +107,8 @@ DPVAE = '3>&2 DPVAE_ERROR_FD=3 PYTHONPATH="$DPVAE_SRC${PYTHONPATH:+:$PYTHONPATH}
 ENV = "../../envs/dpvae.yaml"
 RUN = run_dir(SCALE, run_id("{dataset}", "{variant}", "{eps}", "{seed}"))
 STAGE1 = stage1_dir(SCALE, stage1_id("{dataset}", "{method}", "{key}", "{seed}"))
+# the wildcard pattern of the datasets whose runs are releases (`runs.secret_datasets`); "(?!)" matches none
+RELEASE_DATASETS = "|".join(re.escape(d) for d in secret_datasets(CONFIG)) or "(?!)"
 
 
 def prepared(dataset):

@@ -31,6 +31,19 @@ rule stage1:
         "OMP_NUM_THREADS={threads} {params.dpvae} stage1 --spec {params.spec:q} > {log} 2>&1"
 
 
+# A release's first stage (a declared dataset whose runs are secret): non-private models of the private data,
+# needed only until every run that loads them has trained, so Snakemake deletes them then (`temp`).
+use rule stage1 as stage1_release with:
+    output:
+        model=temp(directory(model_path(STAGE1))),
+        meta=temp(stage1_record(STAGE1)),
+    wildcard_constraints:
+        dataset=RELEASE_DATASETS,
+
+
+ruleorder: stage1_release > stage1
+
+
 rule train:
     input:
         data=lambda w: prepared(w.dataset),

@@ -13,7 +13,9 @@ A checkpoint holds everything that decides the rest of the run — parameters, o
 *every* random stream (the method's torch and numpy generators, and the process-wide torch, CUDA, numpy
 and `random` states, saved and restored here) and the privacy accountant's step count — so the resumed run
 releases exactly what the uninterrupted one would have. It is written atomically (never half), ignored if
-it belongs to another spec, and removed by the train stage once the model is in place.
+it belongs to another spec (or, for a release keyed by a seed file, another key), and removed by the train stage
+once the model is in place. A release keyed by OS entropy writes none and starts over when killed
+(`randomness.resumable`).
 
 How often: the method's `every_seconds` / `every_steps`, unless the environment sets
 `DPVAE_CHECKPOINT_EVERY_STEPS` or `DPVAE_CHECKPOINT_EVERY_SECONDS` (e.g. on a preemptible cluster, or a
@@ -29,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dpvae import randomness
 from dpvae.errors import ConfigError
 from dpvae.files import save_torch
 from dpvae.methods.base import RunContext
@@ -45,7 +48,8 @@ class Checkpoint:
 
     def __init__(self, ctx: RunContext, every_seconds: float = 300.0, every_steps: int | None = None) -> None:
         self.path = checkpoint_file(Path(ctx.run_dir))
-        self.key = sha256_json(ctx.spec.to_dict())
+        self.key = sha256_json(ctx.spec.to_dict()) + randomness.key_tag(ctx.spec)
+        self.enabled = randomness.resumable(ctx.spec)  # a release keyed by OS entropy never checkpoints
         self.every_steps = _positive(EVERY_STEPS_VARIABLE, int) if os.environ.get(EVERY_STEPS_VARIABLE) else every_steps
         self.every_seconds = interval_seconds(every_seconds)
         self._last = time.monotonic()
@@ -54,7 +58,7 @@ class Checkpoint:
         """The saved state of this run's spec, or None (no checkpoint, or one of another spec)."""
         import torch
 
-        if not self.path.is_file():
+        if not self.enabled or not self.path.is_file():
             return None
         try:
             saved = torch.load(self.path, map_location="cpu", weights_only=False)
@@ -72,11 +76,15 @@ class Checkpoint:
 
     def due(self, step: int) -> bool:
         """Whether to save after `step` (a step count or a wall-clock interval has passed)."""
+        if not self.enabled:
+            return False
         if self.every_steps and (step + 1) % self.every_steps == 0:
             return True
         return time.monotonic() - self._last >= self.every_seconds
 
     def save(self, state: dict[str, Any]) -> None:
+        if not self.enabled:
+            return
         payload = {"key": self.key, "state": state, "global_rng": _global_rng()}
         save_torch(self.path, payload)
         self._last = time.monotonic()

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from dpvae import randomness
 from dpvae.errors import DataError
 from dpvae.methods.base import RunContext
 from dpvae.methods.checkpoint import Checkpoint, restore_rng, rng_state
@@ -133,19 +134,22 @@ def train_stage1(ctx: RunContext) -> dict:
     return {"architecture": arch, "subset_size": int(subsets.shape[1]), "batch_size": batch}
 
 
-def load_stage1(stage1: RunContext, subsets: torch.Tensor, device: torch.device) -> dict[str, torch.Tensor]:
-    """The encoders of the run's stage-1 job; DataError if it is not built, or was built for other stage-1
-    settings or on another partition of the data."""
+def load_stage1(
+    stage1: RunContext, subsets: torch.Tensor, device: torch.device
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """The encoders of the run's stage-1 job and the partition they were trained on; DataError if it is not built,
+    or was built for other stage-1 settings or, in a seeded run (which draws `subsets` as stage 1 did), on another
+    partition. A release's partition is secret to the stage-1 job's process: the run takes it from the file."""
     path = stage1.model_dir / ENCODERS
     if not path.is_file():
         raise DataError(f"{path}: the run's stage 1 is not built (snakemake {stage1_record(stage1.run_dir)})")
     saved = torch.load(path, map_location="cpu", weights_only=True)
     if saved.get("key") != stage1.spec.key:
         raise DataError(f"{path}: trained for stage-1 key {saved.get('key')}, this run needs {stage1.spec.key}")
-    if not torch.equal(saved["subsets"], subsets.cpu()):
+    if not randomness.is_secret(stage1.spec) and not torch.equal(saved["subsets"], subsets.cpu()):
         raise DataError(f"{path}: trained on another partition of the data than this run's")
     log.info("stage 1: %d encoders loaded from %s", len(subsets), path)
-    return {n: t.to(device) for n, t in saved["encoders"].items()}
+    return {n: t.to(device) for n, t in saved["encoders"].items()}, saved["subsets"].to(device)
 
 
 def stage2_engine(
@@ -220,7 +224,7 @@ def train(ctx: RunContext) -> Ledger:
     if state and "stage2_step" in state:
         encoders = {n: t.to(device) for n, t in state["encoders"].items()}  # name -> [K, ...]
     elif stage1 is not None and ctx.spec.stage1:
-        encoders = load_stage1(stage1, subsets, device)
+        encoders, subsets = load_stage1(stage1, subsets, device)
     else:
         encoders = pretrain_encoders(stage1 or ctx, arch, subsets, x, y, batch, checkpoint)
 
