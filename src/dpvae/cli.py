@@ -490,11 +490,10 @@ def _fetch(args: argparse.Namespace) -> None:
     ),
 )  # fmt: skip
 def _prepare(args: argparse.Namespace) -> None:
-    import secrets
-
+    from dpvae import randomness
     from dpvae.data.registry import prepare_dataset
 
-    seed = secrets.randbits(63) if args.secret else args.seed  # a release's split and estimate: secret
+    seed = randomness.secret_seed(f"prepare|{args.dataset}") if args.secret else args.seed  # a release's: secret
     prepare_dataset(args.dataset, args.root, seed=seed, secret_seed=args.secret)
 
 

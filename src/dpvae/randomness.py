@@ -82,10 +82,20 @@ def _key() -> bytes:
 
 
 def _secret_bytes(spec: RunSpec, stream: str, n: int) -> bytes:
-    """n bytes of the keyed stream `stream` of this run (HMAC-SHA256 in counter mode)."""
-    label = f"{spec.run_id}|{stream}".encode()
+    """n bytes of the keyed stream `stream` of this run."""
+    return _keyed(f"{spec.run_id}|{stream}".encode(), n)
+
+
+def _keyed(label: bytes, n: int) -> bytes:
+    """n bytes of the process key's stream `label` (HMAC-SHA256 in counter mode)."""
     blocks = (hmac.new(_key(), label + i.to_bytes(4, "little"), hashlib.sha256).digest() for i in range(-(-n // 32)))
     return b"".join(blocks)[:n]
+
+
+def secret_seed(label: str) -> int:
+    """63 secret bits of the process key's stream `label`, for what is drawn outside a run (a release's split:
+    `dpvae prepare --secret`); from a seed file, when the process has one, like every secret stream."""
+    return int.from_bytes(_keyed(f"outside a run|{label}".encode(), 8), "little") >> 1
 
 
 def stream_seed(spec: RunSpec, stream: str) -> int:
