@@ -214,9 +214,9 @@ def item_datasets(item: Item, config: Any, experiment: str) -> list[str]:
     """The datasets of `experiment` the item renders: its own restriction, minus those the configuration
     (a `Config`, or a renderer's context) lists as unreachable (`data.unreachable`: the item then says so
     instead of showing a number)."""
-    from dpvae.config_types import as_config as of
+    from dpvae.config_types import as_config
 
-    config = of(config)
+    config = as_config(config)
     datasets = config.experiments[experiment].datasets
     unreachable = set(config.data.unreachable)
     return [d for d in datasets if (not item.datasets or d in item.datasets) and d not in unreachable]

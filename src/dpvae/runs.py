@@ -57,7 +57,6 @@ def split_variant(variant_id: str) -> tuple[str, tuple[str, str] | None]:
     return base, (name, label)
 
 
-of = as_config  # a `Config`, or a validated mapping (a test's) typed
 
 
 def variant_ids(experiment: Experiment | Any) -> list[str]:
@@ -72,7 +71,7 @@ def is_private(config: Config | Any, variant_id: str) -> bool:
     """Whether a variant's runs are private: its `private` if configured, else its method's."""
     from dpvae.methods.registry import METHODS  # here: aggregation imports this module without the methods
 
-    variant = of(config).variants[split_variant(variant_id)[0]]
+    variant = as_config(config).variants[split_variant(variant_id)[0]]
     return bool(METHODS.get(variant.method).private if variant.private is None else variant.private)
 
 
@@ -84,7 +83,7 @@ def experiment_seeds(exp: Experiment | Any) -> list[int]:
 
 def experiment_runs(config: Config | Any, experiment: str, dataset: str | None = None) -> list[Run]:
     """Every run of `experiment` (optionally on one dataset), in a stable order."""
-    config = of(config)
+    config = as_config(config)
     exp = config.experiments[experiment]
     datasets = [dataset] if dataset else exp.datasets
     runs = []
@@ -111,7 +110,7 @@ def param_layers(
     """(source, values) of every layer that sets a run's hyper-parameters, lowest first: variant params <
     per_dataset < per_setting for every dataset ("*") < per_setting for this dataset < sweep point."""
     key = f"variants.{variant}"
-    entry = of(config).variants[variant]
+    entry = as_config(config).variants[variant]
     layers = [(f"{key}.params", entry.params)]
     if dataset in entry.per_dataset:
         layers.append((f"{key}.per_dataset.{dataset}", entry.per_dataset[dataset]))
@@ -160,7 +159,7 @@ def resolved_sources(
 
 def run_spec(config: Config | Any, run: Run) -> RunSpec:
     """Everything a stage needs to train, sample or evaluate one run (`RunSpec`, its JSON the train command's)."""
-    config = of(config)
+    config = as_config(config)
     base, point = split_variant(run.variant)
     sweep = None
     if point:
@@ -223,12 +222,12 @@ def _data_identity(config: Config, dataset: str) -> dict | None:
 def prepares_secretly(config: Config | Any, dataset: str) -> bool:
     """Whether a dataset's preparation is a release's (a declared dataset whose runs are secret, `_randomness`): its
     split and domain estimate then come from OS entropy (`dpvae prepare --secret`)."""
-    return _randomness(of(config), dataset, private=True) == randomness.SECRET
+    return _randomness(as_config(config), dataset, private=True) == randomness.SECRET
 
 
 def secret_datasets(config: Config | Any) -> list[str]:
     """The datasets whose preparation and private runs are a release's (`prepares_secretly`), sorted."""
-    config = of(config)
+    config = as_config(config)
     return sorted(d for d in config.datasets if prepares_secretly(config, d))
 
 
@@ -253,7 +252,7 @@ def _precision(config: Config, method: str) -> str | None:
 
 def find_run(config: Config | Any, dataset: str, variant: str, eps: str, seed: int | str) -> Run:
     """The run with these wildcards if some experiment needs it, else a ValueError."""
-    config = of(config)
+    config = as_config(config)
     run = Run(dataset, variant, eps, int(seed))
     for name, exp in config.experiments.items():
         if exp.trains and dataset in exp.datasets and run in experiment_runs(config, name, dataset):

@@ -18,20 +18,20 @@ RENDERERS = load_renderers()
 
 def missing_parts(item: Item, config: Any) -> list[str]:
     """What keeps `item` from being built (empty = done)."""
-    from dpvae.config_types import as_config as of
+    from dpvae.config_types import as_config
 
     missing = [] if (item.key in RENDERERS) else [f"renderer {item.key}"]
     for name in item.experiments:
-        exp = of(config).experiments[name]
+        exp = as_config(config).experiments[name]
         if not exp.trains and exp.analysis not in ANALYSES:
             missing.append(f"analysis {exp.analysis}")
     return sorted(set(missing))
 
 
 def done_items(config: Any) -> list[Item]:
-    from dpvae.config_types import as_config as of
+    from dpvae.config_types import as_config
 
-    config = of(config)
+    config = as_config(config)
     return [item for item in ITEMS.values() if not missing_parts(item, config)]
 
 
