@@ -57,8 +57,6 @@ def split_variant(variant_id: str) -> tuple[str, tuple[str, str] | None]:
     return base, (name, label)
 
 
-
-
 def variant_ids(experiment: Experiment | Any) -> list[str]:
     """The (possibly sweep-derived) variant ids of an experiment."""
     exp = experiment if isinstance(experiment, Experiment) else Experiment.from_json(experiment)
