@@ -226,6 +226,7 @@ def test_a_missing_epsilon_and_an_existing_out_are_one_line_each(table, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--epsilon: method 'privbayes' is private and needs a target epsilon" in err
     assert main([*base, "--epsilon", "1", "--headline", "paper"]) == 0
+    capsys.readouterr()  # the release's report and the data holder's notes
     assert main([*base, "--epsilon", "1", "--headline", "paper"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--out o.csv: o.csv exists; pass --force" in err
