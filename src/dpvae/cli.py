@@ -433,7 +433,10 @@ def _synth(args: argparse.Namespace) -> None:
     fields += ("keep_work", "force", "quality_report")
     given = {k: getattr(args, k) for k in fields if getattr(args, k) is not None} | {"epsilon": args.epsilon}
     request = Request(**given, params=parse_params(args.params))  # --n left out: synth.default_n
-    print(synth(request).report)
+    release = synth(request)
+    print(release.report, flush=True)
+    if release.private_notes is not None:  # the data holder's eyes only: the terminal, never a file of ours
+        print(release.private_notes, file=sys.stderr, flush=True)
 
 
 @command(

@@ -85,6 +85,9 @@ class Release:
     audit: Path | None
     report: str
     quality: Path | None = None  # the quality report, in the private workspace
+    #: what preparing a file did to values outside its domain (`domain.Notes`; None: a built-in dataset): for the
+    #: data holder's terminal (the CLI prints it to stderr), in memory only, never written to a file
+    private_notes: str | None = None
 
 
 SEED_GIVEN = (
@@ -168,9 +171,20 @@ def synth(request: Request) -> Release:
     quality = _quality(data, samples, ledger, method, request) if request.quality_report else None
     release = _publish(run_dir, samples, data.meta, ledger, request)
     report = _report(method, ledger, release, request, n_train, data.meta, quality)
+    notes = None if entry is None else _private_notes(root, dataset, data.meta)
     if not request.keep_work:
         _clear(work, keep=None if quality is None else report_file(work))
-    return dataclasses.replace(release, report=report, quality=None if quality is None else report_file(work))
+    quality_file = None if quality is None else report_file(work)
+    return dataclasses.replace(release, report=report, quality=quality_file, private_notes=notes)
+
+
+def _private_notes(root: Path, dataset: str, meta: dict) -> str:
+    """The notes of a file's preparation (`declared.private_notes`), counted again from the workspace's copies."""
+    from dpvae.data import declared, domain
+    from dpvae.paths import raw_dir
+
+    entry = declared.recorded(dataset, root)
+    return declared.private_notes(raw_dir(root, dataset), entry, domain.Domain.from_dict(meta["domain"])).text()
 
 
 def n_is_public(method: Any, ledger: Any) -> bool:

@@ -1,16 +1,18 @@
 """Your own data, end to end: one record never shapes what a private `dpvae synth` run uses, writes or releases.
 
-For every private method that takes a declared table or declared image arrays (`support.own_releases.CASES`), D is
-a small declared dataset (a training file and a test file), D' replaces one training record by an extreme one
-(a table's: a value beyond its bounds, a new category and an undeclared label; an image's: every pixel white and an
-undeclared class), and D_test puts that record in the test file instead. Run with the same `--seed-file` (so that
+For every private method that takes a declared table or declared image arrays (`support.own_releases.CASES`, and
+float images with DP-MERF), D is a small declared dataset (a training file and a test file), D' replaces one training
+record by an extreme one (a table's: a value beyond its bounds, a new category and an undeclared label; an image's:
+every pixel white, or NaN, infinite and beyond 1 for float images, and an undeclared class), and D_test puts that
+record in the test file instead. Run with the same `--seed-file` (so that
 the secret noise is the same in all three) and `--keep-work`, every file the run writes -- the release bundle and
 the private workspace -- must be byte-identical for D and D' except the ledgered outputs (the samples, the files
 the method's mechanisms release), the data's own copies (its raw files, the prepared arrays, their checksums and
 the keyed identity) and the data holder's quality report (statistics of the private data, kept in the workspace,
 never released); for D and D_test nothing may differ at all beyond the data's copies and the report, the samples
-included. No run aborts on the record or names it anywhere. Ryan's method (which takes an unnoised public share of
-the data) is refused.
+included. No run aborts on the record or names it anywhere, and the data holder's notes (`domain.Notes`: what was
+clipped or mapped, which the record changes) reach `synth`'s caller only, in no file. Ryan's method (which takes an
+unnoised public share of the data) is refused.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from dpvae.privacy.ledger import Ledger
 from dpvae.release import REPORT
 from dpvae.runs import recomputed_ledger
 from dpvae.synth import Request, synth
-from support.own_releases import CASES, TABLE_DECLARATION, Case, Records, release
+from support.own_releases import CASES, FLOAT_IMAGE_CASE, TABLE_DECLARATION, Case, Records, release
 
 #: what may differ between neighbours: the data's own copies (relative to the workspace) and their keyed identity
 DATA_COPIES = ("data/raw/*", "data/prepared/*/train.npz", "data/prepared/*/test.npz", "data/.dataset-key")
@@ -43,15 +45,16 @@ SAMPLES = ("run/samples.npz",)
 REPORTS = (REPORT,)
 
 
-def _synth(tmp_path: Path, name: str, case: Case, train: Records, test: Records, **more) -> Path:
-    """Release in tmp_path/run, then move it to tmp_path/name: every variant ran at the same paths. The quality
-    report (a classifier per release for images: seconds each) is written for tables only."""
+def _synth(tmp_path: Path, name: str, case: Case, train: Records, test: Records, **more) -> tuple[Path, str]:
+    """Release in tmp_path/run, then move it to tmp_path/name: every variant ran at the same paths; the samples and
+    the data holder's notes. The quality report (a classifier per release for images: seconds each) is written for
+    tables only."""
     folder = tmp_path / "run"
     (tmp_path / "seed").write_bytes(b"the same secret for D, D' and D_test")
     more = {"quality_report": case.kind == "table", **more}
-    out = release(case, folder, train, test, n=200, seed_file=tmp_path / "seed", keep_work=True, **more)
+    done = release(case, folder, train, test, n=200, seed_file=tmp_path / "seed", keep_work=True, **more)
     folder.rename(tmp_path / name)
-    return tmp_path / name / out.relative_to(folder)
+    return tmp_path / name / done.samples.relative_to(folder), done.private_notes
 
 
 def _files(out: Path, method: str) -> dict[str, bytes]:
@@ -80,8 +83,9 @@ def _check_samples(case: Case, out: Path) -> None:
     """The samples lie in the declared domain; no file but the raw copies names the extreme table record."""
     if case.kind == "image":
         with np.load(out) as arrays:
-            side = case.side
-            assert arrays["x"].dtype == np.uint8 and arrays["x"].shape[1:] == (side, side)
+            x, side = arrays["x"], case.side
+            assert x.dtype == (np.float32 if case.float_pixels else np.uint8) and x.shape[1:] == (side, side)
+            assert np.isfinite(x).all() and x.min() >= 0 and x.max() <= (1 if case.float_pixels else 255)
             assert set(arrays["y"].tolist()) <= {0, 1, 2}
         return
     samples = pd.read_csv(out)
@@ -100,16 +104,30 @@ def test_every_private_method_has_a_case():
     assert set(CASES) == {f"{m.name}-{kind}" for m in private for kind in m.kinds}
 
 
-@pytest.mark.parametrize("case", list(CASES.values()), ids=list(CASES))
+def _check_notes_in_no_file(folder: Path, notes: str) -> None:
+    """No file of a release, its workspace or its data holds a line of the data holder's notes (heading included)."""
+    lines = [line.strip().encode() for line in notes.splitlines()]
+    for path in (p for p in folder.rglob("*") if p.is_file()):
+        text = path.read_bytes()
+        assert not [line for line in lines if line in text], path
+
+
+WALKED = {**CASES, FLOAT_IMAGE_CASE.id: FLOAT_IMAGE_CASE}
+
+
+@pytest.mark.parametrize("case", list(WALKED.values()), ids=list(WALKED))
 def test_one_record_never_shapes_what_a_run_writes(tmp_path, case):
     train, test = case.records(case.sizes[0], 0), case.records(case.sizes[1], 1)
-    d = _synth(tmp_path, "d", case, train, test)
-    d2 = _synth(tmp_path, "d2", case, case.replaced(train, 0, case.extreme), test)
-    dt = _synth(tmp_path, "dt", case, train, case.replaced(test, 0, case.extreme))
+    d, notes = _synth(tmp_path, "d", case, train, test)
+    d2, notes2 = _synth(tmp_path, "d2", case, case.replaced(train, 0, case.extreme), test)
+    dt, notes_t = _synth(tmp_path, "dt", case, train, case.replaced(test, 0, case.extreme))
     written = _files(d, case.method)
     assert written.keys() == _files(d2, case.method).keys() == _files(dt, case.method).keys()
     assert {name for name, text in _files(d2, case.method).items() if text != written[name]} == set()
     assert _files(dt, case.method) == written and dt.read_bytes() == d.read_bytes()  # a test record shapes nothing
+    assert notes2 == notes_t != notes  # the notes count the extreme record, wherever it is: and reach no file
+    for name, text in (("d", notes), ("d2", notes2), ("dt", notes_t)):
+        _check_notes_in_no_file(tmp_path / name, text)
     for out in (d, d2):
         _check_samples(case, out)
 
@@ -132,8 +150,8 @@ def test_the_walk_catches_a_planted_leak(tmp_path, monkeypatch, case_id):
         other = {**train.iloc[0].to_dict(), "income": 199_999.0}
     else:  # a white image: no typical one has a white pixel
         other = case.extreme
-    d = _synth(tmp_path, "d", case, train, test)
-    d2 = _synth(tmp_path, "d2", case, case.replaced(train, 0, other), test)
+    d, _ = _synth(tmp_path, "d", case, train, test)
+    d2, _ = _synth(tmp_path, "d2", case, case.replaced(train, 0, other), test)
     differ = {name for name, text in _files(d2, case.method).items() if text != _files(d, case.method)[name]}
     assert any(name.endswith("meta.json") for name in differ)
 

@@ -33,7 +33,7 @@ def _candidates(case: Case) -> dict[str, Records]:
 
 def _release(folder: Path, case: Case, data: Records, seed: int | None = None) -> Path:
     # the quality report reads the drawn samples and is never released
-    return release(case, folder, data, seed=seed, quality_report=False)
+    return release(case, folder, data, seed=seed, quality_report=False).samples
 
 
 def _adversary(tmp_path: Path, released: Path, case: Case) -> set[str]:

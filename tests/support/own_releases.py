@@ -3,7 +3,7 @@
     case = CASES["dp-merf-image"]                          # a private method on one kind of declared data
     train = case.records(case.sizes[0], seed=0)            # a table (DataFrame) or images (`Images`)
     d2 = case.replaced(train, 0, case.extreme)             # one record replaced by an extreme one
-    out = release(case, tmp_path / "run", d2, test, seed_file=..., keep_work=True)
+    out = release(case, tmp_path / "run", d2, test, seed_file=..., keep_work=True).samples
 
 The privacy walks of issue 62 share it: the replay adversary (tests/privacy/test_replay_adversary.py) and the own
 data's neighbours (tests/privacy/test_own_data_neighbours.py). `CASES` holds every private method `synth` releases
@@ -22,7 +22,7 @@ import pandas as pd
 import yaml
 
 from dpvae import randomness
-from dpvae.synth import Request, synth
+from dpvae.synth import Release, Request, synth
 
 TABLE_DECLARATION = {
     "positive": "yes",  # the label set is {not yes, yes}: a rare label is "not yes"
@@ -37,6 +37,8 @@ IMAGE_DECLARATION = {"labels": 3}  # the classes 0, 1, 2; pixels lie in [0, 1] b
 TABLE_EXTREME = {"age": 45, "income": 7_777_777.7, "colour": "purple", "label": "HIV+"}
 #: the image counterpart: every pixel white, an undeclared class
 IMAGE_EXTREME_LABEL = 7
+#: float pixels of a float image set's extreme record (a row each, then beyond [0, 1]): never a reason to stop
+FLOAT_EXTREMES = (np.nan, np.inf, -np.inf, 7.5)
 #: the adversary's two candidate targets (D's and D′'s record): each at one end of the declared domain
 TABLE_TARGETS = ({"age": 90, "income": 199_000.0, "colour": "green", "label": "yes"},
                  {"age": 18, "income": 0.0, "colour": "red", "label": "no"})  # fmt: skip
@@ -74,7 +76,7 @@ IMAGE_PARAMS: dict[str, dict[str, Any]] = {
 
 @dataclass(frozen=True)
 class Images:
-    """Image arrays as a user's .npz holds them: `x` uint8 [N, H, W], `y` integer classes [N]."""
+    """Image arrays as a user's .npz holds them: `x` uint8 (or float32 in [0, 1]) [N, H, W], `y` classes [N]."""
 
     x: np.ndarray
     y: np.ndarray
@@ -93,10 +95,11 @@ class Case:
     method: str
     kind: str
     params: dict[str, Any]
+    float_pixels: bool = False  # images as float32 in [0, 1]: the extreme record has NaN and infinite pixels
 
     @property
     def id(self) -> str:
-        return f"{self.method}-{self.kind}"
+        return f"{self.method}-{self.kind}" + ("-float" if self.float_pixels else "")
 
     @property
     def suffix(self) -> str:
@@ -133,13 +136,19 @@ class Case:
         band = self.side // 3
         for label in range(3):
             x[y == label, :, label * band : (label + 1) * band] += 120
-        return Images(x, y.astype(np.int64))
+        return Images(x.astype(np.float32) / 255 if self.float_pixels else x, y.astype(np.int64))
 
     @property
     def extreme(self) -> Any:
         """A record beyond the declared domain: an income past its bounds, a new category and an undeclared label;
-        a white image of an undeclared class."""
-        return TABLE_EXTREME if self.kind == "table" else (255, IMAGE_EXTREME_LABEL)
+        a white image of an undeclared class (float pixels: rows of NaN, +inf and -inf, the rest beyond 1)."""
+        if self.kind == "table":
+            return TABLE_EXTREME
+        if not self.float_pixels:
+            return (255, IMAGE_EXTREME_LABEL)
+        pixels = np.full((self.side, self.side), FLOAT_EXTREMES[-1], dtype=np.float32)
+        pixels[: len(FLOAT_EXTREMES) - 1] = np.array(FLOAT_EXTREMES[:-1], dtype=np.float32)[:, None]
+        return (pixels, IMAGE_EXTREME_LABEL)
 
     @property
     def targets(self) -> tuple[Any, Any]:
@@ -147,7 +156,7 @@ class Case:
         return TABLE_TARGETS if self.kind == "table" else IMAGE_TARGETS
 
     def replaced(self, records: Records, index: int, record: Any) -> Records:
-        """`records` with the one at `index` replaced by `record` (a row's values; (grey level, class) for images)."""
+        """`records` with the one at `index` replaced by `record` (a row's values; (pixels, class) for images)."""
         if isinstance(records, Images):
             x, y = records.x.copy(), records.y.copy()
             x[index], y[index] = record
@@ -177,6 +186,9 @@ CASES = {
     for case in [Case(m, "table", p) for m, p in TABLE_PARAMS.items()]
     + [Case(m, "image", p) for m, p in IMAGE_PARAMS.items()]
 }
+#: float images (NaN and infinite pixels in the extreme record) with the cheapest image method: the neighbour walk's
+#: one float case (the pixels' rule is the preparation's, the same for every method)
+FLOAT_IMAGE_CASE = Case("dp-merf", "image", IMAGE_PARAMS["dp-merf"], float_pixels=True)
 
 
 def release(
@@ -187,10 +199,10 @@ def release(
     *,
     n: int = 100,
     **more: Any,
-) -> Path:
+) -> Release:
     """`dpvae synth` of `case` on `train` (and a declared test file `test`) written into `folder` (created), at
     ε = 10 under the paper's headline; `more`: further `Request` fields (seed, seed_file, keep_work, ...). The
-    key is forgotten afterwards, whatever happened: each release draws its own unless told. Returns the samples."""
+    key is forgotten afterwards, whatever happened: each release draws its own unless told."""
     folder.mkdir(parents=True)
     data = case.write(train, folder / f"data{case.suffix}")
     declaration = dict(case.declaration)
@@ -203,6 +215,6 @@ def release(
         device="cpu", **more,
     )  # fmt: skip
     try:
-        return synth(request).samples
+        return synth(request)
     finally:
         randomness.forget()

@@ -4,6 +4,8 @@ fixed default --n, and the ledger on one screen."""
 
 from __future__ import annotations
 
+import ast
+import itertools
 import json
 import re
 from pathlib import Path
@@ -12,7 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import dpvae
 from dpvae.cli import main
+from dpvae.data.domain import NOTES_HEADING
 from dpvae.methods.marginals import PrivBayes
 from dpvae.privacy.ledger import Ledger
 from dpvae.quality_report import WARNING
@@ -222,6 +226,7 @@ def test_a_missing_epsilon_and_an_existing_out_are_one_line_each(table, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--epsilon: method 'privbayes' is private and needs a target epsilon" in err
     assert main([*base, "--epsilon", "1", "--headline", "paper"]) == 0
+    capsys.readouterr()  # the release's report and the data holder's notes
     assert main([*base, "--epsilon", "1", "--headline", "paper"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--out o.csv: o.csv exists; pass --force" in err
@@ -320,3 +325,85 @@ def test_an_image_release_reports_grids_and_accuracy(tmp_path, monkeypatch, caps
     for section in ("Privacy", "Samples per class", "Labels", "ML efficacy"):
         assert f"<h2>{section}" in page, section
     assert page.count("data:image/png;base64,") == 3 and "FID not computed" in page
+
+
+def _notes(err: str) -> list[str]:
+    """The data holder's notes on stderr: the heading and the indented lines under it."""
+    lines = err.splitlines()
+    start = lines.index(NOTES_HEADING)
+    return [lines[start], *itertools.takewhile(lambda line: line.startswith("  "), lines[start + 1 :])]
+
+
+DROPPED = "  records dropped: none (a value outside the domain is clipped or mapped, never dropped)"
+
+
+def test_what_was_clipped_or_mapped_is_told_on_the_terminal_only(tmp_path, monkeypatch, capsys):
+    """Issue 62 (Build 4): a value beyond its bounds, an empty cell, a new category and an undeclared label (training
+    and test records alike) are counted on stderr under the heading, after the report; never on stdout, never in a
+    file of the release, its workspace (kept) or its data."""
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(0)
+    rows = [f"{a:.3f},{c},{label}" for a, c, label in zip(rng.random(120), rng.choice(["red", "blue"], 120),
+            rng.choice(["no", "yes"], 120))]  # fmt: skip
+    rows[0], rows[1], rows[-1] = "7.5,purple,HIV+", ",blue,yes", "-2,red,maybe"  # the last row may be a test record
+    (tmp_path / "data.csv").write_text("\n".join(["a,c,label", *rows]) + "\n")
+    (tmp_path / "declare.yaml").write_text(
+        "columns: {a: {bounds: [0, 1]}, c: {categories: [red, blue], other: blue}}\nlabels: [no, yes]\n"
+    )
+    assert main(synth("--headline", "paper", "--keep-work")) == 0
+    printed = capsys.readouterr()
+    notes = [
+        NOTES_HEADING,
+        "  a: 2 values beyond its bounds, clipped to them",
+        "  a: 1 value empty or not a number, counted as its lower bound",
+        "  c: 1 value outside its categories, mapped to its catch-all 'blue'",
+        "  label: 2 values outside the declared labels, counted as 'no'",
+        DROPPED,
+    ]
+    assert _notes(printed.err) == notes
+    assert NOTES_HEADING not in printed.out and "wrote 1000 synthetic records" in printed.out
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert (tmp_path / "out" / "x.csv.work" / "data" / "prepared").is_dir() and len(written) > 10
+    assert not [p for p in written if any(line.strip().encode() in p.read_bytes() for line in notes)]
+
+
+def test_nan_and_infinite_float_pixels_are_clipped_and_counted(tmp_path, monkeypatch, capsys):
+    """Float images: NaN pixels count as 0, +inf as 1, -inf as 0, the rest clipped into [0, 1]; the run goes on, and
+    the terminal's notes count them (and an undeclared class) by kind, never naming a value."""
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(0)
+    x, y = rng.random((60, 3, 3)).astype(np.float32), rng.integers(0, 2, 60)
+    x[0, 0], x[1, 1, :2], x[2, 2, 0], x[3] = np.nan, np.inf, -np.inf, 3.5
+    y[4] = 9
+    np.savez(tmp_path / "img.npz", x=x, y=y)
+    (tmp_path / "img.yaml").write_text("labels: 2\n")
+    words = ["synth", "--method", "privbayes", "--data", "img.npz", "--declare", "img.yaml", "--epsilon", "1"]
+    assert main([*words, "--out", "out.npz", "--n", "7", "--headline", "paper", "--no-report"]) == 0
+    assert _notes(capsys.readouterr().err) == [
+        NOTES_HEADING,
+        "  pixels: 3 values NaN, set to 0",
+        "  pixels: 3 values infinite, clipped to 0 or 1",
+        "  pixels: 9 values outside [0, 1], clipped",
+        "  label: 1 value outside the declared labels, counted as '0'",
+        DROPPED,
+    ]
+    with np.load(tmp_path / "out.npz") as out:
+        assert out["x"].dtype == np.float32 and np.isfinite(out["x"]).all()
+
+
+#: the modules that may make or print the notes: their definitions (domain, declared) and synth's terminal
+NOTES_MODULES = {"data/domain.py", "data/declared.py", "synth.py", "cli.py"}
+
+
+def test_only_synth_counts_the_notes():
+    """The workflow's jobs write their output to log files: no module but synth's path names `Notes`,
+    `private_notes` or `NOTES_HEADING` (the encoders count only when given a `Notes`)."""
+    names = {"Notes", "private_notes", "NOTES_HEADING"}
+    src = Path(dpvae.__file__).parent
+    found = {
+        path.relative_to(src).as_posix()
+        for path in src.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if (isinstance(node, ast.Name) and node.id in names) or (isinstance(node, ast.Attribute) and node.attr in names)
+    }
+    assert found == NOTES_MODULES

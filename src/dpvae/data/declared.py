@@ -397,6 +397,25 @@ def build(raw_dir: Path, seed: int, *, entry: Mapping[str, Any], secret: bool = 
     return Prepared(Split(train_x, y[train_rows]), Split(test_x, y[test_rows]), meta)
 
 
+def private_notes(raw_dir: Path, entry: Mapping[str, Any], fitted: domain.Domain) -> domain.Notes:
+    """What preparing the copies in `raw_dir` (every record of every file) did to values outside the domain `fitted`
+    (the prepared meta's), counted by the encoders `build` uses: for `dpvae synth`'s terminal only, in memory. The
+    workflow never calls it (its jobs' output goes to log files)."""
+    notes = domain.Notes()
+    files = [raw_dir / name for name in copies(entry)]
+    opts = options(entry)
+    if kind_of(entry["path"]) == "image":
+        labels = np.concatenate([_read_images(path, opts.get("layout"), str(path), notes)[1] for path in files])
+    else:
+        import pandas as pd
+
+        frame = pd.concat([_read_table(path) for path in files], ignore_index=True)
+        domain.encode_table(fitted, frame, str(entry["path"]), notes)
+        labels = frame[opts["label"]].to_numpy()
+    domain.encode_labels(fitted, labels, opts, str(entry["path"]), notes)
+    return notes
+
+
 def names_shown(entry: Mapping[str, Any], key: str) -> str | None:
     return None if entry.get(key) is None else str(entry[key])
 
@@ -432,8 +451,12 @@ def _chw(shape: Sequence[int], layout: str) -> tuple[int, ...]:
     return (n, 1, *rest) if layout == "NHW" else (n, *rest) if layout == "NCHW" else (n, rest[2], rest[0], rest[1])
 
 
-def _read_images(path: Path, layout: str | None, shown: str) -> tuple[np.ndarray, np.ndarray]:
-    """x as float32 [N, C, H, W] in [0, 1] and y of an .npz (DataError naming the user's file `shown`)."""
+def _read_images(
+    path: Path, layout: str | None, shown: str, notes: domain.Notes | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """x as float32 [N, C, H, W] in [0, 1] and y of an .npz (DataError naming the user's file `shown`). A float
+    pixel is clipped into [0, 1] value by value (+inf: 1; -inf and NaN: 0, the lower end), so that no record's
+    value can stop the run or reach a file; `notes` counts them."""
     try:
         with np.load(path, allow_pickle=False) as arrays:
             x, y = arrays["x"], arrays["y"]
@@ -444,8 +467,13 @@ def _read_images(path: Path, layout: str | None, shown: str) -> tuple[np.ndarray
     x = x[:, None] if found == "NHW" else x.transpose(0, 3, 1, 2) if found == "NHWC" else x
     if x.dtype == np.uint8:
         x = x.astype(np.float32) / np.float32(255)
-    elif x.dtype.kind == "f":  # clipped into [0, 1] (NaN: 0), value by value: no record's value can stop the run
-        x = np.clip(np.nan_to_num(x.astype(np.float32), nan=0.0, posinf=1.0, neginf=0.0), 0, 1)
+    elif x.dtype.kind == "f":
+        x = x.astype(np.float32)
+        if notes is not None:
+            notes.add("pixels", "NaN, set to 0", np.isnan(x).sum())
+            notes.add("pixels", "infinite, clipped to 0 or 1", np.isinf(x).sum())
+            notes.add("pixels", "outside [0, 1], clipped", (np.isfinite(x) & ((x < 0) | (x > 1))).sum())
+        x = np.clip(np.nan_to_num(x, nan=0.0, posinf=1.0, neginf=0.0), 0, 1)
     else:
         raise DataError(f"{shown}: x must be uint8 or float in [0, 1], got {x.dtype}")
     if y.ndim != 1 or len(y) != len(x) or y.dtype.kind not in "biu":

@@ -395,12 +395,39 @@ def estimate_bounds(values: np.ndarray, estimate: Estimate, rng: np.random.Gener
 
 # -- encoding --------------------------------------------------------------------------------------------------
 
+#: The heading of `Notes` on `dpvae synth`'s terminal.
+NOTES_HEADING = "about your private data: not part of the release"
 
-def encode_table(domain: Domain, frame: Any, where: str) -> np.ndarray:
+
+class Notes:
+    """What encoding did to values outside the domain, counted by column ('label', 'pixels' for images): for the
+    data holder's eyes on `dpvae synth`'s terminal only (`declared.private_notes`), never written to a file. An encoder
+    fills one only when given one; the preparation (workflow and synth alike) never passes one. No record is ever
+    dropped: each value outside the domain is clipped or mapped by a rule of its own record."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, str], int] = {}  # (column, what was done) -> values, in order of first count
+
+    def add(self, column: str, what: str, count: int) -> None:
+        if count:
+            self.counts[(column, what)] = self.counts.get((column, what), 0) + int(count)
+
+    def text(self) -> str:
+        """The heading, one line per count (no value of a record), and that no record was dropped."""
+        lines = [NOTES_HEADING]
+        lines += [f"  {column}: {n} value{'s' if n != 1 else ''} {what}" for (column, what), n in self.counts.items()]
+        if not self.counts:
+            lines.append("  every value lay in the domain")
+        lines.append("  records dropped: none (a value outside the domain is clipped or mapped, never dropped)")
+        return "\n".join(lines)
+
+
+def encode_table(domain: Domain, frame: Any, where: str, notes: Notes | None = None) -> np.ndarray:
     """The features scaled into [0, 1] by the domain: numbers clipped to the bounds then (v - lo) / (hi - lo) (an
     empty cell or one that is not a number counts as lo); a category's code k of K scaled to k / (K - 1), an unseen
     one to `other` (a declared column always has one). Nothing here stops on, or names, a record's value; only a
-    built-in dataset's columns (verified public files) have no `other`, and an unlisted value there is refused."""
+    built-in dataset's columns (verified public files) have no `other`, and an unlisted value there is refused.
+    `notes`: counts what was clipped or mapped, by column."""
 
     out = np.empty((len(frame), len(domain.columns)), dtype=np.float32)
     for j, column in enumerate(domain.columns):
@@ -410,26 +437,39 @@ def encode_table(domain: Domain, frame: Any, where: str) -> np.ndarray:
             numbers = _numbers(values)
             low, high = column.bounds
             out[:, j] = (np.clip(np.nan_to_num(numbers, nan=low), low, high) - low) / (high - low)
+            if notes is not None:
+                notes.add(column.name, "beyond its bounds, clipped to them", np.sum((numbers < low) | (numbers > high)))
+                notes.add(column.name, "empty or not a number, counted as its lower bound", np.isnan(numbers).sum())
             continue
         codes = {c: k for k, c in enumerate(column.categories)}
         text = _as_text(values)
         if column.other is None and any(v not in codes for v in text):
             raise DataError(f"{where}: column {column.name!r} holds a value outside its published categories")
         fallback = codes.get(column.other, 0) if column.other is not None else 0
+        if notes is not None:
+            mapped = sum(v not in codes for v in text)
+            notes.add(column.name, f"outside its categories, mapped to its catch-all {column.other!r}", mapped)
         k = len(column.categories)
         out[:, j] = np.array([codes.get(v, fallback) for v in text], dtype=np.float64) / (k - 1 if k > 1 else 1)
     return out
 
 
-def encode_labels(domain: Domain, values: np.ndarray, entry: Mapping[str, Any], where: str) -> np.ndarray:
+def encode_labels(
+    domain: Domain, values: np.ndarray, entry: Mapping[str, Any], where: str, notes: Notes | None = None
+) -> np.ndarray:
     """Label codes 0..K-1 in the domain's order; with `positive`, 1 for it and 0 for any other value. A value
     outside the declared labels (or an empty cell) counts as the first declared label: a rule of one record alone,
-    so neighbouring datasets stay neighbours of the same size, and no record can stop the preparation."""
+    so neighbouring datasets stay neighbours of the same size, and no record can stop the preparation. `notes`:
+    counts the values outside the declared labels (with `positive` alone every other value is its negative)."""
     text = _as_text(values)
     positive = entry.get("positive")
+    codes = {name: k for k, name in enumerate(domain.labels)}
+    if notes is not None and (positive is None or isinstance(entry.get("labels"), list)):
+        listed = codes if positive is None else set(map(_text, entry["labels"]))
+        what = f"outside the declared labels, counted as {domain.labels[0]!r}"
+        notes.add("label", what, sum(v not in listed for v in text))
     if positive is not None:
         return np.array([v == _text(positive) for v in text], dtype=np.int64)
-    codes = {name: k for k, name in enumerate(domain.labels)}
     return np.array([codes.get(v, 0) for v in text], dtype=np.int64)
 
 
