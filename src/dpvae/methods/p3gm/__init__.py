@@ -11,6 +11,7 @@ Here: their typed parameters and registered methods (light imports); `train.py` 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -64,6 +65,10 @@ class DPVAEParams(MLPVAEParams):
 
 
 PCAMean = Literal["dp", "zero", "nonprivate"]
+#: the reference code's decoder pre-training steps (A-G7), the most `pretrain_steps: auto` takes
+PRETRAIN_STEPS = 3000
+#: `pretrain_steps: auto` below that: this many passes' worth of pre-training batches over the N training records
+PRETRAIN_PASSES = 100
 
 
 @dataclass(frozen=True)
@@ -93,8 +98,12 @@ class P3GMParams(MethodParams):
     account_em_init: bool = param(False, "count the initial noisy M-step in the paper ledger (the code does not)")
     clip: float | None = param(1.0, "per-example clipping norm C (null = no clipping, non-private PGM)")
     sigma_sgd: float | Literal["auto"] = param("auto", "DP-SGD noise multiplier; auto = calibrated to the target")
-    pretrain_steps: int = param(
-        3000, "non-private decoder pre-training steps on DP outputs (code; 0 = none)", minimum=0
+    pretrain_steps: int | Literal["auto"] = param(
+        "auto",
+        f"non-private decoder pre-training steps on DP outputs (0 = none); auto = min({PRETRAIN_STEPS}, "
+        f"ceil({PRETRAIN_PASSES} N / pretrain_batch_size)), the code's {PRETRAIN_STEPS} on large data: N is public "
+        "under bounded DP (replace-one neighbours share it); no data value is read",
+        minimum=0,
     )
     pretrain_batch_size: int = param(100, "records per pre-training step", minimum=1)
     sampling_prior: Literal["normal", "mog"] = param(
@@ -122,6 +131,14 @@ class DPGMParams(DPVAEParams):
     bandwidth: float = param(
         0.5, "Gaussian-kernel bandwidth as a multiple of sqrt(record dimension)", exclusive_minimum=0
     )
+
+
+def pretrain_steps(params: P3GMParams, n_train: int) -> int:
+    """The decoder's pre-training steps for a run of `n_train` training records (after `max_train`): the
+    configured count, or `auto`'s rule (`PRETRAIN_STEPS`, `PRETRAIN_PASSES`)."""
+    if params.pretrain_steps != "auto":
+        return params.pretrain_steps
+    return min(PRETRAIN_STEPS, math.ceil(PRETRAIN_PASSES * n_train / params.pretrain_batch_size))
 
 
 class MLPVAEMethod(Method):
@@ -234,19 +251,22 @@ class P3GM(MLPVAEMethod):
     data_scaling = (
         "Any [d] records or images (flattened). DP-PCA keeps d' = min(`pca_components`, d) dims; `batch_size` "
         "and `pretrain_batch_size` (100) are records per step and must fit the training split (checked); the "
-        "noise is calibrated to batch_size / N, so a small N wants fewer `epochs` or a smaller `batch_size`."
+        "noise is calibrated to batch_size / N, so a small N wants fewer `epochs` or a smaller `batch_size`; "
+        f"the decoder's pre-training (`pretrain_steps: auto`) scales with N up to the code's {PRETRAIN_STEPS:,} steps."
     )
     paper = "p3gm"
     private = True
     description = "P3GM: DP-PCA + DP-EM encoder, DP-SGD decoder (also PGM and P3GM(AE) by parameters)"
-    releases_n = f"the DP centring mean is a noisy sum divided by N; {DPSGD_RELEASES_N}"
+    releases_n = (
+        f"the DP centring mean is a noisy sum divided by N; {DPSGD_RELEASES_N}; pre-training steps (auto) from N"
+    )
     Params = P3GMParams
     RESOURCES = Resources(threads=2, mem_mb=3000, runtime=30)
     released = ("model.pt", "snapshots.pt", "model.json")  # the DP-PCA encoder, DP-SGD's iterates, the DP-EM prior
 
     def data_errors(self, params: P3GMParams, facts: Facts) -> list[tuple[str, str]]:
         """Pre-training draws `pretrain_batch_size` records a step from the training split."""
-        if params.pretrain_steps and params.pretrain_batch_size > facts.n_train:
+        if pretrain_steps(params, facts.n_train) and params.pretrain_batch_size > facts.n_train:
             why = f"{params.pretrain_batch_size} records a step but the run has {facts.n_train} training records"
             return [("pretrain_batch_size", why)]
         return []
