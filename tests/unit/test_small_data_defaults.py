@@ -9,7 +9,8 @@ import pytest
 
 from dpvae.config import facts_of
 from dpvae.config_types import Config
-from dpvae.methods.p3gm import PRETRAIN_PASSES, PRETRAIN_STEPS, P3GMParams, pretrain_steps
+from dpvae.methods.p3gm import P3GMParams
+from dpvae.methods.p3gm.pretraining import PRETRAIN_PASSES, PRETRAIN_STEPS, pretrain_steps
 from dpvae.methods.registry import METHODS
 from dpvae.paths import REPO_ROOT
 from dpvae.runs import experiment_runs, run_spec

@@ -6,12 +6,12 @@
 * `dp-gm` — DP-GM (Acs et al.): DP kernel k-means, one DP-SGD MLP VAE per cluster.
 
 Here: their typed parameters and registered methods (light imports); `train.py` trains them, `fit.py` is the
-(DP-)SGD loop they share, `store.py` their model files and record vectors, `accounting.py` P3GM's ledgers.
+(DP-)SGD loop they share, `store.py` their model files and record vectors, `accounting.py` P3GM's ledgers,
+`pretraining.py` the decoder's pre-training steps.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from dpvae.methods.base import DPSGD_RELEASES_N, Method, Resources, RunContext, forward, large_records
+from dpvae.methods.p3gm.pretraining import PRETRAIN_PASSES, PRETRAIN_STEPS, pretrain_steps
 from dpvae.methods.registry import register_method
 from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
@@ -65,10 +66,6 @@ class DPVAEParams(MLPVAEParams):
 
 
 PCAMean = Literal["dp", "zero", "nonprivate"]
-#: the reference code's decoder pre-training steps (A-G7), the most `pretrain_steps: auto` takes
-PRETRAIN_STEPS = 3000
-#: `pretrain_steps: auto` below that: this many passes' worth of pre-training batches over the N training records
-PRETRAIN_PASSES = 100
 
 
 @dataclass(frozen=True)
@@ -131,14 +128,6 @@ class DPGMParams(DPVAEParams):
     bandwidth: float = param(
         0.5, "Gaussian-kernel bandwidth as a multiple of sqrt(record dimension)", exclusive_minimum=0
     )
-
-
-def pretrain_steps(params: P3GMParams, n_train: int) -> int:
-    """The decoder's pre-training steps for a run of `n_train` training records (after `max_train`): the
-    configured count, or `auto`'s rule (`PRETRAIN_STEPS`, `PRETRAIN_PASSES`)."""
-    if params.pretrain_steps != "auto":
-        return params.pretrain_steps
-    return min(PRETRAIN_STEPS, math.ceil(PRETRAIN_PASSES * n_train / params.pretrain_batch_size))
 
 
 class MLPVAEMethod(Method):

@@ -38,7 +38,7 @@ import torch
 from dpvae import randomness
 from dpvae.methods.base import RunContext
 from dpvae.methods.checkpoint import Checkpoint
-from dpvae.methods.p3gm import pretrain_steps, store
+from dpvae.methods.p3gm import store
 from dpvae.methods.p3gm.accounting import (
     NOTES,
     SGD_RECORD,
@@ -57,6 +57,7 @@ from dpvae.methods.p3gm.accounting import (
     sgd_record,
 )
 from dpvae.methods.p3gm.fit import FitResult, Schedule, fit
+from dpvae.methods.p3gm.pretraining import pretrain_steps
 from dpvae.models.losses import gaussian_kl
 from dpvae.models.mlp_vae import MLPVAE
 from dpvae.privacy.ledger import Ledger, Mechanism
