@@ -221,3 +221,14 @@ def test_the_mixture_prior_keeps_the_classes_that_n01_draws_lose_at_small_d(tmp_
         gaps[prior] = samples["x"][samples["y"] == 1].mean() - samples["x"][samples["y"] == 0].mean()
     # the real data's gap between the class means is 2; measured: mixture 0.37, N(0, I) 0.04
     assert gaps["mog"] > 0.2 and abs(gaps["normal"]) < gaps["mog"] / 3, gaps
+
+
+def test_auto_pretraining_takes_the_steps_of_the_runs_training_size(data_root, tmp_path, monkeypatch):
+    """`pretrain_steps: auto` pre-trains by its rule at the run's N after `max_train` (issue 64): 100 passes'
+    worth of batches of 100 over 150 records."""
+    from dpvae.methods.p3gm import train as p3gm_train
+
+    taken, pretrain = [], p3gm_train._pretrain
+    monkeypatch.setattr(p3gm_train, "_pretrain", lambda *a: taken.append(a[4]) or pretrain(*a))
+    stages.train(spec_for(data_root, tmp_path, pretrain_steps="auto", max_train=150, epochs=1))
+    assert taken == [150]

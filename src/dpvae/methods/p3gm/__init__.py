@@ -6,7 +6,8 @@
 * `dp-gm` — DP-GM (Acs et al.): DP kernel k-means, one DP-SGD MLP VAE per cluster.
 
 Here: their typed parameters and registered methods (light imports); `train.py` trains them, `fit.py` is the
-(DP-)SGD loop they share, `store.py` their model files and record vectors, `accounting.py` P3GM's ledgers.
+(DP-)SGD loop they share, `store.py` their model files and record vectors, `accounting.py` P3GM's ledgers,
+`pretraining.py` the decoder's pre-training steps.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from dpvae.methods.base import DPSGD_RELEASES_N, Method, Resources, RunContext, forward, large_records
+from dpvae.methods.p3gm.pretraining import PRETRAIN_PASSES, PRETRAIN_STEPS, pretrain_steps
 from dpvae.methods.registry import register_method
 from dpvae.models.precision import PRECISIONS
 from dpvae.params import MethodParams, param
@@ -93,8 +95,12 @@ class P3GMParams(MethodParams):
     account_em_init: bool = param(False, "count the initial noisy M-step in the paper ledger (the code does not)")
     clip: float | None = param(1.0, "per-example clipping norm C (null = no clipping, non-private PGM)")
     sigma_sgd: float | Literal["auto"] = param("auto", "DP-SGD noise multiplier; auto = calibrated to the target")
-    pretrain_steps: int = param(
-        3000, "non-private decoder pre-training steps on DP outputs (code; 0 = none)", minimum=0
+    pretrain_steps: int | Literal["auto"] = param(
+        "auto",
+        f"non-private decoder pre-training steps on DP outputs (0 = none); auto = min({PRETRAIN_STEPS}, "
+        f"ceil({PRETRAIN_PASSES} N / pretrain_batch_size)), the code's {PRETRAIN_STEPS} on large data: N is public "
+        "under bounded DP (replace-one neighbours share it); no data value is read",
+        minimum=0,
     )
     pretrain_batch_size: int = param(100, "records per pre-training step", minimum=1)
     sampling_prior: Literal["normal", "mog"] = param(
@@ -234,19 +240,22 @@ class P3GM(MLPVAEMethod):
     data_scaling = (
         "Any [d] records or images (flattened). DP-PCA keeps d' = min(`pca_components`, d) dims; `batch_size` "
         "and `pretrain_batch_size` (100) are records per step and must fit the training split (checked); the "
-        "noise is calibrated to batch_size / N, so a small N wants fewer `epochs` or a smaller `batch_size`."
+        "noise is calibrated to batch_size / N, so a small N wants fewer `epochs` or a smaller `batch_size`; "
+        f"the decoder's pre-training (`pretrain_steps: auto`) scales with N up to the code's {PRETRAIN_STEPS:,} steps."
     )
     paper = "p3gm"
     private = True
     description = "P3GM: DP-PCA + DP-EM encoder, DP-SGD decoder (also PGM and P3GM(AE) by parameters)"
-    releases_n = f"the DP centring mean is a noisy sum divided by N; {DPSGD_RELEASES_N}"
+    releases_n = (
+        f"the DP centring mean is a noisy sum divided by N; {DPSGD_RELEASES_N}; pre-training steps (auto) from N"
+    )
     Params = P3GMParams
     RESOURCES = Resources(threads=2, mem_mb=3000, runtime=30)
     released = ("model.pt", "snapshots.pt", "model.json")  # the DP-PCA encoder, DP-SGD's iterates, the DP-EM prior
 
     def data_errors(self, params: P3GMParams, facts: Facts) -> list[tuple[str, str]]:
         """Pre-training draws `pretrain_batch_size` records a step from the training split."""
-        if params.pretrain_steps and params.pretrain_batch_size > facts.n_train:
+        if pretrain_steps(params, facts.n_train) and params.pretrain_batch_size > facts.n_train:
             why = f"{params.pretrain_batch_size} records a step but the run has {facts.n_train} training records"
             return [("pretrain_batch_size", why)]
         return []

@@ -4,8 +4,9 @@ Encoding phase: centre the record vectors (features + one-hot label) with a DP m
 reference code's way — the exact mean; DP-PCA to d' = min(pca_components, d) dims gives the *frozen*
 encoder mean μ(x) = (x − m)·W; DP-EM fits a diagonal mixture r_λ to the PCA features (rows clipped to 1).
 Decoding phase: optional non-private decoder pre-training on DP outputs only (z from the sampling prior,
-target PCA⁻¹(z) = z·Wᵀ + m; the code's undocumented 3000 Adam steps), then DP-SGD on the per-example
-loss Σ(decoder(z) − x)² + KL(N(μ, σ²) ‖ r_λ) (Hershey–Olsen), z = μ + σ_φ(x)·ε, over σ_φ's head
+target PCA⁻¹(z) = z·Wᵀ + m; the code's undocumented 3000 Adam steps, fewer on small N: `pretrain_steps`),
+then DP-SGD on the per-example loss Σ(decoder(z) − x)² + KL(N(μ, σ²) ‖ r_λ) (Hershey–Olsen), z = μ + σ_φ(x)·ε,
+over σ_φ's head
 (fc1, fc22) and the decoder. Released: the decoder and the sampling prior (N(0, I) as the code at HEAD,
 or the DP-MoG as the paper). PGM = the same without noise (`private: false`); P3GM(AE) = σ_φ(x) = 0 (the
 paper's; `no_kl` is the code's `loss_function_ae`: the KL term dropped, σ_φ still learned).
@@ -56,6 +57,7 @@ from dpvae.methods.p3gm.accounting import (
     sgd_record,
 )
 from dpvae.methods.p3gm.fit import FitResult, Schedule, fit
+from dpvae.methods.p3gm.pretraining import pretrain_steps
 from dpvae.models.losses import gaussian_kl
 from dpvae.models.mlp_vae import MLPVAE
 from dpvae.privacy.ledger import Ledger, Mechanism
@@ -142,9 +144,10 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
         },
     }
     encoded, cpu_encoded = time.perf_counter(), time.process_time()
-    if p.pretrain_steps:
-        progress = Progress(f"{name} decoder pre-training", p.pretrain_steps, epsilon=epsilon)  # DP outputs only
-        _pretrain(model, info, components, centre, p, ctx.torch_generator("pretrain", device="cpu"), progress)
+    if steps := pretrain_steps(p, n):  # `auto`: from N, public under bounded DP (its line shows the total)
+        progress = Progress(f"{name} decoder pre-training", steps, epsilon=epsilon)  # DP outputs only
+        generator = ctx.torch_generator("pretrain", device="cpu")
+        _pretrain(model, info, components, centre, steps, p.pretrain_batch_size, generator, progress)
     pretrained, cpu_pretrained = time.perf_counter(), time.process_time()
 
     prior = MixturePrior(*(torch.tensor(a, dtype=torch.float32) for a in (gmm.weights, gmm.means, gmm.variances)))
@@ -211,13 +214,15 @@ def train_p3gm(ctx: RunContext) -> Ledger | None:
     return run_ledger(p, [*encoding, *sgd], ctx.delta, ctx.epsilon, notes)
 
 
-def _pretrain(model: Any, info: dict, components: Any, centre: Any, p: Any, generator: Any, progress: Progress) -> None:
-    """The code's decoder initialisation: Adam on ‖decoder(z) − PCA⁻¹(z)‖², z from the sampling prior.
-    Uses only DP outputs (the PCA and the mixture) and the centring mean; no data, no noise."""
+def _pretrain(
+    model: Any, info: dict, components: Any, centre: Any, steps: int, batch: int, generator: Any, progress: Progress
+) -> None:
+    """The code's decoder initialisation: `steps` Adam steps on ‖decoder(z) − PCA⁻¹(z)‖², `batch` z a step from
+    the sampling prior. Uses only DP outputs (the PCA and the mixture) and the centring mean; no data, no noise."""
     decoder = [*model.fc3.parameters(), *model.fc4.parameters()]
     opt = torch.optim.Adam(decoder, lr=1e-3)
-    for _ in range(p.pretrain_steps):
-        z = store.sample_latent(info, p.pretrain_batch_size, generator)
+    for _ in range(steps):
+        z = store.sample_latent(info, batch, generator)
         target = z @ components.T + centre
         loss = (model.decode(z) - target).square().sum(1).mean()
         opt.zero_grad(set_to_none=True)
