@@ -137,3 +137,16 @@ def test_a_prior_that_does_not_fit_the_data_is_refused(tmp_path, pinwheel) -> No
     spec = _spec(tmp_path, pinwheel, {**PINWHEEL, "prior": "sparse"}, "wrong-prior")
     with pytest.raises(ConfigError, match="mixture prior"):
         stages.train(spec)
+
+
+def test_a_table_run_the_mlp_vae_cannot_train_is_refused_before_training():
+    """[d] records get the pinwheel MLP VAE, whose mixture prior is 2-dimensional: a table run with another prior or
+    latent_dim is refused by validation, naming the key (it used to fail 17 s into training, issue 64)."""
+    from dpvae.data.declared import Facts
+    from dpvae.methods.registry import METHODS
+
+    privae, table = METHODS.get("privae"), Facts((5,), 180, 20, 3)
+    keys = {key for key, _ in privae.data_errors(privae.Params(prior="mog"), table)}
+    assert keys == {"latent_dim"}
+    assert {key for key, _ in privae.data_errors(privae.Params(), table)} == {"prior", "latent_dim"}
+    assert privae.data_errors(privae.Params(prior="mog", latent_dim=2), table) == []

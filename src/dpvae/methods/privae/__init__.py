@@ -83,7 +83,10 @@ class VAEConv(Method):
     def data_errors(self, params: VAEConvParams, facts: Facts) -> list[tuple[str, str]]:
         """The conv VAE takes 1x32x32 images; [d] records get the pinwheel MLP VAE, with the mixture prior."""
         if facts.kind == "table":
-            return [] if params.prior == "mog" else [("prior", "the MLP VAE for [d] records has the prior 'mog'")]
+            errors = [] if params.prior == "mog" else [("prior", "the MLP VAE for [d] records has the prior 'mog'")]
+            if params.latent_dim != 2:  # refused here, not by the model 20 s into training (issue 64)
+                errors.append(("latent_dim", "the MLP VAE's mixture prior for [d] records is 2-dimensional: set 2"))
+            return errors
         if facts.record_shape != (1, 32, 32):
             return [("", f"the conv VAE takes 1x32x32 images, the data's are {'x'.join(map(str, facts.record_shape))}")]
         return []
