@@ -79,9 +79,10 @@ def test_dp2vae_cached_stage1_gives_the_bytes_of_an_in_run_one(
 
     def recording(name, original):
         def wrapped(*args, **kwargs):
-            encoders = original(*args, **kwargs)  # stage 2 updates them in place: keep a copy
-            used[name] = {k: v.detach().clone() for k, v in encoders.items()}
-            return encoders
+            result = original(*args, **kwargs)  # load_stage1 also returns the partition
+            encoders = result[0] if isinstance(result, tuple) else result
+            used[name] = {k: v.detach().clone() for k, v in encoders.items()}  # stage 2 updates them in place
+            return result
 
         return wrapped
 
