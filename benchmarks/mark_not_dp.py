@@ -116,8 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     studies = sorted((args.reproductions / "studies").glob("*.csv"))
     for path in sorted(args.reproductions.glob("*.csv")) + studies:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-        study = study_paper(path.stem, ledgers) if path.parent.name == "studies" else ""
-        columns = STUDY_COLUMNS if path.parent.name == "studies" else COLUMNS
+        is_study = path.parent.name == "studies"
+        study = study_paper(path.stem, ledgers) if is_study else ""
+        if is_study and not study:
+            continue  # a study the recomputed ledgers do not know: recorded since `record` reads each run's ledger
+        columns = STUDY_COLUMNS if is_study else COLUMNS
         if set(frame.columns) - {"not_dp"} != set(columns) - {"not_dp"}:
             continue  # a campaign script's own measurements (`record --study`): no runs, no ledgers
         new = marked(frame, known, study, cache)[list(columns)]  # rows in their order: `record` sorts when it writes
