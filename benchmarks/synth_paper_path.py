@@ -38,10 +38,7 @@ def declaration(work: Path) -> tuple[Path, Path]:
         frame = tabular.read_adult(Path(os.environ["DPVAE_DATA_MIRROR"]) / "adult")
         frame.to_csv(csv, index=False)
     domain = tabular.adult_domain(keep_unknown=True)
-    columns = {
-        c.name: {"bounds": list(c.bounds)} if c.categories is None else {"categories": list(c.categories)}
-        for c in domain.columns
-    }
+    columns = {c.name: c.declared() for c in domain.columns}
     text = {"label": "income", "labels": list(domain.labels), "positive": ">50K", "columns": columns}
     declared.write_text(yaml.safe_dump(text, sort_keys=False))
     return csv, declared

@@ -217,11 +217,25 @@ def test_a_declared_public_domain_encodes_as_the_built_in_one(tmp_path):
         }
     )
     frame["income"] = rng.choice(public.labels, 40)
-    columns = {
-        c.name: {"categories": list(c.categories)} if c.categories else {"bounds": list(c.bounds)}
-        for c in public.columns
-    }
+    columns = {c.name: c.declared() for c in public.columns}
     prepared = _prepare(tmp_path, "adult", frame, label="income", columns=columns, labels=list(public.labels))
     rows = np.concatenate([prepared.train.x, prepared.test.x])
     order = np.concatenate(holdout_rows(40, seed=0)[:2])
     np.testing.assert_array_equal(rows, domain.encode_table(public, frame.iloc[order], "adult"))
+
+
+def test_adults_numeric_columns_come_back_as_whole_numbers(tmp_path):
+    """Issue 64: Adult's six numeric fields hold whole numbers (the CPS's integer fields), declared so in its public
+    domain: a `synth` release writes them as integers within their bounds (it wrote age 79.77644)."""
+    from dpvae import synth
+    from dpvae.data import tabular
+
+    public = tabular.adult_domain(keep_unknown=True)
+    meta = {"columns": [c.described() for c in public.columns], "label_names": list(public.labels)}
+    x = np.random.default_rng(0).uniform(size=(20, len(public.columns)))
+    synth._write_samples({"x": x, "y": np.arange(20) % 2}, meta, tmp_path / "x.csv")
+    frame = pd.read_csv(tmp_path / "x.csv")
+    numeric = {c.name: c.bounds for c in public.columns if c.bounds}
+    assert len(numeric) == 6
+    for name, (lo, hi) in numeric.items():
+        assert frame[name].dtype == np.int64 and frame[name].between(lo, hi).all(), name

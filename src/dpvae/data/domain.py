@@ -85,6 +85,13 @@ class Column:
         described = {"name": self.name, "kind": "continuous", "min": self.bounds[0], "max": self.bounds[1]}
         return described | ({"integer": True} if self.integer else {})
 
+    def declared(self) -> dict[str, Any]:
+        """The column as a declaration file (`synth --declare`, a dataset under `datasets:`) states it."""
+        if self.categories is not None:
+            return {"categories": list(self.categories)} | ({"other": self.other} if self.other else {})
+        assert self.bounds is not None
+        return {"bounds": list(self.bounds)} | ({"integer": True} if self.integer else {})
+
 
 @dataclass(frozen=True)
 class Estimate:

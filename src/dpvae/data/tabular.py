@@ -95,7 +95,8 @@ ADULT_PUBLISHED_CATEGORIES = {
 #: yes" for these three only); `adult-dropna` removes those rows, so its domain has no '?'.
 ADULT_UNKNOWN = "?"
 ADULT_UNKNOWN_COLUMNS = ("workclass", "occupation", "native-country")
-#: Adult's numeric columns: [lo, hi] from the extraction and the Census coding, values outside clipped.
+#: Adult's numeric columns: [lo, hi] from the extraction and the Census coding, values outside clipped; each holds
+#: whole numbers (adult.names: integer fields of the CPS), so a release writes them as integers.
 ADULT_BOUNDS = {
     "age": (17.0, 90.0),  # adult.names: extracted with AAGE > 16; 90 is the March CPS public-use age top-code
     "fnlwgt": (1.0, 2_000_000.0),  # adult.names: AFNLWGT > 1; 2,000,000 a declared choice (no published bound)
@@ -113,7 +114,7 @@ def adult_domain(*, keep_unknown: bool) -> Domain:
     columns = []
     for name in ADULT_FEATURES:
         if name in ADULT_BOUNDS:
-            columns.append(Column(name, bounds=ADULT_BOUNDS[name]))
+            columns.append(Column(name, bounds=ADULT_BOUNDS[name], integer=True))
             continue
         unknown = (ADULT_UNKNOWN,) if keep_unknown and name in ADULT_UNKNOWN_COLUMNS else ()
         columns.append(Column(name, categories=tuple(sorted(ADULT_PUBLISHED_CATEGORIES[name] + unknown))))
@@ -173,7 +174,7 @@ ISOLET_DOMAIN = Domain(
 ESR_DOMAIN = Domain(
     "declared",
     ("non-seizure (y 2..5)", "seizure (y 1)"),
-    tuple(Column(name, bounds=(-2048.0, 2047.0)) for name in ESR_FEATURES),
+    tuple(Column(name, bounds=(-2048.0, 2047.0), integer=True) for name in ESR_FEATURES),  # A/D counts
 )
 
 
