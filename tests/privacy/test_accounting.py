@@ -370,3 +370,18 @@ def test_part_accountants_reject_mechanisms_they_cannot_bound() -> None:
         acc.subsampled_gaussian_rdp(-1.0, 0.5, 1, [2.0])
     with pytest.raises(ValueError, match="mechanisms"):
         acc.epsilon([], DELTA)
+
+
+def test_a_remembered_rdp_curve_is_opacus_curve_bit_for_bit_and_cannot_be_changed_through_a_result():
+    """The one-step curves are remembered (a calibration and every ledger ask for the same σ again): T steps are
+    opacus' `compute_rdp` of T steps to the bit, and a caller that changes its result changes no later one."""
+    from opacus.accountants.analysis.rdp import compute_rdp
+
+    orders = list(np.asarray(tuple(acc.DEFAULT_ORDERS), dtype=np.float64))
+    for sigma, q, steps in [(0.7, 0.01, 3000), (1.3, 0.25, 17), (5.0, 1.0, 1), (0.9, 0.001, 20000)]:
+        expected = np.maximum(np.asarray(compute_rdp(q=q, noise_multiplier=sigma, steps=steps, orders=orders)), 0)
+        first = acc.subsampled_gaussian_rdp(sigma, q, steps, acc.DEFAULT_ORDERS)
+        np.testing.assert_array_equal(first, expected)
+        first[:] = -1.0  # a caller's own copy
+        again = acc.subsampled_gaussian_rdp(sigma, q, steps, acc.DEFAULT_ORDERS)
+        np.testing.assert_array_equal(again, expected)
