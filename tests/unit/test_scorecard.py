@@ -519,7 +519,7 @@ def test_a_cause_naming_no_existing_study_is_flagged_and_its_results_read_unexpl
     ryan = (card["method"] == "ryan") & (card["item"] == "table6") & (card["counted"] == "result")
     ryan &= card["verdict"].isin(["outside tolerance", "undecided"])
     assert ryan.sum() >= 2 and (card.loc[ryan, "cause"] == "implementation-differs").all()
-    assert (card.loc[ryan, "study"] == "p3gm_ryan_label_study (queued)").all()
+    assert (card.loc[ryan, "study"] == "p3gm_ryan_label_study (recorded)").all()
 
     def rename(study: str):
         def edit(causes: pd.DataFrame) -> pd.DataFrame:
