@@ -7,6 +7,8 @@
 # Measured: stop 59's CI (29 Nov 2026) ended the other process 8 min before the workflow one; stop 66's (2 Dec,
 # 1,873 s in all) ended the workflow one first, the other process taking 1,712 s with the hash-seed module's 233 s
 # in it (a local run that day: workflow process 2,166 s, the other 2,886 s, both beside a campaign and helpers).
+# A quiet .ci/run of 70d3baa (2 Dec, 1,553 s in all): the workflow process 1,339 s, the other 1,107 s, then the
+# swing modules beside the workflow one until 1,410 s.
 # The niced processes run on one OpenMP thread: with torch's default (one per core) their threads spin-wait for
 # cores the workflow process holds. benchmarks/suite_threads.sh, this 2-core CPU, 28 Nov 2026
 # (benchmarks/measured/cpu-2026-11-28/suite-threads.log): four modules as two processes, both done in 64.8 s with
