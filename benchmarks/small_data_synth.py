@@ -7,7 +7,7 @@ class-dependent shift so that there is something to learn) and its declaration i
 `python -m dpvae synth --method <m> --data table.csv --declare table.yaml --epsilon E --out ...` once per method
 in its own process, as a user would: the method's defaults, the default sound headline, the quality report, secret
 noise. `--params m:k=v` adds a parameter for one method (e.g. `p3gm:pretrain_steps=3000`, the default before it
-scaled with N; PriVAE gets `NEEDED`); `--threads T` sets OMP_NUM_THREADS for the releases (default: unset, torch's
+scaled with N); `--threads T` sets OMP_NUM_THREADS for the releases (default: unset, torch's
 own choice, one thread per core). One tab-separated line per method on stdout: method, seconds of wall time, exit
 status, the CLI's first line (or its error); the load average before and after.
 Issue 64's target: under a minute per method at 200 rows on 2 CPU cores.
@@ -27,9 +27,6 @@ import numpy as np
 
 #: every private method `synth` releases a declared table with (Ryan's needs public data and is refused)
 METHODS = ("privbayes", "mst", "aim", "p3gm", "dp-gm", "dp-vae", "privae")
-#: the non-default parameters a method needs on this table at all (PriVAE's defaults are for 32x32 images: the sparse
-#: prior, 50 latent dimensions where the pinwheel mixture takes 2, and a batch of 256 > N)
-NEEDED = {"privae": ["prior=mog", "latent_dim=2", "batch_size=50"]}
 DECLARATION = """\
 label: grade
 labels: [A, B, C]
@@ -78,7 +75,7 @@ def main() -> None:
     args = parser.parse_args()
     load = os.getloadavg()
     print(f"device={device_name(args.device)} cores={os.cpu_count()} load={load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    extra: dict[str, list[str]] = {m: list(NEEDED.get(m, [])) for m in args.methods}
+    extra: dict[str, list[str]] = {m: [] for m in args.methods}
     for item in args.params:
         method, _, value = item.partition(":")
         extra.setdefault(method, []).append(value)

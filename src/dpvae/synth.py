@@ -405,6 +405,9 @@ def _checked(request: Request) -> tuple[Any, Any, dict | None, Any]:
     if facts is not None:
         limit = getattr(params, "max_train", None) or facts.n_train
         facts = dataclasses.replace(facts, n_train=min(facts.n_train, limit))
+        defaults = {k: v for k, v in method.data_defaults(facts).items() if k not in request.params}
+        if defaults:  # the kind of data decides these defaults (a table's PriVAE: the MLP VAE's)
+            params = method.Params.parse({**defaults, **request.params}, name=method.name)
     _check_fit(method, params, facts, request)
     if entry is not None and method.needs_public_data:
         raise ConfigError(f"--method {method.name} cannot take --data {request.data}: {method.needs_public_data}")

@@ -206,17 +206,22 @@ def test_n_defaults_to_the_training_n_where_it_is_public(table, capsys):
     assert len(pd.read_csv(table / "out" / "x.csv")) == 108 != DEFAULT_N
 
 
-@pytest.mark.parametrize("method", ["p3gm", "dp-vae", "dp-gm"])
+@pytest.mark.parametrize("method", ["p3gm", "dp-vae", "dp-gm", "privae"])
 def test_every_private_method_meets_the_target_by_default(table, method):
-    """Issue 64: no flag beyond --declare; P3GM scales all its stages' noise by one factor (its ε' alone cannot).
-    PrivBayes: `test_calibrate_sound_meets_the_target_with_the_sound_bound`; PriVAE's sound calibration (the same
-    ε' search, minutes of RDP evaluations with a batch-wise term): tests/privacy/test_sound_calibration.py."""
+    """Issue 64: no flag beyond --declare; P3GM scales all its stages' noise by one factor (its ε' alone cannot);
+    PriVAE takes a table's defaults (the MLP VAE's prior and latent size, a batch of a quarter of the 108 training
+    rows: 27) from the kind of data. PrivBayes: `test_calibrate_sound_meets_the_target_with_the_sound_bound`."""
     words = ["synth", "--method", method, "--data", "data.csv", "--declare", "declare.yaml", "--epsilon", "1"]
-    tiny = {"p3gm": ["pretrain_steps=10", "em_iters=2", "hidden=16"], "dp-vae": ["hidden=16"], "dp-gm": ["hidden=16"]}
-    params = [*PRIVATE[method], *tiny.get(method, [])]
-    assert main([*words, "--out", "out/x.csv", *(["--params", *params] if params else [])]) == 0
+    tiny = {"p3gm": ["pretrain_steps=10", "em_iters=2", "hidden=16"], "dp-vae": ["hidden=16"], "dp-gm": ["hidden=16"],
+            "privae": ["hidden=16", "epochs=2"]}  # fmt: skip
+    params = tiny.get(method, [])  # sizes only: every privacy-relevant parameter at its default
+    assert main([*words, "--out", "out/x.csv", "--keep-work", *(["--params", *params] if params else [])]) == 0
     ledger = Ledger.read(table / "out" / "x.privacy.json")
     assert ledger.headline == "sound" and ledger.sound.epsilon <= 1 and ledger.not_dp is None
+    if method == "privae":
+        spec = json.loads((table / "out" / "x.csv.work" / "run" / "train.json").read_text())["spec"]
+        assert {k: spec["params"][k] for k in ("prior", "latent_dim", "batch_size")} == {
+            "prior": "mog", "latent_dim": 2, "batch_size": 27}  # fmt: skip
 
 
 def test_a_missing_epsilon_and_an_existing_out_are_one_line_each(table, capsys):

@@ -215,6 +215,11 @@ class Method(ABC):
     #: DP): e.g. q = B/N and T = epochs·N/B in the DP-SGD ledger; "" where neither the model nor the ledger does
     releases_n: ClassVar[str] = ""
 
+    def data_defaults(self, facts: Facts) -> dict[str, Any]:
+        """Parameters whose default depends on the kind of data (`dpvae synth` applies them where the user set none;
+        the workflow's configurations state theirs). Read from the data's public facts only. Empty: none."""
+        return {}
+
     def data_errors(self, params: MethodParams, facts: Facts) -> list[tuple[str, str]]:
         """[(parameter or '', why)] where these parameters do not fit data with these facts (`n_train`: the run's
         training records, after `max_train`); checked at validation. Empty: they fit."""

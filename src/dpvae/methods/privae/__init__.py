@@ -18,7 +18,7 @@ the paper's ledger and the sound one (`accounting.py`); training and sampling ar
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dpvae.methods.base import DPSGD_RELEASES_N, Method, Resources, forward
 from dpvae.methods.registry import register_method
@@ -79,6 +79,14 @@ class VAEConv(Method):
     private = False
     description = "non-private conv VAE (+ batch-wise divergence) of Mathieu et al."
     Params = VAEConvParams
+
+    def data_defaults(self, facts: Facts) -> dict[str, Any]:
+        """A table gets the pinwheel MLP VAE's prior and latent size, and a batch of at most a quarter of the training
+        records ([choice]: q <= 1/4; N is public under the replace-one headline), so that `synth` trains on one
+        without --params (issue 64)."""
+        if facts.kind != "table":
+            return {}
+        return {"prior": "mog", "latent_dim": 2, "batch_size": max(1, min(256, facts.n_train // 4))}
 
     def data_errors(self, params: VAEConvParams, facts: Facts) -> list[tuple[str, str]]:
         """The conv VAE takes 1x32x32 images; [d] records get the pinwheel MLP VAE, with the mixture prior."""
