@@ -105,10 +105,12 @@ def param_layers(
     sweep: Sweep | Any | None = None,
     point: str | None = None,
 ) -> list[tuple[str, dict]]:
-    """(source, values) of every layer that sets a run's hyper-parameters, lowest first: variant params <
-    per_dataset < per_setting for every dataset ("*") < per_setting for this dataset < sweep point."""
+    """(source, values) of every layer that sets a run's hyper-parameters, lowest first: on a dataset declared under
+    `datasets`, the method's defaults for its kind of data (`Method.data_defaults`) < variant params < per_dataset <
+    per_setting for every dataset ("*") < per_setting for this dataset < sweep point."""
     key = f"variants.{variant}"
-    entry = as_config(config).variants[variant]
+    config = as_config(config)
+    entry = config.variants[variant]
     layers = [(f"{key}.params", entry.params)]
     if dataset in entry.per_dataset:
         layers.append((f"{key}.per_dataset.{dataset}", entry.per_dataset[dataset]))
@@ -122,7 +124,29 @@ def param_layers(
     if sweep and point is not None:
         sweep = sweep if isinstance(sweep, Sweep) else Sweep.from_json(sweep)
         layers.append((f"sweep {sweep.name}={point}", sweep.points[point]))
+    declared = config.dataset_entry(dataset)
+    if declared is not None:  # the papers' datasets: their configurations state every parameter (specs unchanged)
+        stated: dict = {}
+        for _, values in layers:
+            stated.update(values)
+        if defaults := _data_defaults(entry.method, declared, stated.get("max_train")):
+            layers.insert(0, (f"the kind of data of '{dataset}' (Method.data_defaults)", defaults))
     return layers
+
+
+def _data_defaults(method: str, declared: dict, max_train: int | None) -> dict:
+    """`Method.data_defaults` of a declared dataset, from its facts (`declared.facts`: read once per file version)."""
+    from dpvae.data.declared import facts
+    from dpvae.errors import DataError
+    from dpvae.methods.registry import METHODS
+
+    try:
+        found = facts(declared)
+    except (KeyError, ValueError, OSError, DataError):
+        return {}  # a declaration that cannot be read: validation names its problem
+    if max_train:
+        found = dataclasses.replace(found, n_train=min(found.n_train, max_train))
+    return METHODS.get(method).data_defaults(found)
 
 
 def resolve_params(

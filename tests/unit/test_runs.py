@@ -204,3 +204,31 @@ def test_methods_resolve_prints_each_value_and_its_source(capsys):
     assert "sigma_sgd            2.2           variants.p3gm.per_setting[1] (dataset credit, epsilon 0.5)" in (
         capsys.readouterr().out
     )
+
+
+def test_privae_on_a_declared_table_takes_the_tables_defaults_below_what_the_variant_states(
+    paper_config, tmp_path, monkeypatch
+):
+    """Issue 64: a dataset declared under `datasets:` gives a method the defaults its kind of data needs
+    (`Method.data_defaults`, the same as `synth`'s) as the lowest layer: a user's PriVAE variant that states only its
+    epochs trains on a table with the MLP VAE's prior and latent size and a batch of a quarter of the training
+    records; what a variant states wins (the pinwheel variant's batch); a paper dataset gets no such layer."""
+    monkeypatch.chdir(tmp_path)
+    rows = ["a,b,label"] + [f"{i % 7},{i % 5},{'yes' if i % 3 else 'no'}" for i in range(200)]
+    (tmp_path / "t.csv").write_text("\n".join(rows) + "\n")
+    config = copy.deepcopy(paper_config)
+    config["datasets"] = {"mine": {"path": "t.csv", "label": "label", "labels": ["no", "yes"],
+                                   "columns": {"a": {"bounds": [0, 7]}, "b": {"bounds": [0, 5]}}}}  # fmt: skip
+    config["variants"]["my-privae"] = {"method": "privae", "params": {"epochs": 1}}
+    config = validate_config(config)
+    mine = resolved_sources(config, "my-privae", "mine", "1")
+    assert {k: mine[k][0] for k in ("prior", "latent_dim")} == {"prior": "mog", "latent_dim": 2}
+    assert mine["prior"][1] == "the kind of data of 'mine' (Method.data_defaults)"
+    assert mine["epochs"] == (1, "variants.my-privae.params")
+    batch = run_spec(config, Run("mine", "my-privae", "1", 0)).params["batch_size"]
+    assert 150 <= 4 * batch <= 200  # a quarter of the training split (its test fraction held out)
+    pinwheel = resolve_params(config, "privae-pinwheel", "mine", "1")
+    assert pinwheel["batch_size"] == config["variants"]["privae-pinwheel"]["params"]["batch_size"]
+    assert not any(
+        "data_defaults" in source for _, source in resolved_sources(config, "my-privae", "mnist", "1").values()
+    )
