@@ -216,8 +216,9 @@ class Method(ABC):
     releases_n: ClassVar[str] = ""
 
     def data_defaults(self, facts: Facts) -> dict[str, Any]:
-        """Parameters whose default depends on the kind of data (`dpvae synth` applies them where the user set none;
-        the workflow's configurations state theirs). Read from the data's public facts only. Empty: none."""
+        """Parameters whose default depends on the kind of data, below every parameter the user states (`dpvae
+        synth`; the workflow on a dataset declared under `datasets:`, `runs.param_layers`). Read from the data's public
+        facts only. Empty: none."""
         return {}
 
     def data_errors(self, params: MethodParams, facts: Facts) -> list[tuple[str, str]]:

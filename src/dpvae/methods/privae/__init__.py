@@ -82,8 +82,8 @@ class VAEConv(Method):
 
     def data_defaults(self, facts: Facts) -> dict[str, Any]:
         """A table gets the pinwheel MLP VAE's prior and latent size, and a batch of at most a quarter of the training
-        records ([choice]: q <= 1/4; N is public under the replace-one headline), so that `synth` trains on one
-        without --params (issue 64)."""
+        records ([choice]: q <= 1/4; N is public under the replace-one headline), so that a table trains without
+        stating them (issue 64)."""
         if facts.kind != "table":
             return {}
         return {"prior": "mog", "latent_dim": 2, "batch_size": max(1, min(256, facts.n_train // 4))}
@@ -132,7 +132,7 @@ class PriVAE(VAEConv):
     name = "privae"
     private = True
     description = "PriVAE: conv/MLP VAE trained with term-wise DP-SGD or the aggregation baselines"
-    releases_n = DPSGD_RELEASES_N
+    releases_n = f"{DPSGD_RELEASES_N}; on a table, the default batch from N (a quarter of it, at most 256)"
     Params = PriVAEParams
     RESOURCES = Resources(threads=2, mem_mb=4000, runtime=120)
     released = ("model.pt",)  # the engine's iterate
