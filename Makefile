@@ -9,7 +9,12 @@ MIRROR ?= $(firstword $(wildcard ../shared/data))
 CORES ?= 2
 # pip on these machines also sees a local CPU-only torch wheel (find-links) whose torchvision does not
 # exist; ignore machine pip config so torch and torchvision resolve from the same registry release.
-PIP := env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL -u PIP_INDEX_URL PIP_CONFIG_FILE=/dev/null $(VENV)/bin/pip
+# The requirements go in through uv (pinned below), which reads no pip configuration (and, with --no-config, none of
+# its own) and fetches the registry's wheels in parallel: 27 s from an empty cache against pip's 115 s on this 2-core
+# machine (2 Dec 2026), the same 143 packages at the same versions (`pip freeze` of both environments compared).
+NOPIPCONF := env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL -u PIP_INDEX_URL PIP_CONFIG_FILE=/dev/null
+PIP := $(NOPIPCONF) $(VENV)/bin/pip
+UV := $(NOPIPCONF) $(VENV)/bin/uv
 
 # A virtual environment belongs to the directory it was made at (pyvenv.cfg): its scripts start with the python
 # at that path, and an editable install made with an absolute path runs that checkout's src/ (`make setup`
@@ -37,8 +42,8 @@ setup: $(VENV)/.installed
 
 $(VENV)/.installed: envs/requirements.txt envs/constraints.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PIP) install --quiet --upgrade pip==25.3
-	$(PIP) install --quiet -r envs/requirements.txt -c envs/constraints.txt
+	$(PIP) install --quiet --upgrade pip==25.3 uv==0.9.13
+	$(UV) pip install --quiet --no-config --python $(PY) -r envs/requirements.txt -c envs/constraints.txt
 	$(PIP) install --quiet --no-deps --no-build-isolation -e .
 	$(PY) -c 'import glob, os, sysconfig; site = sysconfig.get_paths()["purelib"]; \
 	  [open(p, "w").write(os.path.relpath("src", site) + "\n") for p in glob.glob(site + "/__editable__.dpvae-*.pth")]'
