@@ -10,8 +10,10 @@ CORES ?= 2
 # pip on these machines also sees a local CPU-only torch wheel (find-links) whose torchvision does not
 # exist; ignore machine pip config so torch and torchvision resolve from the same registry release.
 # The requirements go in through uv (pinned below), which reads no pip configuration (and, with --no-config, none of
-# its own) and fetches the registry's wheels in parallel: 27 s from an empty cache against pip's 115 s on this 2-core
-# machine (2 Dec 2026), the same 143 packages at the same versions (`pip freeze` of both environments compared).
+# its own) and fetches the registry's wheels in parallel; the same 143 packages at the same versions as pip (`pip
+# freeze` of both environments compared, 2 Dec 2026). --compile-bytecode writes every module's .pyc, as pip does:
+# these machines set PYTHONDONTWRITEBYTECODE=1, so a module without one is compiled again in every process (a suite
+# without them ran at half speed).
 NOPIPCONF := env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL -u PIP_INDEX_URL PIP_CONFIG_FILE=/dev/null
 PIP := $(NOPIPCONF) $(VENV)/bin/pip
 UV := $(NOPIPCONF) $(VENV)/bin/uv
@@ -43,7 +45,7 @@ setup: $(VENV)/.installed
 $(VENV)/.installed: envs/requirements.txt envs/constraints.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip==25.3 uv==0.9.13
-	$(UV) pip install --quiet --no-config --python $(PY) -r envs/requirements.txt -c envs/constraints.txt
+	$(UV) pip install --quiet --no-config --compile-bytecode --python $(PY) -r envs/requirements.txt -c envs/constraints.txt
 	$(PIP) install --quiet --no-deps --no-build-isolation -e .
 	$(PY) -c 'import glob, os, sysconfig; site = sysconfig.get_paths()["purelib"]; \
 	  [open(p, "w").write(os.path.relpath("src", site) + "\n") for p in glob.glob(site + "/__editable__.dpvae-*.pth")]'
