@@ -1,7 +1,7 @@
-"""A method on Adult through `dpvae synth` (Adult's public domain declared in a file) against its Table VI path.
+"""Methods on Adult through `dpvae synth` (Adult's public domain declared in a file) against their Table VI path.
 
-    DPVAE_DATA_MIRROR=/work/shared/data python benchmarks/synth_paper_path.py --work W --epsilon 1 --seeds 0 1 2 \
-        [--method p3gm] [--path paper synth] [--synth-params k=v ...] [--synth-n N] [--synth-flags ...]
+    DPVAE_DATA_MIRROR=/work/shared/data python benchmarks/synth_paper_path.py --work W --epsilon 1 10 --seeds 0 1 2 \
+        [--method p3gm mst ...] [--path paper synth] [--synth-params k=v ...] [--synth-n N] [--out T.tsv]
 
 The paper path: config.yaml's run of the `p3gm_tabular` experiment (variant = the method's name) on the built-in
 `adult` set, trained and sampled as the workflow does (`runs.run_spec`, `stages.train`, `stages.sample`: as many
@@ -10,13 +10,17 @@ income, as UCI ships them), its published domain declared in W/adult.yaml (`dpva
 the same bounds, categories and labels as the built-in set) and `synth.synth` on them with `--seed` (repeatable,
 so not DP: a measurement, not a release). Both scored by Table VI's evaluation (`tabular_classifiers`' four
 classifiers trained on the synthetic rows, their mean AUROC on the path's own real test split; the positive class
-">50K"), with the share of ">50K" rows. One tab-separated line per run on stdout; the seeds' mean and sd last.
+">50K"), by the 1-way and 2-way TVD against that test split (`synth_fidelity.py`'s: 16 bins a numeric column, the
+label included), with the share of ">50K" rows and the run's ledger (paper and sound ε). One tab-separated line
+per run on stdout, and appended to --out, where a run already there is not run again (a campaign resumes); each
+(path, method, ε)'s mean and sd over the seeds last, from every line of --out.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import os
 import sys
 import time
@@ -44,8 +48,8 @@ def declaration(work: Path) -> tuple[Path, Path]:
     return csv, declared
 
 
-def paper_run(method: str, epsilon: float, seed: int, work: Path) -> tuple[dict, dict]:
-    """Train and sample the Table VI run; (its samples, its prepared data's test split)."""
+def paper_run(method: str, epsilon: float, seed: int, work: Path) -> tuple[dict, dict, Path, list[dict]]:
+    """Train and sample the Table VI run; (its samples, its prepared test split, its run directory, its columns)."""
     from dpvae import stages
     from dpvae.config import load_config
     from dpvae.data.registry import fetch_dataset, prepare_dataset
@@ -64,11 +68,13 @@ def paper_run(method: str, epsilon: float, seed: int, work: Path) -> tuple[dict,
     stages.train(spec)
     samples = np.load(stages.sample(run_dir, None))
     data = load_prepared(prepared_dir(root, "adult"))
-    return {k: samples[k] for k in samples.files}, {"x": data.test.x, "y": data.test.y}
+    return {k: samples[k] for k in samples.files}, {"x": data.test.x, "y": data.test.y}, run_dir, data.meta["columns"]
 
 
-def synth_run(method: str, epsilon: float, seed: int, work: Path, args: argparse.Namespace) -> tuple[dict, dict]:
-    """Release through `synth` (kept workspace); (its samples, its prepared data's test split)."""
+def synth_run(
+    method: str, epsilon: float, seed: int, work: Path, args: argparse.Namespace
+) -> tuple[dict, dict, Path, list[dict]]:
+    """Release through `synth` (kept workspace); (its samples, its prepared test split, its run, its columns)."""
     from dpvae import synth
     from dpvae.data.store import load_prepared
     from dpvae.paths import prepared_dir, samples_file
@@ -95,7 +101,8 @@ def synth_run(method: str, epsilon: float, seed: int, work: Path, args: argparse
     work_dir = synth.workspace(request)
     samples = np.load(samples_file(work_dir / "run"))
     data = load_prepared(prepared_dir(work_dir / "data", synth._dataset_id(request, {}, work_dir / "data")))
-    return {k: samples[k] for k in samples.files}, {"x": data.test.x, "y": data.test.y}
+    test = {"x": data.test.x, "y": data.test.y}
+    return {k: samples[k] for k in samples.files}, test, work_dir / "run", data.meta["columns"]
 
 
 def auroc(samples: dict, test: dict, seed: int) -> float:
@@ -105,11 +112,47 @@ def auroc(samples: dict, test: dict, seed: int) -> float:
     return next(r["value"] for r in rows if r["metric"] == "auroc" and r.get("classifier") == "mean4")
 
 
+def tvds(samples: dict, test: dict, columns: list[dict]) -> tuple[float, float]:
+    """The 1-way and 2-way TVD of the samples against the real test split (synth_fidelity.py's binning)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from synth_fidelity import codes, tvd
+
+    return tvd(codes(samples["x"], samples["y"], columns), codes(test["x"], test["y"], columns))
+
+
+FIELDS = ("path", "method", "epsilon", "seed", "n", "auroc", "tvd1", "tvd2", "positive", "paper_eps", "sound_eps", "s")
+
+
+def measure(path: str, method: str, epsilon: float, seed: int, args: argparse.Namespace) -> dict:
+    """One run of one path, scored; its line's fields."""
+    import json
+
+    started = time.time()
+    run = paper_run if path == "paper" else lambda *a: synth_run(*a, args)
+    samples, test, run_dir, columns = run(method, epsilon, seed, args.work)
+    ledger = json.loads((run_dir / "privacy.json").read_text())
+    one, two = tvds(samples, test, columns)
+    return {
+        "path": path,
+        "method": method,
+        "epsilon": f"{epsilon:g}",
+        "seed": str(seed),
+        "n": str(len(samples["y"])),
+        "auroc": f"{auroc(samples, test, seed):.4f}",
+        "tvd1": f"{one:.4f}",
+        "tvd2": f"{two:.4f}",
+        "positive": f"{samples['y'].mean():.3f}",
+        "paper_eps": f"{ledger['paper']['epsilon']:.3f}",
+        "sound_eps": f"{ledger['sound']['epsilon']:.3f}",
+        "s": f"{time.time() - started:.0f}",
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, required=True)
-    parser.add_argument("--method", default="p3gm")
-    parser.add_argument("--epsilon", type=float, default=1.0)
+    parser.add_argument("--method", nargs="+", default=["p3gm"])
+    parser.add_argument("--epsilon", type=float, nargs="+", default=[1.0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--path", nargs="+", default=["paper", "synth"], choices=["paper", "synth"])
     parser.add_argument("--synth-params", nargs="*", default=[])
@@ -121,22 +164,33 @@ def main() -> None:
     )
     parser.add_argument("--no-calibrate-sound", action="store_true")
     parser.add_argument("--headline", default="sound", choices=["sound", "paper"])
+    parser.add_argument("--out", type=Path, help="the runs' lines, appended; a run found there is not run again")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    for path in args.path:
-        found = []
-        for seed in args.seeds:
-            started = time.time()
-            run = paper_run if path == "paper" else lambda *a: synth_run(*a, args)
-            samples, test = run(args.method, args.epsilon, seed, args.work)
-            found.append(auroc(samples, test, seed))
-            print(
-                f"{path}\tε={args.epsilon:g}\tseed {seed}\tn {len(samples['y'])}\tAUROC {found[-1]:.4f}\t"
-                f">50K {samples['y'].mean():.3f}\t{time.time() - started:.0f} s",
-                flush=True,
-            )
-        spread = np.std(found, ddof=1) if len(found) > 1 else 0.0
-        print(f"{path}\tε={args.epsilon:g}\tmean {np.mean(found):.4f} ± {spread:.4f}")
+    lines = []
+    if args.out is not None and args.out.is_file():
+        lines = [dict(zip(FIELDS, line.split("\t"))) for line in args.out.read_text().splitlines()[1:]]
+    done = {(r["path"], r["method"], r["epsilon"], r["seed"]) for r in lines}
+    for method, epsilon, path, seed in itertools.product(args.method, args.epsilon, args.path, args.seeds):
+        if (path, method, f"{epsilon:g}", str(seed)) in done:
+            continue
+        row = measure(path, method, epsilon, seed, args)
+        lines.append(row)
+        print("\t".join(row[f] for f in FIELDS), flush=True)
+        if args.out is not None:
+            header = "" if args.out.is_file() else "\t".join(FIELDS) + "\n"
+            with args.out.open("a") as out:
+                out.write(header + "\t".join(row[f] for f in FIELDS) + "\n")
+    groups: dict[tuple[str, str, str], list[dict]] = {}
+    for row in lines:
+        groups.setdefault((row["path"], row["method"], row["epsilon"]), []).append(row)
+    for (path, method, epsilon), rows in sorted(groups.items()):
+        summary = []
+        for field in ("auroc", "tvd1", "tvd2"):
+            values = np.array([float(r[field]) for r in rows])
+            spread = np.std(values, ddof=1) if len(values) > 1 else 0.0
+            summary.append(f"{field} {values.mean():.4f} ± {spread:.4f}")
+        print(f"{path}\t{method}\tε={epsilon}\tn={len(rows)} seeds\t" + "\t".join(summary))
 
 
 if __name__ == "__main__":

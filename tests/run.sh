@@ -7,8 +7,9 @@
 # Measured: stop 59's CI (29 Nov 2026) ended the other process 8 min before the workflow one; stop 66's (2 Dec,
 # 1,873 s in all) ended the workflow one first. A quiet .ci/run of 19b859f (2 Dec, 1,565 s in all, ~150 s of it
 # pip's set-up): the workflow process 1,336 s, the other 1,119 s, then the three modules that were the whole pool
-# (the first three below, one process) beside the workflow one until 1,414 s, the last 78 s on one core; the pool's
-# smaller last modules end the two processes closer together.
+# (the first three below, one process) beside the workflow one until 1,414 s, the last 78 s on one core. With this
+# pool (9d69977, set-up through uv, 1,389 s in all): the workflow process 1,285 s, the other 955 s, the pool's
+# modules ended at 1,102 / 1,223 / 1,295 / 1,299 / 1,319 s (benchmarks/measured/cpu-2026-12-02/suite-quiet.log).
 # The niced processes run on one OpenMP thread: with torch's default (one per core) their threads spin-wait for
 # cores the workflow process holds. benchmarks/suite_threads.sh, this 2-core CPU, 28 Nov 2026
 # (benchmarks/measured/cpu-2026-11-28/suite-threads.log): four modules as two processes, both done in 64.8 s with
