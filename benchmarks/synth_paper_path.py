@@ -100,7 +100,7 @@ def synth_run(
     synth.synth(request)
     work_dir = synth.workspace(request)
     samples = np.load(samples_file(work_dir / "run"))
-    data = load_prepared(prepared_dir(work_dir / "data", synth._dataset_id(request, {}, work_dir / "data")))
+    data = load_prepared(prepared_dir(work_dir / "data", synth._dataset_id(request, {})))
     test = {"x": data.test.x, "y": data.test.y}
     return {k: samples[k] for k in samples.files}, test, work_dir / "run", data.meta["columns"]
 

@@ -415,12 +415,17 @@ def _checked(request: Request) -> tuple[Any, Any, dict | None, Any]:
 
 
 def _dataset_id(request: Request, entry: dict | None) -> str:
-    """A built-in id as given; a file as its stem. Not its hash (keyed or not): the id names the run's first-stage
-    random streams (`methods.base.stage1_spec`), so it must be the same for neighbouring files; another version of
-    the file is another dataset by the keyed identity its prepared copy and the run's spec carry."""
+    """A built-in id as given; a file as its stem, with `-file` after a stem that is a built-in id or raw source
+    (adult.csv is not the built-in `adult`, whose preparer would read its raw files). Not its hash (keyed or not):
+    the id names the run's first-stage random streams (`methods.base.stage1_spec`), so it must be the same for
+    neighbouring files; another version of the file is another dataset by the keyed identity its prepared copy and
+    the run's spec carry."""
+    from dpvae.data.registry import TWO_GAUSSIANS_PATTERN, builtin_names
+
     if entry is None:
         return request.data
-    return re.sub(r"[^a-z0-9_.-]+", "-", Path(request.data).stem.lower()).strip("-.") or "data"
+    stem = re.sub(r"[^a-z0-9_.-]+", "-", Path(request.data).stem.lower()).strip("-.") or "data"
+    return f"{stem}-file" if stem in builtin_names() or TWO_GAUSSIANS_PATTERN.fullmatch(stem) else stem
 
 
 DECLARE_KEYS = (

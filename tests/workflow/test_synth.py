@@ -257,6 +257,17 @@ def test_images_come_back_in_the_layout_and_dtype_they_came_in(tmp_path, monkeyp
         assert out["y"].dtype == np.int64 and set(out["y"]) <= {0, 1}
 
 
+@pytest.mark.parametrize("name", ["adult", "mnist", "twogauss-d20"])
+def test_a_file_named_like_a_built_in_dataset_is_released_from_its_own_rows(table, name):
+    """adult.csv is the user's file, not the built-in `adult` (whose preparer read raw files the workspace lacks:
+    "missing raw file .../raw/adult/adult.data"); its workspace's dataset id says so."""
+    (table / "data.csv").rename(table / f"{name}.csv")
+    words = ["synth", "--method", "privbayes", "--data", f"{name}.csv", "--declare", "declare.yaml", "--epsilon", "1"]
+    assert main([*words, "--out", "out/x.csv", "--headline", "paper", "--keep-work"]) == 0
+    assert set(pd.read_csv(table / "out" / "x.csv")["label"]) <= {"no", "yes"}  # the file's labels
+    assert sorted(p.name for p in (table / "out" / "x.csv.work" / "data" / "prepared").iterdir()) == [f"{name}-file"]
+
+
 def test_declared_integer_columns_come_back_as_integers(table):
     """Issue 64: `integer: true` beside a column's bounds: its synthetic values are whole numbers (a declared
     property of the column, never read from the records)."""
