@@ -12,8 +12,8 @@ CORES ?= 2
 # The requirements go in through uv (pinned below), which reads no pip configuration (and, with --no-config, none of
 # its own) and fetches the registry's wheels in parallel; the same 143 packages at the same versions as pip (`pip
 # freeze` of both environments compared, 2 Dec 2026). --compile-bytecode writes every module's .pyc, as pip does:
-# these machines set PYTHONDONTWRITEBYTECODE=1, so a module without one is compiled again in every process (a suite
-# without them ran at half speed).
+# these machines set PYTHONDONTWRITEBYTECODE=1, so a module without one is compiled again in every process (without
+# them the suite's workflow process had run 30 % of its tests after 22 min, where it ends after 21).
 NOPIPCONF := env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL -u PIP_INDEX_URL PIP_CONFIG_FILE=/dev/null
 PIP := $(NOPIPCONF) $(VENV)/bin/pip
 UV := $(NOPIPCONF) $(VENV)/bin/uv

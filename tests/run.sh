@@ -9,7 +9,8 @@
 # pip's set-up): the workflow process 1,336 s, the other 1,119 s, then the three modules that were the whole pool
 # (the first three below, one process) beside the workflow one until 1,414 s, the last 78 s on one core. With this
 # pool (9d69977, set-up through uv, 1,389 s in all): the workflow process 1,285 s, the other 955 s, the pool's
-# modules ended at 1,102 / 1,223 / 1,295 / 1,299 / 1,319 s (benchmarks/measured/cpu-2026-12-02/suite-quiet.log).
+# modules ended at 1,102 / 1,223 / 1,295 s, test_new_method 1,299 s and test_worker 1,319 s, then listed in the other
+# order (benchmarks/measured/cpu-2026-12-02/suite-quiet.log).
 # The niced processes run on one OpenMP thread: with torch's default (one per core) their threads spin-wait for
 # cores the workflow process holds. benchmarks/suite_threads.sh, this 2-core CPU, 28 Nov 2026
 # (benchmarks/measured/cpu-2026-11-28/suite-threads.log): four modules as two processes, both done in 64.8 s with
@@ -21,12 +22,12 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 FIRST=(tests/workflow tests/eval/test_fid_features.py tests/methods/test_dp2vae_compile.py)   # the workflow process
-POOL=(  # seconds in that quiet run, longest first
-  tests/privacy/test_workflow_own_data_neighbours.py  # 123
-  tests/methods/test_hash_seed.py                     # 102 (two processes side by side)
-  tests/methods/test_resume.py                        # 62
-  tests/methods/test_new_method.py                    # ~50
-  tests/unit/test_worker.py                           # ~30
+POOL=(  # pytest's seconds in the quiet run of 9d69977, longest first
+  tests/privacy/test_workflow_own_data_neighbours.py  # 142
+  tests/methods/test_hash_seed.py                     # 119 (two processes side by side)
+  tests/methods/test_resume.py                        # 71
+  tests/unit/test_worker.py                           # 22
+  tests/methods/test_new_method.py                    # 13
 )
 reports=$(mktemp -d)
 trap 'rm -rf "$reports"' EXIT
