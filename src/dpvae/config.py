@@ -269,11 +269,10 @@ def _dataset_error(config: dict, key: str, name: str) -> str | None:
 def _declared_errors(config: dict) -> Iterator[str]:
     """Datasets declared under `datasets`: ids free, files readable, columns present (`dpvae.data.declared`)."""
     from dpvae.data import declared
-    from dpvae.data.registry import TWO_GAUSSIANS_PATTERN, builtin_names
+    from dpvae.data.registry import is_builtin_name
 
-    taken = builtin_names()
     for name, entry in config.get("datasets", {}).items():
-        if name in taken or TWO_GAUSSIANS_PATTERN.fullmatch(name):
+        if is_builtin_name(name):
             yield f"config key 'datasets.{name}': '{name}' is a built-in dataset id or raw source; choose another id"
             continue
         yield from declared.problems(name, entry)

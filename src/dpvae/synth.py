@@ -420,12 +420,12 @@ def _dataset_id(request: Request, entry: dict | None) -> str:
     the id names the run's first-stage random streams (`methods.base.stage1_spec`), so it must be the same for
     neighbouring files; another version of the file is another dataset by the keyed identity its prepared copy and
     the run's spec carry."""
-    from dpvae.data.registry import TWO_GAUSSIANS_PATTERN, builtin_names
+    from dpvae.data.registry import is_builtin_name
 
     if entry is None:
         return request.data
     stem = re.sub(r"[^a-z0-9_.-]+", "-", Path(request.data).stem.lower()).strip("-.") or "data"
-    return f"{stem}-file" if stem in builtin_names() or TWO_GAUSSIANS_PATTERN.fullmatch(stem) else stem
+    return f"{stem}-file" if is_builtin_name(stem) else stem
 
 
 DECLARE_KEYS = (

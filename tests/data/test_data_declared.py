@@ -87,6 +87,20 @@ def test_a_test_file_of_another_kind_or_without_the_label_is_refused(tmp_path):
     assert len(missing) == 1 and "no column 'y'" in missing[0]
 
 
+@pytest.mark.parametrize("name", ["adult", "mnist", "celeba", "twogauss-d3"])
+def test_a_declared_dataset_may_not_take_a_built_in_id_or_source(tmp_path, name):
+    """`datasets.<name>` with a built-in id, a raw source's name or a generated id is refused naming the key; the
+    same rule (`registry.is_builtin_name`) renames a synth file of that stem (`test_synth.py`)."""
+    from dpvae.config import _declared_errors
+
+    _table(20, 0).to_csv(tmp_path / "t.csv", index=False)
+    entry = {"path": str(tmp_path / "t.csv"), "label": "y"}
+    assert list(_declared_errors({"datasets": {name: entry}})) == [
+        f"config key 'datasets.{name}': '{name}' is a built-in dataset id or raw source; choose another id"
+    ]
+    assert "config key 'datasets.mine'" not in " ".join(_declared_errors({"datasets": {"mine": entry}}))
+
+
 @pytest.mark.parametrize("layout", ["NHW uint8", "NCHW float"])
 def test_image_arrays_become_nchw_in_unit_range(tmp_path, layout):
     rng = np.random.default_rng(0)

@@ -260,9 +260,11 @@ def declared_fields(dataset_id: str, entry: Mapping, *, with_facts: bool = True)
     return declared.spec_fields(dataset_id, entry, with_facts=with_facts)
 
 
-def builtin_names() -> set[str]:
-    """Every built-in dataset id and raw source name (a declared dataset may use neither)."""
-    return set(DATASETS) | {s.source for s in DATASETS.values() if s.source}
+def is_builtin_name(name: str) -> bool:
+    """Whether `name` is a built-in dataset id, a raw source's name or a generated two-Gaussians id (neither a
+    dataset declared under `datasets` nor a file's id in `synth` may be one)."""
+    taken = set(DATASETS) | {s.source for s in DATASETS.values() if s.source}
+    return name in taken or TWO_GAUSSIANS_PATTERN.fullmatch(name) is not None
 
 
 def raw_dir_of(dataset_id: str, root: str | Path) -> Path | None:
