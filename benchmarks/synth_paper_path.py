@@ -126,10 +126,12 @@ def measure(path: str, method: str, epsilon: float, seed: int, args: argparse.Na
     """One run of one path, scored; its line's fields."""
     import json
 
+    from dpvae.paths import ledger_file
+
     started = time.time()
     run = paper_run if path == "paper" else lambda *a: synth_run(*a, args)
     samples, test, run_dir, columns = run(method, epsilon, seed, args.work)
-    ledger = json.loads((run_dir / "privacy.json").read_text())
+    ledger = json.loads(ledger_file(run_dir).read_text())
     one, two = tvds(samples, test, columns)
     return {
         "path": path,
