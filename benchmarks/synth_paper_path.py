@@ -11,9 +11,9 @@ the same bounds, categories and labels as the built-in set) and `synth.synth` on
 so not DP: a measurement, not a release). Both scored by Table VI's evaluation (`tabular_classifiers`' four
 classifiers trained on the synthetic rows, their mean AUROC on the path's own real test split; the positive class
 ">50K"), by the 1-way and 2-way TVD against that test split (`synth_fidelity.py`'s: 16 bins a numeric column, the
-label included), with the share of ">50K" rows and the run's ledger (paper and sound ε). One tab-separated line
-per run on stdout, and appended to --out, where a run already there is not run again (a campaign resumes); each
-(path, method, ε)'s mean and sd over the seeds last, from every line of --out.
+label included), with the share of ">50K" rows, the run's ledger (paper and sound ε) and its train.json's device
+and commit. One tab-separated line per run on stdout, and appended to --out, where a run already there is not run
+again (a campaign resumes); each (path, method, ε)'s mean and sd over the seeds last, from every line of --out.
 """
 
 from __future__ import annotations
@@ -119,19 +119,23 @@ def tvds(samples: dict, test: dict, columns: list[dict]) -> tuple[float, float]:
     return tvd(codes(samples["x"], samples["y"], columns), codes(test["x"], test["y"], columns))
 
 
-FIELDS = ("path", "method", "epsilon", "seed", "n", "auroc", "tvd1", "tvd2", "positive", "paper_eps", "sound_eps", "s")
+FIELDS = (
+    *("path", "method", "epsilon", "seed", "n", "auroc", "tvd1", "tvd2", "positive", "paper_eps", "sound_eps", "s"),
+    *("device", "commit"),  # the run's own train.json: where it trained, and the code
+)
 
 
 def measure(path: str, method: str, epsilon: float, seed: int, args: argparse.Namespace) -> dict:
     """One run of one path, scored; its line's fields."""
     import json
 
-    from dpvae.paths import ledger_file
+    from dpvae.paths import ledger_file, train_record
 
     started = time.time()
     run = paper_run if path == "paper" else lambda *a: synth_run(*a, args)
     samples, test, run_dir, columns = run(method, epsilon, seed, args.work)
     ledger = json.loads(ledger_file(run_dir).read_text())
+    trained = json.loads(train_record(run_dir).read_text())
     one, two = tvds(samples, test, columns)
     return {
         "path": path,
@@ -146,6 +150,8 @@ def measure(path: str, method: str, epsilon: float, seed: int, args: argparse.Na
         "paper_eps": f"{ledger['paper']['epsilon']:.3f}",
         "sound_eps": f"{ledger['sound']['epsilon']:.3f}",
         "s": f"{time.time() - started:.0f}",
+        "device": trained["device_name"],
+        "commit": trained["commit"],
     }
 
 
