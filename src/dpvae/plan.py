@@ -253,7 +253,13 @@ class Measurements:
         """The committed benchmark records (`plan --record`) at this scale, and the device logs' rates."""
         for path in sorted(root.glob("*/*.tsv")):
             with path.open(newline="") as handle:
-                for row in csv.DictReader(handle, delimiter="\t"):
+                rows = csv.DictReader(handle, delimiter="\t")
+                if missing := [c for c in _RECORD_COLUMNS if c not in (rows.fieldnames or ())]:
+                    raise DpvaeError(
+                        f"{path}: not a benchmark record of `plan --record` (no column {', '.join(missing)}); "
+                        "a *.tsv under benchmarks/measured/ must be one (write other measurements as *.log)"
+                    )
+                for row in rows:
                     if row["scale"] == self.settings.rules.scale:
                         key = _tuples(json.loads(row["key"]))
                         measurement = Measurement(float(row["seconds"]), row["device"])

@@ -16,6 +16,7 @@ import pytest
 from dpvae.cli import main
 from dpvae.config import load, load_config
 from dpvae.dag import DagJob
+from dpvae.errors import DpvaeError
 from dpvae.paths import REPO_ROOT, ledger_file, model_path, prepared_dir, train_record
 from dpvae.plan import (
     CPU_MACHINE,
@@ -309,6 +310,10 @@ def test_recorded_benchmarks_come_back_at_their_scale_only(smoke_settings, tmp_p
     paper = Measurements(Settings(Rules(load_config([REPO_ROOT / "config.yaml"]), REPO_ROOT)), tmp_path)
     paper.add_committed(tmp_path)
     assert paper.by_key == {}
+
+    (tmp_path / "cpu-test" / "other.tsv").write_text("path\tmethod\nsynth\tmst\n")  # a campaign's lines, misplaced
+    with pytest.raises(DpvaeError, match=r"other\.tsv: not a benchmark record .*no column scale, rule"):
+        measured.add_committed(tmp_path)
 
 
 def test_smoke_plan_from_smoke_measurements_paper_plan_not(tmp_path):
