@@ -34,11 +34,11 @@ if [ -n "$SEED" ]; then
 fi
 for method in $METHODS; do
   table="$TABLES/$method.csv"
-  command="nice -n 19 snakemake --cores 1 ${overlay[*]} $table"
+  command=$(echo nice -n 19 snakemake --cores 1 "${overlay[@]}" "$table")  # single spaces, with or without overlay
   echo "== $(date -u +%FT%TZ) $table ${overlay[*]}"
   "$SNAKEMAKE" --cores 1 "${overlay[@]}" --quiet progress -- "$table"
   if [ ! -e "$table$marker" ] || [ "$table" -nt "$table$marker" ]; then
-    "$PYTHON" -m dpvae record "$table" --command "${command//  / }" && touch "$table$marker"
+    "$PYTHON" -m dpvae record "$table" --command "$command" && touch "$table$marker"
   fi
 done
 [ -z "$SEED" ] || { echo "== $(date -u +%FT%TZ) seed $SEED done (the page needs every seed built here)"; exit 0; }
