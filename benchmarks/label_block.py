@@ -1,13 +1,13 @@
 """Why an MLP-VAE table release loses its minority label: the decoder's label block, read by arg-max or drawn.
 
-    python benchmarks/label_block.py W/synth-dp-vae-e1-s0.csv.work [--n 43957] [--seed 0]
+    python benchmarks/label_block.py W/synth-dp-vae-e1-s0.csv.work/run [--n 43957] [--seed 0]
 
-A diagnostic of a kept `synth` workspace (`--keep-work`; P3GM, DP-VAE: the models of `methods/p3gm/store.py`),
+A diagnostic of the run of a kept `synth` workspace (`--keep-work`; P3GM, DP-VAE: `methods/p3gm/store.py`'s models),
 not a release: it decodes n draws of the model's sampling prior, as `store.generate` does, and prints the label
 block's mean, spread and range; the quantiles of P(label 1), the block's values clipped at 0 and normalised; the
 label-1 share under the release's arg-max and under a draw from that P; each labelling's mean AUROC of Table VI's
-four classifiers (`tabular_classifiers`) on the workspace's real test split; and the correlation of P(label 1)
-with each feature, i.e. how much of the label the decoder ties to the record.
+four classifiers (`tabular_classifiers`) on the run's real test split (its train.json's prepared data); and the
+correlation of P(label 1) with each feature, i.e. how much of the label the decoder ties to the record.
 """
 
 from __future__ import annotations
@@ -20,17 +20,21 @@ import torch
 
 
 def main() -> None:
+    import json
+
     from dpvae.data.store import load_prepared
     from dpvae.eval.tabular_classifiers import classifier_rows
     from dpvae.methods.p3gm.store import load_model, sample_latent
+    from dpvae.paths import model_path, prepared_dir, train_record
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("work", type=Path, help="a kept synth workspace (its run/model and data/prepared/<id>)")
+    parser.add_argument("run", type=Path, help="the run folder of a kept synth workspace")
     parser.add_argument("--n", type=int, default=43957)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    model, info = load_model(args.work / "run" / "model")
-    (prepared,) = sorted((args.work / "data" / "prepared").iterdir())
+    model, info = load_model(model_path(args.run))
+    spec = json.loads(train_record(args.run).read_text())["spec"]
+    prepared = prepared_dir(spec["data_root"], spec["dataset"])
     with torch.no_grad():
         vectors = model.decode(sample_latent(info, args.n, torch.Generator().manual_seed(args.seed))).numpy()
     classes = info["classes"]
