@@ -19,8 +19,10 @@ again (a campaign resumes); each (path, method, ε)'s mean and sd over the seeds
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import dataclasses
 import itertools
+import multiprocessing
 import os
 import sys
 import time
@@ -155,6 +157,14 @@ def measure(path: str, method: str, epsilon: float, seed: int, args: argparse.Na
     }
 
 
+def measured(path: str, method: str, epsilon: float, seed: int, args: argparse.Namespace) -> dict:
+    """`measure` in a fresh process, each run its own: one process that had released AIM twice (XLA's compiled
+    programs kept in it) had no memory left to compile a third and was killed (2 Dec 2026, 24 GiB)."""
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
+        return pool.submit(measure, path, method, epsilon, seed, args).result()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, required=True)
@@ -181,7 +191,7 @@ def main() -> None:
     for method, epsilon, path, seed in itertools.product(args.method, args.epsilon, args.path, args.seeds):
         if (path, method, f"{epsilon:g}", str(seed)) in done:
             continue
-        row = measure(path, method, epsilon, seed, args)
+        row = measured(path, method, epsilon, seed, args)
         lines.append(row)
         print("\t".join(row[f] for f in FIELDS), flush=True)
         if args.out is not None:
