@@ -2,17 +2,19 @@
 
     python benchmarks/label_block.py W/synth-dp-vae-e1-s0.csv.work/run [--n 43957] [--seed 0]
 
-A diagnostic of the run of a kept `synth` workspace (`--keep-work`; P3GM, DP-VAE: `methods/p3gm/store.py`'s models),
-not a release: it decodes n draws of the model's sampling prior, as `store.generate` does, and prints the label
-block's mean, spread and range; the quantiles of P(label 1), the block's values clipped at 0 and normalised; the
-label-1 share under the release's arg-max and under a draw from that P; each labelling's mean AUROC of Table VI's
-four classifiers (`tabular_classifiers`) on the run's real test split (its train.json's prepared data); and the
-correlation of P(label 1) with each feature, i.e. how much of the label the decoder ties to the record.
+A diagnostic of the run of a kept `synth` workspace (`--keep-work`; P3GM, DP-VAE: `methods/p3gm/store.py`'s models;
+two labels), not a release: it decodes n draws of the model's sampling prior, as `store.generate` does, and prints
+the label block's mean, spread and range; the quantiles of P(label 1), the block's values clipped at 0 and
+normalised; the label-1 share under the release's arg-max and under a draw from that P; each labelling's mean
+AUROC of Table VI's four classifiers (`tabular_classifiers`) on the run's real test split (its train.json's
+prepared data); and the correlation of P(label 1) with each feature, i.e. how much of the label the decoder ties
+to the record.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +22,6 @@ import torch
 
 
 def main() -> None:
-    import json
-
     from dpvae.data.store import load_prepared
     from dpvae.eval.tabular_classifiers import classifier_rows
     from dpvae.methods.p3gm.store import load_model, sample_latent
@@ -38,6 +38,10 @@ def main() -> None:
     with torch.no_grad():
         vectors = model.decode(sample_latent(info, args.n, torch.Generator().manual_seed(args.seed))).numpy()
     classes = info["classes"]
+    if classes != 2:
+        raise SystemExit(
+            f"label_block.py: a two-label run is needed (P(label 1) against the rest); {args.run} has {classes}"
+        )
     block, features = vectors[:, -classes:], vectors[:, :-classes]
     print("label block mean", block.mean(0).round(3), "sd", block.std(0).round(3))
     print("label block min", block.min(0).round(3), "max", block.max(0).round(3))
