@@ -1,7 +1,7 @@
 """Methods on Adult through `dpvae synth` (Adult's public domain declared in a file) against their Table VI path.
 
     DPVAE_DATA_MIRROR=/work/shared/data python benchmarks/synth_paper_path.py --work W --epsilon 1 10 --seeds 0 1 2 \
-        [--method p3gm mst ...] [--path paper synth] [--synth-params k=v ...] [--synth-n N] [--out T.tsv]
+        [--method p3gm mst ...] [--path paper synth] [--synth-params k=v ...] [--paper-params k=v ...] [--synth-n N] [--out T.tsv]
 
 The paper path: config.yaml's run of the `p3gm_tabular` experiment (variant = the method's name) on the built-in
 `adult` set, trained and sampled as the workflow does (`runs.run_spec`, `stages.train`, `stages.sample`: as many
@@ -50,9 +50,12 @@ def declaration(work: Path) -> tuple[Path, Path]:
     return csv, declared
 
 
-def paper_run(method: str, epsilon: float, seed: int, work: Path) -> tuple[dict, dict, Path, list[dict]]:
-    """Train and sample the Table VI run; (its samples, its prepared test split, its run directory, its columns)."""
-    from dpvae import stages
+def paper_run(
+    method: str, epsilon: float, seed: int, work: Path, args: argparse.Namespace
+) -> tuple[dict, dict, Path, list[dict]]:
+    """Train and sample the Table VI run (config.yaml's parameters, `--paper-params` over them); (its samples, its
+    prepared test split, its run directory, its columns)."""
+    from dpvae import stages, synth
     from dpvae.config import load_config
     from dpvae.data.registry import fetch_dataset, prepare_dataset
     from dpvae.data.store import load_prepared
@@ -65,8 +68,10 @@ def paper_run(method: str, epsilon: float, seed: int, work: Path) -> tuple[dict,
         prepare_dataset("adult", root, seed=0)
     config = load_config([ROOT / "config.yaml"], {"data": {"root": str(root)}})
     spec = run_spec(config, Run("adult", method, f"{epsilon:g}", seed))
-    run_dir = work / f"paper-{method}-e{epsilon:g}-s{seed}"
-    spec = dataclasses.replace(spec, run=str(run_dir))
+    overrides = synth.parse_params(args.paper_params)
+    tag = "".join(f"-{key}={value}" for key, value in sorted(overrides.items()))
+    run_dir = work / f"paper-{method}-e{epsilon:g}-s{seed}{tag}"
+    spec = dataclasses.replace(spec, run=str(run_dir), params={**spec.params, **overrides})
     stages.train(spec)
     samples = np.load(stages.sample(run_dir, None))
     data = load_prepared(prepared_dir(root, "adult"))
@@ -134,8 +139,8 @@ def measure(path: str, method: str, epsilon: float, seed: int, args: argparse.Na
     from dpvae.paths import ledger_file, train_record
 
     started = time.time()
-    run = paper_run if path == "paper" else lambda *a: synth_run(*a, args)
-    samples, test, run_dir, columns = run(method, epsilon, seed, args.work)
+    run = paper_run if path == "paper" else synth_run
+    samples, test, run_dir, columns = run(method, epsilon, seed, args.work, args)
     ledger = json.loads(ledger_file(run_dir).read_text())
     trained = json.loads(train_record(run_dir).read_text())
     one, two = tvds(samples, test, columns)
@@ -173,6 +178,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--path", nargs="+", default=["paper", "synth"], choices=["paper", "synth"])
     parser.add_argument("--synth-params", nargs="*", default=[])
+    parser.add_argument("--paper-params", nargs="*", default=[], help="k=v over the Table VI run's parameters")
     parser.add_argument(
         "--synth-n",
         type=int,
