@@ -1,7 +1,8 @@
 """Methods on Adult through `dpvae synth` (Adult's public domain declared in a file) against their Table VI path.
 
-    DPVAE_DATA_MIRROR=/work/shared/data python benchmarks/synth_paper_path.py --work W --epsilon 1 10 --seeds 0 1 2 \
-        [--method p3gm mst ...] [--path paper synth] [--synth-params k=v ...] [--paper-params k=v ...] [--synth-n N] [--out T.tsv]
+    DPVAE_DATA_MIRROR=../shared/data python benchmarks/synth_paper_path.py --work W --epsilon 1 10 --seeds 0 1 2 \
+        [--method p3gm mst ...] [--path paper synth] [--synth-params k=v ...] [--paper-params k=v ...] \
+        [--synth-n N] [--out T.tsv]
 
 The paper path: config.yaml's run of the `p3gm_tabular` experiment (variant = the method's name) on the built-in
 `adult` set, trained and sampled as the workflow does (`runs.run_spec`, `stages.train`, `stages.sample`: as many
