@@ -11,16 +11,17 @@
 # rows recorded as they are built (`record` merges them: same key + seed replaced) and no page: one session's share
 # where the machine does not outlive a session (AIM alone is 5-11 h; a seed of it 1-3 h). The five pre-registered
 # seeds stay five: a share never changes which seeds run, only how many are built at once.
-# Cost per run on the project's 2-core CPU, training + sampling + the two evaluations: PrivBayes ~45 s, P3GM ~1 min,
-# DP-GM ~1 min (medians of the P3GM Adult campaign's five epsilon-1 runs, their benchmark TSVs: the four classifiers
-# ~30 s, the 2-way marginals ~5 s; under contention one DP-GM run took 24 min to train and 49 min in all), MST ~1.5-4.5
-# min and AIM ~14-34 min (docs/mst-aim.md's synth runs at epsilon 1 and 10, plus the evaluations). Twenty runs each:
-# PrivBayes ~15 min, P3GM and DP-GM ~20 min, MST 0.5-1.5 h, AIM 5-11 h. METHODS reorders (the order records them).
+# Measured (2 Dec 2026, the project's 2-core CPU, 7ea1973, a run beside on the other core): twenty runs each with
+# their evaluations, PrivBayes 8 min, P3GM 17.5 min, MST 13.5 min, DP-GM 16.5 min; AIM ~14-34 min a run (docs/mst-aim.md's
+# synth runs at epsilon 1 and 10, plus the evaluations), 5-11 h for its twenty. METHODS reorders (the order records
+# them) or selects: with a METHODS of its own the queue records those tables and stops before the page (the page
+# builds every method's runs, AIM's included).
 set -euo pipefail
 SNAKEMAKE=${SNAKEMAKE:-.venv/bin/snakemake}
 PYTHON=${PYTHON:-.venv/bin/python}
 TABLES=results/paper/tables/today_adult/adult
 OVERLAYS=workflow/campaigns/overlays
+SELECTED=${METHODS:-}
 METHODS=${METHODS:-mst privbayes p3gm aim dp-gm}
 SEED=${1:-}
 overlay=() marker=.recorded
@@ -42,6 +43,7 @@ for method in $METHODS; do
   fi
 done
 [ -z "$SEED" ] || { echo "== $(date -u +%FT%TZ) seed $SEED done (the page needs every seed built here)"; exit 0; }
+[ -z "$SELECTED" ] || { echo "== $(date -u +%FT%TZ) $METHODS done (the page needs every method: run without METHODS)"; exit 0; }
 echo "== $(date -u +%FT%TZ) figures/today/adult.pdf"
 "$SNAKEMAKE" --cores 1 --quiet progress -- figures/today/adult.pdf
 echo "== $(date -u +%FT%TZ) done"

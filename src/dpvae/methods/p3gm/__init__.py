@@ -104,7 +104,9 @@ class P3GMParams(MethodParams):
     )
     pretrain_batch_size: int = param(100, "records per pre-training step", minimum=1)
     sampling_prior: Literal["normal", "mog"] = param(
-        "normal", "prior of released samples: N(0, I) (code) or the DP-MoG (paper)"
+        "mog",
+        "prior of released samples: the DP-MoG (paper) or N(0, I) (code HEAD, config.yaml's paper variants: A-G6; "
+        "with d' = d it whitens the code, and Adult's label comes out independent of the features, AUROC ~0.5)",
     )
     encoder_variance: Literal["learned", "zero", "no_kl"] = param(
         "learned", "sigma_phi(x) learned; 0 (P3GM(AE), the paper); or learned without the KL term (the code's P3GM-AE)"
