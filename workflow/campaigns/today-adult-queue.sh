@@ -12,8 +12,8 @@
 # where the machine does not outlive a session (AIM alone is 5-11 h; a seed of it 1-3 h). The five pre-registered
 # seeds stay five: a share never changes which seeds run, only how many are built at once.
 # Measured (2 Dec 2026, the project's 2-core CPU, 7ea1973, a run beside on the other core): twenty runs each with
-# their evaluations, PrivBayes 8 min, P3GM 17.5 min, MST 13.5 min, DP-GM 16.5 min; AIM ~14-34 min a run (docs/mst-aim.md's
-# synth runs at epsilon 1 and 10, plus the evaluations), 5-11 h for its twenty. METHODS reorders (the order records
+# their evaluations, PrivBayes 8 min, P3GM 17.5 min, MST 13.5 min, DP-GM 16.5 min; AIM ~14-34 min a run
+# (docs/mst-aim.md's synth runs at epsilon 1 and 10, plus the evaluations), 5-11 h for its twenty. METHODS reorders (the order records
 # them) or selects: with a METHODS of its own the queue records those tables and stops before the page (the page
 # builds every method's runs, AIM's included).
 set -euo pipefail
@@ -43,7 +43,10 @@ for method in $METHODS; do
   fi
 done
 [ -z "$SEED" ] || { echo "== $(date -u +%FT%TZ) seed $SEED done (the page needs every seed built here)"; exit 0; }
-[ -z "$SELECTED" ] || { echo "== $(date -u +%FT%TZ) $METHODS done (the page needs every method: run without METHODS)"; exit 0; }
+[ -z "$SELECTED" ] || {
+  echo "== $(date -u +%FT%TZ) $METHODS done (the page needs every method: run without METHODS)"
+  exit 0
+}
 echo "== $(date -u +%FT%TZ) figures/today/adult.pdf"
 "$SNAKEMAKE" --cores 1 --quiet progress -- figures/today/adult.pdf
 echo "== $(date -u +%FT%TZ) done"
