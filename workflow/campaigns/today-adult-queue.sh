@@ -13,9 +13,9 @@
 # seeds stay five: a share never changes which seeds run, only how many are built at once.
 # Measured (2 Dec 2026, the project's 2-core CPU, 7ea1973, a run beside on the other core): twenty runs each with
 # their evaluations, PrivBayes 8 min, P3GM 17.5 min, MST 13.5 min, DP-GM 16.5 min; AIM ~14-34 min a run
-# (docs/mst-aim.md's synth runs at epsilon 1 and 10, plus the evaluations), 5-11 h for its twenty. METHODS reorders (the order records
-# them) or selects: with a METHODS of its own the queue records those tables and stops before the page (the page
-# builds every method's runs, AIM's included).
+# (docs/mst-aim.md's synth runs at epsilon 1 and 10, plus the evaluations), 5-11 h for its twenty.
+# METHODS reorders (the order records them) or selects: with a METHODS of its own the queue records those tables
+# and stops before the page (the page builds every method's runs, AIM's included).
 set -euo pipefail
 SNAKEMAKE=${SNAKEMAKE:-.venv/bin/snakemake}
 PYTHON=${PYTHON:-.venv/bin/python}
