@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The "today" page at paper scale (issue 64 Build 7; docs/mst-aim.md): the experiment `today_adult` of config.yaml (MST
-# and AIM beside PrivBayes, P3GM and DP-GM on Adult's declared domain, epsilon 0.3 / 1 / 3 / 10, 5 seeds), one job
-# at a time, method by method, the cheap ones first, so that each method's table is recorded (into
-# reproductions/today.csv) as soon as its 20 runs are built and before the next method starts; DP-GM last. Then the
-# page, figures/today/adult.pdf, from the built runs. Records come from this checkout, which must be clean: `record`
-# refuses a modified tree. Rerun the same command after an interruption: Snakemake keeps finished runs, and a table
-# is recorded again only when rebuilt.
+# and AIM beside PrivBayes, P3GM (its code's prior and the paper's, p3gm-mog) and DP-GM on Adult's declared domain,
+# epsilon 0.3 / 1 / 3 / 10, 5 seeds), one job at a time, method by method, the cheap ones first, so that each method's
+# table is recorded (into reproductions/today.csv) as soon as its 20 runs are built and before the next method starts;
+# DP-GM last. Then the page, figures/today/adult.pdf, from the built runs. Records come from this checkout, which must
+# be clean: `record` refuses a modified tree. Rerun the same command after an interruption: Snakemake keeps finished
+# runs, and a table is recorded again only when rebuilt.
 #   DPVAE_DATA_MIRROR=../shared/data nice -n 19 workflow/campaigns/today-adult-queue.sh [SEED]
 # With SEED (0-4), one seed of every method at every epsilon under overlays/today-adult-seed<SEED>.yaml, each method's
 # rows recorded as they are built (`record` merges them: same key + seed replaced) and no page: one session's share
@@ -22,7 +22,7 @@ PYTHON=${PYTHON:-.venv/bin/python}
 TABLES=results/paper/tables/today_adult/adult
 OVERLAYS=workflow/campaigns/overlays
 SELECTED=${METHODS:-}
-METHODS=${METHODS:-mst privbayes p3gm aim dp-gm}
+METHODS=${METHODS:-mst privbayes p3gm p3gm-mog aim dp-gm}
 SEED=${1:-}
 overlay=() marker=.recorded
 if [ -n "$SEED" ]; then

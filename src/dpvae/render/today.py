@@ -31,7 +31,15 @@ PANELS = (
 #: the runs' spent ε: the headline (each method's paper accounting, calibrated to the target) and the sound bound
 SPENT = (("epsilon_spent", "ε spent (headline)"), ("epsilon_spent_sound", "ε spent (sound, replace-one)"))
 STATE_OF_THE_ART = {"mst": "MST (McKenna et al. 2021)", "aim": "AIM (McKenna et al. 2022)"}
-PAPERS_METHODS = {"privbayes": "PrivBayes", "dp-gm": "DP-GM", "p3gm": "P3GM", "ryan": "Ryan's", "dp-vae": "DP-VAE"}
+#: the papers' methods by name; P3GM twice: the code's sampling prior (the Table VI reading) and the paper's (A-G6)
+PAPERS_METHODS = {
+    "privbayes": "PrivBayes",
+    "dp-gm": "DP-GM",
+    "p3gm": "P3GM (code: N(0, I) prior)",
+    "p3gm-mog": "P3GM (paper: DP-MoG prior)",
+    "ryan": "Ryan's",
+    "dp-vae": "DP-VAE",
+}
 CSV_COLUMNS = ("dataset", "variant", "epsilon", "metric", "classifier", "mean", "sd", "n", "ci_low", "ci_high")
 
 
@@ -124,7 +132,7 @@ def today_adult(ctx: RenderContext) -> None:
     drawn = [ax for ax in axes.flat if ax.get_legend_handles_labels()[0]]
     if drawn:  # one legend for every panel (the same methods), above them
         fig.legend(
-            *drawn[0].get_legend_handles_labels(), loc="upper center", ncol=5, fontsize=7, bbox_to_anchor=(0.5, 0.95)
+            *drawn[0].get_legend_handles_labels(), loc="upper center", ncol=3, fontsize=7, bbox_to_anchor=(0.5, 0.95)
         )
     fig.suptitle(
         "Today (the project's own comparison, not a reproduction): the tabular state of the art (MST, AIM) beside "
