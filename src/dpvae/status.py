@@ -1,8 +1,9 @@
 """Which items can be built today, derived from the registries (methods, metrics, analyses, renderers).
 
 An item is *done* when its renderer and every analysis it needs exist (every method and metric an experiment
-names is registered, or the configuration is refused). docs/status.md's table and the scorecard's headline there
-and in README.md are generated here (tests keep them true).
+names is registered, or the configuration is refused). docs/status.md's table, the scorecard's headline there
+and in README.md, and docs/mst-aim.md's table of the today page's recorded numbers are generated here (tests keep
+them true).
 """
 
 from __future__ import annotations
@@ -71,13 +72,26 @@ def headline(card=None) -> str:
 
 STATUS_BEGIN, STATUS_END = "<!-- status:begin -->", "<!-- status:end -->"
 HEADLINE_BEGIN, HEADLINE_END = "<!-- headline:begin -->", "<!-- headline:end -->"
+TODAY_BEGIN, TODAY_END = "<!-- today:begin -->", "<!-- today:end -->"
+
+
+def today_table() -> str:
+    """The today page's recorded paper-scale numbers (reproductions/today.csv) as a markdown table."""
+    from dpvae.render.today import recorded_markdown
+    from dpvae.reproductions import REPRODUCTIONS_DIR, read_reproductions
+
+    return recorded_markdown(read_reproductions(REPRODUCTIONS_DIR / "today.csv"))
 
 
 def with_status(text: str, config: dict) -> str:
-    """A page's text with the block between the status markers replaced by the current table (docs/status.md), and
-    the block between the headline markers by the scorecard's headline (README.md); a page without a pair of
-    markers keeps that part."""
-    blocks = ((STATUS_BEGIN, STATUS_END, lambda: status_table(config)), (HEADLINE_BEGIN, HEADLINE_END, headline))
+    """A page's text with the block between the status markers replaced by the current table (docs/status.md), the
+    block between the headline markers by the scorecard's headline (README.md) and the one between the today markers
+    by the today page's recorded numbers (docs/mst-aim.md); a page without a pair of markers keeps that part."""
+    blocks = (
+        (STATUS_BEGIN, STATUS_END, lambda: status_table(config)),
+        (HEADLINE_BEGIN, HEADLINE_END, headline),
+        (TODAY_BEGIN, TODAY_END, today_table),
+    )
     for begin, end, make in blocks:
         if begin in text:
             head, rest = text.split(begin, 1)

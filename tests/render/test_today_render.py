@@ -76,3 +76,29 @@ def test_the_page_says_it_is_the_projects_comparison_not_a_reproduction(tmp_path
 def test_an_empty_build_still_renders_a_page(tmp_path) -> None:
     written = render(tmp_path, tidy([]))
     assert written.empty
+
+
+def test_the_recorded_table_is_the_mean_over_seeds_with_its_t_interval() -> None:
+    """docs/mst-aim.md's table from recorded rows: AUROC (mean4, ">50K" positive; the ≤50K rows ignored) as mean
+    [t-interval] over three seeds, the mean alone for one seed, the 2-way TVD's mean, '-' where nothing is recorded."""
+    from dpvae.render.today import recorded_markdown
+
+    rows = []
+    for variant, seeds in (("p3gm", {1.0: 3, 10.0: 1}), ("aim", {1.0: 1})):
+        for epsilon, n in seeds.items():
+            for seed in range(n):
+                base = {"item": "adult", "method": variant, "epsilon": epsilon, "seed": seed}
+                rows += [
+                    {**base, "metric": "auroc", "classifier": "mean4", "setting": "", "value": 0.5 + 0.1 * seed},
+                    {**base, "metric": "auroc", "classifier": "mean4", "setting": "positive=le50K", "value": 9.0},
+                    {**base, "metric": "auroc", "classifier": "lr", "setting": "", "value": 8.0},
+                    {**base, "metric": "tvd2", "classifier": "", "setting": "", "value": 0.2 + 0.1 * seed},
+                ]
+    lines = recorded_markdown(pd.DataFrame(rows)).splitlines()
+    assert lines[0] == "| method | seeds | AUROC ε 1 | ε 10 | 2-way TVD ε 1 | ε 10 |"
+    half = stats.t.ppf(0.975, 2) * 0.1 / math.sqrt(3)
+    assert lines[2] == "| AIM (McKenna et al. 2022) | 1 | 0.500 | - | 0.200 | - |"
+    assert (
+        lines[3]
+        == f"| P3GM (code: N(0, I) prior) | 1-3 | 0.600 [{0.6 - half:.3f}, {0.6 + half:.3f}] | 0.500 | 0.300 | 0.200 |"
+    )

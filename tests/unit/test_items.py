@@ -52,6 +52,22 @@ def test_status_page_is_current(paper_config):
     assert page == with_status(page, paper_config), "run: python -m dpvae status --update docs/status.md"
 
 
+def test_today_table_is_current(paper_config):
+    """docs/mst-aim.md's today block equals the table of reproductions/today.csv (update it with `status --update
+    docs/mst-aim.md`), and a planted number there is caught."""
+    from dpvae.paths import REPO_ROOT
+    from dpvae.status import TODAY_BEGIN, with_status
+
+    page = (REPO_ROOT / "docs" / "mst-aim.md").read_text()
+    assert TODAY_BEGIN in page
+    assert page == with_status(page, paper_config), "run: python -m dpvae status --update docs/mst-aim.md"
+    block = page.split(TODAY_BEGIN, 1)[1]
+    planted = page.replace(
+        block, block.replace("| MST (McKenna et al. 2021) | 5 | 0.", "| MST (McKenna et al. 2021) | 5 | 1.", 1)
+    )
+    assert planted != page and with_status(planted, paper_config) == page
+
+
 def test_readmes_headline_is_current(paper_config):
     """README.md's headline block equals the scorecard's headline (update it with `status --update README.md`), and
     a planted miscount there is caught."""

@@ -4,7 +4,8 @@ Not a reproduction: no paper reports this comparison, so there is no published n
 Adult setting (Tables VI and VIII: AUROC and AUPRC, the mean of its four classifiers; the 2-way TVD) on a grid of
 target ε: per metric one panel, one line per method, the mean over seeds with its 95 % t-interval (no bar for one
 seed). The figure's tidy data (per dataset, method and ε: mean, sd, n and the interval of each metric, and of the
-runs' spent ε under their paper and sound accountings) is written beside it as CSV.
+runs' spent ε under their paper and sound accountings) is written beside it as CSV. The recorded paper-scale numbers
+(reproductions/today.csv) as a markdown table: `recorded_markdown`, docs/mst-aim.md's (`status --update`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dpvae.render.base import RenderContext, register_renderer
 from dpvae.render.common import BUILT_NOT_DP_NOTE, dataset_label, not_dp_built
 from dpvae.render.output import apply_style, pyplot, save_figure
 from dpvae.runs import split_variant
-from dpvae.seeds import CONFIDENCE, SeedStats
+from dpvae.seeds import CONFIDENCE, SeedStats, seed_summary
 
 #: (tidy metric, classifier or None, panel label): what the page draws, in panel order
 PANELS = (
@@ -41,6 +42,10 @@ PAPERS_METHODS = {
     "dp-vae": "DP-VAE",
 }
 CSV_COLUMNS = ("dataset", "variant", "epsilon", "metric", "classifier", "mean", "sd", "n", "ci_low", "ci_high")
+
+
+#: the recorded table's columns: (tidy metric, classifier, heading, with its interval)
+RECORDED = (("auroc", "mean4", "AUROC", True), ("tvd2", "", "2-way TVD", False))
 
 
 def method_label(variant: str) -> str:
@@ -152,3 +157,38 @@ def today_adult(ctx: RenderContext) -> None:
     fig.text(0.01, 0.005, "\n".join(notes), fontsize=6, va="bottom", wrap=True)
     save_figure(fig, ctx.prefix)
     atomic_write(f"{ctx.prefix}.csv", lambda tmp: points.to_csv(tmp, index=False, float_format="%.6g"))
+
+
+def recorded_markdown(rows: pd.DataFrame) -> str:
+    """The today page's recorded rows (`reproductions.read_reproductions` of reproductions/today.csv) of Adult as a
+    markdown table: per variant (the state of the art first, then the papers' methods) its seeds and, at each ε, the
+    AUROC (the mean of the four classifiers, ">50K" positive) as mean [`CONFIDENCE` t-interval] (none for one seed)
+    and the 2-way TVD's mean; '-' where nothing is recorded."""
+    rows = rows[(rows["item"] == "adult") & (rows["setting"] == "")]
+    if rows.empty:
+        return "(nothing recorded yet)"
+    stats = seed_summary(rows.assign(value=rows["value"].astype(float)), ["method", "metric", "classifier", "epsilon"])
+    epsilons = sorted(stats["epsilon"].unique())
+    order = [*STATE_OF_THE_ART, *PAPERS_METHODS]
+    variants = sorted(stats["method"].unique(), key=lambda v: (order.index(v) if v in order else len(order), v))
+    heads = [
+        f"{head} ε {eps:g}" if i == 0 else f"ε {eps:g}" for _, _, head, _ in RECORDED for i, eps in enumerate(epsilons)
+    ]
+    lines = ["| method | seeds | " + " | ".join(heads) + " |", "|---" * (len(heads) + 2) + "|"]
+    for variant in variants:
+        mine = stats[stats["method"] == variant]
+        cells, seeds = [], sorted(set(mine["n"]))
+        for metric, classifier, _, with_interval in RECORDED:
+            for eps in epsilons:
+                cell = mine[(mine["metric"] == metric) & (mine["classifier"] == classifier) & (mine["epsilon"] == eps)]
+                cells.append(_cell(SeedStats.of_row(cell.iloc[0]), with_interval) if len(cell) else "-")
+        n = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
+        lines.append(f"| {method_label(variant)} | {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _cell(stats: SeedStats, with_interval: bool) -> str:
+    low, high = stats.interval(CONFIDENCE)
+    if not with_interval or not math.isfinite(low):
+        return f"{stats.mean:.3f}"
+    return f"{stats.mean:.3f} [{low:.3f}, {high:.3f}]"
