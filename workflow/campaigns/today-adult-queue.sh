@@ -5,7 +5,8 @@
 # table is recorded (into reproductions/today.csv) as soon as its 20 runs are built and before the next method starts;
 # DP-GM last. Then the page, figures/today/adult.pdf, from the built runs. Records come from this checkout, which must
 # be clean: `record` refuses a modified tree. Rerun the same command after an interruption: Snakemake keeps finished
-# runs, and a table is recorded again only when rebuilt.
+# runs, and a table is recorded again only when rebuilt. After a killed session Snakemake's lock stays behind and
+# refuses every seed (LockException): `.venv/bin/snakemake --unlock` first, when no other build runs here.
 #   DPVAE_DATA_MIRROR=../shared/data nice -n 19 workflow/campaigns/today-adult-queue.sh [SEED]
 # With SEED (0-4), one seed of every method at every epsilon under overlays/today-adult-seed<SEED>.yaml, each method's
 # rows recorded as they are built (`record` merges them: same key + seed replaced) and no page: one session's share
