@@ -168,9 +168,11 @@ def synth(request: Request) -> Release:
     request = dataclasses.replace(request, n=default_n(method, ledger, n_train) if request.n is None else request.n)
     samples = np.load(stages.sample(run_dir, request.n))
     data = load_prepared(prepared)
+    if ledger is not None:  # the released ledger says what it treats as public, N only where it is public
+        ledger = dataclasses.replace(ledger, public=_public(method, ledger, n_train, data.meta, request))
     quality = _quality(data, samples, ledger, method, request) if request.quality_report else None
     release = _publish(run_dir, samples, data.meta, ledger, request)
-    report = _report(method, ledger, release, request, n_train, data.meta, quality)
+    report = _report(method, ledger, release, request, quality)
     notes = None if entry is None else _private_notes(root, dataset, data.meta)
     if not request.keep_work:
         _clear(work, keep=None if quality is None else report_file(work))
@@ -190,7 +192,7 @@ def _private_notes(root: Path, dataset: str, meta: dict) -> str:
 def n_is_public(method: Any, ledger: Any) -> bool:
     """Whether the release treats the training-set size N as public: a non-private method, a headline under
     replace-one neighbours (bounded DP: neighbours have the same N), or a method whose release depends on N
-    (`Method.releases_n`) -- what the report's `public:` line says (`privacy.summary.public_line`)."""
+    (`Method.releases_n`) -- what the ledger's `public` says (`privacy.summary.public_text`)."""
     if ledger is None:
         return True
     return ledger.headline_accounting.adjacency == "replace-one" or bool(method.releases_n)
@@ -649,14 +651,12 @@ def _publish(run_dir: Path, samples: Any, meta: dict, ledger: Any, request: Requ
     return Release(request.out, ledger_path, audit_path if audited else None, "")
 
 
-def _report(
-    method: Any, ledger: Any, release: Release, request: Request, n_train: int, meta: dict, quality: Any = None
-) -> str:
+def _report(method: Any, ledger: Any, release: Release, request: Request, quality: Any = None) -> str:
     """A few lines: what was written where, both ε at δ, the mechanisms, what is public, the audit, the workspace,
     the quality report (naming its flags)."""
     import json
 
-    from dpvae.privacy.summary import domain_of, num, public_line
+    from dpvae.privacy.summary import num
 
     noise = "secret noise" if request.seed is None else f"--seed {request.seed}: repeatable, not a release"
     lines = [f"wrote {request.n} synthetic records to {release.samples} (method {method.name}, {noise})"]
@@ -670,7 +670,7 @@ def _report(
             f"(target ε {num(request.epsilon)}); released under {under}"
             + (f"; not DP: {ledger.not_dp}" if ledger.not_dp else ""),
             f"mechanisms: {'; '.join(m.name for m in ledger.headline_accounting.mechanisms)}",
-            public_line(ledger, method.releases_n, n_train, domain_of(meta, _domain_source(request))),
+            f"public: {ledger.public}",
         ]
     if release.audit is not None:
         record = json.loads(release.audit.read_text())
@@ -696,6 +696,14 @@ def _report(
 
         lines.append(terminal_line(quality, report_file(work)))
     return "\n".join(lines)
+
+
+def _public(method: Any, ledger: Any, n_train: int, meta: dict, request: Request) -> str:
+    """The release's `Ledger.public`: N (named only where it is public, `n_is_public`) and the declared domain."""
+    from dpvae.privacy.summary import domain_of, public_text
+
+    size = n_train if n_is_public(method, ledger) else None
+    return public_text(ledger, method.releases_n, size, domain_of(meta, _domain_source(request)))
 
 
 def _domain_source(request: Request) -> str:

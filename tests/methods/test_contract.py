@@ -125,6 +125,8 @@ def test_method_meets_the_contract(trained):
     if spec.private:
         assert ledger["epsilon"] <= spec.epsilon, "the headline epsilon exceeds the run's target"
         assert rederive(ledger) == pytest.approx(ledger["epsilon"], rel=_tolerance(ledger))
+        # N is public (q = B/N, N records drawn): a sound bound is over same-size neighbours (docs/privacy.md)
+        assert ledger.get("sound", {"adjacency": "replace-one"})["adjacency"] == "replace-one", "sound: not replace-one"
         for other in ("paper", "strict", "sound"):
             if isinstance(ledger.get(other), dict) and ledger[other].get("mechanisms"):
                 assert rederive(ledger[other]) == pytest.approx(

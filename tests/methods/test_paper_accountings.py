@@ -251,15 +251,19 @@ def test_privae_ledgers() -> None:
     assert released.sensitivity == pytest.approx(c1 + 2 * c2)
     assert released.noise_multiplier == pytest.approx(abadi_kappa(DELTA) * sigma * math.hypot(c1, c2) / (c1 + 2 * c2))
     # Here c2 ≈ 1.6·c1, so the tight factor 2.226 is close to √5 and above the paper's κ = 2.059: the
-    # paper's runs overspend their target under the sound accounting.
+    # paper's runs overspend their target under the sound accounting (replace-one; 1.153 under add/remove-one).
     assert tight_kappa(**FMNIST) == pytest.approx(2.2260, abs=1e-4)
-    assert paper.sound.epsilon == pytest.approx(1.1529, abs=1e-4)
-    tight = privae_ledger(tight_kappa(**FMNIST) * sigma, PRIVAE_RATE, PRIVAE_STEPS, DELTA, **FMNIST, kappa="tight")
-    assert tight.sound is not None and tight.sound.mechanisms[0].noise_multiplier == pytest.approx(sigma)
-    assert tight.epsilon == pytest.approx(1.0, rel=0.01)
+    assert paper.sound.adjacency == "replace-one" and paper.sound.epsilon == pytest.approx(2.5205, abs=1e-3)
+    # the tight κ on replace-one's σ (2.1905 for ε = 1) spends exactly the target; on the add/remove σ it does not
+    sigma_replace = calibrate_noise(1.0, DELTA, PRIVAE_RATE, PRIVAE_STEPS, "classic", PRIVAE_ORDERS, "replace-one")
+    assert sigma_replace == pytest.approx(2.1905, abs=1e-4)
+    for base, sound in ((sigma_replace, 1.0), (sigma, 2.082)):
+        tight = privae_ledger(tight_kappa(**FMNIST) * base, PRIVAE_RATE, PRIVAE_STEPS, DELTA, **FMNIST, kappa="tight")
+        assert tight.sound is not None and tight.sound.mechanisms[0].noise_multiplier == pytest.approx(base)
+        assert tight.epsilon == pytest.approx(sound, abs=1e-3)
     plain = privae_ledger(sigma, PRIVAE_RATE, PRIVAE_STEPS, DELTA, **{**FMNIST, "c2": 0.0}, target_epsilon=1.0)
-    assert plain.sound is not None and plain.epsilon == pytest.approx(plain.sound.epsilon)
-    assert plain.epsilon == pytest.approx(1.0, rel=0.01)
+    assert plain.sound is not None and plain.epsilon == pytest.approx(1.0, rel=0.01)  # the paper's: add/remove
+    assert plain.sound.epsilon == pytest.approx(2.082, abs=1e-3)  # ordinary DP-SGD's replace-one bound
 
 
 # Pinwheel (privae_clustering, KL(p||q) variant): 400 records, B = 20, b = 1, 500 epochs, C1 0.05, C2 0.0005.
@@ -268,18 +272,19 @@ PINWHEEL_RATE, PINWHEEL_STEPS = 20 / 400, 10_000
 
 
 def test_privae_pinwheel_sound_epsilons() -> None:
-    """The issue's numbers: at the paper's κ the sound ε is 6.18 (the √5 bound said 11.2), and the tight κ
-    spends exactly the target 10."""
-    sigma = calibrate_noise(10.0, DELTA, PINWHEEL_RATE, PINWHEEL_STEPS, "classic", PRIVAE_ORDERS)
+    """At the paper's κ the sound ε (replace-one) is 14.0 (6.18 under add/remove-one; the √5 bound said 11.2);
+    the sound κs calibrate σ under replace-one: √5 gives 5.70, the tight κ spends exactly the target 10."""
     epsilons = {}
     for kappa in ("paper", "sqrt5", "tight"):
         factor = privae_kappa(DELTA, **PINWHEEL, kappa=kappa)  # type: ignore[arg-type]
-        ledger = privae_ledger(factor * sigma, PINWHEEL_RATE, PINWHEEL_STEPS, DELTA, **PINWHEEL)
-        assert ledger.sound is not None
+        noise = privae_noise(10.0, DELTA, PINWHEEL_RATE, PINWHEEL_STEPS, **PINWHEEL, kappa=kappa)  # type: ignore[arg-type]
+        ledger = privae_ledger(noise, PINWHEEL_RATE, PINWHEEL_STEPS, DELTA, **PINWHEEL)
+        assert ledger.sound is not None and ledger.sound.adjacency == "replace-one"
         epsilons[kappa] = (factor, ledger.paper.epsilon, ledger.sound.epsilon)
+    sigma = calibrate_noise(10.0, DELTA, PINWHEEL_RATE, PINWHEEL_STEPS, "classic", PRIVAE_ORDERS)
     assert epsilons["paper"][0] == pytest.approx(2.0593, abs=1e-4)
-    assert epsilons["paper"][1:] == pytest.approx((8.908, 6.178), abs=1e-3)
-    assert epsilons["sqrt5"][2] == pytest.approx(5.651, abs=1e-3)
+    assert epsilons["paper"][1:] == pytest.approx((8.908, 14.018), abs=1e-3)
+    assert epsilons["sqrt5"][2] == pytest.approx(5.703, abs=1e-3)
     assert epsilons["tight"][0] == pytest.approx(1.3728, abs=1e-4) and epsilons["tight"][2] == pytest.approx(10.0)
     whitened = Accounting(
         (Mechanism("√5", epsilons["paper"][0] * sigma / SQRT5, PINWHEEL_RATE, PINWHEEL_STEPS),),

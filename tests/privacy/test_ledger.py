@@ -87,6 +87,9 @@ def test_round_trip_through_dict_and_file(tmp_path: Path) -> None:
     data = headline_only.to_dict()
     assert "sound" not in data and "paper" not in data and data["target_epsilon"] is None
     assert Ledger.from_dict(data) == headline_only
+    released = replace(ledger, randomness="secret", public="N = 9 public (bounded DP: why); the domain")
+    assert Ledger.read(released.write(tmp_path / "x.privacy.json")) == released
+    assert "public" not in ledger.to_dict()  # a run's ledger: what is public is the release's to say
 
 
 def test_accounting_computes_epsilon_and_rejects_a_tampered_one() -> None:

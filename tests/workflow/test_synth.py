@@ -129,7 +129,8 @@ def test_headline_paper_releases_under_the_claim_and_reports_it(table, capsys):
     ledger = Ledger.from_dict(json.loads((table / "out" / "x.privacy.json").read_text()))
     assert ledger.headline == "paper" and ledger.epsilon <= 1 < ledger.sound.epsilon
     assert "sound ε = 1.5, paper's ε = 1 at δ = 1e-05" in report and "under the paper's claim" in report
-    assert "mechanisms: PrivBayes network" in report and "public: N = 108 protected" in report
+    assert "mechanisms: PrivBayes network" in report and "public: N protected (add/remove-one)" in report
+    assert ledger.public.startswith("N protected") and "108" not in (table / "out" / "x.privacy.json").read_text()
     assert "audit: not run" in report and "ledger: out/x.privacy.json" in report
     assert len((table / "out" / "x.csv").read_text().splitlines()) == DEFAULT_N + 1 != ROWS + 1
 
@@ -176,7 +177,8 @@ def test_ledger_command_shows_one_screen(table, capsys):
         assert "paper: ε = 1 at δ = 1e-05 (add/remove-one, accountant pure" in shown
         assert "sound: ε = 1.5 at δ = 1e-05 (replace-one" in shown
         assert "PrivBayes conditionals" in shown and "noise multiplier 2, sample rate 1 (poisson), steps 1" in shown
-        assert "public: N protected (add/remove-one); the data's domain" in shown  # the bundle does not tell N
+        public = "public: N protected (add/remove-one); the domain: 2 columns with their ranges and categories, 2 label"
+        assert public in shown and "declared (public)" in shown  # the bundle's own words; it does not tell N
         assert "randomness: secret (OS entropy, never written)" in shown
         assert len(shown.splitlines()) <= 24
     for path, why in (("out/none.json", "no such ledger"), ("data.csv", "not a privacy ledger")):
@@ -198,12 +200,15 @@ def test_calibrate_sound_meets_the_target_with_the_sound_bound(table):
 
 def test_n_defaults_to_the_training_n_where_it_is_public(table, capsys):
     """Issue 64: under the default sound headline (replace-one: N is public) --n defaults to the training N, as the
-    report's `public:` line says; under an add/remove-one headline of a method that does not release N, to the fixed
-    DEFAULT_N (`test_headline_paper_releases_under_the_claim_and_reports_it`)."""
+    report's `public:` line and the released ledger (`Ledger.public`) say; under an add/remove-one headline of a
+    method that does not release N, to the fixed DEFAULT_N (`test_headline_paper_releases_under_the_claim_and_...`)."""
     assert main(synth()) == 0
     report = capsys.readouterr().out
     assert "public: N = 108 public" in report and "wrote 108 synthetic records" in report
     assert len(pd.read_csv(table / "out" / "x.csv")) == 108 != DEFAULT_N
+    assert main(["ledger", "out/x.privacy.json"]) == 0  # the bundle's ledger says so by itself (no workspace left)
+    assert not (table / "out" / "x.csv.work" / "run").exists()
+    assert "public: N = 108 public (bounded DP: sound accounting's replace-one" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("method", ["p3gm", "dp-vae", "dp-gm", "privae"])

@@ -122,7 +122,7 @@ _ACCOUNTING_KEYS = ("epsilon", "order", "delta", "accountant", "conversion", "ad
 _OPTIONAL_ACCOUNTING_KEYS = ("preprocessing",)
 _LEDGER_KEYS = (
     *_ACCOUNTING_KEYS, *_OPTIONAL_ACCOUNTING_KEYS, "headline", "paper", "sound", "not_dp", "target_epsilon", "notes",
-    "randomness",
+    "randomness", "public",
 )  # fmt: skip
 Headline = Literal["paper", "sound"]
 HEADLINES: tuple[str, ...] = get_args(Headline)
@@ -222,6 +222,7 @@ class Ledger:
     headline: Headline = "paper"
     not_dp: str | None = None
     randomness: str | None = None  # where the noise came from (`dpvae.randomness`): a release's is secret
+    public: str | None = None  # what a release treats as public (N, the domain): `privacy.summary.public_text`
 
     def __post_init__(self) -> None:
         if self.target_epsilon is not None and not self.target_epsilon > 0:
@@ -258,6 +259,8 @@ class Ledger:
         data["notes"] = self.notes
         if self.randomness is not None:
             data["randomness"] = self.randomness
+        if self.public is not None:
+            data["public"] = self.public
         return data
 
     @classmethod
@@ -283,6 +286,7 @@ class Ledger:
             headline,
             data.get("not_dp"),
             data.get("randomness"),
+            data.get("public"),
         )
         if top != ledger.headline_accounting:
             raise ValueError(f"the top-level (headline) accounting differs from the '{headline}' sub-object")

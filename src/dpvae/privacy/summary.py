@@ -41,15 +41,20 @@ def mechanism_line(mechanism: Any) -> str:
     )
 
 
-def public_line(ledger: Ledger, releases_n: str, n_train: int | None, domain: str) -> str:
+def public_text(ledger: Ledger, releases_n: str, n_train: int | None, domain: str) -> str:
     """What the release treats as public: N under bounded DP (the headline's adjacency is replace-one, or the
-    method's release depends on N: `releases_n`), and the data's domain."""
+    method's release depends on N: `releases_n`), and the data's domain (`n_train`: the size to name, or None)."""
     size = f"N = {n_train}" if n_train is not None else "N"
     why = [f"{ledger.headline} accounting's replace-one neighbours have the same size"] * (
         ledger.headline_accounting.adjacency == "replace-one"
     ) + [releases_n] * bool(releases_n)
     count = f"{size} public (bounded DP: {'; '.join(why)})" if why else f"{size} protected (add/remove-one)"
-    return f"public: {count}; {domain}"
+    return f"{count}; {domain}"
+
+
+def public_line(ledger: Ledger, releases_n: str, n_train: int | None, domain: str) -> str:
+    """The `public:` line: the ledger's own statement (`Ledger.public`, a release's) or `public_text`."""
+    return f"public: {ledger.public or public_text(ledger, releases_n, n_train, domain)}"
 
 
 def domain_of(meta: dict | None, where: str) -> str:

@@ -13,13 +13,19 @@ the step is one Gaussian mechanism with multiplier σ'·√(c1² + c2²)/(c1 + 2
 Poisson batch. (The issue's (C1 + 2·C2)/√(C1² + C2²) is this ratio with the clip norms weighted by 1/B
 and 1/b; taken literally with the raw clip norms it holds only for B = b.)
 
-The noise factor κ = σ'/σ (σ: ordinary DP-SGD's multiplier for the target at the same q and T):
+The sound accounting is under replace-one adjacency, as every method's (N is public: q = B/N and the release's
+N records): a replacement is a removal and an addition, each moving the released vector by at most the
+sensitivity above, composed by Mironov 2017, Prop. 11 (`privacy.accounting.replace_one_rdp`). The paper's is
+add/remove-one.
+
+The noise factor κ = σ'/σ (σ: ordinary DP-SGD's multiplier for the target at the same q and T, under the
+headline's adjacency: add/remove-one for κ = paper, replace-one for the sound κs):
 * "paper": 2√(log(2/δ)/log(1/δ)) (Abadi's bound at (ε/2, δ/2), Theorem 2 with Lemma 2's C1 + C2; the
   batch term can in fact move by 2·C2, so the paper's ε is a claim, not a bound);
 * "sqrt5": √5 = √(1² + 2²), the whitened sensitivity if the two noisy sums were released separately;
   sound for the single release too (Cauchy-Schwarz: (c1 + 2c2)/√(c1² + c2²) ≤ √5), and loose;
 * "tight": (c1 + 2·c2)/√(c1² + c2²), the exact worst case of the released vector relative to its
-  noise: the sound ledger then spends exactly the target.
+  noise: the sound ledger then spends exactly the target (σ calibrated under replace-one).
 The "sound" ledger is the released vector as one mechanism (above), whatever κ; the headline is "paper"
 for κ = paper and "sound" otherwise.
 """
@@ -31,7 +37,14 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from dpvae.errors import ConfigError
-from dpvae.privacy.accounting import INTEGER_ORDERS, Conversion, abadi_kappa, calibrate_noise, round_up_noise
+from dpvae.privacy.accounting import (
+    INTEGER_ORDERS,
+    Adjacency,
+    Conversion,
+    abadi_kappa,
+    calibrate_noise,
+    round_up_noise,
+)
 from dpvae.privacy.ledger import Accounting, Ledger, Mechanism, recorded_mechanisms
 from dpvae.privacy.release import ReleasePart, combined_mechanism
 from dpvae.runspec import RunSpec
@@ -40,6 +53,8 @@ Kappa = Literal["paper", "sqrt5", "tight"]
 KAPPAS: tuple[str, ...] = get_args(Kappa)
 #: Orders of docs/papers.md §1.4's [computed] σ(ε) table (integer orders 2–256, classic conversion).
 PRIVAE_ORDERS = INTEGER_ORDERS
+#: The sound accountings' relation (every method's): neighbours have the same N, which the release reveals.
+SOUND: Adjacency = "replace-one"
 #: Whitened l2-sensitivity of the two sums (g_sample/C1, g_batch/C2) as two separate releases.
 SQRT5 = math.sqrt(5)
 PRIVAE_NOTES = (
@@ -47,7 +62,9 @@ PRIVAE_NOTES = (
     "Lemma 2's C1 + C2; a claim: a record joining an existing sub-group moves its clipped term by up to "
     "2*C2); sound: the released gradient g_sample/B + g_batch/b + noise as one Gaussian mechanism on the "
     "Poisson subsample, sensitivity C1/B + 2*C2/b (sub-groups by independent labels), noise std "
-    "sigma'*sqrt((C1/B)^2 + (C2/b)^2). kappa: paper = 2*sqrt(log(2/delta)/log(1/delta)), sqrt5 = sqrt(5) "
+    "sigma'*sqrt((C1/B)^2 + (C2/b)^2), under replace-one adjacency (a removal and an addition, Mironov 2017 "
+    "Prop. 11; N public). sigma: ordinary DP-SGD's for the target, add/remove-one for kappa = paper, replace-one "
+    "for the sound kappas. kappa: paper = 2*sqrt(log(2/delta)/log(1/delta)), sqrt5 = sqrt(5) "
     "(sound, loose), tight = (C1/B + 2*C2/b)/sqrt((C1/B)^2 + (C2/b)^2) (sound, exact: spends the target)"
 )
 
@@ -116,14 +133,14 @@ def privae_ledger(
 
     Paper: each half (per-example sum at C1, sub-group sum at C2) accounted alone with its own
     amplification at δ/2 and the two ε added (Theorem 2). Sound: the released gradient as one
-    Poisson-subsampled Gaussian mechanism (module docstring). Without the batch term (C2 = 0) both are
-    ordinary DP-SGD at C1. `kappa` only picks the headline: "paper" for κ = paper, else "sound".
+    Poisson-subsampled Gaussian mechanism under replace-one (module docstring). Without the batch term (C2 = 0)
+    both are ordinary DP-SGD at C1. `kappa` only picks the headline: "paper" for κ = paper, else "sound".
     """
     if kappa not in KAPPAS:
         raise ValueError(f"kappa must be one of {KAPPAS}, got {kappa!r}")
     parts = release_parts(noise_multiplier, c1, c2, expected_batch_size, num_groups)
     sound_mechanism = combined_mechanism("term-wise DP-SGD: released gradient", parts, sample_rate, steps)
-    sound = Accounting((sound_mechanism,), delta, conversion=conversion, orders=orders)
+    sound = Accounting((sound_mechanism,), delta, adjacency=SOUND, conversion=conversion, orders=orders)
     headline = "paper" if kappa == "paper" else "sound"
     per_example = Mechanism("term-wise DP-SGD: per-example sum", noise_multiplier, sample_rate, steps, c1)
     if c2 == 0:
@@ -150,12 +167,13 @@ def privae_noise(
     orders: tuple[float, ...] = PRIVAE_ORDERS,
     sigma: float | None = None,
 ) -> float:
-    """σ' = κ·σ, σ being ordinary DP-SGD's multiplier for (ε, δ) at rate q over `steps` steps, rounded up
-    (if ever needed) so that the headline ε of `privae_ledger` never exceeds `epsilon`. `sigma`: that σ
-    when the caller has calibrated it already (the same arguments; calibrating costs seconds of RDP)."""
+    """σ' = κ·σ, σ being ordinary DP-SGD's multiplier for (ε, δ) at rate q over `steps` steps under the headline's
+    adjacency (`headline_adjacency`), rounded up (if ever needed) so that the headline ε of `privae_ledger` never
+    exceeds `epsilon`. `sigma`: that σ when the caller has calibrated it already (the same arguments; calibrating
+    costs seconds of RDP)."""
     factor = privae_kappa(delta, c1, c2, expected_batch_size, num_groups, kappa)
     if sigma is None:
-        sigma = calibrate_noise(epsilon, delta, sample_rate, steps, conversion, orders)
+        sigma = calibrate_noise(epsilon, delta, sample_rate, steps, conversion, orders, headline_adjacency(kappa))
     sigma = factor * sigma
 
     def headline(noise: float) -> float:
@@ -194,8 +212,9 @@ CONVERSION = "classic"
 AGGREGATION_NOTES = (
     "paper: Table 1's sensitivity of the released sum (micro agg. B*C, batch agg. C), noise multiplier sigma; "
     "sound: the add/remove-one sensitivity that holds for every realised Poisson batch (2C on the released "
-    "average: a record changes every unit that shares the batch-wise term). Headline: paper for kappa = paper, "
-    "sound otherwise (then sigma is doubled so that the sound ledger spends the target)"
+    "average: a record changes every unit that shares the batch-wise term), under replace-one adjacency (a "
+    "removal and an addition, Mironov 2017 Prop. 11; N public). Headline: paper for kappa = paper, sound "
+    "otherwise (then sigma, calibrated under replace-one, is doubled so that the sound ledger spends the target)"
 )
 
 
@@ -224,13 +243,19 @@ def check_consistent(params) -> None:
         )
 
 
-def _sigma(epsilon: float, delta: float, sample_rate: float, steps: int) -> float:
-    return calibrate_noise(epsilon, delta, sample_rate, steps, CONVERSION, PRIVAE_ORDERS)
+def headline_adjacency(kappa: str) -> Adjacency:
+    """The relation of the headline accounting a `kappa` picks: the paper's add/remove-one, else the sound one."""
+    return "add/remove-one" if kappa == "paper" else SOUND
+
+
+def _sigma(epsilon: float, delta: float, sample_rate: float, steps: int, kappa: str) -> float:
+    """Ordinary DP-SGD's σ for the target under the headline's adjacency."""
+    return calibrate_noise(epsilon, delta, sample_rate, steps, CONVERSION, PRIVAE_ORDERS, headline_adjacency(kappa))
 
 
 def termwise_noise(params, epsilon: float, delta: float, sample_rate: float, steps: int) -> Calibration:
     """σ' = κσ for term-wise DP-SGD per `params.kappa` (κ = 1 without the batch-wise term)."""
-    sigma = _sigma(epsilon, delta, sample_rate, steps)
+    sigma = _sigma(epsilon, delta, sample_rate, steps, params.kappa)
     noise = privae_noise(
         epsilon,
         delta,
@@ -249,8 +274,9 @@ def termwise_noise(params, epsilon: float, delta: float, sample_rate: float, ste
 
 
 def aggregation_noise(params, profile, epsilon: float, delta: float, sample_rate: float, steps: int) -> Calibration:
-    """σ for micro/batch aggregation: ordinary DP-SGD's, times sound/paper sensitivity under a sound `kappa`."""
-    sigma = _sigma(epsilon, delta, sample_rate, steps)
+    """σ for micro/batch aggregation: ordinary DP-SGD's (under the headline's adjacency), times sound/paper
+    sensitivity under a sound `kappa`."""
+    sigma = _sigma(epsilon, delta, sample_rate, steps, params.kappa)
     factor = 1.0 if params.kappa == "paper" else profile.sound_sensitivity / profile.sensitivity
     return Calibration(sigma, factor, factor * sigma)
 
@@ -278,7 +304,9 @@ def aggregation_ledger(params, engine, delta: float, target: float | None) -> Le
     """Paper's and sound accountings of a micro/batch-aggregation engine's steps."""
 
     def accounting(sound: bool) -> Accounting:
-        return Accounting(tuple(engine.mechanisms(sound=sound)), delta, conversion=CONVERSION, orders=PRIVAE_ORDERS)
+        adjacency = SOUND if sound else "add/remove-one"
+        mechanisms = tuple(engine.mechanisms(sound=sound))
+        return Accounting(mechanisms, delta, adjacency=adjacency, conversion=CONVERSION, orders=PRIVAE_ORDERS)
 
     return Ledger(
         accounting(False),

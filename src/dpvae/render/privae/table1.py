@@ -62,7 +62,8 @@ def privae_table1(ctx: RenderContext) -> None:
             "2C, term-wise C1 + 2 C2.",
             f"Epsilon at this setting (target {target:g}), the paper's accounting beside the sound one. {aggregation}. "
             "Term-wise (sigma' = kappa*sigma; paper = Theorem 2's two halves at delta/2, sound = the released "
-            f"gradient as one Gaussian mechanism with sensitivity C1/B + 2 C2/b): {kappas}.",
+            f"gradient as one Gaussian mechanism with sensitivity C1/B + 2 C2/b): {kappas}. Every sound epsilon is "
+            "under replace-one (a removal and an addition, each at the add/remove bound; Mironov 2017, Prop. 11).",
             "Exact noise std: per coordinate of the averaged gradient; the paper's term-wise noise scale adds the two "
             "halves' standard deviations, an upper bound of the exact value kappa*sigma*sqrt((C1/B)^2 + (C2/b)^2).",
         ],
