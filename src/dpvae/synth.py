@@ -4,7 +4,7 @@ The data is a file (a table or image arrays, declared as under the config key `d
 Everything the release is made from goes to a private workspace (`--work`, default `<out>.work/`, mode 0700): a
 file's prepared copy (under the id `<stem>`, the same for neighbouring files), the run (trained by the workflow's
 own train stage: ledger, budget check, canary audit), its checkpoints and records. The release bundle is
-`release.RELEASED`: the samples (`--out`: `.csv`, the table's columns in their own units and the label last; `.npz`,
+`release.RELEASED`: the samples (`--out`: `.csv`, the table's columns in their own units in the file's order; `.npz`,
 `x` and `y` as prepared), the ledger `x.privacy.json` and, with `--audit`, `x.audit.json`; nothing else is written
 beside it, and the workspace is deleted once the bundle is in place (`--keep-work` keeps it; it is private, never
 part of it), all but the quality report (`release.REPORT`, `dpvae.quality`): statistics of the private data for its
@@ -543,7 +543,10 @@ def _check_fit(method: Any, params: Any, facts: Any, request: Request) -> None:
         )
     batch = getattr(params, "batch_size", None)
     if isinstance(batch, int) and batch > facts.n_train:
-        raise ConfigError(f"--params batch_size={batch} is larger than the {facts.n_train} training records")
+        given = "batch_size" in request.params
+        what = f"--params batch_size={batch}" if given else f"--method {method.name}'s default batch_size {batch}"
+        fix = "" if given else " (--params batch_size=B sets a smaller one)"
+        raise ConfigError(f"{what} is larger than the {facts.n_train} training records{fix}")
     for name, why in method.data_errors(params, facts):
         where = f"--params {name}" if name else f"--method {method.name}"
         raise ConfigError(f"{where} does not fit --data {request.data}: {why}")
@@ -720,7 +723,8 @@ def _n_train(prepared: Path) -> int:
 
 
 def _write_samples(samples: Any, meta: dict, out: Path) -> None:
-    """`.npz`: the arrays as sampled; `.csv`: the table's columns in their own units, then the label."""
+    """`.npz`: the arrays as sampled; `.csv`: the table's columns in their own units, the label where the user's
+    file has it (last for a built-in dataset)."""
     x, y = samples["x"], samples["y"] if "y" in samples else None
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.suffix.lower() == ".npz":
@@ -737,7 +741,8 @@ def _write_samples(samples: Any, meta: dict, out: Path) -> None:
     if y is not None:
         names = meta.get("label_names")
         label = meta.get("label_column", "label")
-        frame[label] = [names[int(v)] for v in y] if names else y
+        position = meta.get("label_position", len(frame.columns))  # the user's file's place; else last
+        frame.insert(position, label, [names[int(v)] for v in y] if names else y)
     atomic_write(out, lambda tmp: frame.to_csv(tmp, index=False))
 
 

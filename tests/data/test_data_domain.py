@@ -172,17 +172,18 @@ def test_the_estimate_histograms_have_the_sensitivity_of_its_ledger_record(adjac
 def test_a_header_only_table_is_one_line(tmp_path):
     (tmp_path / "t.csv").write_text("age,y\n")
     found = declared.problems("mine", {"path": str(tmp_path / "t.csv"), "label": "y", "domain": "from_data"})
-    assert found == [f"config key 'datasets.mine.path': {tmp_path / 't.csv'} holds too few records to split (0 for "
-                     "training, 0 for testing)"]  # fmt: skip
+    assert found == [f"config key 'datasets.mine.path': {tmp_path / 't.csv'} holds too few records: 0 for training "
+                     "and 0 for testing, where a release needs at least 2 for training (2 per declared label) and "
+                     "1 for testing"]  # fmt: skip
 
 
 @pytest.mark.parametrize(
     ("shape", "layout", "expected"),
-    [((6, 16, 16, 3), None, (3, 16, 16)), ((6, 3, 16, 16), None, (3, 16, 16)), ((6, 3, 8, 3), "NHWC", (3, 3, 8))],
+    [((8, 16, 16, 3), None, (3, 16, 16)), ((8, 3, 16, 16), None, (3, 16, 16)), ((8, 3, 8, 3), "NHWC", (3, 3, 8))],
 )
 def test_image_layouts_are_read_right(tmp_path, shape, layout, expected):
     x = np.random.default_rng(0).integers(0, 256, shape, dtype=np.uint8)
-    np.savez(tmp_path / "i.npz", x=x, y=np.arange(6) % 2)
+    np.savez(tmp_path / "i.npz", x=x, y=np.arange(8) % 2)  # 4 training images: 2 per label (`MIN_PER_LABEL`)
     entry = {"path": str(tmp_path / "i.npz"), "labels": 2, "test_fraction": 0.5}
     entry |= {"layout": layout} if layout else {}
     assert declared.problems("mine", entry) == []
@@ -191,7 +192,7 @@ def test_image_layouts_are_read_right(tmp_path, shape, layout, expected):
     declared.copy_in("mine", declared.declaration(entry), tmp_path)
     prepared = declared.build(tmp_path / "raw" / "mine", 0, entry=entry)
     assert prepared.train.x.shape[1:] == expected
-    train_rows, _, _ = holdout_rows(6, seed=0, test_fraction=0.5)
+    train_rows, _, _ = holdout_rows(8, seed=0, test_fraction=0.5)
     chw = x if layout is None and shape[1] == 3 else x.transpose(0, 3, 1, 2)
     np.testing.assert_array_equal(prepared.train.x, chw[train_rows].astype(np.float32) / 255)
 

@@ -69,3 +69,18 @@ def test_three_classes_get_accuracy_and_macro_one_vs_rest_scores():
     assert all(0 <= r["value"] <= 1 for r in two)
     single = multiclass_rows(x[:400], np.zeros(400, dtype=int), x[400:], y[400:], 3, seed=0)
     assert {r["metric"] for r in single} >= {"single_class"}
+
+
+def test_gbm_keeps_the_reference_sizes_where_they_can_split_and_learns_a_small_table():
+    """From 800 training records the reference's node sizes; on a 160-row 3-class table (the wine-sized case a
+    data holder brings) they scale down, so GBM learns it instead of predicting a constant (macro AUROC 0.5)."""
+    from dpvae.eval.tabular_classifiers import gradient_boosting, multiclass_rows
+
+    assert (gradient_boosting(800, 0).min_samples_split, gradient_boosting(800, 0).min_samples_leaf) == (200, 50)
+    assert (gradient_boosting(160, 0).min_samples_split, gradient_boosting(160, 0).min_samples_leaf) == (40, 10)
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 200)
+    x = rng.normal(size=(200, 4)) + np.eye(3, 4)[y] * 3
+    rows = multiclass_rows(x[:160], y[:160], x[160:], y[160:], 3, seed=0, classifiers=("gbm",))
+    auroc = next(r["value"] for r in rows if r["metric"] == "auroc" and r["classifier"] == "gbm")
+    assert auroc > 0.9

@@ -284,6 +284,35 @@ def test_declared_integer_columns_come_back_as_integers(table):
     assert values.dtype == np.int64 and values.between(0, 10).all()
 
 
+@pytest.mark.parametrize("method", ["privbayes", "mst", "privae"])
+def test_a_three_row_table_is_refused_in_one_line_naming_the_rule(table, capsys, method):
+    """Issue 64 (Build 4): 3 rows for 2 declared labels: refused before any work, one line stating the rule."""
+    (table / "data.csv").write_text("a,b,label\n0.1,0.2,no\n0.5,0.4,yes\n0.9,0.1,yes\n")
+    words = ["synth", "--method", method, "--data", "data.csv", "--declare", "declare.yaml", "--epsilon", "1"]
+    assert main([*words, "--out", "out/x.csv"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds too few records" in err and "at least 4 for training" in err, err
+    assert files(table) == {"data.csv", "declare.yaml"}
+
+
+def test_a_default_batch_larger_than_the_table_is_named_as_the_default(table, capsys):
+    """A batch the user did not pass is not blamed on --params: the line names the method's default and the fix."""
+    frame = pd.read_csv(table / "data.csv").head(40)
+    frame.to_csv(table / "data.csv", index=False)
+    words = ["synth", "--method", "dp-vae", "--data", "data.csv", "--declare", "declare.yaml", "--epsilon", "1"]
+    assert main([*words, "--out", "out/x.csv"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "dp-vae's default batch_size" in err and "--params batch_size=B" in err, err
+
+
+def test_a_table_comes_back_in_its_columns_order(table):
+    """Issue 64 (Build 4): the label in the middle of the file's header stays there, the other columns in order."""
+    frame = pd.read_csv(table / "data.csv")
+    frame[["a", "label", "b"]].to_csv(table / "data.csv", index=False)
+    assert main(synth("--headline", "paper")) == 0
+    assert list(pd.read_csv(table / "out" / "x.csv").columns) == ["a", "label", "b"]
+
+
 def test_the_quality_report_stays_in_the_workspace_and_out_of_the_bundle(table, capsys):
     """Issue 64 (Build 3): beside --out, exactly the bundle `RELEASED` names; the report (labelled private, with its
     sections) is the one file the workspace keeps (mode 0700), and the terminal names it; --keep-work keeps it beside

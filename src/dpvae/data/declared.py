@@ -105,6 +105,11 @@ def identity(entry: Mapping[str, Any]) -> dict[str, Any]:
     return {"files_sha256": {name: sha256(path) for name, path in copies(entry).items()}, **options(entry)}
 
 
+#: [choice] the fewest training records per declared label class, on average (a rule of N and the declaration alone,
+#: both public): below it no model has room to learn the labels (a 3-row table), refused before any work
+MIN_PER_LABEL = 2
+
+
 def problems(dataset_id: str, entry: Mapping[str, Any]) -> list[str]:
     """What is wrong with a declaration (missing file, unknown suffix, absent columns), naming the key."""
     key = f"datasets.{dataset_id}"
@@ -120,10 +125,12 @@ def problems(dataset_id: str, entry: Mapping[str, Any]) -> list[str]:
         found_facts = facts(entry)
     except DataError as error:
         return [f"config key '{key}.path': {error}"]
-    if found_facts.n_train < 2 or found_facts.n_test < 1:
+    needed = MIN_PER_LABEL * max(found_facts.classes, 1)
+    if found_facts.n_train < needed or found_facts.n_test < 1:
         found.append(
-            f"config key '{key}.path': {entry['path']} holds too few records to split "
-            f"({found_facts.n_train} for training, {found_facts.n_test} for testing)"
+            f"config key '{key}.path': {entry['path']} holds too few records: {found_facts.n_train} for training "
+            f"and {found_facts.n_test} for testing, where a release needs at least {needed} for training "
+            f"({MIN_PER_LABEL} per declared label) and 1 for testing"
         )
     return found
 
@@ -392,6 +399,8 @@ def build(raw_dir: Path, seed: int, *, entry: Mapping[str, Any], secret: bool = 
     if columns is not None:
         meta["columns"] = columns
         meta["label_column"] = opts["label"]
+        kept = [c for c in map(str, frames[0].columns) if c not in opts["drop"]]
+        meta["label_position"] = kept.index(opts["label"])  # where synth writes the label back (the file's order)
     else:
         meta["stored_as"] = stored  # the file's layout and dtypes (its format, not its values): synth writes them back
     return Prepared(Split(train_x, y[train_rows]), Split(test_x, y[test_rows]), meta)
