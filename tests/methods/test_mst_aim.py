@@ -67,3 +67,56 @@ def test_msts_independent_model_is_private_pgms_estimate_from_one_way_measuremen
     assert total == pytest.approx(float(model.total))
     for a, marginal in enumerate(marginals):
         assert marginal == pytest.approx(np.asarray(model.project((a,)).datavector()), abs=1e-3)
+
+
+def test_a_killed_aim_fit_resumes_from_its_round_checkpoint_to_the_same_bytes(tmp_path, monkeypatch):
+    """An AIM release at paper scale is an hour of rounds: killed after a checkpoint (round 2), the
+    resumed run measures only the rounds left and ends with the model, samples and ledger of an uninterrupted run."""
+    from pathlib import Path
+
+    from dpvae import stages
+    from dpvae.data.store import write_prepared
+    from dpvae.methods.checkpoint import Checkpoint
+    from dpvae.paths import checkpoint_file, ledger_file, model_path, prepared_dir
+    from dpvae.runspec import RunSpec
+    from support.neighbours import table_splits
+
+    train, test = table_splits(200, 5)
+    write_prepared(prepared_dir(tmp_path / "data", "toy"), train, test, {"label_names": ["a", "b"]})
+
+    def spec(run: str) -> RunSpec:
+        params = {"bins": 3, "rounds": 12, "round_iterations": 5, "iterations": 10}
+        return RunSpec.standalone(
+            "toy/aim/eps1/seed0", tmp_path / run, scale="test", dataset="toy", method="aim", params=params,
+            epsilon=1.0, delta=1e-5, device="cpu", data_root=tmp_path / "data",
+        )  # fmt: skip
+
+    def released(run: Path) -> dict[str, bytes]:
+        stages.sample(str(run), 50)
+        files = [ledger_file(run), *sorted(model_path(run).iterdir()), *sorted(run.glob("samples*"))]
+        return {path.name: path.read_bytes() for path in files}
+
+    chosen, selections, kill_at = aim.exponential_mechanism, [], []
+
+    def counted(scores, epsilon, sensitivity, rng):  # one selection per round
+        selections.append(1)
+        if len(selections) in kill_at:
+            raise KeyboardInterrupt("killed")
+        return chosen(scores, epsilon, sensitivity, rng)
+
+    monkeypatch.setattr(aim, "exponential_mechanism", counted)
+    whole, killed = spec("whole"), spec("killed")
+    stages.train(whole)
+    rounds = len(selections)
+    assert rounds > 3
+    selections.clear()
+    kill_at.append(4)
+    monkeypatch.setattr(Checkpoint, "due", lambda self, step: step == 1)  # after round 2
+    with pytest.raises(KeyboardInterrupt):
+        stages.train(killed)
+    assert checkpoint_file(Path(killed.run)).is_file()
+    selections.clear()
+    stages.train(killed)
+    assert len(selections) == rounds - 2, "the resumed run measured only the rounds left"
+    assert not checkpoint_file(Path(killed.run)).exists()
+    assert released(Path(killed.run)) == released(Path(whole.run))

@@ -143,8 +143,11 @@ def fit(
     iterations: int,
     rng: np.random.Generator,
     progress=None,
+    checkpoint=None,
 ):
-    """AIM's rounds on the codes; returns (the final private-pgm model, the budget's record of its rounds)."""
+    """AIM's rounds on the codes; returns (the final private-pgm model, the budget's record of its rounds).
+    `checkpoint` (a `Checkpoint`): resume from the state it holds and save one after a round when it is due, so
+    that a killed run ends with the bytes of an uninterrupted one."""
     from mbi import Domain
     from mbi.estimation import MirrorDescent
 
@@ -152,9 +155,15 @@ def fit(
     domain = Domain(range(d), [int(s) for s in sizes])
     candidates = workload_candidates(d, degree)
     sensitivity = selection_sensitivity(candidates)
-    measurements = [_gaussian(codes, sizes, (a,), plan.sigma0, rng) for a in range(d)]
-    model = MirrorDescent().estimate(domain, measurements, iters=round_iterations)
-    budget, sigma, epsilon = Budget(plan), plan.sigma0, plan.epsilon0
+    state = checkpoint.load() if checkpoint is not None else None
+    if state is None:
+        measurements = [_gaussian(codes, sizes, (a,), plan.sigma0, rng) for a in range(d)]
+        model = MirrorDescent().estimate(domain, measurements, iters=round_iterations)
+        budget, sigma, epsilon, done = Budget(plan), plan.sigma0, plan.epsilon0, 0
+    else:
+        model, measurements, budget, sigma, epsilon, done = _resumed(state, plan, rng)
+        if progress is not None:
+            progress.start_at(done)
     while True:
         sigma, epsilon, last = budget.next_round(sigma, epsilon)
         budget.spend(sigma, epsilon)
@@ -176,8 +185,42 @@ def fit(
             break
         if l1_error(_marginal(model, r), before) <= bias * domain.size(r):
             sigma, epsilon = sigma / 2, epsilon * 2
+        done += 1
+        if checkpoint is not None and checkpoint.due(done - 1):
+            checkpoint.save(_round_state(model, measurements, budget, sigma, epsilon, done, rng))
     model = MirrorDescent().estimate(domain, measurements, iters=iterations, warm_start=model)
     return model, budget
+
+
+def _round_state(model, measurements, budget: Budget, sigma: float, epsilon: float, done: int, rng) -> dict:
+    """What decides the rest of a fit after `done` rounds: the model (the next estimate's warm start), the
+    measurements, the budget spent, the next round's (sigma, eps) and the generator's state."""
+    import io
+
+    import mbi
+
+    from dpvae.methods.checkpoint import rng_state
+
+    pytree = io.BytesIO()
+    mbi.save((model, measurements), pytree)  # the arrays exactly: the warm start and every later draw are the same
+    spent = {"gaussian": budget.gaussian, "selection": budget.selection, "rounds": budget.rounds}
+    return {"step": done, "mbi": pytree.getvalue(), "budget": spent, "next": (sigma, epsilon), "rng": rng_state(rng)}
+
+
+def _resumed(state: dict, plan: Plan, rng):
+    """(model, measurements, budget, sigma, eps, rounds done) from `_round_state`'s dict; `rng` restored."""
+    import io
+
+    import mbi
+
+    from dpvae.methods.checkpoint import restore_rng
+
+    model, measurements = mbi.load(io.BytesIO(state["mbi"]))
+    spent = state["budget"]
+    budget = Budget(plan, spent["gaussian"], spent["selection"], [tuple(r) for r in spent["rounds"]])
+    restore_rng(state["rng"], rng)
+    sigma, epsilon = state["next"]
+    return model, list(measurements), budget, sigma, epsilon, state["step"]
 
 
 def _marginal(model, clique: Clique) -> np.ndarray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import pickle
 
 import numpy as np
 
@@ -89,12 +90,7 @@ def train_ryan(ctx: RunContext) -> Ledger:
         measured, p.iterations, Progress("ryan estimate", p.iterations, "iterations", lambda _: spent)
     )
     discretizer.save(ctx.model_dir / "discretizer.json")
-    import mbi
-
-    saved = io.BytesIO()
-    mbi.save(model, saved)  # an .npz whose members carry the time: written again with fixed ones
-    with np.load(io.BytesIO(saved.getvalue())) as members:
-        save_npz(ctx.model_dir / "model.npz", {name: members[name] for name in members.files})
+    _save_mbi_model(model, ctx.model_dir / "model.npz")
     save_npz(ctx.model_dir / "supports.npz", {f"arr_{i}": s for i, s in enumerate(measured.supports)})
     (ctx.model_dir / "selection.json").write_text(
         json.dumps(
@@ -142,12 +138,21 @@ def _table_codes(ctx: RunContext, bins: int):
 
 
 def _save_mbi_model(model, path) -> None:
+    """`mbi.save`'s file (`mbi.load` reads it) in the same bytes for the same model: its .npz members carry the time
+    and its pickled tree structure the identity of equal objects (a clique tuple shared or copied: a resumed fit's
+    differs), so the members are written again with fixed times and the structure pickled without the memo."""
     import mbi
 
     saved = io.BytesIO()
-    mbi.save(model, saved)  # an .npz whose members carry the time: written again with fixed ones
+    mbi.save(model, saved)
     with np.load(io.BytesIO(saved.getvalue())) as members:
-        save_npz(path, {name: members[name] for name in members.files})
+        arrays = {name: members[name] for name in members.files}
+    structure = io.BytesIO()
+    pickler = pickle.Pickler(structure)
+    pickler.fast = True  # no memo: every object written in full, whatever is shared
+    pickler.dump(pickle.loads(arrays["_treedef"].tobytes()))
+    arrays["_treedef"] = np.frombuffer(structure.getvalue(), dtype=np.uint8)
+    save_npz(path, arrays)
 
 
 def train_mst(ctx: RunContext) -> Ledger:
@@ -208,6 +213,7 @@ def sample_mst(ctx: RunContext, n: int | None) -> dict[str, np.ndarray]:
 
 def train_aim(ctx: RunContext) -> Ledger:
     _use_float64_jax()
+    from dpvae.methods.checkpoint import Checkpoint
     from dpvae.methods.marginals import aim
     from dpvae.methods.marginals.accounting import aim_ledger, aim_rounds, calibrate_aim
 
@@ -220,7 +226,16 @@ def train_aim(ctx: RunContext) -> Ledger:
     plan = aim.Plan(1 / (2 * noise**2), d, rounds)
     progress = Progress("aim rounds", rounds, "rounds (at most)", lambda _: ledger, epsilon_planned=True)
     model, budget = aim.fit(
-        codes, discretizer.sizes, plan, p.degree, p.max_size, p.round_iterations, p.iterations, ctx.rng("aim"), progress
+        codes,
+        discretizer.sizes,
+        plan,
+        p.degree,
+        p.max_size,
+        p.round_iterations,
+        p.iterations,
+        ctx.rng("aim"),
+        progress,
+        Checkpoint(ctx),
     )
     discretizer.save(ctx.model_dir / "discretizer.json")
     _save_mbi_model(model, ctx.model_dir / "model.npz")
