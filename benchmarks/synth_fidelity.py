@@ -1,6 +1,7 @@
 """Fidelity of `dpvae synth` releases of a built-in table against its real test split (docs/mst-aim.md's table).
 
-    python -m dpvae synth --method mst --data adult --epsilon 1 --n 39074 --out a1.csv --root R --keep-work
+    python -m dpvae synth --method mst --data adult --epsilon 1 --n 39074 --out a1.csv --root R \
+        --work a1.csv.work --keep-work
     python benchmarks/synth_fidelity.py R/prepared/adult a1.csv.work/run/samples.npz [more samples.npz ...]
 
 On the prepared [0, 1] encoding (the run's samples.npz in its kept workspace, the prepared test and train splits):

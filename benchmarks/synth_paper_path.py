@@ -99,6 +99,7 @@ def synth_run(
         n=args.synth_n,
         seed=seed,
         declare=declared,
+        work=out.with_name(out.name + ".work"),  # in W, beside the release (a benchmark's, not a data holder's)
         keep_work=True,
         force=True,
         quality_report=False,

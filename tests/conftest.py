@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,6 +16,19 @@ from dpvae.paths import data_mirror
 
 PAPER_CONFIG = REPO / "config.yaml"
 SMOKE_CONFIG = REPO / "tests" / "config" / "smoke.yaml"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A temporary XDG_STATE_HOME for the whole session: `synth`'s default workspace
+    (`release.default_workspace`) goes there, never into the user's ~/.local/state."""
+    previous, home = os.environ.get("XDG_STATE_HOME"), tmp_path_factory.mktemp("state")
+    os.environ["XDG_STATE_HOME"] = str(home)
+    yield home
+    if previous is None:
+        os.environ.pop("XDG_STATE_HOME", None)
+    else:
+        os.environ["XDG_STATE_HOME"] = previous
 
 
 def mirror_dir() -> Path | None:

@@ -399,7 +399,8 @@ def _metrics(args: argparse.Namespace) -> None:
     ),
     arg(
         "--work", type=Path, default=None, metavar="DIR",
-        help="the private workspace (prepared data, run, checkpoints; default <out>.work/, mode 0700)",
+        help="the private workspace (prepared data, run, checkpoints, report; mode 0700; default: in "
+        "$XDG_STATE_HOME or ~/.local/state, outside the folder of --out)",
     ),
     arg("--keep-work", action="store_true", help="keep the private workspace after the release"),
     arg(

@@ -1,7 +1,8 @@
 """`python -m dpvae synth`: one synthetic dataset from one method, outside the workflow: a release.
 
 The data is a file (a table or image arrays, declared as under the config key `datasets`) or a built-in id.
-Everything the release is made from goes to a private workspace (`--work`, default `<out>.work/`, mode 0700): a
+Everything the release is made from goes to a private workspace (`--work`, default `release.default_workspace`,
+outside --out's folder, mode 0700): a
 file's prepared copy (under the id `<stem>`, the same for neighbouring files), the run (trained by the workflow's
 own train stage: ledger, budget check, canary audit), its checkpoints and records. The release bundle is
 `release.RELEASED`: the samples (`--out`: `.csv`, the table's columns in their own units in the file's order; `.npz`,
@@ -36,7 +37,7 @@ import numpy as np
 from dpvae.errors import ConfigError, DataError
 from dpvae.files import atomic_write
 from dpvae.paths import PREPARED_META, audit_file, ledger_file, model_path, prepared_dir, prepared_meta
-from dpvae.release import bundle
+from dpvae.release import bundle, default_workspace
 from dpvae.runspec import Audit, RunSpec
 
 LABEL_GUESSES = ("label", "target", "y", "class")
@@ -63,7 +64,7 @@ class Request:
     seed: int | None = None  # None: secret randomness (a release); N: repeatable, not DP (whoever knows N replays)
     seed_file: Path | None = None  # the secret's material, read once (never copied): a repeatable secret release
     root: Path = Path("data")  # where a built-in dataset's public files are prepared
-    work: Path | None = None  # the private workspace (default <out>.work/)
+    work: Path | None = None  # the private workspace (default: `release.default_workspace`)
     keep_work: bool = False  # keep the workspace after a release
     force: bool = False  # replace an existing --out and its bundle
     label: str | None = None
@@ -102,8 +103,8 @@ def beside(out: Path) -> tuple[Path, Path]:
 
 
 def workspace(request: Request) -> Path:
-    """The release's private workspace: --work, or <out>.work beside --out."""
-    return request.work if request.work is not None else request.out.with_name(request.out.name + ".work")
+    """The release's private workspace: --work, or `release.default_workspace` (outside --out's folder)."""
+    return request.work if request.work is not None else default_workspace(request.out)
 
 
 def parse_params(pairs: list[str]) -> dict[str, Any]:

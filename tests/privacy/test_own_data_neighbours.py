@@ -32,7 +32,7 @@ from dpvae.methods.registry import METHODS
 from dpvae.paths import ledger_file
 from dpvae.privacy.accounting import pure_epsilon
 from dpvae.privacy.ledger import Ledger
-from dpvae.release import REPORT
+from dpvae.release import REPORT, default_workspace
 from dpvae.runs import recomputed_ledger
 from dpvae.synth import Request, synth
 from support.own_releases import CASES, FLOAT_IMAGE_CASE, TABLE_DECLARATION, Case, Records, release
@@ -174,7 +174,7 @@ def test_a_domain_estimate_is_paid_from_the_target_and_recomputed_bit_for_bit(tm
         Request(**request, data=str(tmp_path / "data.csv"), out=tmp_path / "s.csv", keep_work=True,
                 declare=tmp_path / "declare.yaml")
     ).samples  # fmt: skip
-    run = out.with_name(out.name + ".work") / "run"
+    run = default_workspace(out) / "run"
     ledger = Ledger.read(ledger_file(run))
     assert pure_epsilon(ledger.paper.preprocessing) == pytest.approx(1.0)  # d / scale, add/remove-one
     assert pure_epsilon(ledger.sound.preprocessing) == pytest.approx(2.0)  # replace-one moves two bins per column
@@ -200,5 +200,5 @@ def test_synth_needs_a_domain_or_an_explicit_not_dp(tmp_path):
     out = synth(Request(**base, allow_not_dp=True)).samples
     ledger = Ledger.read(out.with_name("s.privacy.json"))
     assert ledger.not_dp is not None and "domain: from_data" in ledger.not_dp and ledger.sound is None
-    work = out.with_name(out.name + ".work")  # after the release the private workspace holds the report only
+    work = default_workspace(out)  # after the release the private workspace holds the report only
     assert [p.name for p in work.iterdir()] == ["report.html"] and work.stat().st_mode & 0o077 == 0

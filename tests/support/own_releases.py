@@ -209,10 +209,11 @@ def release(
     if test is not None:
         declaration["test_path"] = case.write(test, folder / f"test{case.suffix}").name
     (folder / "declare.yaml").write_text(yaml.safe_dump(declaration))
+    out = folder / "out" / f"synthetic{case.suffix}"
+    more = {"work": out.with_name(out.name + ".work"), **more}  # inside `folder`: moved with it
     request = Request(
         method=case.method, data=str(data), epsilon=10.0, delta=1e-5, params=case.params,
-        out=folder / "out" / f"synthetic{case.suffix}", n=n, declare=folder / "declare.yaml", headline="paper",
-        device="cpu", **more,
+        out=out, n=n, declare=folder / "declare.yaml", headline="paper", device="cpu", **more,
     )  # fmt: skip
     try:
         return synth(request)

@@ -20,7 +20,7 @@ from dpvae.data.domain import NOTES_HEADING
 from dpvae.methods.marginals import PrivBayes
 from dpvae.privacy.ledger import Ledger
 from dpvae.quality_report import WARNING
-from dpvae.release import RELEASED, REPORT
+from dpvae.release import RELEASED, REPORT, default_workspace
 from dpvae.synth import DEFAULT_N
 
 ROWS = 120
@@ -117,8 +117,8 @@ def test_a_method_known_only_after_training_is_refused_before_any_sample(table, 
     monkeypatch.setattr(PrivBayes, "planned_ledger", lambda self, params, spec, facts: None)
     assert main(synth("--no-calibrate-sound")) == 2
     assert "its sound ε at target 1 is 1.5 > 1" in capsys.readouterr().err
-    assert (table / "out" / "x.csv.work" / "data" / "prepared").is_dir()  # it trained, in the private workspace
-    assert {p.name for p in (table / "out").iterdir()} == {"x.csv.work"}  # no release
+    assert (default_workspace(table / "out" / "x.csv") / "data" / "prepared").is_dir()  # it trained, privately
+    assert files(table) == {"data.csv", "declare.yaml"}  # no release
 
 
 def test_headline_paper_releases_under_the_claim_and_reports_it(table, capsys):
@@ -185,6 +185,10 @@ def test_ledger_command_shows_one_screen(table, capsys):
         assert main(["ledger", path]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and path in err and why in err
+    assert main(synth("--headline", "paper", "--force", "--keep-work")) == 0  # the default workspace, kept
+    capsys.readouterr()
+    assert main(["ledger", "out/x.privacy.json"]) == 0
+    assert "(run synth/privbayes" in capsys.readouterr().out.splitlines()[0]  # it finds the kept run
 
 
 def test_calibrate_sound_meets_the_target_with_the_sound_bound(table):
@@ -207,7 +211,7 @@ def test_n_defaults_to_the_training_n_where_it_is_public(table, capsys):
     assert "public: N = 108 public" in report and "wrote 108 synthetic records" in report
     assert len(pd.read_csv(table / "out" / "x.csv")) == 108 != DEFAULT_N
     assert main(["ledger", "out/x.privacy.json"]) == 0  # the bundle's ledger says so by itself (no workspace left)
-    assert not (table / "out" / "x.csv.work" / "run").exists()
+    assert not (default_workspace(table / "out" / "x.csv") / "run").exists()
     assert "public: N = 108 public (bounded DP: sound accounting's replace-one" in capsys.readouterr().out
 
 
@@ -224,7 +228,7 @@ def test_every_private_method_meets_the_target_by_default(table, method):
     ledger = Ledger.read(table / "out" / "x.privacy.json")
     assert ledger.headline == "sound" and ledger.sound.epsilon <= 1 and ledger.not_dp is None
     if method == "privae":
-        spec = json.loads((table / "out" / "x.csv.work" / "run" / "train.json").read_text())["spec"]
+        spec = json.loads((default_workspace(table / "out" / "x.csv") / "run" / "train.json").read_text())["spec"]
         assert {k: spec["params"][k] for k in ("prior", "latent_dim", "batch_size")} == {
             "prior": "mog", "latent_dim": 2, "batch_size": 27}  # fmt: skip
 
@@ -270,7 +274,8 @@ def test_a_file_named_like_a_built_in_dataset_is_released_from_its_own_rows(tabl
     words = ["synth", "--method", "privbayes", "--data", f"{name}.csv", "--declare", "declare.yaml", "--epsilon", "1"]
     assert main([*words, "--out", "out/x.csv", "--headline", "paper", "--keep-work"]) == 0
     assert set(pd.read_csv(table / "out" / "x.csv")["label"]) <= {"no", "yes"}  # the file's labels
-    assert sorted(p.name for p in (table / "out" / "x.csv.work" / "data" / "prepared").iterdir()) == [f"{name}-file"]
+    prepared = default_workspace(table / "out" / "x.csv") / "data" / "prepared"
+    assert sorted(p.name for p in prepared.iterdir()) == [f"{name}-file"]
 
 
 def test_declared_integer_columns_come_back_as_integers(table):
@@ -319,15 +324,15 @@ def test_the_quality_report_stays_in_the_workspace_and_out_of_the_bundle(table, 
     the run; --no-report writes none and deletes the workspace."""
     assert main(synth("--headline", "paper", "--audit", "20")) == 0
     printed = capsys.readouterr().out
-    folder, work = table / "out", table / "out" / "x.csv.work"
-    assert {p.name for p in folder.iterdir() if p.is_file()} == {"x.csv", *RELEASED[1:]} and "x.csv" in RELEASED[0]
+    folder, work = table / "out", default_workspace(table / "out" / "x.csv")
+    assert {p.name for p in folder.iterdir()} == {"x.csv", *RELEASED[1:]} and "x.csv" in RELEASED[0]
     assert [p.name for p in work.iterdir()] == [REPORT] and work.stat().st_mode & 0o777 == 0o700
-    assert list(table.rglob(REPORT)) == [work / REPORT]
+    assert not list(table.rglob(REPORT)) and not work.is_relative_to(folder)  # publishing out/ publishes no report
     page = (work / REPORT).read_text()
     assert page.index(WARNING) < page.index("<h1>")
     for section in ("Privacy", "Marginals", "Pairwise dependence", "ML efficacy", "Distance to the closest"):
         assert f"<h2>{section}" in page, section
-    assert "not part of the release; do not publish" in printed and f"out/x.csv.work/{REPORT}" in printed
+    assert "not part of the release; do not publish" in printed and str(work / REPORT) in printed
     assert main(synth("--headline", "paper", "--force", "--keep-work")) == 0
     assert {REPORT, "run", "data"} <= {p.name for p in work.iterdir()}
     capsys.readouterr()
@@ -354,8 +359,9 @@ def test_a_release_of_random_noise_is_flagged(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(PrivBayes, "sample", noise)
     assert main(synth("--headline", "paper", "--seed", "1")) == 0  # a fixed split: the same test records every run
     flagged = [line for line in capsys.readouterr().out.splitlines() if line.startswith("FLAGGED")]
-    assert len(flagged) == 1 and "ML utility at chance" in flagged[0] and f"out/x.csv.work/{REPORT}" in flagged[0]
-    page = (tmp_path / "out" / "x.csv.work" / REPORT).read_text()
+    report = default_workspace(tmp_path / "out" / "x.csv") / REPORT
+    assert len(flagged) == 1 and "ML utility at chance" in flagged[0] and str(report) in flagged[0]
+    page = report.read_text()
     assert 'class="flags"' in page and "ML utility at chance" in page
 
 
@@ -370,8 +376,8 @@ def test_an_image_release_reports_grids_and_accuracy(tmp_path, monkeypatch, caps
     (tmp_path / "img.yaml").write_text("labels: 2\nlayout: NHWC\n")
     words = ["synth", "--method", "privbayes", "--data", "img.npz", "--declare", "img.yaml", "--epsilon", "1"]
     assert main([*words, "--out", "out/x.npz", "--n", "200", "--headline", "paper"]) == 0
-    assert {p.name for p in (tmp_path / "out").iterdir()} == {"x.npz", "x.privacy.json", "x.npz.work"}
-    page = (tmp_path / "out" / "x.npz.work" / REPORT).read_text()
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {"x.npz", "x.privacy.json"}
+    page = (default_workspace(tmp_path / "out" / "x.npz") / REPORT).read_text()
     for section in ("Privacy", "Samples per class", "Labels", "ML efficacy"):
         assert f"<h2>{section}" in page, section
     assert page.count("data:image/png;base64,") == 3 and "FID not computed" in page
@@ -412,8 +418,9 @@ def test_what_was_clipped_or_mapped_is_told_on_the_terminal_only(tmp_path, monke
     ]
     assert _notes(printed.err) == notes
     assert NOTES_HEADING not in printed.out and "wrote 1000 synthetic records" in printed.out
-    written = [p for p in tmp_path.rglob("*") if p.is_file()]
-    assert (tmp_path / "out" / "x.csv.work" / "data" / "prepared").is_dir() and len(written) > 10
+    work = default_workspace(tmp_path / "out" / "x.csv")
+    written = [p for root in (tmp_path, work) for p in root.rglob("*") if p.is_file()]
+    assert (work / "data" / "prepared").is_dir() and len(written) > 10
     assert not [p for p in written if any(line.strip().encode() in p.read_bytes() for line in notes)]
 
 

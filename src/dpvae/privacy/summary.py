@@ -15,10 +15,11 @@ from typing import Any
 from dpvae.errors import ConfigError, DataError
 from dpvae.paths import LEDGER, ledger_file, prepared_meta, train_record
 from dpvae.privacy.ledger import Accounting, Ledger
+from dpvae.release import default_workspace
 from dpvae.runspec import RunSpec
 
 LEDGER_SUFFIX = ".privacy.json"
-RUN_SUFFIXES = (".csv", ".npz")  # `dpvae synth` writes x.csv or x.npz, its run (if kept) in x.csv.work/run/
+RUN_SUFFIXES = (".csv", ".npz")  # `dpvae synth` writes x.csv or x.npz, its run (if kept) in its workspace
 
 
 def num(value: float) -> str:
@@ -80,11 +81,12 @@ def domain_of(meta: dict | None, where: str) -> str:
 
 def run_of(path: Path) -> Path | None:
     """The run directory of a ledger file (its own directory for privacy.json; for x.privacy.json, the run of a
-    workspace kept with `synth --keep-work`, `x.csv.work/run/`), or None where there is none."""
+    default workspace kept with `synth --keep-work`, `release.default_workspace`), or None where there is none."""
     if path.name == LEDGER:
         return path.parent
     stem = path.name.removesuffix(LEDGER_SUFFIX)
-    return next((r for s in RUN_SUFFIXES if (r := path.with_name(f"{stem}{s}.work") / "run").is_dir()), None)
+    runs = (default_workspace(path.with_name(stem + suffix)) / "run" for suffix in RUN_SUFFIXES)
+    return next((run for run in runs if run.is_dir()), None)
 
 
 def read_release(path: str | Path) -> tuple[Path, dict, RunSpec | None]:
