@@ -69,10 +69,14 @@ def test_msts_independent_model_is_private_pgms_estimate_from_one_way_measuremen
         assert marginal == pytest.approx(np.asarray(model.project((a,)).datavector()), abs=1e-3)
 
 
-def test_a_killed_aim_fit_resumes_from_its_round_checkpoint_to_the_same_bytes(tmp_path, monkeypatch):
-    """An AIM release at paper scale is an hour of rounds: killed after a checkpoint (round 2), the
-    resumed run measures only the rounds left and ends with the model, samples and ledger of an uninterrupted run."""
+@pytest.mark.parametrize("where", ["in the rounds", "in the final estimate"])
+def test_a_killed_aim_fit_resumes_from_its_round_checkpoint_to_the_same_bytes(where, tmp_path, monkeypatch):
+    """An AIM release at paper scale is an hour of rounds and a final estimate of minutes: killed after a checkpoint
+    (round 2; or the one after the last round, in the final estimate), the resumed run measures only the rounds left
+    (none) and ends with the model, samples and ledger of an uninterrupted run."""
     from pathlib import Path
+
+    from mbi.estimation import MirrorDescent
 
     from dpvae import stages
     from dpvae.data.store import write_prepared
@@ -83,9 +87,10 @@ def test_a_killed_aim_fit_resumes_from_its_round_checkpoint_to_the_same_bytes(tm
 
     train, test = table_splits(200, 5)
     write_prepared(prepared_dir(tmp_path / "data", "toy"), train, test, {"label_names": ["a", "b"]})
+    final_iterations = 10
 
     def spec(run: str) -> RunSpec:
-        params = {"bins": 3, "rounds": 12, "round_iterations": 5, "iterations": 10}
+        params = {"bins": 3, "rounds": 12, "round_iterations": 5, "iterations": final_iterations}
         return RunSpec.standalone(
             "toy/aim/eps1/seed0", tmp_path / run, scale="test", dataset="toy", method="aim", params=params,
             epsilon=1.0, delta=1e-5, device="cpu", data_root=tmp_path / "data",
@@ -96,27 +101,35 @@ def test_a_killed_aim_fit_resumes_from_its_round_checkpoint_to_the_same_bytes(tm
         files = [ledger_file(run), *sorted(model_path(run).iterdir()), *sorted(run.glob("samples*"))]
         return {path.name: path.read_bytes() for path in files}
 
-    chosen, selections, kill_at = aim.exponential_mechanism, [], []
+    chosen, estimate, selections, kill = aim.exponential_mechanism, MirrorDescent.estimate, [], []
 
     def counted(scores, epsilon, sensitivity, rng):  # one selection per round
         selections.append(1)
-        if len(selections) in kill_at:
-            raise KeyboardInterrupt("killed")
+        if kill == ["round"] and len(selections) == 4:
+            raise KeyboardInterrupt("killed in round 4")
         return chosen(scores, epsilon, sensitivity, rng)
 
+    def estimated(self, *args, iters, **kwargs):
+        if kill == ["final"] and iters == final_iterations:
+            raise KeyboardInterrupt("killed in the final estimate")
+        return estimate(self, *args, iters=iters, **kwargs)
+
     monkeypatch.setattr(aim, "exponential_mechanism", counted)
+    monkeypatch.setattr(MirrorDescent, "estimate", estimated)
     whole, killed = spec("whole"), spec("killed")
     stages.train(whole)
     rounds = len(selections)
     assert rounds > 3
     selections.clear()
-    kill_at.append(4)
-    monkeypatch.setattr(Checkpoint, "due", lambda self, step: step == 1)  # after round 2
+    kill.append("round" if where == "in the rounds" else "final")
+    monkeypatch.setattr(Checkpoint, "due", lambda self, step: where == "in the rounds" and step == 1)  # after round 2
     with pytest.raises(KeyboardInterrupt):
         stages.train(killed)
     assert checkpoint_file(Path(killed.run)).is_file()
     selections.clear()
+    kill.clear()
     stages.train(killed)
-    assert len(selections) == rounds - 2, "the resumed run measured only the rounds left"
+    left = rounds - 2 if where == "in the rounds" else 0
+    assert len(selections) == left, "the resumed run measured only the rounds left"
     assert not checkpoint_file(Path(killed.run)).exists()
     assert released(Path(killed.run)) == released(Path(whole.run))

@@ -159,13 +159,13 @@ def fit(
     if state is None:
         measurements = [_gaussian(codes, sizes, (a,), plan.sigma0, rng) for a in range(d)]
         model = MirrorDescent().estimate(domain, measurements, iters=round_iterations)
-        budget, sigma, epsilon, done = Budget(plan), plan.sigma0, plan.epsilon0, 0
+        budget, sigma, epsilon, done, finished = Budget(plan), plan.sigma0, plan.epsilon0, 0, False
     else:
-        model, measurements, budget, sigma, epsilon, done = _resumed(state, plan, rng)
+        model, measurements, budget, sigma, epsilon, done, finished = _resumed(state, plan, rng)
         if progress is not None:
             progress.start_at(done)
-    while True:
-        sigma, epsilon, last = budget.next_round(sigma, epsilon)
+    while not finished:
+        sigma, epsilon, finished = budget.next_round(sigma, epsilon)
         budget.spend(sigma, epsilon)
         used = plan.initial + budget.gaussian + budget.selection
         cliques = [m.clique for m in measurements]
@@ -181,20 +181,22 @@ def fit(
         model = MirrorDescent().estimate(domain, measurements, iters=round_iterations, warm_start=model)
         if progress is not None:
             progress.advance()
-        if last:
-            break
-        if l1_error(_marginal(model, r), before) <= bias * domain.size(r):
+        if not finished and l1_error(_marginal(model, r), before) <= bias * domain.size(r):
             sigma, epsilon = sigma / 2, epsilon * 2
         done += 1
-        if checkpoint is not None and checkpoint.due(done - 1):
-            checkpoint.save(_round_state(model, measurements, budget, sigma, epsilon, done, rng))
+        # when due, and after the last round: the final estimate (`iterations`) is one call, minutes at paper scale
+        if checkpoint is not None and (finished or checkpoint.due(done - 1)):
+            checkpoint.save(_round_state(model, measurements, budget, sigma, epsilon, done, finished, rng))
     model = MirrorDescent().estimate(domain, measurements, iters=iterations, warm_start=model)
     return model, budget
 
 
-def _round_state(model, measurements, budget: Budget, sigma: float, epsilon: float, done: int, rng) -> dict:
+def _round_state(
+    model, measurements, budget: Budget, sigma: float, epsilon: float, done: int, finished: bool, rng
+) -> dict:
     """What decides the rest of a fit after `done` rounds: the model (the next estimate's warm start), the
-    measurements, the budget spent, the next round's (sigma, eps) and the generator's state."""
+    measurements, the budget spent, the next round's (sigma, eps), whether the rounds are over (only the final
+    estimate left) and the generator's state."""
     import io
 
     import mbi
@@ -204,11 +206,18 @@ def _round_state(model, measurements, budget: Budget, sigma: float, epsilon: flo
     pytree = io.BytesIO()
     mbi.save((model, measurements), pytree)  # the arrays exactly: the warm start and every later draw are the same
     spent = {"gaussian": budget.gaussian, "selection": budget.selection, "rounds": budget.rounds}
-    return {"step": done, "mbi": pytree.getvalue(), "budget": spent, "next": (sigma, epsilon), "rng": rng_state(rng)}
+    return {
+        "step": done,
+        "mbi": pytree.getvalue(),
+        "budget": spent,
+        "next": (sigma, epsilon),
+        "finished": finished,
+        "rng": rng_state(rng),
+    }
 
 
 def _resumed(state: dict, plan: Plan, rng):
-    """(model, measurements, budget, sigma, eps, rounds done) from `_round_state`'s dict; `rng` restored."""
+    """(model, measurements, budget, sigma, eps, rounds done, finished) from `_round_state`'s dict; `rng` restored."""
     import io
 
     import mbi
@@ -220,7 +229,7 @@ def _resumed(state: dict, plan: Plan, rng):
     budget = Budget(plan, spent["gaussian"], spent["selection"], [tuple(r) for r in spent["rounds"]])
     restore_rng(state["rng"], rng)
     sigma, epsilon = state["next"]
-    return model, list(measurements), budget, sigma, epsilon, state["step"]
+    return model, list(measurements), budget, sigma, epsilon, state["step"], state["finished"]
 
 
 def _marginal(model, clique: Clique) -> np.ndarray:

@@ -138,9 +138,10 @@ def _table_codes(ctx: RunContext, bins: int):
 
 
 def _save_mbi_model(model, path) -> None:
-    """`mbi.save`'s file (`mbi.load` reads it) in the same bytes for the same model: its .npz members carry the time
-    and its pickled tree structure the identity of equal objects (a clique tuple shared or copied: a resumed fit's
-    differs), so the members are written again with fixed times and the structure pickled without the memo."""
+    """`mbi.save`'s file (`mbi.load` reads it) in the same bytes for the same model. Its .npz members carry the time,
+    and its pickled tree structure what a model went through: which equal objects are shared (a resumed fit's clique
+    tuples are copies) and each `Domain`'s cached `config` (filled by use). The members are written again with fixed
+    times and the structure pickled without the memo, a Domain by its fields alone."""
     import mbi
 
     saved = io.BytesIO()
@@ -148,11 +149,25 @@ def _save_mbi_model(model, path) -> None:
     with np.load(io.BytesIO(saved.getvalue())) as members:
         arrays = {name: members[name] for name in members.files}
     structure = io.BytesIO()
-    pickler = pickle.Pickler(structure)
-    pickler.fast = True  # no memo: every object written in full, whatever is shared
+    pickler = _CanonicalPickler(structure)
     pickler.dump(pickle.loads(arrays["_treedef"].tobytes()))
     arrays["_treedef"] = np.frombuffer(structure.getvalue(), dtype=np.uint8)
     save_npz(path, arrays)
+
+
+class _CanonicalPickler(pickle.Pickler):
+    """No memo (every object in full, whatever is shared); an mbi `Domain` by (attributes, shape, labels)."""
+
+    def __init__(self, file) -> None:
+        super().__init__(file)
+        self.fast = True
+
+    def reducer_override(self, obj):
+        from mbi import Domain
+
+        if type(obj) is Domain:
+            return Domain, (obj.attributes, obj.shape, obj.labels)
+        return NotImplemented
 
 
 def train_mst(ctx: RunContext) -> Ledger:
