@@ -2,14 +2,14 @@
 
 The data is a file (a table or image arrays, declared as under the config key `datasets`) or a built-in id.
 Everything the release is made from goes to a private workspace (`--work`, default `release.default_workspace`,
-outside --out's folder, mode 0700): a
-file's prepared copy (under the id `<stem>`, the same for neighbouring files), the run (trained by the workflow's
-own train stage: ledger, budget check, canary audit), its checkpoints and records. The release bundle is
-`release.RELEASED`: the samples (`--out`: `.csv`, the table's columns in their own units in the file's order; `.npz`,
-`x` and `y` as prepared), the ledger `x.privacy.json` and, with `--audit`, `x.audit.json`; nothing else is written
-beside it, and the workspace is deleted once the bundle is in place (`--keep-work` keeps it; it is private, never
-part of it), all but the quality report (`release.REPORT`, `dpvae.quality`): statistics of the private data for its
-holder, written before the bundle and kept in the workspace (`--no-report` skips it).
+outside --out's folder, mode 0700): a file's prepared copy (under the id `<stem>`, the same for neighbouring files),
+the run (trained by the workflow's own train stage: ledger, budget check, canary audit), its checkpoints and
+records. The release bundle is `release.RELEASED`: the samples (`--out`: `.csv`, the table's columns in their own
+units in the file's order; `.npz`, `x` and `y` as prepared), the ledger `x.privacy.json` and, with `--audit`,
+`x.audit.json`; nothing else is written beside it, and the workspace is deleted once the bundle is in place
+(`--keep-work` keeps it; it is private, never part of it), all but the quality report (`release.REPORT`,
+`dpvae.quality`): statistics of the private data for its holder, written before the bundle and kept in the workspace
+(`--no-report` skips it).
 
 The noise is secret (`dpvae.randomness`): drawn from OS entropy, or from `--seed-file` (read once, never copied),
 and written nowhere. `--seed N` makes the run repeatable for debugging; whoever knows N can replay the noise, so the

@@ -23,6 +23,7 @@ Zrnic 2021's Renyi filter, at every order). `Budget` enforces the totals the led
 
 from __future__ import annotations
 
+import io
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -197,8 +198,6 @@ def _round_state(
     """What decides the rest of a fit after `done` rounds: the model (the next estimate's warm start), the
     measurements, the budget spent, the next round's (sigma, eps), whether the rounds are over (only the final
     estimate left) and the generator's state."""
-    import io
-
     import mbi
 
     from dpvae.methods.checkpoint import rng_state
@@ -218,8 +217,6 @@ def _round_state(
 
 def _resumed(state: dict, plan: Plan, rng):
     """(model, measurements, budget, sigma, eps, rounds done, finished) from `_round_state`'s dict; `rng` restored."""
-    import io
-
     import mbi
 
     from dpvae.methods.checkpoint import restore_rng
