@@ -10,8 +10,8 @@
 #   DPVAE_DATA_MIRROR=../shared/data nice -n 19 workflow/campaigns/today-adult-queue.sh [SEED]
 # With SEED (0-4), one seed of every method at every epsilon under overlays/today-adult-seed<SEED>.yaml, each method's
 # rows recorded as they are built (`record` merges them: same key + seed replaced) and no page: one session's share
-# where the machine does not outlive a session (AIM alone is 6.5-10 h; a seed of it 80-120 min). The five pre-registered
-# seeds stay five: a share never changes which seeds run, only how many are built at once.
+# where the machine does not outlive a session (AIM alone is 6.5-10 h; a seed of it 80-120 min). The five
+# pre-registered seeds stay five: a share never changes which seeds run, only how many are built at once.
 # Measured (2-3 Dec 2026, the project's 2-core CPU, 7ea1973 / 90a2e5c, a run beside on the other core): twenty runs
 # each with their evaluations, PrivBayes 8 min, P3GM 17.5 min, p3gm-mog 15 min, MST 13.5 min, DP-GM 16.5 min; AIM's
 # seed 0 78 min (its trainings 2.6 / 6 / 29 / 38 min at epsilon 0.3 / 1 / 3 / 10); its seed 2 (877d6c1) 3.6 / 5.6 /
