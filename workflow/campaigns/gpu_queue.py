@@ -32,8 +32,10 @@ experiment), and what each other one lacks (building it here would train or eval
 In this workplace's device tool, one call = `workflow/campaigns/gpu-window.sh [BUDGET]` (installs the wheels from
 `.whl/`, joins the Inception weights once all their parts are there, runs this queue into $OUT/queue). A call carries
 at most 64 MiB, so a window with FID takes two calls back to back (the warm machine keeps what each carried):
-    1. carry [.whl, .devinc1]                                  gpu-window.sh 0   (install only: ~60 MiB)
-    2. carry [.devinc2, .devdata/MANIFEST.tsv, .devdata/mnist]  gpu-window.sh 8.5 (join, then the next entries)
+    1. carry [.whl, .devinc1]                                  gpu-window.sh 0   (install only: ~57 MiB)
+    2. carry [.devinc2, .devdata/MANIFEST.tsv, .devdata/mnist]  gpu-window.sh 8.5 (join, then the next entries: ~56 MiB)
+(each with the repository's files, 6.9 MiB on 4 Dec 2026; the weights' parts are gzipped, 39 MiB each). Budget 8.5
+leaves ~8 minutes after the set-up: one or two DP²-VAE entries (8 min each; three side by side are predicted 8.4).
 The call's command, with its `timeout` and its output in a file under $OUT: gpu-window.sh's header; the budget counts
 from the call's start, and a SIGTERM stops the wave as the budget would (`stopped_by_signals`).
 Fashion-MNIST (30 MB) does not fit beside a weights part: on a machine that has both parts, carry
