@@ -5,8 +5,8 @@
 # in consecutive calls (the machine keeps ignored folders between calls while it stays warm, 30 s); join, unzip and
 # check them there.
 #   here:   workflow/campaigns/gpu-inception.sh split [MiB]     -> .devinc1/, .devinc2/ (ignored), default 39 MiB each
-#   device: call k carries .devinc<k> (call 1 also .whl: ~59 MiB with the repository; call 2 the data when it is
-#           MNIST: ~58 MiB), back to back; the call that runs FID first does
+#   device: call k carries .devinc<k> (call 1 also .whl, call 2 the data when it is MNIST: the calls and their sizes
+#           in gpu_queue.py's docstring), back to back; the call that runs FID first does
 #           workflow/campaigns/gpu-inception.sh join /tmp/inception.pth && export DPVAE_INCEPTION_WEIGHTS=/tmp/inception.pth
 # `join` refuses parts that do not add up to the published sha256 (dpvae.eval.fid.WEIGHTS_SHA256), naming it.
 # Before 4 Dec 2026 the parts were the raw file's (46 MiB each): with the repository grown to 6.9 MiB, call 1
